@@ -1,0 +1,321 @@
+"""Pairwise model comparisons derived from outcomes, and query-level splits.
+
+A comparison says which of two models did better on one query: ``y = 1`` when ``model_b`` beat
+``model_a``, ``0`` when ``model_a`` won, ``0.5`` for a tie. Several observations of one
+(query, model) pair (rewrites, decodes) are compared through their mean score.
+
+Everything is vectorised over queries: pairs are sampled with one seeded random key matrix, never
+with a Python loop over queries or pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.schema import DataValidationError
+
+logger = logging.getLogger(__name__)
+
+TIE_POLICIES = ("drop", "half")
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """Pairwise comparisons in integer-coded arrays.
+
+    Attributes
+    ----------
+    query : ndarray of int64, shape (n,)
+        Row of each comparison's query in :attr:`query_ids` (and in any embedding matrix aligned to
+        it).
+    model_a, model_b : ndarray of int64, shape (n,)
+        Indices into :attr:`models`.
+    y : ndarray of float64, shape (n,)
+        1 when ``model_b`` beat ``model_a``, 0 when ``model_a`` won, 0.5 for a tie.
+    query_ids : ndarray of str, shape (n_queries,)
+        The queries the rows refer to, in embedding order.
+    models : tuple of str
+        Model names.
+    dropped_query_ids : tuple of str
+        Queries left out because they had fewer than ``min_pairs`` usable pairs.
+
+    Rows are grouped by query; within a query they keep their sampled order, so the first rows of a
+    query are its probe comparisons (see :func:`split_probe`).
+    """
+
+    query: np.ndarray
+    model_a: np.ndarray
+    model_b: np.ndarray
+    y: np.ndarray
+    query_ids: np.ndarray
+    models: tuple[str, ...]
+    dropped_query_ids: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        n = len(self.y)
+        for name in ("query", "model_a", "model_b"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"Comparisons.{name} has {len(getattr(self, name))} rows, y has {n}")
+        if n and (self.query.min() < 0 or self.query.max() >= len(self.query_ids)):
+            raise ValueError("Comparisons.query holds an index outside query_ids")
+        if n and max(self.model_a.max(), self.model_b.max()) >= len(self.models):
+            raise ValueError("Comparisons model index outside models")
+        if n and np.any(self.model_a == self.model_b):
+            raise ValueError("a comparison pits a model against itself")
+
+    def __len__(self) -> int:
+        return int(len(self.y))
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries in :attr:`query_ids`."""
+        return int(len(self.query_ids))
+
+    @property
+    def n_models(self) -> int:
+        """Number of models."""
+        return len(self.models)
+
+    def pairs_per_query(self) -> np.ndarray:
+        """Number of comparisons of each query, aligned to :attr:`query_ids`."""
+        return np.bincount(self.query, minlength=self.n_queries)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Comparisons as a DataFrame with ``query_id, model_a, model_b, y``."""
+        models = np.asarray(self.models, dtype=object)
+        return pd.DataFrame(
+            {
+                "query_id": self.query_ids[self.query],
+                "model_a": models[self.model_a],
+                "model_b": models[self.model_b],
+                "y": self.y,
+            }
+        )
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        query_ids: np.ndarray | list[str] | None = None,
+        models: list[str] | tuple[str, ...] | None = None,
+    ) -> Comparisons:
+        """Build from a DataFrame with ``query_id, model_a, model_b, y``.
+
+        ``query_ids`` fixes the query order (for alignment with embeddings); by default queries are
+        ordered by first appearance. ``models`` fixes the model order; by default sorted names.
+        """
+        missing = [c for c in ("query_id", "model_a", "model_b", "y") if c not in frame.columns]
+        if missing:
+            raise DataValidationError(f"comparisons table is missing column(s) {missing}")
+        qid = frame["query_id"].astype(str).to_numpy()
+        if query_ids is None:
+            query_ids = pd.unique(qid)
+        query_ids = np.asarray(query_ids, dtype=object).astype(str)
+        if models is None:
+            models = sorted(set(frame["model_a"].astype(str)) | set(frame["model_b"].astype(str)))
+        models = tuple(str(m) for m in models)
+        query_index = pd.Index(query_ids).get_indexer(qid)
+        if (query_index < 0).any():
+            first = qid[np.flatnonzero(query_index < 0)[0]]
+            raise DataValidationError(f"comparison for query '{first}' not in query_ids")
+        model_index = pd.Index(models)
+        a = model_index.get_indexer(frame["model_a"].astype(str))
+        b = model_index.get_indexer(frame["model_b"].astype(str))
+        if (a < 0).any() or (b < 0).any():
+            raise DataValidationError("comparison names a model not in models")
+        y = frame["y"].to_numpy(dtype=float)
+        if not np.isin(y, (0.0, 0.5, 1.0)).all():
+            raise DataValidationError("comparison outcomes y must be 0, 0.5 or 1")
+        order = np.argsort(query_index, kind="stable")
+        return cls(
+            query=query_index[order].astype(np.int64),
+            model_a=a[order].astype(np.int64),
+            model_b=b[order].astype(np.int64),
+            y=y[order],
+            query_ids=query_ids,
+            models=models,
+        )
+
+    def take(self, rows: np.ndarray) -> Comparisons:
+        """Rows ``rows`` (a boolean mask or indices), keeping the query and model coding."""
+        return Comparisons(
+            query=self.query[rows],
+            model_a=self.model_a[rows],
+            model_b=self.model_b[rows],
+            y=self.y[rows],
+            query_ids=self.query_ids,
+            models=self.models,
+        )
+
+    def select_queries(self, query_mask: np.ndarray) -> Comparisons:
+        """Keep the queries where ``query_mask`` (aligned to :attr:`query_ids`) is true, re-coded
+        so that ``query`` indexes the kept queries in their original order."""
+        query_mask = np.asarray(query_mask, dtype=bool)
+        if query_mask.shape != (self.n_queries,):
+            raise ValueError(f"query_mask must have shape ({self.n_queries},)")
+        new_index = np.cumsum(query_mask) - 1
+        rows = query_mask[self.query]
+        return Comparisons(
+            query=new_index[self.query[rows]].astype(np.int64),
+            model_a=self.model_a[rows],
+            model_b=self.model_b[rows],
+            y=self.y[rows],
+            query_ids=self.query_ids[query_mask],
+            models=self.models,
+        )
+
+
+def score_matrix(
+    outcomes: pd.DataFrame,
+    query_ids: np.ndarray | list[str] | None = None,
+    models: list[str] | tuple[str, ...] | None = None,
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Mean score per (query, model) as a dense matrix.
+
+    Returns
+    -------
+    scores : ndarray, shape (n_queries, n_models)
+        Mean over all observations of the pair; NaN where a model has no observation of a query.
+    query_ids : ndarray of str
+    models : tuple of str
+    """
+    qid = outcomes["query_id"].astype(str)
+    model = outcomes["model"].astype(str)
+    if query_ids is None:
+        query_ids = pd.unique(qid.to_numpy())
+    if models is None:
+        models = sorted(model.unique())
+    query_ids = np.asarray(query_ids, dtype=object).astype(str)
+    models = tuple(models)
+    qi = pd.Index(query_ids).get_indexer(qid)
+    mi = pd.Index(models).get_indexer(model)
+    keep = (qi >= 0) & (mi >= 0)
+    flat = qi[keep] * len(models) + mi[keep]
+    size = len(query_ids) * len(models)
+    sums = np.bincount(flat, weights=outcomes["score"].to_numpy(float)[keep], minlength=size)
+    counts = np.bincount(flat, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return scores.reshape(len(query_ids), len(models)), query_ids, models
+
+
+def make_comparisons(
+    outcomes: pd.DataFrame,
+    n_pairs: int | None = None,
+    ties: str = "drop",
+    min_pairs: int = 1,
+    query_ids: np.ndarray | list[str] | None = None,
+    models: list[str] | tuple[str, ...] | None = None,
+    random_state: int | np.random.Generator | None = None,
+) -> Comparisons:
+    """Pairwise comparisons of models on each query.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes (``query_id, model, score``); repeated observations of a (query, model) pair
+        are averaged before comparing.
+    n_pairs : int, optional
+        Keep at most this many pairs per query, drawn uniformly without replacement among the
+        usable pairs (seeded). ``None`` keeps all pairs, in a seeded random order.
+    ties : {"drop", "half"}
+        ``"drop"`` keeps only pairs with a winner; ``"half"`` keeps ties as ``y = 0.5``.
+    min_pairs : int, default 1
+        Queries with fewer usable pairs are left out; their ids are in
+        ``Comparisons.dropped_query_ids`` and their number is logged.
+    query_ids, models : sequence, optional
+        Fix the query order (e.g. to align with embeddings) and model order.
+    random_state : int or Generator, optional
+        Seed for the pair draw and order.
+
+    Returns
+    -------
+    Comparisons
+        Only queries with at least ``min_pairs`` pairs remain in ``query_ids``.
+    """
+    if ties not in TIE_POLICIES:
+        raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
+    if n_pairs is not None and n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
+    rng = np.random.default_rng(random_state)
+    scores, query_ids, models = score_matrix(outcomes, query_ids, models)
+    n_models = len(models)
+    if n_models < 2:
+        raise DataValidationError(f"comparisons need at least 2 models, got {list(models)}")
+    ia, ib = np.triu_indices(n_models, k=1)
+    left, right = scores[:, ia], scores[:, ib]
+    usable = ~(np.isnan(left) | np.isnan(right))
+    if ties == "drop":
+        usable &= left != right
+    y = np.where(right > left, 1.0, np.where(right < left, 0.0, 0.5))
+
+    keys = rng.random(usable.shape)
+    keys[~usable] = np.inf
+    order = np.argsort(keys, axis=1, kind="stable")
+    limit = order.shape[1] if n_pairs is None else min(n_pairs, order.shape[1])
+    order = order[:, :limit]
+    chosen = np.take_along_axis(usable, order, axis=1)
+    n_per_query = chosen.sum(axis=1)
+    keep_query = n_per_query >= max(min_pairs, 1)
+    dropped = query_ids[~keep_query]
+    if len(dropped):
+        logger.info(
+            "make_comparisons: %d of %d queries left out with fewer than %d usable pair(s)",
+            len(dropped),
+            len(query_ids),
+            max(min_pairs, 1),
+        )
+    new_index = np.cumsum(keep_query) - 1
+    rows, cols = np.nonzero(chosen & keep_query[:, None])
+    pair = order[rows, cols]
+    return Comparisons(
+        query=new_index[rows].astype(np.int64),
+        model_a=ia[pair].astype(np.int64),
+        model_b=ib[pair].astype(np.int64),
+        y=y[rows, pair],
+        query_ids=query_ids[keep_query],
+        models=models,
+        dropped_query_ids=tuple(dropped.tolist()),
+    )
+
+
+def split_queries(
+    n_queries: int, test_size: float = 0.2, random_state: int | np.random.Generator | None = 42
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random train/test split of query positions.
+
+    Returns boolean masks ``(train, test)`` of length ``n_queries``; the test part holds
+    ``round(test_size * n_queries)`` queries (at least one of each side when ``n_queries >= 2``).
+    """
+    if not 0.0 < test_size < 1.0:
+        raise ValueError(f"test_size must lie in (0, 1), got {test_size}")
+    if n_queries < 2:
+        raise ValueError(f"a train/test split needs at least 2 queries, got {n_queries}")
+    rng = np.random.default_rng(random_state)
+    n_test = int(np.clip(round(test_size * n_queries), 1, n_queries - 1))
+    test = np.zeros(n_queries, dtype=bool)
+    test[rng.permutation(n_queries)[:n_test]] = True
+    return ~test, test
+
+
+def split_probe(comparisons: Comparisons, n_probes: int = 1) -> tuple[Comparisons, Comparisons]:
+    """Split each query's comparisons into its first ``n_probes`` (probe) and the rest (scored).
+
+    Queries are kept in both parts with the same coding, so a query without scored pairs simply has
+    no rows in the second part.
+    """
+    if n_probes < 0:
+        raise ValueError(f"n_probes must be >= 0, got {n_probes}")
+    query = comparisons.query
+    if len(query) and np.any(np.diff(query) < 0):
+        order = np.argsort(query, kind="stable")
+        comparisons = comparisons.take(order)
+        query = comparisons.query
+    starts = np.searchsorted(query, query, side="left")
+    rank = np.arange(len(query)) - starts
+    is_probe = rank < n_probes
+    return comparisons.take(is_probe), comparisons.take(~is_probe)

@@ -1,0 +1,75 @@
+"""Summary statistics with bootstrap confidence intervals (percentile bootstrap over units)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+DEFAULT_N_BOOT = 1000
+
+
+def bootstrap_indices(
+    n_units: int, n_boot: int = DEFAULT_N_BOOT, random_state: int | np.random.Generator | None = 0
+) -> np.ndarray:
+    """Resampling indices of shape ``(n_boot, n_units)``, drawn with replacement (seeded)."""
+    if n_units < 1:
+        raise ValueError("bootstrap needs at least one unit")
+    rng = np.random.default_rng(random_state)
+    return rng.integers(0, n_units, size=(n_boot, n_units))
+
+
+def bootstrap_ci(
+    values: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray] | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[float, float, float]:
+    """Point estimate and percentile bootstrap interval of a statistic over units.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_units,) or (n_units, k)
+        One row per resampling unit (a query, say).
+    statistic : callable, optional
+        Maps an array of shape ``(n_boot, n_units, ...)`` to ``(n_boot,)`` along axis 1, and the
+        original ``(1, n_units, ...)`` likewise. Default: the mean over units (of a 1-D input).
+    n_boot : int, default 1000
+    confidence : float, default 0.95
+    random_state : int or Generator, optional
+
+    Returns
+    -------
+    estimate, low, high : float
+    """
+    values = np.asarray(values, dtype=float)
+    if statistic is None:
+        if values.ndim != 1:
+            raise ValueError("the default statistic (mean) needs a 1-D array")
+
+        def statistic(sample: np.ndarray) -> np.ndarray:
+            return sample.mean(axis=1)
+
+    estimate = float(np.asarray(statistic(values[None, ...])).reshape(-1)[0])
+    index = bootstrap_indices(len(values), n_boot, random_state)
+    replicates = np.asarray(statistic(values[index]), dtype=float).reshape(-1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
+    return estimate, float(low), float(high)
+
+
+def ratio_of_means_ci(
+    numerator: np.ndarray,
+    denominator: np.ndarray,
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[float, float, float]:
+    """Bootstrap CI of ``sum(numerator) / sum(denominator)`` with units resampled jointly."""
+    stacked = np.column_stack([numerator, denominator]).astype(float)
+
+    def statistic(sample: np.ndarray) -> np.ndarray:
+        return sample[..., 0].sum(axis=1) / sample[..., 1].sum(axis=1)
+
+    return bootstrap_ci(stacked, statistic, n_boot, confidence, random_state)
