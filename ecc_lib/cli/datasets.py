@@ -1,0 +1,61 @@
+"""``ecc-lab datasets``: list the bundled datasets with their counts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "datasets",
+        help="list the bundled datasets with their counts",
+        description="List the bundled datasets: queries, models, observations, categories and the "
+        "mean score of each model.",
+    )
+    parser.add_argument("--json", metavar="OUT.json", help="also write the summary as JSON")
+    parser.add_argument(
+        "--scores", action="store_true", help="print the mean score of each model too"
+    )
+    parser.set_defaults(handler=run)
+
+
+def dataset_summaries() -> dict[str, dict]:
+    """Summary of every bundled dataset (see :func:`ecc_lib.schema.summarise`)."""
+    from ecc_lib.loaders import BUNDLED_DATASETS, BUNDLED_DESCRIPTIONS, load_bundled
+    from ecc_lib.schema import summarise
+
+    summaries = {}
+    for name in BUNDLED_DATASETS:
+        summary = summarise(*load_bundled(name))
+        summary["description"] = BUNDLED_DESCRIPTIONS[name]
+        summaries[name] = summary
+    return summaries
+
+
+def format_summaries(summaries: dict[str, dict], scores: bool = False) -> str:
+    """A plain-text table of :func:`dataset_summaries`."""
+    header = f"{'dataset':<10} {'queries':>8} {'models':>7} {'observations':>13} {'categories':>11} {'variants':>9} {'decodes':>8}"
+    lines = [header, "-" * len(header)]
+    for name, s in summaries.items():
+        lines.append(
+            f"{name:<10} {s['n_queries']:>8,} {s['n_models']:>7} {s['n_observations']:>13,} "
+            f"{s['n_categories']:>11} {s['n_variants']:>9} {s['n_decodes']:>8}"
+        )
+    if scores:
+        for name, s in summaries.items():
+            lines.append("")
+            lines.append(f"{name}: {s['description']}")
+            lines.append("  mean score per model:")
+            for model, value in sorted(s["mean_score"].items(), key=lambda kv: -kv[1]):
+                lines.append(f"    {model:<40} {value:.3f}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    summaries = dataset_summaries()
+    print(format_summaries(summaries, scores=args.scores))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as stream:
+            json.dump(summaries, stream, indent=2, sort_keys=True)
+    return 0

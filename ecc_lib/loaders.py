@@ -1,0 +1,403 @@
+"""Loaders: every dataset enters ecc_lib as ``(queries, outcomes)`` in the data model of
+:mod:`ecc_lib.schema`.
+
+- bundled real datasets (:func:`load_bundled`: ``dcrouter``, ``re2``, ``mmlu2``);
+- files a user brings: generic long or wide CSV / Parquet / JSONL (:func:`read_queries`,
+  :func:`read_outcomes`, :func:`from_wide`), RouterBench's wide table (:func:`from_routerbench`),
+  SPROUT (:func:`from_sprout`), the DARS release JSONL (:func:`from_dars_release`);
+- the same public sets downloaded from the Hugging Face Hub when online (:func:`load_public`).
+
+Loaders never drop rows silently: when they leave rows out they log how many and why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib import paths
+from ecc_lib.schema import (
+    DataValidationError,
+    check_models_have_observations,
+    validate_outcomes,
+    validate_queries,
+)
+
+logger = logging.getLogger(__name__)
+
+BUNDLED_DATASETS: tuple[str, ...] = ("dcrouter", "re2", "mmlu2")
+BUNDLED_DESCRIPTIONS = {
+    "dcrouter": "LLMRouter dcrouter: 9 open LLMs on 14 benchmarks, one 0/1 (or coverage) score each",
+    "re2": "Re2: 3 OpenAI models x 4 prompt variants on GSM8K and CommonsenseQA",
+    "mmlu2": "RouteLLM MMLU: GPT-4-1106 vs Mixtral-8x7B on 57 subjects",
+}
+
+# Hugging Face Hub datasets for the public formats (repository id, file patterns, parser name)
+PUBLIC_DATASETS = {
+    "routerbench": ("withmartian/routerbench", ["routerbench_0shot.pkl"], "routerbench"),
+    "sprout": ("CARROT-LLM-Routing/SPROUT", ["*.parquet", "**/*.parquet"], "sprout"),
+}
+
+_TEXT_COLUMNS = ("text", "prompt", "question", "query", "input")
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a CSV, TSV, Parquet, JSONL/JSON or pickle file by its extension.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    DataValidationError
+        The extension is unknown or the file cannot be parsed (the message names the file).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
+    suffix = suffixes[-1] if suffixes else ""
+    try:
+        if suffix == ".csv":
+            return pd.read_csv(path)
+        if suffix == ".tsv":
+            return pd.read_csv(path, sep="\t")
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix == ".jsonl":
+            return pd.read_json(path, lines=True)
+        if suffix == ".json":
+            return pd.read_json(path)
+        if suffix in (".pkl", ".pickle"):
+            # RouterBench ships pickled DataFrames; only open pickles you trust.
+            return pd.read_pickle(path)
+    except (ValueError, OSError, pd.errors.ParserError) as error:
+        raise DataValidationError(f"{path}: could not be read as {suffix[1:]}: {error}") from error
+    raise DataValidationError(
+        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet, .jsonl, .json or .pkl"
+    )
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write a table as CSV, Parquet or JSONL, chosen by the extension of ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix in (".parquet", ".pq"):
+        frame.to_parquet(path, index=False)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        raise ValueError(f"{path}: write .csv, .parquet or .jsonl")
+    return path
+
+
+def read_queries(path: str | Path) -> pd.DataFrame:
+    """Read and validate a queries file (``query_id, text[, category, source]``)."""
+    return validate_queries(read_table(path), source=str(path))
+
+
+def read_outcomes(
+    path: str | Path,
+    queries: pd.DataFrame | None = None,
+    model_columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Read and validate an outcomes file, long or wide.
+
+    A file with a ``model`` or ``score`` column is long (one row per observation). Otherwise it is
+    read as wide: ``query_id`` plus one score column per model (``model_columns``, or every numeric
+    column but ``query_id``, ``variant_id``, ``decode_id`` and ``cost``), see :func:`from_wide`.
+    """
+    frame = read_table(path)
+    if {"model", "score"} & set(frame.columns):
+        return validate_outcomes(frame, queries, source=str(path))
+    return from_wide(frame, model_columns=model_columns, source=str(path), queries=queries)[1]
+
+
+def from_wide(
+    frame: pd.DataFrame,
+    model_columns: Sequence[str] | None = None,
+    id_column: str = "query_id",
+    text_column: str | None = None,
+    category_column: str | None = None,
+    cost_columns: dict[str, str] | None = None,
+    source: str | None = None,
+    queries: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Turn a wide table (one row per query, one score column per model) into the data model.
+
+    Parameters
+    ----------
+    frame : DataFrame
+    model_columns : sequence of str, optional
+        Score columns; default every numeric or boolean column except ids and costs.
+    id_column : str, default "query_id"
+    text_column, category_column : str, optional
+        Columns holding the query text and human label; default: the first of ``text``,
+        ``prompt``, ``question``, ``query``, ``input`` present, and ``category`` if present.
+    cost_columns : dict, optional
+        Model column -> its cost column.
+    source : str, optional
+        Name used in messages (file name).
+    queries : DataFrame, optional
+        Known queries, to validate the outcomes against.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Missing score cells (a model not run on a query) are left out with a logged count.
+    """
+    where = f"{source}: " if source else ""
+    if id_column not in frame.columns:
+        raise DataValidationError(
+            f"{where}wide table needs an id column '{id_column}'; found {list(frame.columns)}"
+        )
+    cost_columns = dict(cost_columns or {})
+    if model_columns is None:
+        excluded = {id_column, "variant_id", "decode_id", "cost", *cost_columns.values()}
+        model_columns = [
+            c
+            for c in frame.columns
+            if c not in excluded
+            and (pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]))
+        ]
+    model_columns = list(model_columns)
+    if not model_columns:
+        raise DataValidationError(
+            f"{where}found no score columns: a long table needs 'model' and 'score' columns, a "
+            f"wide one numeric score columns, one per model; found {list(frame.columns)}"
+        )
+    missing = [c for c in model_columns if c not in frame.columns]
+    if missing:
+        raise DataValidationError(f"{where}wide table is missing model column(s) {missing}")
+    if text_column is None:
+        text_column = next((c for c in _TEXT_COLUMNS if c in frame.columns), None)
+    if category_column is None and "category" in frame.columns:
+        category_column = "category"
+
+    ids = frame[id_column].astype(str)
+    long = pd.DataFrame(
+        {
+            "query_id": np.repeat(ids.to_numpy(), len(model_columns)),
+            "model": np.tile(np.asarray(model_columns, dtype=object), len(frame)),
+            "score": frame[model_columns].astype(float).to_numpy().reshape(-1),
+        }
+    )
+    if cost_columns:
+        costs = np.column_stack(
+            [
+                frame[cost_columns[m]].astype(float) if m in cost_columns else np.full(len(frame), np.nan)
+                for m in model_columns
+            ]
+        )
+        long["cost"] = costs.reshape(-1)
+    empty = long["score"].isna().to_numpy()
+    if empty.any():
+        logger.warning(
+            "%sleft out %d empty score cell(s) of %d (a model without a result on a query)",
+            where,
+            int(empty.sum()),
+            len(long),
+        )
+        long = long.loc[~empty]
+    check_models_have_observations(long, model_columns, source)
+
+    query_frame = pd.DataFrame({"query_id": ids})
+    query_frame["text"] = frame[text_column].astype(str) if text_column else ids
+    if category_column:
+        query_frame["category"] = frame[category_column]
+    query_frame["source"] = source
+    query_frame = validate_queries(query_frame, source=source)
+    outcomes = validate_outcomes(long, queries if queries is not None else query_frame, source)
+    return query_frame, outcomes
+
+
+def load_bundled(name: str, data_dir: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Load a bundled dataset: ``"dcrouter"``, ``"re2"`` or ``"mmlu2"``.
+
+    Returns validated ``(queries, outcomes)``. See ``data/README.md`` for origins and licences.
+    """
+    if name not in BUNDLED_DATASETS:
+        raise ValueError(f"unknown bundled dataset '{name}'; choose one of {list(BUNDLED_DATASETS)}")
+    folder = Path(data_dir) if data_dir is not None else paths.data_dir() / name
+    if data_dir is not None and (Path(data_dir) / name).is_dir():
+        folder = Path(data_dir) / name
+    files = {kind: folder / f"{kind}.parquet" for kind in ("queries", "outcomes")}
+    for file in files.values():
+        if not file.is_file():
+            raise FileNotFoundError(
+                f"bundled dataset '{name}' is missing {file}; rebuild it with "
+                "`python scripts/build_bundled_data.py`"
+            )
+    queries = validate_queries(pd.read_parquet(files["queries"]), source=str(files["queries"]))
+    outcomes = validate_outcomes(
+        pd.read_parquet(files["outcomes"]), queries, source=str(files["outcomes"])
+    )
+    return queries, outcomes
+
+
+def bundled_files(name: str) -> list[Path]:
+    """The data files of a bundled dataset (for provenance hashes)."""
+    folder = paths.data_dir() / name
+    return [folder / "queries.parquet", folder / "outcomes.parquet"]
+
+
+def from_routerbench(frame: pd.DataFrame, source: str = "routerbench") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """RouterBench's wide table: ``sample_id``, ``prompt``, ``eval_name``, one score column per
+    model and ``<model>|total_cost`` (other ``<model>|...`` columns are ignored)."""
+    required = ("sample_id", "prompt", "eval_name")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise DataValidationError(f"{source}: RouterBench table is missing column(s) {missing}")
+    meta = {"sample_id", "prompt", "eval_name", "oracle_model_to_route_to"}
+    models = [c for c in frame.columns if "|" not in c and c not in meta]
+    cost_columns = {m: f"{m}|total_cost" for m in models if f"{m}|total_cost" in frame.columns}
+    renamed = frame.rename(columns={"sample_id": "query_id", "eval_name": "category"})
+    return from_wide(
+        renamed,
+        model_columns=models,
+        text_column="prompt",
+        category_column="category",
+        cost_columns=cost_columns,
+        source=source,
+    )
+
+
+def from_sprout(frame: pd.DataFrame, source: str = "sprout") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """SPROUT: one row per query, one column per model holding a dict with ``score`` (and
+    optionally token counts or cost). The query text is in ``prompt`` (or another text column), the
+    benchmark in ``dataset`` or ``category``, the id in ``id`` / ``query_id`` (row number if none)."""
+    model_columns = [
+        c
+        for c in frame.columns
+        if frame[c].map(lambda v: isinstance(v, dict) and "score" in v).any()
+    ]
+    if not model_columns:
+        raise DataValidationError(
+            f"{source}: no model column holds dicts with a 'score' key (SPROUT format)"
+        )
+    wide = pd.DataFrame(index=frame.index)
+    id_column = next((c for c in ("query_id", "id", "key") if c in frame.columns), None)
+    wide["query_id"] = frame[id_column].astype(str) if id_column else frame.index.astype(str)
+    text_column = next((c for c in _TEXT_COLUMNS if c in frame.columns), None)
+    if text_column is None:
+        raise DataValidationError(f"{source}: SPROUT table has no text column {_TEXT_COLUMNS}")
+    wide["text"] = frame[text_column]
+    category_column = next((c for c in ("category", "dataset") if c in frame.columns), None)
+    if category_column:
+        wide["category"] = frame[category_column]
+    cost_columns = {}
+    for model in model_columns:
+        cells = frame[model]
+        wide[model] = cells.map(lambda v: v.get("score") if isinstance(v, dict) else np.nan)
+        costs = cells.map(lambda v: v.get("cost") if isinstance(v, dict) else None)
+        if costs.notna().any():
+            wide[f"{model}|cost"] = costs.astype(float)
+            cost_columns[model] = f"{model}|cost"
+    return from_wide(
+        wide,
+        model_columns=model_columns,
+        text_column="text",
+        category_column="category" if category_column else None,
+        cost_columns=cost_columns,
+        source=source,
+    )
+
+
+def from_dars_release(
+    frame: pd.DataFrame, source: str = "dars-release"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The DARS release JSONL: one row per observation with ``query_id``, ``model``, ``score``,
+    ``cost``, ``prompt_variant_id``, ``decode_id``, ``observation_type`` and question fields."""
+    required = ("query_id", "model", "score", "prompt_variant_id", "decode_id")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise DataValidationError(f"{source}: DARS release table is missing column(s) {missing}")
+    outcomes = frame.rename(columns={"prompt_variant_id": "variant_id"})
+    text_column = next((c for c in _TEXT_COLUMNS if c in frame.columns), None)
+    original = outcomes.sort_values(["variant_id", "decode_id"], kind="stable")
+    firsts = original.drop_duplicates("query_id", keep="first")
+    queries = pd.DataFrame({"query_id": firsts["query_id"].astype(str)})
+    queries["text"] = firsts[text_column].astype(str) if text_column else queries["query_id"]
+    category_column = next(
+        (c for c in ("category", "dataset", "benchmark", "task") if c in frame.columns), None
+    )
+    if category_column:
+        queries["category"] = firsts[category_column].to_numpy()
+    queries["source"] = source
+    queries = validate_queries(queries, source=source)
+    keep = [c for c in ("query_id", "model", "score", "cost", "variant_id", "decode_id", "observation_type") if c in outcomes.columns]
+    return queries, validate_outcomes(outcomes[keep], queries, source=source)
+
+
+def download_public(
+    name: str, cache_dir: str | Path | None = None, patterns: Sequence[str] | None = None
+) -> Path:
+    """Download a public dataset's files from the Hugging Face Hub; return the local folder.
+
+    ``name`` is a key of :data:`PUBLIC_DATASETS` or a Hub dataset id (``owner/name``).
+
+    Raises
+    ------
+    ConnectionError
+        When the Hub cannot be reached (offline machine), naming the dataset.
+    """
+    repo_id, default_patterns, _ = PUBLIC_DATASETS.get(name, (name, None, None))
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as error:  # pragma: no cover - installed with sentence-transformers
+        raise ImportError("downloading public datasets needs huggingface_hub") from error
+    try:
+        folder = snapshot_download(
+            repo_id=repo_id,
+            repo_type="dataset",
+            allow_patterns=list(patterns or default_patterns or ["*"]),
+            cache_dir=str(cache_dir) if cache_dir else None,
+        )
+    except Exception as error:
+        raise ConnectionError(
+            f"could not download the dataset '{repo_id}' from the Hugging Face Hub "
+            f"({type(error).__name__}: {error}). This needs a network connection; offline, "
+            "download it elsewhere and read the file with ecc_lib.loaders "
+            "(from_routerbench / from_sprout / from_dars_release on read_table(path))."
+        ) from error
+    return Path(folder)
+
+
+def load_public(name: str, cache_dir: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Download (when online) and parse a public dataset: ``"routerbench"`` or ``"sprout"``."""
+    if name not in PUBLIC_DATASETS:
+        raise ValueError(f"unknown public dataset '{name}'; choose one of {list(PUBLIC_DATASETS)}")
+    folder = download_public(name, cache_dir)
+    parser = {"routerbench": from_routerbench, "sprout": from_sprout}[PUBLIC_DATASETS[name][2]]
+    files = sorted(p for p in folder.rglob("*") if p.suffix in (".pkl", ".parquet"))
+    if not files:
+        raise FileNotFoundError(f"no data file found for '{name}' under {folder}")
+    frame = pd.concat([read_table(f) for f in files], ignore_index=True)
+    return parser(frame, source=name)
+
+
+def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Load by name: a bundled dataset, a public one (downloaded), or a folder holding
+    ``queries.*`` and ``outcomes.*`` files in the generic format."""
+    if name_or_path in BUNDLED_DATASETS:
+        return load_bundled(name_or_path)
+    if name_or_path in PUBLIC_DATASETS:
+        return load_public(name_or_path)
+    folder = Path(name_or_path)
+    if folder.is_dir():
+        found = {
+            kind: next(iter(sorted(folder.glob(f"{kind}.*"))), None) for kind in ("queries", "outcomes")
+        }
+        if all(found.values()):
+            queries = read_queries(found["queries"])
+            return queries, read_outcomes(found["outcomes"], queries)
+    raise ValueError(
+        f"'{name_or_path}' is neither a bundled dataset {list(BUNDLED_DATASETS)}, a public one "
+        f"{list(PUBLIC_DATASETS)}, nor a folder with queries.* and outcomes.* files"
+    )
