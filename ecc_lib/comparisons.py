@@ -59,7 +59,9 @@ class Comparisons:
         n = len(self.y)
         for name in ("query", "model_a", "model_b"):
             if len(getattr(self, name)) != n:
-                raise ValueError(f"Comparisons.{name} has {len(getattr(self, name))} rows, y has {n}")
+                raise ValueError(
+                    f"Comparisons.{name} has {len(getattr(self, name))} rows, y has {n}"
+                )
         if n and (self.query.min() < 0 or self.query.max() >= len(self.query_ids)):
             raise ValueError("Comparisons.query holds an index outside query_ids")
         if n and max(self.model_a.max(), self.model_b.max()) >= len(self.models):

@@ -235,7 +235,9 @@ def embed_texts(
         raise ValueError("embed_texts needs at least one text")
     digests = text_digests(texts)
     cache = EmbeddingCache(model_name, cache_dir, read_dirs) if use_cache else None
-    vectors, found = cache.lookup(digests) if cache is not None else (None, np.zeros(len(texts), bool))
+    vectors, found = (
+        cache.lookup(digests) if cache is not None else (None, np.zeros(len(texts), bool))
+    )
     missing = np.flatnonzero(~found)
     if len(missing):
         unique_digests, first, inverse = np.unique(

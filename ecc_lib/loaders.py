@@ -191,7 +191,9 @@ def from_wide(
     if cost_columns:
         costs = np.column_stack(
             [
-                frame[cost_columns[m]].astype(float) if m in cost_columns else np.full(len(frame), np.nan)
+                frame[cost_columns[m]].astype(float)
+                if m in cost_columns
+                else np.full(len(frame), np.nan)
                 for m in model_columns
             ]
         )
@@ -217,13 +219,17 @@ def from_wide(
     return query_frame, outcomes
 
 
-def load_bundled(name: str, data_dir: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_bundled(
+    name: str, data_dir: str | Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Load a bundled dataset: ``"dcrouter"``, ``"re2"`` or ``"mmlu2"``.
 
     Returns validated ``(queries, outcomes)``. See ``data/README.md`` for origins and licences.
     """
     if name not in BUNDLED_DATASETS:
-        raise ValueError(f"unknown bundled dataset '{name}'; choose one of {list(BUNDLED_DATASETS)}")
+        raise ValueError(
+            f"unknown bundled dataset '{name}'; choose one of {list(BUNDLED_DATASETS)}"
+        )
     folder = Path(data_dir) if data_dir is not None else paths.data_dir() / name
     if data_dir is not None and (Path(data_dir) / name).is_dir():
         folder = Path(data_dir) / name
@@ -247,7 +253,9 @@ def bundled_files(name: str) -> list[Path]:
     return [folder / "queries.parquet", folder / "outcomes.parquet"]
 
 
-def from_routerbench(frame: pd.DataFrame, source: str = "routerbench") -> tuple[pd.DataFrame, pd.DataFrame]:
+def from_routerbench(
+    frame: pd.DataFrame, source: str = "routerbench"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """RouterBench's wide table: ``sample_id``, ``prompt``, ``eval_name``, one score column per
     model and ``<model>|total_cost`` (other ``<model>|...`` columns are ignored)."""
     required = ("sample_id", "prompt", "eval_name")
@@ -331,7 +339,19 @@ def from_dars_release(
         queries["category"] = firsts[category_column].to_numpy()
     queries["source"] = source
     queries = validate_queries(queries, source=source)
-    keep = [c for c in ("query_id", "model", "score", "cost", "variant_id", "decode_id", "observation_type") if c in outcomes.columns]
+    keep = [
+        c
+        for c in (
+            "query_id",
+            "model",
+            "score",
+            "cost",
+            "variant_id",
+            "decode_id",
+            "observation_type",
+        )
+        if c in outcomes.columns
+    ]
     return queries, validate_outcomes(outcomes[keep], queries, source=source)
 
 
@@ -369,7 +389,9 @@ def download_public(
     return Path(folder)
 
 
-def load_public(name: str, cache_dir: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_public(
+    name: str, cache_dir: str | Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Download (when online) and parse a public dataset: ``"routerbench"`` or ``"sprout"``."""
     if name not in PUBLIC_DATASETS:
         raise ValueError(f"unknown public dataset '{name}'; choose one of {list(PUBLIC_DATASETS)}")
@@ -392,7 +414,8 @@ def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     folder = Path(name_or_path)
     if folder.is_dir():
         found = {
-            kind: next(iter(sorted(folder.glob(f"{kind}.*"))), None) for kind in ("queries", "outcomes")
+            kind: next(iter(sorted(folder.glob(f"{kind}.*"))), None)
+            for kind in ("queries", "outcomes")
         }
         if all(found.values()):
             queries = read_queries(found["queries"])

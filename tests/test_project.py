@@ -23,7 +23,9 @@ def _split(requirement: str) -> tuple[str, str]:
 
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = dict(_split(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"])
+    wanted = dict(
+        _split(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]
+    )
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     listed: dict[str, str] = {}
     for entry in env["dependencies"]:
@@ -32,13 +34,17 @@ def test_environment_yml_matches_pyproject():
                 if not pip_entry.startswith("-e"):
                     listed.update([_split(pip_entry)])
         else:
-            name, spec = _split(entry.replace("=", "==", 1) if re.match(r"^[\w-]+=[^=]", entry) else entry)
+            name, spec = _split(
+                entry.replace("=", "==", 1) if re.match(r"^[\w-]+=[^=]", entry) else entry
+            )
             listed[name] = spec
     listed.pop("python"), listed.pop("pip")
     assert listed == wanted, {
         "only in environment.yml": sorted(set(listed) - set(wanted)),
         "only in pyproject.toml": sorted(set(wanted) - set(listed)),
-        "different versions": sorted(k for k in set(listed) & set(wanted) if listed[k] != wanted[k]),
+        "different versions": sorted(
+            k for k in set(listed) & set(wanted) if listed[k] != wanted[k]
+        ),
     }
     assert any(isinstance(e, dict) and "-e ." in e["pip"] for e in env["dependencies"])
 

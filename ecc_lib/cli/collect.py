@@ -1,0 +1,135 @@
+"""``ecc-lab collect`` and ``ecc-lab collect-export``: live collection from an OpenAI-compatible
+endpoint into an append-only store, and its export to the long outcomes format."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``collect`` and ``collect-export`` subcommands."""
+    parser = subparsers.add_parser(
+        "collect",
+        help="collect rewrites x decodes from an OpenAI-compatible endpoint",
+        description=(
+            "Ask each model to answer each query's original text and N rewrites M times, score and "
+            "cost every answer, and append it to the store. Rerunning the same command skips what "
+            "is done and retries what failed. The API key is read from an environment variable "
+            "and never stored."
+        ),
+    )
+    parser.add_argument(
+        "--queries",
+        required=True,
+        metavar="FILE",
+        help="queries table (.csv, .tsv, .parquet, .jsonl): query_id, text, optional category, "
+        "answer, choices, passage",
+    )
+    parser.add_argument(
+        "--models", required=True, help="comma-separated candidate models, e.g. m1,m2"
+    )
+    parser.add_argument(
+        "--base-url",
+        required=True,
+        metavar="URL",
+        help="endpoint including the API prefix, e.g. http://localhost:8000/v1",
+    )
+    parser.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="NAME",
+        help="environment variable holding the API key (default: OPENAI_API_KEY for OpenAI's "
+        "own host, no key for other endpoints; no key is sent when the variable is unset)",
+    )
+    parser.add_argument(
+        "--rewriter", metavar="MODEL", help="model writing the rewrites (default: first model)"
+    )
+    parser.add_argument(
+        "--rewrites", type=int, default=2, metavar="N", help="rewrites per query (default 2)"
+    )
+    parser.add_argument(
+        "--decodes",
+        type=int,
+        default=3,
+        metavar="M",
+        help="answers per query, variant and model (default 3)",
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=0.7, help="answer temperature (default 0.7)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="calls in flight at once (default 8)"
+    )
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table (.csv, .json, .yaml): model, input_per_1m, output_per_1m in USD",
+    )
+    parser.add_argument("--store", required=True, metavar="DIR", help="collection folder")
+    parser.set_defaults(handler=run_collect)
+
+    export = subparsers.add_parser(
+        "collect-export",
+        help="export a collection store to the long outcomes format",
+        description=(
+            "Write one row per (query_id, model, variant_id, decode_id) with score, cost, tokens "
+            "and latency. Records whose scoring failed are left out and counted."
+        ),
+    )
+    export.add_argument("--store", required=True, metavar="DIR", help="collection folder")
+    export.add_argument(
+        "--out", required=True, metavar="FILE", help="output table (.csv, .parquet, .jsonl)"
+    )
+    export.set_defaults(handler=run_collect_export)
+
+
+def run_collect(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab collect``; exit status 0 when every planned record is stored."""
+    from ecc_lib.collect import CollectError, collect
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+    try:
+        summary = collect(
+            args.queries,
+            args.models,
+            args.base_url,
+            args.store,
+            api_key_env=args.api_key_env or None,
+            rewriter=args.rewriter,
+            n_rewrites=args.rewrites,
+            n_decodes=args.decodes,
+            temperature=args.temperature,
+            concurrency=args.concurrency,
+            prices=args.prices,
+            show_progress=True,
+        )
+    except CollectError as error:
+        print(f"ecc-lab collect: error: {error}", file=sys.stderr)
+        return 1
+    spend = f"${summary.spend_usd:.4f}"
+    if summary.n_unpriced:
+        spend += f" (+{summary.n_unpriced} call(s) of unknown cost)"
+    print(
+        f"{args.store}: {summary.n_done}/{summary.n_planned} records "
+        f"({summary.n_collected} new, {summary.n_skipped} already there), "
+        f"{summary.n_failed} failed call(s), {summary.n_missing_variants} missing rewrite(s), "
+        f"{summary.n_scoring_failures} scoring failure(s), spend {spend}"
+    )
+    if not summary.complete:
+        print(
+            "ecc-lab collect: incomplete; run the same command again to retry what failed",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def run_collect_export(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab collect-export``."""
+    from ecc_lib.collect import export_outcomes
+
+    outcomes = export_outcomes(args.store, args.out)
+    print(f"{args.out}: {len(outcomes)} outcome row(s) from {args.store}")
+    return 0

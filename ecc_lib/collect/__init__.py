@@ -1,0 +1,76 @@
+"""Live collection of DARS-style observations from OpenAI-compatible chat endpoints.
+
+Rewrites x decodes for every query and model, scored, costed, stored append-only and resumable::
+
+    from ecc_lib.collect import collect, read_collected
+
+    summary = collect("queries.csv", ["model-a", "model-b"], "http://localhost:8000/v1", "runs/c1",
+                      n_rewrites=2, n_decodes=3)
+    queries, outcomes = read_collected("runs/c1")
+
+Modules: :mod:`~ecc_lib.collect.client` (HTTP client, retries), :mod:`~ecc_lib.collect.prompts`,
+:mod:`~ecc_lib.collect.scorers`, :mod:`~ecc_lib.collect.pricing`, :mod:`~ecc_lib.collect.queries`,
+:mod:`~ecc_lib.collect.store`, :mod:`~ecc_lib.collect.runner`.
+"""
+
+from ecc_lib.collect.client import ChatClient, ChatResult
+from ecc_lib.collect.errors import (
+    CollectError,
+    EndpointAuthError,
+    EndpointError,
+    EndpointNotFoundError,
+    StoreError,
+)
+from ecc_lib.collect.pricing import Price, call_cost, price_table, read_price_table
+from ecc_lib.collect.queries import read_queries_file
+from ecc_lib.collect.runner import CollectionSummary, acollect, collect
+from ecc_lib.collect.scorers import (
+    SCORERS,
+    ScoringFailure,
+    choose_scorer,
+    exact_match,
+    extract_final_answer,
+    multiple_choice_letter,
+    numeric_equivalence,
+    token_f1,
+)
+from ecc_lib.collect.store import (
+    CollectionStore,
+    collected_outcomes,
+    collected_queries,
+    export_outcomes,
+    observation_type,
+    read_collected,
+)
+
+__all__ = [
+    "SCORERS",
+    "ChatClient",
+    "ChatResult",
+    "CollectError",
+    "CollectionStore",
+    "CollectionSummary",
+    "EndpointAuthError",
+    "EndpointError",
+    "EndpointNotFoundError",
+    "Price",
+    "ScoringFailure",
+    "StoreError",
+    "acollect",
+    "call_cost",
+    "choose_scorer",
+    "collect",
+    "collected_outcomes",
+    "collected_queries",
+    "exact_match",
+    "export_outcomes",
+    "extract_final_answer",
+    "multiple_choice_letter",
+    "numeric_equivalence",
+    "observation_type",
+    "price_table",
+    "read_collected",
+    "read_price_table",
+    "read_queries_file",
+    "token_f1",
+]

@@ -1,0 +1,410 @@
+"""An asynchronous client for OpenAI-compatible chat-completions endpoints.
+
+Works with vLLM, Ollama, llama.cpp's server, OpenAI, OpenRouter and any server that answers
+``POST {base_url}/chat/completions``. The base URL follows the OpenAI SDK convention: it includes the
+API prefix, e.g. ``http://localhost:8000/v1`` (vLLM), ``http://localhost:11434/v1`` (Ollama),
+``https://api.openai.com/v1``, ``https://openrouter.ai/api/v1``.
+
+Behaviour
+---------
+- 429, 408, 5xx, timeouts and connection errors are retried up to ``max_retries`` times with
+  exponential backoff and jitter (``Retry-After`` is honoured, capped at ``backoff_max``). The jitter
+  comes from ``np.random.default_rng(random_state)``.
+- Each attempt has a total deadline of ``timeout`` seconds.
+- 401/403 raise :class:`EndpointAuthError`, 404 raises :class:`EndpointNotFoundError`; both name the
+  endpoint and the model. Other 4xx raise :class:`EndpointError` without retrying.
+- The API key is sent as a bearer token when given and appears nowhere else: not in errors, not in
+  ``repr``, and any echo of it in a server message is replaced by ``[REDACTED]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import numpy as np
+
+from ecc_lib.collect.errors import EndpointAuthError, EndpointError, EndpointNotFoundError
+from ecc_lib.collect.pricing import reported_cost
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 425, 429})
+"""Statuses retried besides every 5xx."""
+REDACTED = "[REDACTED]"
+ERROR_BODY_CHARS = 300
+
+
+def utc_now() -> str:
+    """Current UTC time as an ISO 8601 string with milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query string or fragment (safe to store and print)."""
+    parts = urlsplit(url.strip())
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def redact(text: str, secrets: tuple[str, ...] | list[str]) -> str:
+    """Replace every occurrence of each non-empty secret in ``text`` by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One successful chat completion.
+
+    Attributes
+    ----------
+    content : str or None
+        The first choice's message content (text parts joined when the server sends a list).
+    finish_reason : str or None
+    prompt_tokens, completion_tokens : int or None
+        From the response's ``usage`` (``None`` when the server reports none).
+    reported_cost : float or None
+        Cost in USD when the API reports it (``usage.cost`` and similar), else ``None``.
+    raw : dict
+        The decoded JSON body as returned.
+    latency_s : float
+        Duration of the successful attempt.
+    elapsed_s : float
+        Duration of the whole call, retries and waits included.
+    attempts : int
+    started_at, finished_at : str
+        ISO 8601 UTC timestamps of the call.
+    """
+
+    content: str | None
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    reported_cost: float | None
+    raw: dict = field(repr=False)
+    latency_s: float
+    elapsed_s: float
+    attempts: int
+    started_at: str
+    finished_at: str
+
+
+def _message_content(message: Any) -> str | None:
+    if not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        texts = [part.get("text", "") for part in content if isinstance(part, dict)]
+        content = "".join(texts)
+    if content is None or isinstance(content, str):
+        return content
+    return str(content)
+
+
+def _as_int(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None, int | None]:
+    """``(content, finish_reason, prompt_tokens, completion_tokens)`` of a chat-completions body.
+
+    Raises
+    ------
+    ValueError
+        The body holds no ``choices``.
+    """
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("response has no 'choices'")
+    first = choices[0]
+    content = _message_content(first.get("message"))
+    if content is None and isinstance(first.get("text"), str):  # completions-style servers
+        content = first["text"]
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    prompt_tokens = _as_int(usage.get("prompt_tokens", usage.get("input_tokens")))
+    completion_tokens = _as_int(usage.get("completion_tokens", usage.get("output_tokens")))
+    return content, first.get("finish_reason"), prompt_tokens, completion_tokens
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+class ChatClient:
+    """Asynchronous chat-completions client with retries, backoff and a per-call deadline.
+
+    Use as ``async with ChatClient(...) as client: result = await client.chat(model, messages)``.
+
+    Parameters
+    ----------
+    base_url : str
+        Endpoint root including the API prefix, e.g. ``http://127.0.0.1:8000/v1``.
+    api_key : str, optional
+        Sent as ``Authorization: Bearer ...``; no header when ``None`` or empty (local servers).
+    api_key_env : str, optional
+        Name of the environment variable the key came from; only used in error messages.
+    timeout : float, default 60
+        Deadline of one attempt in seconds.
+    max_retries : int, default 5
+        Retries after the first attempt for retryable failures.
+    backoff_base, backoff_max : float, default 0.5 and 30
+        Wait before retry ``k`` (0-based) is ``d/2 + U(0, d/2)`` with ``d = min(backoff_max,
+        backoff_base * 2**k)``; a ``Retry-After`` header raises it (capped at ``backoff_max``).
+    max_connections : int, default 8
+        Connection pool size (set it to the collection's concurrency).
+    random_state : int, Generator or None, default 0
+        Seed of the jitter.
+    transport : httpx.AsyncBaseTransport, optional
+        For tests.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        max_connections: int = 8,
+        random_state: int | np.random.Generator | None = 0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0, got {timeout}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.base_url = base_url.strip().rstrip("/")
+        self.url = f"{self.base_url}/chat/completions"
+        self.public_url = public_url(self.url)
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self._rng = np.random.default_rng(random_state)
+        self._secrets = tuple(s for s in (api_key,) if s)
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+            follow_redirects=True,
+        )
+
+    def __repr__(self) -> str:
+        return f"ChatClient(base_url={public_url(self.base_url)!r}, timeout={self.timeout})"
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+    def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry ``attempt`` (0-based)."""
+        ceiling = min(self.backoff_max, self.backoff_base * (2.0**attempt))
+        delay = ceiling / 2.0 + float(self._rng.uniform(0.0, ceiling / 2.0))
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.backoff_max))
+        return delay
+
+    def _server_message(self, response: httpx.Response) -> str:
+        text = response.text
+        try:
+            body = response.json()
+        except (json.JSONDecodeError, ValueError):
+            body = None
+        if isinstance(body, dict):
+            error = body.get("error", body.get("detail", body.get("message")))
+            if isinstance(error, dict):
+                error = error.get("message", error)
+            if error is not None:
+                text = str(error)
+        text = " ".join(text.split())[:ERROR_BODY_CHARS]
+        return redact(text, self._secrets)
+
+    def _key_hint(self) -> str:
+        if not self.api_key_env:
+            return "no API key environment variable was given"
+        state = "set" if self._secrets else "not set"
+        return f"the API key is read from the environment variable {self.api_key_env} ({state})"
+
+    async def _attempt(self, model: str, body: dict) -> tuple[dict, float]:
+        started = time.perf_counter()
+        try:
+            response = await asyncio.wait_for(self._client.post(self.url, json=body), self.timeout)
+        except (TimeoutError, httpx.TimeoutException) as error:
+            raise _Retryable(f"timed out after {self.timeout:g} s") from error
+        except httpx.TransportError as error:
+            reason = redact(f"{type(error).__name__}: {error}", self._secrets)
+            raise _Retryable(f"connection error ({reason})") from error
+        latency = time.perf_counter() - started
+        status = response.status_code
+        if status == 200:
+            try:
+                payload = response.json()
+            except (json.JSONDecodeError, ValueError) as error:
+                raise _Retryable("response is not valid JSON", status) from error
+            if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
+                # Some gateways report upstream failures inside a 200 body.
+                raise _Retryable(f"error in response body: {self._server_message(response)}", 200)
+            if not isinstance(payload, dict):
+                raise _Retryable("response is not a JSON object", status)
+            return payload, latency
+        message = self._server_message(response)
+        where = f"{status} {response.reason_phrase} from {self.public_url} for model '{model}'"
+        if status in (401, 403):
+            raise EndpointAuthError(
+                f"{where}: {message}. Check the API key: {self._key_hint()}.",
+                status=status,
+                url=self.public_url,
+                model=model,
+            )
+        if status == 404:
+            raise EndpointNotFoundError(
+                f"{where}: {message}. Check the model name and that the base URL includes the "
+                "API prefix (usually '/v1').",
+                status=status,
+                url=self.public_url,
+                model=model,
+            )
+        if status in RETRY_STATUSES or status >= 500:
+            raise _Retryable(
+                f"{status} {response.reason_phrase}: {message}", status, _retry_after(response)
+            )
+        raise EndpointError(f"{where}: {message}", status=status, url=self.public_url, model=model)
+
+    async def chat(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float = 0.7,
+        top_p: float = 1.0,
+        max_tokens: int | None = 1024,
+        extra_body: dict | None = None,
+    ) -> ChatResult:
+        """Send one chat completion, retrying retryable failures.
+
+        Parameters
+        ----------
+        model : str
+        messages : list of dict
+            ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``.
+        temperature, top_p, max_tokens
+            Sampling parameters (``max_tokens=None`` leaves it to the server).
+        extra_body : dict, optional
+            Extra request fields merged into the body (e.g. ``{"seed": 1}`` or OpenRouter's
+            ``{"usage": {"include": True}}``).
+
+        Returns
+        -------
+        ChatResult
+
+        Raises
+        ------
+        EndpointAuthError, EndpointNotFoundError
+            401/403 and 404; never retried.
+        EndpointError
+            Another 4xx, an unusable 200 body after retries, or retries exhausted.
+        """
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": float(temperature),
+            "top_p": float(top_p),
+        }
+        if max_tokens is not None:
+            body["max_tokens"] = int(max_tokens)
+        if extra_body:
+            body.update(extra_body)
+        started_at = utc_now()
+        started = time.perf_counter()
+        last: _Retryable | None = None
+        for attempt in range(self.max_retries + 1):
+            try:
+                payload, latency = await self._attempt(model, body)
+                content, finish_reason, prompt_tokens, completion_tokens = parse_chat_response(
+                    payload
+                )
+            except _Retryable as retryable:
+                last = retryable
+            except ValueError as error:  # no choices in a 200 body
+                last = _Retryable(str(error), 200)
+            else:
+                return ChatResult(
+                    content=content,
+                    finish_reason=finish_reason,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    reported_cost=reported_cost(payload),
+                    raw=payload,
+                    latency_s=latency,
+                    elapsed_s=time.perf_counter() - started,
+                    attempts=attempt + 1,
+                    started_at=started_at,
+                    finished_at=utc_now(),
+                )
+            if attempt == self.max_retries:
+                break
+            delay = self.backoff_delay(attempt, last.retry_after)
+            logger.debug(
+                "%s model %s: %s; retry %d/%d in %.2f s",
+                self.public_url,
+                model,
+                last.reason,
+                attempt + 1,
+                self.max_retries,
+                delay,
+            )
+            await asyncio.sleep(delay)
+        assert last is not None
+        raise EndpointError(
+            f"{self.public_url} for model '{model}' failed after {self.max_retries + 1} "
+            f"attempt(s); last error: {last.reason}",
+            status=last.status,
+            url=self.public_url,
+            model=model,
+            attempts=self.max_retries + 1,
+        )

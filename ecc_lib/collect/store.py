@@ -1,0 +1,540 @@
+"""The collection store: append-only JSON-lines files in one folder, safe to crash and rerun.
+
+Layout of ``DIR``
+-----------------
+``queries.jsonl``
+    The queries collected (id, text, category, answer, choices, passage, scorer), one line each.
+``rewrites.jsonl``
+    One line per (query_id, variant_id): the question stem a variant asks. Variant 0 is the
+    original text.
+``rewrite_calls.jsonl``
+    One line per call to the rewriting model (raw response, tokens, cost, latency).
+``records.jsonl``
+    One line per (query_id, model, variant_id, decode_id): raw response, extracted answer, score or
+    scoring error, tokens, cost, latency, timestamps, decoding settings.
+``failures.jsonl``
+    Calls that failed for good; they are tried again by the next run.
+``manifest.json``
+    The settings and counts of each run (no secrets; the API key's environment variable name only).
+
+Guarantees
+----------
+- Every line is written with one ``os.write`` on a file opened in append mode, then ``fsync``: a
+  crash or kill loses at most the calls in flight.
+- A torn last line (a crash in the middle of a write) is ignored and counted on reading, and cut
+  off before the next append.
+- Records are unique by key: the store refuses a second record for a key, reading keeps the first
+  of any duplicates (and counts them), and an exclusive lock on ``DIR/.lock`` keeps a second
+  collection process out of the folder while one runs.
+- Secrets given to the store are replaced by ``[REDACTED]`` in every line before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.collect.client import redact, utc_now
+from ecc_lib.collect.errors import StoreError
+from ecc_lib.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
+
+logger = logging.getLogger(__name__)
+
+QUERIES_FILE = "queries.jsonl"
+REWRITES_FILE = "rewrites.jsonl"
+REWRITE_CALLS_FILE = "rewrite_calls.jsonl"
+RECORDS_FILE = "records.jsonl"
+FAILURES_FILE = "failures.jsonl"
+MANIFEST_FILE = "manifest.json"
+LOCK_FILE = ".lock"
+STORE_FORMAT = "ecc_lib.collect/1"
+
+EXPORT_EXTRA_COLUMNS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "latency_s")
+QUERY_FIELDS: tuple[str, ...] = (
+    "query_id",
+    "text",
+    "category",
+    "answer",
+    "choices",
+    "passage",
+    "scorer",
+)
+QUERY_IDENTITY_FIELDS: tuple[str, ...] = ("text", "answer", "choices", "passage")
+"""Fields of a stored query that a rerun must not change (the records depend on them)."""
+
+RecordKey = tuple[str, str, int, int]
+
+
+def observation_type(variant_id: int, decode_id: int) -> str:
+    """``"rewrite"`` when ``variant_id > 0``, else ``"decode"`` when ``decode_id > 0``, else
+    ``"original"`` (the first decode of the original query)."""
+    if variant_id > 0:
+        return "rewrite"
+    return "decode" if decode_id > 0 else "original"
+
+
+def record_key(record: dict) -> RecordKey:
+    """``(query_id, model, variant_id, decode_id)`` of a record."""
+    return (
+        str(record["query_id"]),
+        str(record["model"]),
+        int(record["variant_id"]),
+        int(record["decode_id"]),
+    )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if value is pd.NA:
+        return None
+    return str(value)
+
+
+def to_json_line(record: dict, secrets: Iterable[str] = ()) -> bytes:
+    """One JSON line (newline-terminated, UTF-8) with secrets redacted."""
+    line = json.dumps(record, ensure_ascii=False, default=_json_default, separators=(",", ":"))
+    forms = []
+    for secret in secrets:
+        if secret:
+            forms += [secret, json.dumps(secret, ensure_ascii=False)[1:-1]]
+    return (redact(line, forms) + "\n").encode("utf-8")
+
+
+def read_jsonl(path: str | Path) -> tuple[list[dict], int, int]:
+    """Records of a JSON-lines file.
+
+    Returns
+    -------
+    records : list of dict
+    n_torn : int
+        1 when the file ends with an unterminated line (ignored), else 0.
+    n_bad : int
+        Terminated lines that are not JSON objects (ignored, with a warning).
+    """
+    path = Path(path)
+    if not path.exists():
+        return [], 0, 0
+    data = path.read_bytes()
+    pieces = data.split(b"\n")
+    n_torn = int(pieces[-1] != b"")
+    records, n_bad = [], 0
+    for piece in pieces[:-1]:
+        if not piece.strip():
+            continue
+        try:
+            record = json.loads(piece)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            n_bad += 1
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            n_bad += 1
+    if n_torn:
+        logger.warning("%s: ignored a torn last line (an interrupted write)", path)
+    if n_bad:
+        logger.warning("%s: ignored %d line(s) that are not JSON objects", path, n_bad)
+    return records, n_torn, n_bad
+
+
+class _AppendFile:
+    """A file opened for appending whole lines; a torn tail is cut off first."""
+
+    def __init__(self, path: Path, secrets: tuple[str, ...], fsync: bool) -> None:
+        self.path = path
+        self.secrets = secrets
+        self.fsync = fsync
+        self._repair_tail()
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def _repair_tail(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            if size == 0:
+                return
+            handle.seek(size - 1)
+            if handle.read(1) == b"\n":
+                return
+            chunk = min(size, 1 << 20)
+            end = size
+            keep = 0
+            while end > 0:  # find the last newline, reading backwards
+                start = max(0, end - chunk)
+                handle.seek(start)
+                index = handle.read(end - start).rfind(b"\n")
+                if index >= 0:
+                    keep = start + index + 1
+                    break
+                end = start
+            handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())
+        logger.warning("%s: cut off a torn last line of %d byte(s)", self.path, size - keep)
+
+    def write(self, record: dict) -> None:
+        data = to_json_line(record, self.secrets)
+        view = memoryview(data)
+        while view:  # one write for regular files; the loop only guards against short writes
+            written = os.write(self.fd, view)
+            view = view[written:]
+        if self.fsync:
+            os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class CollectionStore:
+    """A collection folder: read it any time; ``open()`` it (or use ``with``) to append.
+
+    Parameters
+    ----------
+    directory : str or Path
+        Created when missing (on ``open``).
+    secrets : iterable of str
+        Strings never to be written (the API key): replaced by ``[REDACTED]``.
+    fsync : bool, default True
+        ``os.fsync`` after each line.
+    read : bool, default True
+        Read the folder now (``open()`` always reads it again once the lock is held).
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        secrets: Iterable[str] = (),
+        fsync: bool = True,
+        read: bool = True,
+    ):
+        self.directory = Path(directory)
+        self.secrets = tuple(s for s in secrets if s)
+        self.fsync = fsync
+        self._files: dict[str, _AppendFile] = {}
+        self._lock_handle = None
+        self.queries: dict[str, dict] = {}
+        self.rewrites: dict[tuple[str, int], dict] = {}
+        self.records: dict[RecordKey, dict] = {}
+        self.n_torn = 0
+        self.n_bad = 0
+        self.n_duplicates = 0
+        if read:
+            self.load()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    def load(self) -> None:
+        """(Re)read queries, rewrites and records; duplicates keep their first line."""
+        self.n_torn = self.n_bad = self.n_duplicates = 0
+
+        def read(name: str) -> list[dict]:
+            records, torn, bad = read_jsonl(self.path(name))
+            self.n_torn += torn
+            self.n_bad += bad
+            return records
+
+        self.queries = {}
+        for query in read(QUERIES_FILE):
+            self.queries.setdefault(str(query["query_id"]), query)
+        self.rewrites = {}
+        for rewrite in read(REWRITES_FILE):
+            self.rewrites.setdefault(
+                (str(rewrite["query_id"]), int(rewrite["variant_id"])), rewrite
+            )
+        self.records = {}
+        for record in read(RECORDS_FILE):
+            key = record_key(record)
+            if key in self.records:
+                self.n_duplicates += 1
+                continue
+            self.records[key] = record
+        if self.n_duplicates:
+            logger.warning(
+                "%s: %d duplicate record line(s) ignored (first kept)",
+                self.path(RECORDS_FILE),
+                self.n_duplicates,
+            )
+
+    def failures(self) -> list[dict]:
+        """Calls that failed for good, over all runs (later runs may have succeeded since)."""
+        return read_jsonl(self.path(FAILURES_FILE))[0]
+
+    def rewrite_calls(self) -> list[dict]:
+        return read_jsonl(self.path(REWRITE_CALLS_FILE))[0]
+
+    def manifest(self) -> dict:
+        path = self.path(MANIFEST_FILE)
+        if not path.exists():
+            return {"format": STORE_FORMAT, "created_at": utc_now(), "runs": []}
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def total_cost(self) -> float:
+        """Known spend of the store in USD: records plus rewriting calls."""
+        costs = [r.get("cost") for r in self.records.values()]
+        costs += [c.get("cost") for c in self.rewrite_calls()]
+        return float(sum(c for c in costs if isinstance(c, (int, float))))
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def __enter__(self) -> CollectionStore:
+        return self.open()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def open(self) -> CollectionStore:
+        """Lock the folder for this process, reload, and open the files for appending.
+
+        Raises
+        ------
+        StoreError
+            Another process holds the lock.
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            self.load()
+            for name in (
+                QUERIES_FILE,
+                REWRITES_FILE,
+                REWRITE_CALLS_FILE,
+                RECORDS_FILE,
+                FAILURES_FILE,
+            ):
+                self._files[name] = _AppendFile(self.path(name), self.secrets, self.fsync)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _lock(self) -> None:
+        handle = open(self.path(LOCK_FILE), "a+")  # noqa: SIM115 - held until close()
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no cross-process lock
+            self._lock_handle = handle
+            return
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise StoreError(
+                f"{self.directory} is in use by another collection process; wait for it to "
+                "finish or use another --store"
+            ) from None
+        self._lock_handle = handle
+
+    def close(self) -> None:
+        """Close the files and release the lock."""
+        for file in self._files.values():
+            file.close()
+        self._files = {}
+        if self._lock_handle is not None:
+            self._lock_handle.close()  # closing releases the flock
+            self._lock_handle = None
+
+    def _append(self, name: str, record: dict) -> None:
+        if name not in self._files:
+            raise StoreError(f"{self.directory} is not open for writing; call open() first")
+        self._files[name].write(record)
+
+    def add_queries(self, queries: Iterable[dict]) -> int:
+        """Store new queries; check that already-stored ones are unchanged. Returns how many were
+        added.
+
+        Raises
+        ------
+        StoreError
+            A query with a stored id differs in text, answer, choices or passage.
+        """
+        added = 0
+        for query in queries:
+            entry = {field: query.get(field) for field in QUERY_FIELDS}
+            entry = json.loads(to_json_line(entry, self.secrets))  # canonical JSON form
+            stored = self.queries.get(entry["query_id"])
+            if stored is None:
+                self._append(QUERIES_FILE, entry)
+                self.queries[entry["query_id"]] = entry
+                added += 1
+                continue
+            changed = [f for f in QUERY_IDENTITY_FIELDS if stored.get(f) != entry.get(f)]
+            if changed:
+                raise StoreError(
+                    f"query '{entry['query_id']}' differs from the one stored in "
+                    f"{self.directory} (field(s) {changed}); its records would mix two questions. "
+                    "Keep the query unchanged, give it a new query_id, or use another --store."
+                )
+        return added
+
+    def add_rewrite(self, rewrite: dict) -> bool:
+        """Store one variant; False (nothing written) when its (query_id, variant_id) exists."""
+        key = (str(rewrite["query_id"]), int(rewrite["variant_id"]))
+        if key in self.rewrites:
+            return False
+        self._append(REWRITES_FILE, rewrite)
+        self.rewrites[key] = rewrite
+        return True
+
+    def add_rewrite_call(self, call: dict) -> None:
+        self._append(REWRITE_CALLS_FILE, call)
+
+    def add_record(self, record: dict) -> bool:
+        """Store one observation; False (nothing written) when its key is already stored."""
+        key = record_key(record)
+        if key in self.records:
+            return False
+        self._append(RECORDS_FILE, record)
+        self.records[key] = record
+        return True
+
+    def add_failure(self, failure: dict) -> None:
+        self._append(FAILURES_FILE, failure)
+
+    def update_manifest(self, run: dict) -> None:
+        """Insert or replace the run entry with ``run["run_id"]`` and write the manifest
+        atomically (temporary file, fsync, rename)."""
+        manifest = self.manifest()
+        runs = [r for r in manifest.get("runs", []) if r.get("run_id") != run["run_id"]]
+        manifest["runs"] = runs + [run]
+        data = to_json_line(manifest, self.secrets)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temporary = self.path(MANIFEST_FILE + ".tmp")
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, self.path(MANIFEST_FILE))
+
+
+# -- export -------------------------------------------------------------------------------------
+
+
+def records_frame(store: str | Path | CollectionStore) -> pd.DataFrame:
+    """Every stored record as a table (scoring failures included, ``score`` missing there)."""
+    if not isinstance(store, CollectionStore):
+        store = CollectionStore(store)
+    frame = pd.DataFrame(list(store.records.values()))
+    if frame.empty:
+        return pd.DataFrame(columns=list(OBSERVATION_KEY) + ["score", "cost"])
+    return frame.sort_values(list(OBSERVATION_KEY), kind="stable").reset_index(drop=True)
+
+
+def _check_store(directory: Path) -> None:
+    if not directory.is_dir():
+        raise FileNotFoundError(f"collection store {directory} does not exist")
+    if not (directory / RECORDS_FILE).exists():
+        raise FileNotFoundError(f"{directory} holds no {RECORDS_FILE}; is it a collection store?")
+
+
+def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
+    """The store's records in the long outcomes format.
+
+    Columns :data:`ecc_lib.schema.OUTCOME_COLUMNS` plus ``prompt_tokens``, ``completion_tokens`` and
+    ``latency_s``. Records whose scoring failed are left out, and their count is logged.
+    """
+    if not isinstance(store, CollectionStore):
+        _check_store(Path(store))
+        store = CollectionStore(store)
+    frame = records_frame(store)
+    columns = list(OUTCOME_COLUMNS) + list(EXPORT_EXTRA_COLUMNS)
+    for column in columns:
+        if column not in frame.columns:
+            frame[column] = np.nan
+    unscored = frame["score"].isna().to_numpy()
+    if unscored.any():
+        reasons = (
+            frame.loc[unscored, "scoring_error"].fillna("unknown").value_counts().head(3).to_dict()
+            if "scoring_error" in frame.columns
+            else {}
+        )
+        logger.warning(
+            "%s: left out %d record(s) whose scoring failed (most common reasons: %s)",
+            store.directory,
+            int(unscored.sum()),
+            reasons,
+        )
+    out = frame.loc[~unscored, columns].reset_index(drop=True)
+    out["query_id"] = out["query_id"].astype(str)
+    out["model"] = out["model"].astype(str)
+    out["score"] = out["score"].astype(float)
+    out["cost"] = pd.to_numeric(out["cost"], errors="coerce").astype(float)
+    for column in ("variant_id", "decode_id"):
+        out[column] = out[column].astype(np.int64)
+    for column in ("prompt_tokens", "completion_tokens"):
+        out[column] = pd.to_numeric(out[column], errors="coerce").astype("Int64")
+    out["latency_s"] = pd.to_numeric(out["latency_s"], errors="coerce").astype(float)
+    return out
+
+
+def collected_queries(store: str | Path | CollectionStore) -> pd.DataFrame:
+    """The store's queries (``query_id, text, category, source`` plus ``answer``, ``choices``,
+    ``passage``, ``scorer``); ``source`` is ``"collected"``."""
+    if not isinstance(store, CollectionStore):
+        store = CollectionStore(store)
+    frame = pd.DataFrame(list(store.queries.values()), columns=list(QUERY_FIELDS))
+    frame.insert(3, "source", "collected")
+    frame["category"] = frame["category"].astype("string")
+    frame["source"] = frame["source"].astype("string")
+    return frame
+
+
+def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
+    """Write a table by extension: ``.csv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``."""
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
+        raise ValueError(f"{out}: output must end in .csv, .parquet, .pq, .jsonl or .ndjson")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".csv":
+        frame.to_csv(out, index=False)
+    elif suffix in (".parquet", ".pq"):
+        frame.to_parquet(out, index=False)
+    else:
+        frame.to_json(out, orient="records", lines=True, force_ascii=False)
+    return out
+
+
+def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.DataFrame:
+    """Export a store to the long outcomes format, optionally writing it to ``out``.
+
+    Parameters
+    ----------
+    store_dir : str or Path
+    out : str or Path, optional
+        ``.csv``, ``.parquet`` or ``.jsonl`` file to write.
+
+    Returns
+    -------
+    DataFrame
+        See :func:`collected_outcomes`.
+    """
+    outcomes = collected_outcomes(store_dir)
+    if out is not None:
+        write_table(outcomes, out)
+        logger.info("wrote %d outcome row(s) to %s", len(outcomes), out)
+    return outcomes
+
+
+def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(queries, outcomes)`` of a store, like every ecc_lib loader."""
+    _check_store(Path(store_dir))
+    store = CollectionStore(store_dir)
+    return collected_queries(store), collected_outcomes(store)

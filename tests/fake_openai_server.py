@@ -1,0 +1,323 @@
+"""A real HTTP server speaking the OpenAI chat-completions protocol, for tests and demos.
+
+Binds 127.0.0.1 on a free port in a background thread, answers ``POST /v1/chat/completions``
+deterministically from (model, prompt), reports token usage, and injects faults on request::
+
+    with FakeOpenAIServer(fail_first=2) as server:
+        collect(queries, ["m1", "m2"], server.base_url, store_dir)
+
+Standard library only, so the notebooks and any test can import it (add ``tests/`` to ``sys.path``).
+Run ``python tests/fake_openai_server.py --port 8000`` to serve one by hand.
+
+Faults, applied in this order to the n-th chat call (0-based, counted over all models):
+
+- ``api_key``: a request without ``Authorization: Bearer <api_key>`` gets 401;
+- ``models``: a model not listed gets 404;
+- ``status_plan[n]`` (or ``fail_status`` for the first ``fail_first`` calls, or ``fail_models[model]``
+  for every call of that model): that status with an OpenAI-style error body (429 with
+  ``Retry-After: retry_after`` when given);
+- ``slow_calls`` (call numbers) sleep ``slow_seconds`` before answering, beyond a client's timeout;
+- ``delay`` seconds before every answer (to make a run last long enough to be killed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+LETTERS = "ABCDEFGHIJ"
+Responder = Callable[[str, list, dict], str]
+
+
+def _digest(*parts: str) -> int:
+    return int(hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12], 16)
+
+
+def _user_text(messages: list) -> str:
+    users = [m.get("content", "") for m in messages if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def is_rewrite_request(messages: list) -> bool:
+    system = " ".join(m.get("content", "") for m in messages if m.get("role") == "system")
+    return "rewrite" in system.lower() and '"rewrites"' in _user_text(messages)
+
+
+def rewrite_response(model: str, messages: list) -> str:
+    """``{"rewrites": [...]}`` with as many rewrites as asked for ("exactly N")."""
+    text = _user_text(messages)
+    wanted = re.search(r"exactly (\d+)", text)
+    count = int(wanted.group(1)) if wanted else 1
+    question = re.search(r"Question:\n(.*?)(?:\n\n(?:Options|Make each)|\Z)", text, re.S)
+    stem = question.group(1).strip() if question else text
+    offset = len(re.findall(r"^- ", text, re.M))  # existing rewrites to differ from
+    rewrites = [f"Rephrasing {offset + k + 1} by {model}: {stem}" for k in range(count)]
+    return json.dumps({"rewrites": rewrites})
+
+
+def default_answer(model: str, messages: list) -> str:
+    """A deterministic answer: an option letter when options are shown, else a digit."""
+    text = _user_text(messages)
+    value = _digest(model, text)
+    options = re.findall(r"^([A-J])\. ", text, re.M)
+    answer = options[value % len(options)] if options else str(value % 10)
+    return f"Thinking about it.\nFinal answer: {answer}"
+
+
+def answer_key_responder(
+    answer_key: dict[str, str], accuracy: dict[str, float], wrong: str = "none of these"
+) -> Responder:
+    """Answers correctly with probability ``accuracy[model]``, deterministically per prompt.
+
+    ``answer_key`` maps a marker found in the question (e.g. the query id written in its text) to
+    the correct answer. Rewrite requests are answered by :func:`rewrite_response`.
+    """
+
+    def respond(model: str, messages: list, body: dict) -> str:
+        if is_rewrite_request(messages):
+            return rewrite_response(model, messages)
+        text = _user_text(messages)
+        correct = next((a for marker, a in answer_key.items() if marker in text), None)
+        hit = _digest(model, text, "hit") % 1000 < 1000 * accuracy.get(model, 0.5)
+        answer = correct if (hit and correct is not None) else wrong
+        return f"Let me work it out.\nFinal answer: {answer}"
+
+    return respond
+
+
+def default_responder(model: str, messages: list, body: dict) -> str:
+    if is_rewrite_request(messages):
+        return rewrite_response(model, messages)
+    return default_answer(model, messages)
+
+
+class FakeOpenAIServer:
+    """OpenAI-compatible chat-completions server on 127.0.0.1 (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        models: Iterable[str] | None = None,
+        responder: Responder = default_responder,
+        fail_first: int = 0,
+        fail_status: int = 429,
+        status_plan: dict[int, int] | None = None,
+        fail_models: dict[str, int] | None = None,
+        retry_after: float | None = None,
+        slow_calls: Iterable[int] = (),
+        slow_seconds: float = 2.0,
+        delay: float = 0.0,
+        report_cost: bool = False,
+        port: int = 0,
+    ) -> None:
+        self.api_key = api_key
+        self.models = set(models) if models is not None else None
+        self.responder = responder
+        self.fail_first = fail_first
+        self.fail_status = fail_status
+        self.status_plan = dict(status_plan or {})
+        self.fail_models = dict(fail_models or {})
+        self.retry_after = retry_after
+        self.slow_calls = set(slow_calls)
+        self.slow_seconds = slow_seconds
+        self.delay = delay
+        self.report_cost = report_cost
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._port = port
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._base_url: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` (kept after ``stop()``)."""
+        assert self._base_url is not None, "server not started"
+        return self._base_url
+
+    @property
+    def n_calls(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def statuses(self) -> list[int]:
+        with self._lock:
+            return [r["status"] for r in self.requests]
+
+    def start(self) -> FakeOpenAIServer:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = _Server(("127.0.0.1", self._port), handler)
+        host, port = self._server.server_address[:2]
+        self._base_url = f"http://{host}:{port}/v1"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- behaviour ---------------------------------------------------------------------------
+
+    def _register(self, entry: dict) -> int:
+        with self._lock:
+            entry["index"] = len(self.requests)
+            self.requests.append(entry)
+            return entry["index"]
+
+    def handle_chat(self, headers: dict, body: dict) -> tuple[int, dict, dict]:
+        """``(status, json_body, extra_headers)`` for one chat call."""
+        model = str(body.get("model", ""))
+        entry = {
+            "model": model,
+            "authorization": headers.get("authorization"),
+            "body": body,
+            "status": None,
+        }
+        index = self._register(entry)
+
+        def error(status: int, message: str, kind: str) -> tuple[int, dict, dict]:
+            entry["status"] = status
+            extra = {}
+            if status == 429 and self.retry_after is not None:
+                extra["Retry-After"] = str(self.retry_after)
+            return status, {"error": {"message": message, "type": kind, "code": status}}, extra
+
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return error(401, "Incorrect API key provided.", "invalid_request_error")
+        if self.models is not None and model not in self.models:
+            return error(404, f"The model `{model}` does not exist.", "invalid_request_error")
+        status = self.status_plan.get(index)
+        if status is None and index < self.fail_first:
+            status = self.fail_status
+        if status is None:
+            status = self.fail_models.get(model)
+        if status is not None and status != 200:
+            return error(status, f"injected fault {status} on call {index}", "server_error")
+        if index in self.slow_calls:
+            time.sleep(self.slow_seconds)
+        if self.delay:
+            time.sleep(self.delay)
+        messages = body.get("messages", [])
+        content = self.responder(model, messages, body)
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+        completion_tokens = len(content.split())
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if self.report_cost:
+            usage["cost"] = (prompt_tokens * 1.0 + completion_tokens * 2.0) / 1e6
+        entry["status"] = 200
+        return (
+            200,
+            {
+                "id": f"chatcmpl-{index}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            },
+            {},
+        )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that time out close their sockets: not worth a traceback
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    fake: FakeOpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, payload: dict, extra: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (extra or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            names = sorted(self.fake.models or [])
+            self._send(
+                200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
+            )
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send(400, {"error": {"message": "body is not JSON"}})
+            return
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        status, payload, extra = self.fake.handle_chat(headers, body)
+        self._send(status, payload, extra)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--api-key", default=None)
+    args = parser.parse_args()
+    server = FakeOpenAIServer(port=args.port, delay=args.delay, api_key=args.api_key).start()
+    print(f"serving {server.base_url} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""``ecc-lab collect`` and ``ecc-lab collect-export``: the command-line contract."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+from fake_openai_server import FakeOpenAIServer
+from test_collect_support import QUERIES, responder
+
+from ecc_lib.cli import collect as collect_cli
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="ecc-lab")
+    collect_cli.register(root.add_subparsers(dest="command"))
+    return root
+
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    return args.handler(args)
+
+
+def test_contract_flags_and_defaults():
+    args = parser().parse_args(
+        ["collect", "--queries", "q.csv", "--models", "m1,m2", "--base-url", "http://h/v1",
+         "--store", "out"]
+    )  # fmt: skip
+    assert (args.queries, args.models, args.base_url, args.store) == (
+        "q.csv",
+        "m1,m2",
+        "http://h/v1",
+        "out",
+    )
+    assert (args.api_key_env, args.rewriter, args.rewrites, args.decodes) == (
+        None,
+        None,
+        2,
+        3,
+    )
+    assert (args.temperature, args.concurrency, args.prices) == (0.7, 8, None)
+    full = parser().parse_args(
+        ["collect", "--queries", "q.csv", "--models", "a", "--base-url", "u", "--api-key-env",
+         "K", "--rewriter", "r", "--rewrites", "5", "--decodes", "4", "--temperature", "0.2",
+         "--concurrency", "2", "--prices", "p.yaml", "--store", "d"]
+    )  # fmt: skip
+    assert (full.api_key_env, full.rewriter, full.rewrites, full.decodes) == ("K", "r", 5, 4)
+    assert (full.temperature, full.concurrency, full.prices) == (0.2, 2, "p.yaml")
+    export = parser().parse_args(["collect-export", "--store", "d", "--out", "o.csv"])
+    assert (export.store, export.out, export.handler) == (
+        "d",
+        "o.csv",
+        collect_cli.run_collect_export,
+    )
+
+
+def test_collect_then_export_from_the_command_line(tmp_path, capsys):
+    queries = tmp_path / "queries.csv"
+    QUERIES.to_csv(queries, index=False)
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"m1": [1, 2], "m2": [1, 2]}')
+    store, out = tmp_path / "store", tmp_path / "outcomes.parquet"
+    with FakeOpenAIServer(responder=responder()) as server:
+        argv = ["collect", "--queries", str(queries), "--models", "m1,m2", "--base-url",
+                server.base_url, "--api-key-env", "ECC_UNSET_KEY", "--rewrites", "1",
+                "--decodes", "2", "--concurrency", "3", "--prices", str(prices),
+                "--store", str(store)]  # fmt: skip
+        assert run(argv) == 0
+        assert "24/24 records (24 new, 0 already there)" in capsys.readouterr().out
+        assert run(argv) == 0  # rerun: nothing to do
+        assert "24/24 records (0 new, 24 already there)" in capsys.readouterr().out
+    assert run(["collect-export", "--store", str(store), "--out", str(out)]) == 0
+    outcomes = pd.read_parquet(out)
+    assert len(outcomes) == 24 and outcomes["cost"].notna().all()
+    assert f"{out}: 24 outcome row(s)" in capsys.readouterr().out
+
+
+def test_401_from_the_command_line_exits_1_with_the_endpoint_and_model(
+    tmp_path, capsys, monkeypatch
+):
+    queries = tmp_path / "queries.jsonl"
+    QUERIES.to_json(queries, orient="records", lines=True)
+    monkeypatch.setenv("ECC_TEST_KEY", "sk-nope")
+    with FakeOpenAIServer(responder=responder(), api_key="sk-yes") as server:
+        from ecc_lib.cli import main
+
+        status = main(
+            ["collect", "--queries", str(queries), "--models", "m1", "--base-url",
+             server.base_url, "--api-key-env", "ECC_TEST_KEY", "--store", str(tmp_path / "s")]
+        )  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "ecc-lab collect: error: 401" in err and server.base_url in err and "'m1'" in err
+    assert "ECC_TEST_KEY" in err and "sk-nope" not in err
+
+
+def test_export_of_a_missing_store_is_a_clear_error(tmp_path, capsys):
+    from ecc_lib.cli import main
+
+    status = main(["collect-export", "--store", str(tmp_path / "none"), "--out", "o.csv"])
+    assert status == 1
+    assert "does not exist" in capsys.readouterr().err
