@@ -139,8 +139,10 @@ def build_dcrouter(source: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         }
     )
     scores = pd.DataFrame(list(frame["scores"]), index=frame["query_id"])
-    outcomes = scores.rename_axis("query_id").reset_index().melt(
-        id_vars="query_id", var_name="model", value_name="score"
+    outcomes = (
+        scores.rename_axis("query_id")
+        .reset_index()
+        .melt(id_vars="query_id", var_name="model", value_name="score")
     )
     # dcrouter has no per-query spend: the cost column is the model's list price
     # (mean of input and output price, USD per 1M tokens), a per-model proxy.
@@ -182,9 +184,7 @@ def build_re2(source: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
             record = json.loads(line)
             prefix = "gsm8k" if benchmark == "gsm8k" else "csqa"
             query_id = f"{prefix}-{record['id']}"
-            scores = tuple(
-                (record.get(style) or {}).get("score") for style in ("vanilla", "cot")
-            )
+            scores = tuple((record.get(style) or {}).get("score") for style in ("vanilla", "cot"))
             if query_id in seen:
                 duplicate_lines += 1
                 duplicate_lines_disagreeing += int(seen[query_id] != scores)

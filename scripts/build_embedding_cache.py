@@ -26,7 +26,9 @@ from ecc_lib.loaders import BUNDLED_DATASETS, load_bundled  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help="sentence-transformers model (default: offline MiniLM)")
+    parser.add_argument(
+        "--model", default=None, help="sentence-transformers model (default: offline MiniLM)"
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--only", nargs="*", choices=BUNDLED_DATASETS, default=BUNDLED_DATASETS)
     args = parser.parse_args(argv)
