@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 DEFAULT_N_BOOT = 1000
+_BLOCK_ELEMENTS = 8_000_000
 
 
 def bootstrap_indices(
@@ -52,8 +53,24 @@ def bootstrap_ci(
             return sample.mean(axis=1)
 
     estimate = float(np.asarray(statistic(values[None, ...])).reshape(-1)[0])
-    index = bootstrap_indices(len(values), n_boot, random_state)
-    replicates = np.asarray(statistic(values[index]), dtype=float).reshape(-1)
+    if len(values) < 1:
+        raise ValueError("bootstrap needs at least one unit")
+    rng = np.random.default_rng(random_state)
+    # resample in blocks of replicates so that memory stays near _BLOCK_ELEMENTS values
+    block = max(1, _BLOCK_ELEMENTS // max(values.size, 1))
+    replicates = np.concatenate(
+        [
+            np.asarray(
+                statistic(
+                    values[
+                        rng.integers(0, len(values), size=(min(block, n_boot - start), len(values)))
+                    ]
+                ),
+                dtype=float,
+            ).reshape(-1)
+            for start in range(0, n_boot, block)
+        ]
+    )
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
     return estimate, float(low), float(high)

@@ -1,0 +1,208 @@
+"""``ecc-lab dars``: DARS labels and single-shot label-instability diagnostics of an outcomes file.
+
+Contract::
+
+    ecc-lab dars --outcomes FILE [--lambda 0.05] [--beta 0.2] [--draws 1000] [--seed 0]
+                 [--json OUT.json]
+
+reads a generic long CSV/Parquet (``query_id,model,score[,cost,variant_id,decode_id,
+observation_type]``), prints a table and optionally writes a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``dars`` subcommand."""
+    parser = subparsers.add_parser(
+        "dars",
+        help="DARS labels and single-shot label-instability diagnostics",
+        description="Summarise repeated outcomes per (query, model): mean score, spread and "
+        "normalised cost; label each query with argmax U = mu_q - lambda mu_c - beta sigma_q; "
+        "measure how unstable single-shot labels are (winner flip rate, tied top scores, "
+        "disagreement with the DARS label), for rewrites, decodes and all observations, with "
+        "bootstrap 95%% intervals over queries.",
+    )
+    parser.add_argument(
+        "--outcomes",
+        required=True,
+        metavar="FILE",
+        help="long outcomes table (.csv or .parquet): query_id, model, score "
+        "[, cost, variant_id, decode_id, observation_type]",
+    )
+    parser.add_argument(
+        "--lambda",
+        dest="lambda_",
+        type=float,
+        default=0.05,
+        help="cost weight lambda of the utility (default 0.05)",
+    )
+    parser.add_argument(
+        "--beta", type=float, default=0.2, help="risk weight beta of the utility (default 0.2)"
+    )
+    parser.add_argument(
+        "--draws",
+        type=int,
+        default=1000,
+        help="Monte Carlo draw pairs per query when scores are not binary (default 1000)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the Monte Carlo draws and bootstrap"
+    )
+    parser.add_argument("--json", metavar="OUT.json", help="also write the summary as JSON")
+    parser.set_defaults(handler=run)
+
+
+def _read(path: str):
+    try:
+        from ecc_lib.loaders import read_outcomes
+    except ImportError:  # pragma: no cover - the loaders module ships with the package
+        import pandas as pd
+
+        from ecc_lib.schema import validate_outcomes
+
+        frame = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)
+        return validate_outcomes(frame, source=path)
+    return read_outcomes(path)
+
+
+def _clean(value):
+    """JSON-safe copy: NaN becomes null, numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dars_summary(
+    outcomes,
+    lambda_: float = 0.05,
+    beta: float = 0.2,
+    draws: int = 1000,
+    seed: int = 0,
+    source: str | None = None,
+    validate: bool = True,
+) -> dict:
+    """The JSON summary written by ``ecc-lab dars`` (top-level keys describe all observations;
+    ``subsets`` holds ``input`` / ``output`` / ``both``, ``None`` where not applicable)."""
+    from ecc_lib.dars import capability_distributions, label_instability, label_shares
+    from ecc_lib.dars import repeated_observations as group
+
+    obs = group(outcomes, source=source, validate=validate)
+    diagnostics = label_instability(obs, lambda_, beta, n_draws=draws, random_state=seed)
+    dist = capability_distributions(obs)
+    both = diagnostics["both"].summary if diagnostics["both"] is not None else None
+    summary = {
+        "n_queries": obs.n_queries,
+        "n_models": obs.n_models,
+        "n_observations": obs.n_observations,
+        "models": list(obs.models),
+        "lambda": lambda_,
+        "beta": beta,
+        "seed": seed,
+        "cost_available": obs.cost_available,
+        "n_dropped_queries": len(obs.dropped_query_ids),
+        "labels": label_shares(dist.utility(lambda_, beta), obs.models),
+        "mean_mu_q": dict(zip(obs.models, dist.mu_q.mean(axis=0).tolist(), strict=True)),
+    }
+    keys = (
+        "winner_flip_rate",
+        "winner_flip_rate_ci95",
+        "flip_rate_method",
+        "flip_rate_draws",
+        "tied_top_share",
+        "tied_top_share_ci95",
+        "single_vs_distribution_disagreement",
+        "single_vs_distribution_disagreement_ci95",
+        "unstable_pair_share",
+        "unstable_pair_share_ci95",
+        "mean_sigma",
+        "mean_sigma_ci95",
+    )
+    for key in keys:
+        summary[key] = both[key] if both is not None else None
+    if both is None:
+        summary["note"] = (
+            "no (query, model) pair has two observations: the diagnostics do not apply"
+        )
+    if not obs.cost_available:
+        summary["cost_note"] = "no cost in the outcomes: mu_c = 0 for every pair"
+    summary["subsets"] = {
+        name: (None if d is None else d.summary) for name, d in diagnostics.items()
+    }
+    return _clean(summary)
+
+
+def format_summary(summary: dict) -> str:
+    """A plain-text report of :func:`dars_summary`."""
+
+    def show(value, interval=None) -> str:
+        if value is None:
+            return "n/a"
+        text = f"{value:.3f}"
+        if interval and None not in interval:
+            text += f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+        return text
+
+    lines = [
+        f"queries {summary['n_queries']:,}  models {summary['n_models']}  "
+        f"observations {summary['n_observations']:,}  lambda {summary['lambda']}  "
+        f"beta {summary['beta']}",
+    ]
+    if summary.get("cost_note"):
+        lines.append(summary["cost_note"])
+    rows = (
+        ("winner flip rate", "winner_flip_rate"),
+        ("tied top share", "tied_top_share"),
+        ("disagreement with argmax U", "single_vs_distribution_disagreement"),
+        ("unstable pair share", "unstable_pair_share"),
+        ("mean sigma_q", "mean_sigma"),
+    )
+    header = f"{'diagnostic (95% CI)':<28}" + "".join(
+        f"{name:>26}" for name in ("input (rewrites)", "output (decodes)", "both")
+    )
+    lines += ["", header, "-" * len(header)]
+    subsets = summary["subsets"]
+    for label, key in rows:
+        cells = []
+        for name in ("input", "output", "both"):
+            s = subsets.get(name)
+            cells.append("n/a" if s is None else show(s[key], s.get(f"{key}_ci95")))
+        lines.append(f"{label:<28}" + "".join(f"{c:>26}" for c in cells))
+    methods = [f"{name}: {s['flip_rate_method']}" for name, s in subsets.items() if s is not None]
+    lines.append("flip rate method: " + (", ".join(methods) if methods else "n/a"))
+    lines += ["", f"{'model':<40}{'mean score':>12}{'argmax U share':>16}"]
+    for model, share in sorted(summary["labels"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"{model:<40}{summary['mean_mu_q'][model]:>12.3f}{share:>16.3f}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab dars``."""
+    if args.draws < 1:
+        raise ValueError(f"--draws must be >= 1, got {args.draws}")
+    outcomes = _read(args.outcomes)
+    summary = dars_summary(
+        outcomes,
+        args.lambda_,
+        args.beta,
+        args.draws,
+        args.seed,
+        source=str(args.outcomes),
+        validate=False,  # read_outcomes has validated the table
+    )
+    print(format_summary(summary))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as stream:
+            json.dump(summary, stream, indent=2)
+        print(f"\nwrote {args.json}")
+    return 0
