@@ -1,0 +1,72 @@
+"""``ecc-lab run``: execute the analysis notebooks with papermill into a run folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` subcommand."""
+    parser = subparsers.add_parser(
+        "run",
+        help="execute the notebooks (01 data ... 05 report) into runs/NAME/",
+        description=(
+            "Execute notebooks/NN_*.ipynb in order with papermill into a run folder: executed "
+            "notebooks, figures/ (PNG and PDF), tables/ (CSV), metrics.json and report.html. "
+            "A failing notebook stops the run; an unknown parameter is an error."
+        ),
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PARAMS.yaml",
+        help="YAML parameters: top-level keys apply to every notebook that declares them, "
+        "keys such as '03_clustering:' hold a mapping for one notebook",
+    )
+    parser.add_argument(
+        "--only",
+        metavar="02,03",
+        help="comma-separated notebook numbers or names to run (default: all)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="runs/NAME",
+        help="run folder (default: runs/<time stamp>); an existing one is reused",
+    )
+    parser.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="set the 'dataset' parameter of every notebook that declares it "
+        "(a bundled name or a folder with queries/outcomes tables)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=None, metavar="SECONDS", help="per-cell time limit"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.set_defaults(handler=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    """Run the pipeline; print the run folder and the main outputs."""
+    from ecc_lib.pipeline import NotebookExecutionError, run_pipeline
+
+    try:
+        result = run_pipeline(
+            config=args.config,
+            only=args.only,
+            out=args.out,
+            dataset=args.dataset,
+            progress=not args.no_progress,
+            timeout=args.timeout,
+        )
+    except NotebookExecutionError as error:
+        print(f"ecc-lab run: error: {error}", file=sys.stderr)
+        return 1
+    print(f"run folder: {result.run_dir}")
+    if result.metrics_path is not None:
+        print(f"metrics:    {result.metrics_path}")
+    if result.report_path is not None:
+        print(f"report:     {result.report_path}")
+    total = sum(result.durations.values())
+    print(f"notebooks:  {len(result.executed)} in {total:.0f} s")
+    return 0

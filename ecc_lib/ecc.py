@@ -1,0 +1,881 @@
+"""Evidence-calibrated clustering (ECC) and its baselines, as scikit-learn-style estimators.
+
+ECC (Wu, Silwal & Zhang 2026, "Capturing LLM Capabilities via Evidence-Calibrated Query Clustering",
+arXiv 2605.17110; restated precisely in ``DESIGN.md`` section 3) groups queries by the capability
+they demand. Cluster ``k`` has a unit centroid ``c_k`` and Bradley-Terry scores ``theta_k`` over
+the ``M`` models. With ``l_qk`` the per-comparison average log-likelihood of query ``q``'s
+comparisons under profile ``k`` (the *evidence*) and ``cos_qk = e_q . c_k``:
+
+    r_qk = softmax_k((l_qk + lam * cos_qk) / T)                                         (E-step)
+    theta_k = argmin sum_q (r_qk / N_q) sum_{q's comparisons} -log P_k + 0.5 ||theta_k||^2
+    c_k = normalise(sum_q r_qk e_q)                                                     (M-step)
+
+The recorded objective is
+
+    J = sum_q T * logsumexp_k((l_qk + lam * cos_qk) / T) - 0.5 * alpha * sum_k ||theta_k||^2,
+
+(``alpha = 1`` is the BT prior of the M-step). It is provably non-decreasing: with
+``G(r, Theta) = sum_q [sum_k r_qk (l_qk + lam cos_qk) + T H(r_q)] - 0.5 alpha sum_k ||theta_k||^2``,
+the E-step maximises ``G`` over ``r`` (Gibbs variational principle, giving ``G = J``), the centroid
+update maximises it over ``c`` exactly, and the Newton BT fit (warm-started, with a line search)
+never increases the penalised BT loss, i.e. never decreases ``G``. The logsumexp term alone (without
+the prior) is *not* monotone, because the M-step trades likelihood against the prior.
+
+Speed: with binary outcomes a comparison's log-likelihood depends only on (winner, loser), so the
+data enter through a sparse ``(n_queries, M*M)`` matrix ``C`` of win counts divided by ``N_q``.
+The evidence is ``C @ log P`` (``M*M x K``), the M-step statistics are ``C^T R`` and ``R^T X``, and
+the ``K`` BT fits are one batched Newton solve on ``M x M`` (:func:`ecc_lib.bradley_terry.fit_bt_counts`).
+The E-step runs over blocks of rows so that the dense float32 products ``X @ C^T`` and ``R^T X``,
+the sparse products and the softmax of a block share the cache; nothing loops over pairs or
+queries in Python.
+
+Baselines behind the same interface: :class:`GlobalBT` (one profile), :class:`EmbeddingClusters`
+(soft spherical k-means on embeddings, then one weighted BT per cluster),
+:class:`ComparisonOnlyECC` (ECC without the cosine term) and :class:`HumanLabelClusters` (one BT per
+human category, hard assignment).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.special import expit, log_softmax
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import ThreadpoolController
+
+from ecc_lib.bradley_terry import (
+    DEFAULT_ALPHA,
+    count_matrix,
+    fit_bt_counts,
+    log_sigmoid,
+    win_probability,
+)
+from ecc_lib.comparisons import Comparisons
+
+logger = logging.getLogger(__name__)
+
+MODES = ("both", "embedding", "probe")
+BLOCK_ROWS = 8192
+MIN_BLOCK_ROWS = 512
+KL_TOL = 1e-3
+CENTROID_TOL = 1e-4
+OBJECTIVE_TOL = 1e-4
+OBJECTIVE_PATIENCE = 5
+MISSING_LABEL = "<missing>"
+_PROB_CLIP = 1e-12
+
+
+# --------------------------------------------------------------------------------------------------
+# input checks and small helpers
+
+
+def _check_comparisons(comparisons: Comparisons, what: str) -> None:
+    if not isinstance(comparisons, Comparisons):
+        raise TypeError(f"{what} must be a Comparisons object, got {type(comparisons).__name__}")
+    if comparisons.n_models < 2:
+        raise ValueError(
+            f"{what} hold {comparisons.n_models} model(s) {list(comparisons.models)}; at least 2 "
+            "models are needed to compare models"
+        )
+    if len(comparisons) == 0:
+        raise ValueError(f"{what} hold no comparisons: nothing to fit (were all pairs ties?)")
+
+
+def _check_embeddings(embeddings, n_rows: int | None, dtype, what: str = "embeddings"):
+    x = np.asarray(embeddings)
+    if x.ndim != 2:
+        raise ValueError(f"{what} must be a 2-D array (n_queries, dim), got shape {x.shape}")
+    if n_rows is not None and x.shape[0] != n_rows:
+        raise ValueError(
+            f"{what} have {x.shape[0]} row(s) but the comparisons refer to {n_rows} queries; pass "
+            "one embedding row per query, in the order of comparisons.query_ids"
+        )
+    x = np.ascontiguousarray(x, dtype=dtype)
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{what} hold NaN or infinite values")
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))  # no (n, d) temporary
+    if np.any(norms == 0):
+        bad = int(np.flatnonzero(norms == 0)[0])
+        raise ValueError(f"{what} row {bad} is all zeros; embeddings must have non-zero norm")
+    if np.abs(norms - 1.0).max() > 1e-3:
+        x = x / norms[:, None].astype(dtype)
+    return x
+
+
+_CONTROLLER: ThreadpoolController | None = None
+
+
+def _blas_controller() -> ThreadpoolController:
+    """One threadpoolctl controller per process (finding the BLAS libraries takes ~0.1 s)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER
+
+
+def _block_rows(n_rows: int, n_jobs: int) -> int:
+    """Rows per block: at most ``BLOCK_ROWS``, small enough to give every thread two blocks."""
+    wanted = -(-n_rows // (2 * n_jobs))
+    return int(min(BLOCK_ROWS, max(MIN_BLOCK_ROWS, wanted)))
+
+
+def _n_jobs(n_jobs: int | None, upper: int) -> int:
+    """Threads to use: ``n_jobs`` (negative counts back from the CPUs available), at most ``upper``."""
+    if n_jobs is None or n_jobs < 1:
+        try:
+            available = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            available = os.cpu_count() or 1
+        n_jobs = available if n_jobs is None else max(1, available + 1 + n_jobs)
+    return int(max(1, min(n_jobs, upper)))
+
+
+def _normalise_rows(a: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(a, axis=1, keepdims=True)
+    return a / np.maximum(norms, np.finfo(float).tiny)
+
+
+def log_prob_table(theta: np.ndarray) -> np.ndarray:
+    """``log P_k(w beats l)`` as a ``(M*M, K)`` table, row ``w * M + l`` (diagonal rows are
+    ``log(1/2)`` and never used)."""
+    k, m = theta.shape
+    return log_sigmoid(theta[:, :, None] - theta[:, None, :]).reshape(k, m * m).T
+
+
+def comparison_nll(p_b_wins: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Negative log-likelihood of each outcome ``y`` (1 = b won, 0 = a won, 0.5 = tie) given the
+    predicted probability that ``b`` wins (clipped to ``[1e-12, 1 - 1e-12]``)."""
+    p = np.clip(np.asarray(p_b_wins, dtype=float), _PROB_CLIP, 1.0 - _PROB_CLIP)
+    y = np.asarray(y, dtype=float)
+    return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+
+
+def evidence(theta: np.ndarray, comparisons: Comparisons) -> np.ndarray:
+    """ECC evidence ``l_qk``: per-comparison average log-likelihood of each query's comparisons
+    under each profile; zero for queries without comparisons. Shape ``(n_queries, K)``."""
+    c = count_matrix(comparisons, normalize=True)
+    return np.asarray(c @ log_prob_table(np.asarray(theta, dtype=float)))
+
+
+def _labels_to_str(labels, n: int) -> np.ndarray:
+    """Labels as an object array of str; missing values (None, NaN, NA) become ``"<missing>"``."""
+    arr = np.asarray(labels, dtype=object)
+    if arr.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), got {arr.shape}")
+    series = pd.Series(arr, dtype=object)
+    missing = series.isna().to_numpy()
+    out = series.astype(str).to_numpy(dtype=object)
+    out[missing] = MISSING_LABEL
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# the EM engine (shared by ECC, ComparisonOnlyECC and EmbeddingClusters)
+
+
+@dataclass
+class _EMRun:
+    theta: np.ndarray
+    centroids: np.ndarray
+    responsibilities: np.ndarray
+    objective: float
+    history: list[float] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
+    step_cpu_seconds: list[float] = field(default_factory=list)
+    converged: bool = False
+    n_iter: int = 0
+
+
+def _blocks(counts: sp.csr_matrix, block_rows: int) -> list[tuple[int, int, sp.csr_matrix]]:
+    n = counts.shape[0]
+    return [
+        (i, min(i + block_rows, n), counts[i : i + block_rows]) for i in range(0, n, block_rows)
+    ]
+
+
+def _statistics(x, blocks, resp, pool):
+    """M-step statistics of ``resp``: weighted win counts ``(K, M, M)`` and centroid sums."""
+    k = resp.shape[1]
+    mm = blocks[0][2].shape[1]
+
+    def work(block):
+        i0, i1, cb = block
+        rb = resp[i0:i1]
+        return cb.T @ rb, x[i0:i1].T @ rb
+
+    wins = np.zeros((mm, k))
+    sums_t = np.zeros((x.shape[1], k))
+    for w, s in pool.map(work, blocks):
+        wins += w
+        sums_t += s
+    m = int(round(np.sqrt(mm)))
+    return wins.T.reshape(k, m, m), sums_t.T
+
+
+def _e_step(
+    x, blocks, resp, neg_entropy, theta, centroids, lam, temperature, use_evidence, dtype, pool
+):
+    """One blocked pass: new responsibilities (written into ``resp``), the objective's logsumexp
+    sum, the summed KL(old || new), and the next M-step's statistics.
+
+    Blocks run on the thread pool (NumPy, BLAS and scipy.sparse release the GIL); each block
+    writes its own rows of ``resp`` and ``neg_entropy``.
+    """
+    k = resp.shape[1]
+    mm = blocks[0][2].shape[1]
+    table = (log_prob_table(theta) / temperature).astype(dtype) if use_evidence else None
+    cen = np.ascontiguousarray((centroids * (lam / temperature)).T, dtype=dtype)
+
+    def work(block):
+        i0, i1, cb = block
+        xb = x[i0:i1]
+        s = xb @ cen
+        if use_evidence:
+            s += cb @ table
+        shift = s.max(axis=1)
+        s -= shift[:, None]
+        rb = resp[i0:i1]
+        cross = np.einsum("ij,ij->i", rb, s)
+        np.exp(s, out=rb)
+        total = np.einsum("ij->i", rb)
+        log_total = np.log(total)
+        rb *= (1.0 / total)[:, None]
+        new_neg_entropy = np.einsum("ij,ij->i", rb, s) - log_total
+        # KL(old || new) = sum_k r_old (log r_old - log r_new), log r_new = s - log_total
+        kl = float(np.sum(neg_entropy[i0:i1] - cross + log_total, dtype=np.float64))
+        neg_entropy[i0:i1] = new_neg_entropy
+        lse = float(np.sum(shift, dtype=np.float64) + np.sum(log_total, dtype=np.float64))
+        return lse, kl, cb.T @ rb, xb.T @ rb
+
+    wins = np.zeros((mm, k))
+    sums_t = np.zeros((x.shape[1], k))
+    lse_sum = 0.0
+    kl_sum = 0.0
+    for lse, kl, w, st in pool.map(work, blocks):
+        lse_sum += lse
+        kl_sum += kl
+        wins += w
+        sums_t += st
+    m = int(round(np.sqrt(mm)))
+    return lse_sum, kl_sum, wins.T.reshape(k, m, m), sums_t.T
+
+
+def _run_em(
+    x: np.ndarray,
+    blocks,
+    resp: np.ndarray,
+    *,
+    lam: float,
+    temperature: float,
+    alpha: float,
+    max_iter: int,
+    tol: float,
+    centroid_tol: float,
+    objective_tol: float,
+    patience: int,
+    use_evidence: bool,
+    dtype,
+    pool,
+) -> _EMRun:
+    n, k = resp.shape
+    m = int(round(np.sqrt(blocks[0][2].shape[1])))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logr = np.where(resp > 0, np.log(resp), 0.0)
+    neg_entropy = np.einsum("ij,ij->i", resp, logr).astype(dtype)
+    wins, sums = _statistics(x, blocks, resp, pool)
+    theta = np.zeros((k, m))
+    centroids = None
+    run = _EMRun(theta, np.zeros((k, x.shape[1])), resp, -np.inf)
+    small = 0
+    for it in range(1, max_iter + 1):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        theta = fit_bt_counts(wins, alpha=alpha, theta0=theta)
+        new_centroids = _normalise_rows(sums)
+        shift = (
+            np.inf
+            if centroids is None
+            else float(np.linalg.norm(new_centroids - centroids, axis=1).max())
+        )
+        centroids = new_centroids
+        lse_sum, kl_sum, wins, sums = _e_step(
+            x,
+            blocks,
+            resp,
+            neg_entropy,
+            theta,
+            centroids,
+            lam,
+            temperature,
+            use_evidence,
+            dtype,
+            pool,
+        )
+        objective = temperature * lse_sum
+        if use_evidence:
+            objective -= 0.5 * alpha * float(np.sum(theta**2))
+        run.step_seconds.append(time.perf_counter() - start)
+        run.step_cpu_seconds.append(time.process_time() - start_cpu)
+        previous = run.history[-1] if run.history else None
+        run.history.append(objective)
+        run.n_iter = it
+        mean_kl = kl_sum / n
+        if mean_kl < tol and shift < centroid_tol:
+            run.converged = True
+            break
+        if previous is not None:
+            change = abs(objective - previous) / max(abs(previous), np.finfo(float).tiny)
+            small = small + 1 if change < objective_tol else 0
+            if small >= patience:
+                run.converged = True
+                break
+    run.theta = theta
+    run.centroids = centroids
+    run.responsibilities = resp
+    run.objective = run.history[-1]
+    return run
+
+
+# --------------------------------------------------------------------------------------------------
+# shared inference interface
+
+
+class _ProfileMixture(BaseEstimator):
+    """Inference shared by every clustering: responsibilities, win probabilities, rankings."""
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "theta_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _n_rows(self, embeddings, probe, labels) -> int:
+        if embeddings is not None:
+            return int(np.shape(embeddings)[0])
+        if probe is not None:
+            return probe.n_queries
+        if labels is not None:
+            return len(labels)
+        raise ValueError("pass embeddings, a probe or labels to say which queries to predict")
+
+    def _check_probe(self, probe: Comparisons, n: int) -> None:
+        if not isinstance(probe, Comparisons):
+            raise TypeError(f"probe must be a Comparisons object, got {type(probe).__name__}")
+        if tuple(probe.models) != tuple(self.models_):
+            raise ValueError(
+                f"probe models {list(probe.models)} differ from the fitted models "
+                f"{list(self.models_)}"
+            )
+        if probe.n_queries != n:
+            raise ValueError(
+                f"probe refers to {probe.n_queries} queries but embeddings have {n} rows"
+            )
+
+    def _mixture_responsibilities(self, embeddings, probe, mode) -> np.ndarray:
+        """``softmax((l^probe + lam cos) / T)``, each term used when the mode and inputs allow."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        use_emb = mode in ("both", "embedding") and embeddings is not None
+        use_probe = mode in ("both", "probe") and probe is not None
+        if mode == "embedding" and embeddings is None:
+            raise ValueError("mode='embedding' needs embeddings")
+        if mode == "probe" and probe is None:
+            raise ValueError("mode='probe' needs a probe (Comparisons of the new queries)")
+        if mode == "both" and not (use_emb or use_probe):
+            raise ValueError("mode='both' needs embeddings and/or a probe")
+        n = self._n_rows(embeddings, probe, None)
+        k = self.theta_.shape[0]
+        score = np.zeros((n, k))
+        if use_emb and self.centroids_ is not None:
+            x = _check_embeddings(embeddings, None, np.float32)
+            if x.shape[1] != self.centroids_.shape[1]:
+                raise ValueError(
+                    f"embeddings have dimension {x.shape[1]}, the model was fitted on "
+                    f"{self.centroids_.shape[1]}"
+                )
+            score += self.lam * (x @ self.centroids_.T.astype(np.float32)).astype(float)
+        if use_probe:
+            self._check_probe(probe, n)
+            score += evidence(self.theta_, probe)
+        return np.exp(log_softmax(score / self.temperature, axis=1))
+
+    def predict_responsibilities(
+        self,
+        embeddings: np.ndarray | None = None,
+        probe: Comparisons | None = None,
+        mode: str = "both",
+        labels=None,
+    ) -> np.ndarray:
+        """Soft cluster memberships of new queries.
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n, d), optional
+            Unit embeddings of the new queries.
+        probe : Comparisons, optional
+            A few comparisons per new query (the probe), with ``probe.query`` indexing the rows of
+            ``embeddings`` and the fitted model order.
+        mode : {"both", "embedding", "probe"}
+            ``r_q = softmax((l_q^probe + lam cos(e_q, c_k)) / T)``; ``"embedding"`` drops the
+            evidence, ``"probe"`` drops the cosine term.
+        labels : array-like, optional
+            Human categories (used by :class:`HumanLabelClusters` only).
+
+        Returns
+        -------
+        ndarray, shape (n, n_clusters)
+            Rows sum to one.
+        """
+        self._check_fitted()
+        return self._mixture_responsibilities(embeddings, probe, mode)
+
+    def _resolve(self, responsibilities, embeddings, probe, mode, labels) -> np.ndarray:
+        if responsibilities is not None:
+            r = np.asarray(responsibilities, dtype=float)
+            if r.ndim != 2 or r.shape[1] != self.theta_.shape[0]:
+                raise ValueError(
+                    f"responsibilities must have shape (n, {self.theta_.shape[0]}), got {r.shape}"
+                )
+            return r
+        return self.predict_responsibilities(embeddings, probe, mode, labels)
+
+    def predict_proba(
+        self,
+        comparisons: Comparisons,
+        embeddings: np.ndarray | None = None,
+        probe: Comparisons | None = None,
+        mode: str = "both",
+        labels=None,
+        responsibilities: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Probability that ``model_b`` beats ``model_a`` for each row of ``comparisons``:
+        ``sum_k r_qk sigmoid(theta_kb - theta_ka)``.
+
+        ``comparisons.query`` indexes the new queries (rows of ``embeddings`` / ``responsibilities``).
+        """
+        self._check_fitted()
+        r = self._resolve(responsibilities, embeddings, probe, mode, labels)
+        if comparisons.n_queries != r.shape[0]:
+            raise ValueError(
+                f"comparisons refer to {comparisons.n_queries} queries, responsibilities have "
+                f"{r.shape[0]} rows"
+            )
+        if tuple(comparisons.models) != tuple(self.models_):
+            raise ValueError("comparisons use a different model list than the fitted one")
+        diff = self.theta_[:, comparisons.model_b] - self.theta_[:, comparisons.model_a]
+        return np.einsum("nk,kn->n", r[comparisons.query], expit(diff))
+
+    def nll(self, comparisons: Comparisons, **kwargs) -> float:
+        """Mean negative log-likelihood of ``comparisons`` (keyword arguments as
+        :meth:`predict_proba`)."""
+        p = self.predict_proba(comparisons, **kwargs)
+        return float(comparison_nll(p, comparisons.y).mean())
+
+    def win_matrix(self, responsibilities: np.ndarray) -> np.ndarray:
+        """``P[q, i, j] = sum_k r_qk sigmoid(theta_ki - theta_kj)``: probability that model ``i``
+        beats model ``j`` on query ``q``. Shape ``(n, M, M)``."""
+        self._check_fitted()
+        r = self._resolve(responsibilities, None, None, "both", None)
+        return np.einsum("qk,kij->qij", r, win_probability(self.theta_))
+
+    def routing_scores(
+        self,
+        embeddings: np.ndarray | None = None,
+        probe: Comparisons | None = None,
+        mode: str = "both",
+        labels=None,
+        responsibilities: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``sum_k r_qk (theta_km - mean_m' theta_km')``, shape ``(n, M)``."""
+        self._check_fitted()
+        r = self._resolve(responsibilities, embeddings, probe, mode, labels)
+        centred = self.theta_ - self.theta_.mean(axis=1, keepdims=True)
+        return r @ centred
+
+    def rank_models(self, *args, **kwargs) -> np.ndarray:
+        """Model indices per query, best first (by :meth:`routing_scores`), shape ``(n, M)``."""
+        scores = self.routing_scores(*args, **kwargs)
+        return np.argsort(-scores, axis=1, kind="stable")
+
+    def route(self, *args, **kwargs) -> np.ndarray:
+        """Name of the chosen model per query: ``argmax_m`` of :meth:`routing_scores`."""
+        scores = self.routing_scores(*args, **kwargs)
+        return np.asarray(self.models_, dtype=object)[np.argmax(scores, axis=1)]
+
+    @property
+    def n_clusters_(self) -> int:
+        """Number of profiles."""
+        self._check_fitted()
+        return int(self.theta_.shape[0])
+
+
+# --------------------------------------------------------------------------------------------------
+# ECC
+
+
+class ECC(_ProfileMixture):
+    """Evidence-calibrated clustering of queries with Bradley-Terry capability profiles.
+
+    Parameters
+    ----------
+    n_clusters : int, default 30
+    lam : float, default 3.0
+        Weight of the cosine (embedding) term against the comparison evidence.
+    temperature : float, default 0.1
+    max_iter : int, default 100
+        EM steps at most per initialisation.
+    tol : float, default 1e-3
+        Stop when the mean KL(r_old || r_new) is below ``tol`` and the largest centroid shift is
+        below ``centroid_tol``; or when the relative objective change stays below
+        ``objective_tol`` for ``patience`` consecutive steps.
+    n_init : int, default 1
+        Restarts from independent Dirichlet(1) responsibilities; the best objective wins.
+    alpha : float, default 1.0
+        BT prior precision (``0.5 * alpha * ||theta_k||^2``).
+    centroid_tol, objective_tol : float
+    patience : int
+    dtype : {"float32", "float64"}
+        Precision of embeddings, responsibilities and evidence (BT fits are always float64).
+    n_jobs : int, optional
+        Threads that process blocks of queries (default: the CPUs available). BLAS runs
+        single-threaded inside each block.
+    random_state : int, Generator or None
+
+    Attributes
+    ----------
+    theta_ : ndarray (K, M)
+        BT scores per cluster.
+    centroids_ : ndarray (K, d)
+    responsibilities_ : ndarray (n_queries, K)
+        In the precision of ``dtype``.
+    objective_ : float
+        Final objective (see module docstring; includes the BT prior term).
+    objective_history_ : list of float
+        Objective after every EM step of the chosen initialisation; non-decreasing up to float
+        rounding.
+    converged_ : bool
+    n_iter_ : int
+    step_seconds_, step_cpu_seconds_ : list of float
+        Wall and process CPU time (all threads) of each EM step of the chosen initialisation.
+    models_ : tuple of str
+    n_features_in_ : int
+    """
+
+    _use_evidence = True
+
+    def __init__(
+        self,
+        n_clusters: int = 30,
+        lam: float = 3.0,
+        temperature: float = 0.1,
+        max_iter: int = 100,
+        tol: float = KL_TOL,
+        n_init: int = 1,
+        alpha: float = DEFAULT_ALPHA,
+        centroid_tol: float = CENTROID_TOL,
+        objective_tol: float = OBJECTIVE_TOL,
+        patience: int = OBJECTIVE_PATIENCE,
+        dtype: str = "float32",
+        n_jobs: int | None = None,
+        random_state=None,
+    ):
+        self.n_clusters = n_clusters
+        self.lam = lam
+        self.temperature = temperature
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.alpha = alpha
+        self.centroid_tol = centroid_tol
+        self.objective_tol = objective_tol
+        self.patience = patience
+        self.dtype = dtype
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _validate_params(self) -> None:
+        if int(self.n_clusters) < 1:
+            raise ValueError(f"n_clusters must be >= 1, got {self.n_clusters}")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.lam < 0:
+            raise ValueError(f"lam must be >= 0, got {self.lam}")
+        if int(self.max_iter) < 1 or int(self.n_init) < 1:
+            raise ValueError("max_iter and n_init must be >= 1")
+        if np.dtype(self.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
+
+    def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None) -> ECC:
+        """Fit clusters and profiles.
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n_queries, d)
+            One unit embedding per query, aligned to ``comparisons.query_ids`` (rows are
+            normalised if they are not unit length).
+        comparisons : Comparisons
+            Training comparisons; ties count half in each direction.
+        labels : ignored
+            Present for a common signature with :class:`HumanLabelClusters`.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        _check_comparisons(comparisons, "comparisons")
+        dtype = np.dtype(self.dtype)
+        x = _check_embeddings(embeddings, comparisons.n_queries, dtype)
+        counts = count_matrix(comparisons, normalize=True, dtype=dtype)
+        n_jobs = _n_jobs(self.n_jobs, x.shape[0])
+        blocks = _blocks(counts, _block_rows(x.shape[0], n_jobs))
+        n_jobs = min(n_jobs, len(blocks))
+        rng = np.random.default_rng(self.random_state)
+        k = int(self.n_clusters)
+        best = None
+        limit = _blas_controller().limit(limits=1, user_api="blas")
+        with ThreadPoolExecutor(n_jobs) as pool, limit:
+            for _ in range(int(self.n_init)):
+                resp = rng.dirichlet(np.ones(k), size=x.shape[0]).astype(dtype)
+                run = _run_em(
+                    x,
+                    blocks,
+                    resp,
+                    lam=float(self.lam),
+                    temperature=float(self.temperature),
+                    alpha=float(self.alpha),
+                    max_iter=int(self.max_iter),
+                    tol=float(self.tol),
+                    centroid_tol=float(self.centroid_tol),
+                    objective_tol=float(self.objective_tol),
+                    patience=int(self.patience),
+                    use_evidence=self._use_evidence,
+                    dtype=dtype,
+                    pool=pool,
+                )
+                if best is None or run.objective > best.objective:
+                    best = run
+        self._store(best, comparisons, x)
+        if not best.converged:
+            warnings.warn(
+                f"{type(self).__name__} did not converge in {self.max_iter} EM steps; increase "
+                "max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _store(self, run: _EMRun, comparisons: Comparisons, x: np.ndarray) -> None:
+        self.theta_ = run.theta
+        self.centroids_ = run.centroids
+        self.responsibilities_ = run.responsibilities
+        self.objective_ = float(run.objective)
+        self.objective_history_ = list(run.history)
+        self.converged_ = bool(run.converged)
+        self.n_iter_ = int(run.n_iter)
+        self.step_seconds_ = list(run.step_seconds)
+        self.step_cpu_seconds_ = list(run.step_cpu_seconds)
+        self.models_ = tuple(comparisons.models)
+        self.n_features_in_ = int(x.shape[1])
+
+    def evidence(self, comparisons: Comparisons) -> np.ndarray:
+        """Evidence ``l_qk`` of ``comparisons`` under the fitted profiles, ``(n_queries, K)``."""
+        self._check_fitted()
+        return evidence(self.theta_, comparisons)
+
+
+class ComparisonOnlyECC(ECC):
+    """ECC without the cosine term (``lam = 0`` in fit and inference): clusters from comparison
+    evidence alone. Centroids are still computed (weighted mean embeddings) but unused; with
+    ``mode="embedding"`` responsibilities are uniform."""
+
+    def __init__(
+        self,
+        n_clusters: int = 30,
+        lam: float = 0.0,
+        temperature: float = 0.1,
+        max_iter: int = 100,
+        tol: float = KL_TOL,
+        n_init: int = 1,
+        alpha: float = DEFAULT_ALPHA,
+        centroid_tol: float = CENTROID_TOL,
+        objective_tol: float = OBJECTIVE_TOL,
+        patience: int = OBJECTIVE_PATIENCE,
+        dtype: str = "float32",
+        n_jobs: int | None = None,
+        random_state=None,
+    ):
+        super().__init__(
+            n_clusters=n_clusters,
+            lam=lam,
+            temperature=temperature,
+            max_iter=max_iter,
+            tol=tol,
+            n_init=n_init,
+            alpha=alpha,
+            centroid_tol=centroid_tol,
+            objective_tol=objective_tol,
+            patience=patience,
+            dtype=dtype,
+            n_jobs=n_jobs,
+            random_state=random_state,
+        )
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.lam != 0:
+            raise ValueError("ComparisonOnlyECC has no cosine term: lam must be 0 (use ECC)")
+
+
+class EmbeddingClusters(ECC):
+    """Embedding-only baseline: soft spherical k-means (``r ~ exp(lam cos / T)``), then one
+    weighted BT profile per cluster (weights ``r_qk / N_q``, same prior as ECC).
+
+    The clustering ignores comparisons; inference uses the same formula as ECC (cosine term and,
+    in ``"probe"``/``"both"`` modes, the probe evidence under these profiles). The recorded
+    objective is ``sum_q T logsumexp_k(lam cos_qk / T)``, non-decreasing.
+    """
+
+    _use_evidence = False
+
+    def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):
+        super().fit(embeddings, comparisons, labels)
+        # profiles for the final responsibilities (the loop fitted them one step behind)
+        dtype = np.dtype(self.dtype)
+        counts = count_matrix(comparisons, normalize=True, dtype=dtype)
+        wins = np.asarray(counts.T @ self.responsibilities_.astype(dtype), dtype=float)
+        m = comparisons.n_models
+        wins = wins.T.reshape(-1, m, m)
+        self.theta_ = fit_bt_counts(wins, alpha=float(self.alpha), theta0=self.theta_)
+        return self
+
+
+# --------------------------------------------------------------------------------------------------
+# simple baselines
+
+
+class GlobalBT(_ProfileMixture):
+    """One BT profile for all queries (the reference of the ranking quality gain).
+
+    Parameters
+    ----------
+    alpha : float, default 1.0
+        BT prior precision. Comparisons are weighted ``1 / N_q`` like in ECC, so every query
+        counts once.
+    """
+
+    def __init__(self, alpha: float = DEFAULT_ALPHA):
+        self.alpha = alpha
+
+    def fit(self, embeddings, comparisons: Comparisons, labels=None) -> GlobalBT:
+        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None)."""
+        _check_comparisons(comparisons, "comparisons")
+        if embeddings is not None and np.shape(embeddings)[0] != comparisons.n_queries:
+            _check_embeddings(embeddings, comparisons.n_queries, np.float32)
+        counts = count_matrix(comparisons, normalize=True)
+        m = comparisons.n_models
+        wins = np.asarray(counts.sum(axis=0)).reshape(1, m, m)
+        self.theta_ = fit_bt_counts(wins, alpha=float(self.alpha))
+        self.centroids_ = None
+        self.responsibilities_ = np.ones((comparisons.n_queries, 1))
+        self.models_ = tuple(comparisons.models)
+        self.converged_ = True
+        self.n_iter_ = 1
+        return self
+
+    def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
+        """All ones, shape ``(n, 1)``."""
+        self._check_fitted()
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        return np.ones((self._n_rows(embeddings, probe, labels), 1))
+
+
+class HumanLabelClusters(_ProfileMixture):
+    """One BT profile per human category (hard assignment), e.g. benchmark or subject labels.
+
+    Parameters
+    ----------
+    alpha : float, default 1.0
+        BT prior precision.
+    lam, temperature : float
+        Used only for queries whose label is unknown or absent at prediction time: they get
+        ``softmax((l^probe + lam cos(e_q, c_k)) / T)`` with ``c_k`` the mean embedding of category
+        ``k``.
+
+    Attributes
+    ----------
+    categories_ : ndarray of str
+        Category of each profile (missing labels form their own category ``"<missing>"``).
+    theta_, centroids_, responsibilities_, models_
+    """
+
+    def __init__(self, alpha: float = DEFAULT_ALPHA, lam: float = 3.0, temperature: float = 0.1):
+        self.alpha = alpha
+        self.lam = lam
+        self.temperature = temperature
+
+    def fit(self, embeddings, comparisons: Comparisons, labels=None) -> HumanLabelClusters:
+        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``)."""
+        _check_comparisons(comparisons, "comparisons")
+        if labels is None:
+            raise ValueError("HumanLabelClusters.fit needs labels (one category per query)")
+        n = comparisons.n_queries
+        lab = _labels_to_str(labels, n)
+        categories, index = np.unique(lab.astype(str), return_inverse=True)
+        resp = np.zeros((n, len(categories)))
+        resp[np.arange(n), index] = 1.0
+        counts = count_matrix(comparisons, normalize=True)
+        m = comparisons.n_models
+        wins = np.asarray(counts.T @ resp).T.reshape(len(categories), m, m)
+        self.theta_ = fit_bt_counts(wins, alpha=float(self.alpha))
+        if embeddings is not None:
+            x = _check_embeddings(embeddings, n, np.float32)
+            self.centroids_ = _normalise_rows(resp.T @ x.astype(float))
+        else:
+            self.centroids_ = None
+        self.categories_ = categories
+        self.responsibilities_ = resp
+        self.models_ = tuple(comparisons.models)
+        self.converged_ = True
+        self.n_iter_ = 1
+        if (lab == MISSING_LABEL).any():
+            logger.info(
+                "HumanLabelClusters: %d queries without a label form the category %r",
+                int((lab == MISSING_LABEL).sum()),
+                MISSING_LABEL,
+            )
+        return self
+
+    def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
+        """One-hot rows for queries with a known label (modes ``"both"`` and ``"embedding"``);
+        the ECC formula over category profiles otherwise (always in mode ``"probe"``)."""
+        self._check_fitted()
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        n = self._n_rows(embeddings, probe, labels)
+        known = np.zeros(n, dtype=bool)
+        out = np.zeros((n, len(self.categories_)))
+        if labels is not None and mode != "probe":
+            lab = _labels_to_str(labels, n).astype(str)
+            pos = np.searchsorted(self.categories_, lab)
+            pos = np.clip(pos, 0, len(self.categories_) - 1)
+            known = self.categories_[pos] == lab
+            out[np.flatnonzero(known), pos[known]] = 1.0
+        if not known.all():
+            have_emb = embeddings is not None and self.centroids_ is not None
+            if mode == "probe" or have_emb or probe is not None:
+                fallback = self._mixture_responsibilities(
+                    embeddings if self.centroids_ is not None else None, probe, mode
+                )
+            else:
+                weights = self.responsibilities_.sum(axis=0)
+                fallback = np.broadcast_to(weights / weights.sum(), out.shape)
+            out[~known] = fallback[~known]
+        return out

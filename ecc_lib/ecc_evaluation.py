@@ -1,0 +1,952 @@
+"""The ECC paper's evaluation protocol, diagnostics and the new-model ranking experiment.
+
+Protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110, as in the authors' code; ``DESIGN.md``
+section 3): per query up to 7 non-tie pairs sampled with a seed, queries with fewer than 2 dropped;
+an 80/20 split by query (seed 42); on a test query the first pair is the probe and the others are
+scored. Every method is fitted on the training queries and predicts ``P(b beats a)`` on the scored
+pairs. Ranking quality gain of a method = ``(NLL_global - NLL_method) / NLL_global`` in percent,
+with a percentile bootstrap interval that resamples test queries (the per-query NLL sums of the
+global model and of the method are resampled jointly).
+
+Everything returns plain objects (dataclasses, dicts, DataFrames) usable from the command line and
+from notebooks.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
+from ecc_lib.comparisons import (
+    Comparisons,
+    make_comparisons,
+    score_matrix,
+    split_probe,
+    split_queries,
+)
+from ecc_lib.ecc import (
+    ECC,
+    ComparisonOnlyECC,
+    EmbeddingClusters,
+    GlobalBT,
+    HumanLabelClusters,
+    _labels_to_str,
+    comparison_nll,
+    evidence,
+)
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices
+
+logger = logging.getLogger(__name__)
+
+METHODS: tuple[str, ...] = ("global", "ecc", "emb_only", "comp_only", "human")
+MODES: tuple[str, ...] = ("both", "embedding", "probe")
+HIDDEN_EXAMPLE_CATEGORIES: tuple[str, ...] = ("gpqa",)
+PAPER_N_PAIRS = 7
+PAPER_SEED = 42
+PAPER_TEST_SIZE = 0.2
+
+
+# --------------------------------------------------------------------------------------------------
+# data preparation
+
+
+@dataclass
+class ProtocolData:
+    """Comparisons, embeddings and labels of the kept queries, split into train and test.
+
+    Attributes
+    ----------
+    comparisons : Comparisons
+        All kept queries (``query_ids`` in the order of the queries table).
+    embeddings : ndarray (n, d)
+        Aligned to ``comparisons.query_ids``.
+    labels : ndarray of str or None
+        Human category per query (``None`` when the queries table has none).
+    texts : ndarray of str
+    scores : ndarray (n, M)
+        Mean score per (query, model), NaN where missing (for the new-model experiment).
+    train_mask, test_mask : ndarray of bool (n,)
+    train, test : Comparisons
+        Re-coded to the training / test queries.
+    n_input_queries : int
+        Queries in the queries table before dropping those with too few pairs.
+    params : dict
+    """
+
+    comparisons: Comparisons
+    embeddings: np.ndarray
+    labels: np.ndarray | None
+    texts: np.ndarray
+    scores: np.ndarray
+    train_mask: np.ndarray
+    test_mask: np.ndarray
+    train: Comparisons
+    test: Comparisons
+    n_input_queries: int
+    params: dict = field(default_factory=dict)
+
+    @property
+    def x_train(self) -> np.ndarray:
+        return self.embeddings[self.train_mask]
+
+    @property
+    def x_test(self) -> np.ndarray:
+        return self.embeddings[self.test_mask]
+
+    @property
+    def labels_train(self) -> np.ndarray | None:
+        return None if self.labels is None else self.labels[self.train_mask]
+
+    @property
+    def labels_test(self) -> np.ndarray | None:
+        return None if self.labels is None else self.labels[self.test_mask]
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.comparisons.models
+
+
+def prepare_protocol(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    n_pairs: int = PAPER_N_PAIRS,
+    test_size: float = PAPER_TEST_SIZE,
+    random_state: int = PAPER_SEED,
+    min_pairs: int = 2,
+    models: tuple[str, ...] | None = None,
+) -> ProtocolData:
+    """Sample comparisons and split queries as in the paper's protocol.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id, text[, category]``; ``embeddings`` rows follow its row order.
+    outcomes : DataFrame
+        Long outcomes ``query_id, model, score``.
+    embeddings : ndarray, shape (len(queries), d)
+    n_pairs : int, default 7
+        Non-tie pairs per query (seeded with ``random_state``).
+    test_size : float, default 0.2
+    random_state : int, default 42
+        Seed of the pair draw and of the split.
+    min_pairs : int, default 2
+        Queries with fewer non-tie pairs are dropped (logged).
+    models : tuple of str, optional
+        Model order (default: sorted names).
+    """
+    query_ids = queries["query_id"].astype(str).to_numpy()
+    emb = np.asarray(embeddings)
+    if emb.ndim != 2 or emb.shape[0] != len(query_ids):
+        raise ValueError(
+            f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
+            f"({len(query_ids)} rows, in its order)"
+        )
+    comparisons = make_comparisons(
+        outcomes,
+        n_pairs=n_pairs,
+        ties="drop",
+        min_pairs=min_pairs,
+        query_ids=query_ids,
+        models=models,
+        random_state=random_state,
+    )
+    if comparisons.n_queries < 2:
+        raise ValueError(
+            f"only {comparisons.n_queries} query(ies) have at least {min_pairs} non-tie pairs; "
+            "the protocol needs at least 2"
+        )
+    if len(comparisons.dropped_query_ids):
+        logger.info(
+            "protocol: %d of %d queries dropped with fewer than %d non-tie pairs",
+            len(comparisons.dropped_query_ids),
+            len(query_ids),
+            min_pairs,
+        )
+    rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
+    labels = None
+    if "category" in queries.columns and queries["category"].notna().any():
+        labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
+    scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
+    train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
+    return ProtocolData(
+        comparisons=comparisons,
+        embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
+        labels=labels,
+        texts=queries["text"].astype(str).to_numpy()[rows],
+        scores=scores,
+        train_mask=train_mask,
+        test_mask=test_mask,
+        train=comparisons.select_queries(train_mask),
+        test=comparisons.select_queries(test_mask),
+        n_input_queries=len(query_ids),
+        params={
+            "n_pairs": n_pairs,
+            "test_size": test_size,
+            "random_state": random_state,
+            "min_pairs": min_pairs,
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# methods
+
+
+def make_methods(
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    random_state: int | None = PAPER_SEED,
+    methods: tuple[str, ...] = METHODS,
+    **ecc_params,
+) -> dict:
+    """Unfitted estimators by method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
+    ``human``). Extra keyword arguments (``max_iter``, ``n_init``, ``tol`` ...) go to the three
+    EM-based methods."""
+    factories = {
+        "global": lambda: GlobalBT(),
+        "ecc": lambda: ECC(
+            n_clusters=n_clusters,
+            lam=lam,
+            temperature=temperature,
+            random_state=random_state,
+            **ecc_params,
+        ),
+        "emb_only": lambda: EmbeddingClusters(
+            n_clusters=n_clusters,
+            lam=lam,
+            temperature=temperature,
+            random_state=random_state,
+            **ecc_params,
+        ),
+        "comp_only": lambda: ComparisonOnlyECC(
+            n_clusters=n_clusters, temperature=temperature, random_state=random_state, **ecc_params
+        ),
+        "human": lambda: HumanLabelClusters(lam=lam, temperature=temperature),
+    }
+    unknown = [m for m in methods if m not in factories]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {list(factories)}")
+    return {name: factories[name]() for name in methods}
+
+
+def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
+    """Fit every estimator on the training queries; returns ``(fitted, fit_seconds)``.
+
+    ``human`` is skipped (with a log line) when the data have no labels."""
+    fitted, seconds = {}, {}
+    for name, estimator in methods.items():
+        if isinstance(estimator, HumanLabelClusters) and data.labels is None:
+            logger.info("no categories: the human-label baseline is skipped")
+            continue
+        start = time.perf_counter()
+        estimator.fit(data.x_train, data.train, labels=data.labels_train)
+        seconds[name] = time.perf_counter() - start
+        fitted[name] = estimator
+    return fitted, seconds
+
+
+# --------------------------------------------------------------------------------------------------
+# scoring
+
+
+@dataclass
+class ECCEvaluation:
+    """Result of the protocol for one inference mode and number of probes.
+
+    ``nll`` is the mean NLL per scored comparison; ``gain`` the ranking quality gain over the
+    global BT model in percent, ``ci95`` its bootstrap interval over test queries; ``accuracy`` the
+    share of scored pairs whose winner gets probability above one half; ``differences`` paired
+    bootstrap intervals of gain differences between methods (in percentage points).
+    """
+
+    n_queries: int
+    n_models: int
+    n_train: int
+    n_test: int
+    n_scored: int
+    mode: str
+    n_probes: int
+    nll: dict
+    nll_ci95: dict
+    gain: dict
+    ci95: dict
+    accuracy: dict
+    differences: dict
+    fit_seconds: dict
+    n_iter: dict
+    converged: dict
+    per_query: pd.DataFrame
+    params: dict = field(default_factory=dict)
+    fitted: dict = field(default_factory=dict, repr=False)
+
+    def table(self) -> pd.DataFrame:
+        """One row per method."""
+        rows = []
+        for name in self.nll:
+            rows.append(
+                {
+                    "method": name,
+                    "nll": self.nll[name],
+                    "nll_low": self.nll_ci95[name][0],
+                    "nll_high": self.nll_ci95[name][1],
+                    "gain_pct": self.gain.get(name, 0.0),
+                    "gain_low": self.ci95.get(name, (np.nan, np.nan))[0],
+                    "gain_high": self.ci95.get(name, (np.nan, np.nan))[1],
+                    "accuracy": self.accuracy[name],
+                    "fit_seconds": self.fit_seconds.get(name, np.nan),
+                    "n_iter": self.n_iter.get(name, np.nan),
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (the ``ecc-lab ecc`` output)."""
+        return _jsonable(
+            {
+                "n_queries": self.n_queries,
+                "n_models": self.n_models,
+                "n_train": self.n_train,
+                "n_test": self.n_test,
+                "n_scored": self.n_scored,
+                "mode": self.mode,
+                "n_probes": self.n_probes,
+                "nll": self.nll,
+                "nll_ci95": self.nll_ci95,
+                "ranking_quality_gain": self.gain,
+                "ci95": self.ci95,
+                "accuracy": self.accuracy,
+                "differences": self.differences,
+                "fit_seconds": self.fit_seconds.get("ecc", float("nan")),
+                "n_iter": self.n_iter.get("ecc"),
+                "converged": self.converged.get("ecc"),
+                "fit_seconds_by_method": self.fit_seconds,
+                "n_iter_by_method": self.n_iter,
+                "converged_by_method": self.converged,
+                "params": self.params,
+            }
+        )
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return None if not np.isfinite(value) else float(value)
+    return value
+
+
+def _probe_and_scored(
+    test: Comparisons, n_probes: int, score_from: int | None
+) -> tuple[Comparisons, Comparisons]:
+    probe, scored = split_probe(test, n_probes)
+    if score_from is not None:
+        if score_from < n_probes:
+            raise ValueError(f"score_from ({score_from}) must be >= n_probes ({n_probes})")
+        scored = split_probe(test, score_from)[1]
+    return probe, scored
+
+
+def score_methods(
+    data: ProtocolData,
+    fitted: dict,
+    n_probes: int = 1,
+    mode: str = "both",
+    score_from: int | None = None,
+    fit_seconds: dict | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int = 0,
+) -> ECCEvaluation:
+    """Score fitted methods on the test queries.
+
+    Parameters
+    ----------
+    data : ProtocolData
+    fitted : dict
+        Fitted estimators by name; must hold ``"global"`` (the gain reference).
+    n_probes : int, default 1
+        Leading comparisons of each test query used as the probe.
+    mode : {"both", "embedding", "probe"}
+        Inference signal for the responsibilities of test queries.
+    score_from : int, optional
+        Score the comparisons from this position on (default ``n_probes``); set it to the largest
+        number of probes of a sweep to score the same pairs throughout.
+    n_boot, confidence, random_state
+        Bootstrap over test queries (the same resamples for every method).
+    """
+    if "global" not in fitted:
+        raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    probe, scored = _probe_and_scored(data.test, n_probes, score_from)
+    if len(scored) == 0:
+        raise ValueError("no scored comparisons remain on the test queries (too many probes?)")
+    n_test = data.test.n_queries
+    counts = np.bincount(scored.query, minlength=n_test)
+    per_query = {}
+    accuracy = {}
+    for name, model in fitted.items():
+        resp = model.predict_responsibilities(
+            data.x_test, probe if n_probes > 0 else None, mode, labels=data.labels_test
+        )
+        p = model.predict_proba(scored, responsibilities=resp)
+        losses = comparison_nll(p, scored.y)
+        per_query[name] = np.bincount(scored.query, weights=losses, minlength=n_test)
+        decided = scored.y != 0.5
+        correct = np.where(p == 0.5, 0.5, ((p > 0.5) == (scored.y == 1.0)).astype(float))
+        accuracy[name] = float(correct[decided].mean()) if decided.any() else float("nan")
+    has = counts > 0
+    index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    n_scored = float(counts.sum())
+    g = per_query["global"][has]
+    nll, nll_ci, gain, ci = {}, {}, {}, {}
+    stats_gain = {}
+    for name, losses in per_query.items():
+        m = losses[has]
+        nll[name] = float(m.sum() / n_scored)
+        reps = m[index].sum(axis=1) / counts[has][index].sum(axis=1)
+        nll_ci[name] = _percentile(reps, confidence)
+        if name == "global":
+            continue
+        gain[name] = float(100.0 * (g.sum() - m.sum()) / g.sum())
+        rep_gain = 100.0 * (g[index].sum(axis=1) - m[index].sum(axis=1)) / g[index].sum(axis=1)
+        stats_gain[name] = rep_gain
+        ci[name] = _percentile(rep_gain, confidence)
+    differences = {}
+    for first in ("ecc",):
+        for second in gain:
+            if first in gain and second != first:
+                diff = stats_gain[first] - stats_gain[second]
+                low, high = _percentile(diff, confidence)
+                differences[f"{first}_minus_{second}"] = {
+                    "estimate": gain[first] - gain[second],
+                    "ci95": [low, high],
+                }
+    frame = pd.DataFrame({"query_id": data.test.query_ids, "n_scored": counts})
+    for name, losses in per_query.items():
+        frame[f"nll_{name}"] = losses
+    fit_seconds = dict(fit_seconds or {})
+    return ECCEvaluation(
+        n_queries=data.comparisons.n_queries,
+        n_models=data.comparisons.n_models,
+        n_train=data.train.n_queries,
+        n_test=n_test,
+        n_scored=int(n_scored),
+        mode=mode,
+        n_probes=n_probes,
+        nll=nll,
+        nll_ci95=nll_ci,
+        gain=gain,
+        ci95=ci,
+        accuracy=accuracy,
+        differences=differences,
+        fit_seconds=fit_seconds,
+        n_iter={k: int(getattr(v, "n_iter_", 1)) for k, v in fitted.items()},
+        converged={k: bool(getattr(v, "converged_", True)) for k, v in fitted.items()},
+        per_query=frame,
+        params={**data.params, "score_from": score_from, "n_boot": n_boot},
+        fitted=fitted,
+    )
+
+
+def _percentile(replicates: np.ndarray, confidence: float) -> list[float]:
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(replicates, [tail, 1.0 - tail])
+    return [float(low), float(high)]
+
+
+def run_protocol(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    n_pairs: int = PAPER_N_PAIRS,
+    n_probes: int = 1,
+    test_size: float = PAPER_TEST_SIZE,
+    random_state: int = PAPER_SEED,
+    mode: str = "both",
+    methods: tuple[str, ...] = METHODS,
+    n_boot: int = DEFAULT_N_BOOT,
+    **ecc_params,
+) -> ECCEvaluation:
+    """The whole paper protocol in one call: sample pairs, split, fit every method, score.
+
+    ``random_state`` seeds the pair draw, the split and the EM initialisations. ``human`` is
+    evaluated only when the queries have categories. Extra keyword arguments go to the EM-based
+    estimators (see :func:`make_methods`).
+    """
+    data = prepare_protocol(queries, outcomes, embeddings, n_pairs, test_size, random_state)
+    estimators = make_methods(n_clusters, lam, temperature, random_state, methods, **ecc_params)
+    fitted, seconds = fit_methods(data, estimators)
+    result = score_methods(
+        data, fitted, n_probes=n_probes, mode=mode, fit_seconds=seconds, n_boot=n_boot
+    )
+    result.params.update(
+        {"n_clusters": n_clusters, "lam": lam, "temperature": temperature, **ecc_params}
+    )
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# sweeps
+
+
+def _long_rows(result: ECCEvaluation, **extra) -> list[dict]:
+    rows = []
+    for name in result.nll:
+        low, high = result.ci95.get(name, (np.nan, np.nan))
+        rows.append(
+            {
+                **extra,
+                "method": name,
+                "nll": result.nll[name],
+                "gain_pct": result.gain.get(name, 0.0),
+                "gain_low": low,
+                "gain_high": high,
+                "accuracy": result.accuracy[name],
+            }
+        )
+    return rows
+
+
+def evaluate_modes(
+    data: ProtocolData,
+    fitted: dict,
+    modes: tuple[str, ...] = MODES,
+    n_probes: int = 1,
+    **kwargs,
+) -> pd.DataFrame:
+    """Gain of every method under each inference mode (one row per mode and method)."""
+    rows = []
+    for mode in modes:
+        result = score_methods(data, fitted, n_probes=n_probes, mode=mode, **kwargs)
+        rows += _long_rows(result, mode=mode, n_probes=n_probes)
+    return pd.DataFrame(rows)
+
+
+def sweep_probes(
+    data: ProtocolData,
+    fitted: dict,
+    n_probes: tuple[int, ...] = (1, 2, 3),
+    mode: str = "both",
+    **kwargs,
+) -> pd.DataFrame:
+    """Gain versus the number of probes. All values score the same pairs (those after
+    ``max(n_probes)``), so rows are comparable."""
+    score_from = max(n_probes)
+    rows = []
+    for n in n_probes:
+        result = score_methods(data, fitted, n_probes=n, mode=mode, score_from=score_from, **kwargs)
+        rows += _long_rows(result, mode=mode, n_probes=n)
+    return pd.DataFrame(rows)
+
+
+def sweep_clusters(
+    data: ProtocolData,
+    ks: tuple[int, ...] = (5, 10, 20, 30, 50),
+    methods: tuple[str, ...] = ("global", "ecc", "emb_only"),
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    random_state: int = PAPER_SEED,
+    n_probes: int = 1,
+    mode: str = "both",
+    **kwargs,
+) -> pd.DataFrame:
+    """Gain versus the number of clusters ``K`` (methods refitted for each K)."""
+    rows = []
+    for k in ks:
+        estimators = make_methods(k, lam, temperature, random_state, methods)
+        fitted, seconds = fit_methods(data, estimators)
+        result = score_methods(
+            data, fitted, n_probes=n_probes, mode=mode, fit_seconds=seconds, **kwargs
+        )
+        rows += _long_rows(result, n_clusters=k, mode=mode, n_probes=n_probes)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# diagnostics
+
+
+def _hard_assignment(model, responsibilities=None) -> np.ndarray:
+    resp = model.responsibilities_ if responsibilities is None else responsibilities
+    return np.asarray(resp).argmax(axis=1)
+
+
+def _kendall_tau_b(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kendall tau-b between rows of ``a`` and ``b`` (shape (n, M) each), vectorised."""
+    i, j = np.triu_indices(a.shape[1], k=1)
+    sa = np.sign(a[:, i] - a[:, j])
+    sb = np.sign(b[:, i] - b[:, j])
+    denom = np.sqrt((sa != 0).sum(axis=1) * (sb != 0).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (sa * sb).sum(axis=1) / denom, np.nan)
+
+
+def within_cluster_consistency(
+    model,
+    comparisons: Comparisons,
+    n_folds: int = 5,
+    responsibilities: np.ndarray | None = None,
+    alpha: float = 1.0,
+    random_state: int = 0,
+) -> pd.DataFrame:
+    """k-fold agreement of BT profiles inside each cluster.
+
+    Queries are assigned to their most responsible cluster; each cluster's queries are split into
+    ``n_folds`` random folds, one BT profile is fitted per fold (all folds of all clusters in one
+    batched solve), and the Kendall tau-b between every pair of fold profiles is averaged. High
+    values mean the cluster's queries agree on the model ranking.
+
+    Returns
+    -------
+    DataFrame
+        ``cluster, size, tau`` per cluster (``tau`` NaN for clusters with fewer queries than
+        folds); ``frame.attrs["mean_tau"]`` is the size-weighted mean over clusters with a value.
+    """
+    if n_folds < 2:
+        raise ValueError("n_folds must be >= 2")
+    hard = _hard_assignment(model, responsibilities)
+    n = comparisons.n_queries
+    if len(hard) != n:
+        raise ValueError("responsibilities and comparisons disagree on the number of queries")
+    k = int(model.theta_.shape[0])
+    rng = np.random.default_rng(random_state)
+    order = np.lexsort((rng.random(n), hard))
+    sorted_cluster = hard[order]
+    start = np.searchsorted(sorted_cluster, sorted_cluster, side="left")
+    fold = np.empty(n, dtype=np.int64)
+    fold[order] = (np.arange(n) - start) % n_folds
+    group = hard * n_folds + fold
+    counts = count_matrix(comparisons, normalize=True)
+    onehot = np.zeros((n, k * n_folds))
+    onehot[np.arange(n), group] = 1.0
+    m = comparisons.n_models
+    wins = np.asarray(counts.T @ onehot).T.reshape(k, n_folds, m, m)
+    theta = fit_bt_counts(wins.reshape(k * n_folds, m, m), alpha=alpha).reshape(k, n_folds, m)
+    size = np.bincount(hard, minlength=k)
+    pairs = [(f, g) for f in range(n_folds) for g in range(f + 1, n_folds)]
+    taus = np.stack([_kendall_tau_b(theta[:, f], theta[:, g]) for f, g in pairs], axis=1)
+    valid = ~np.isnan(taus)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where(valid, taus, 0.0).sum(axis=1) / valid.sum(axis=1)
+    tau = np.where((size >= n_folds) & valid.any(axis=1), tau, np.nan)
+    frame = pd.DataFrame({"cluster": np.arange(k), "size": size, "tau": tau})
+    ok = ~np.isnan(tau)
+    frame.attrs["mean_tau"] = (
+        float(np.average(tau[ok], weights=size[ok])) if ok.any() else float("nan")
+    )
+    return frame
+
+
+def cross_cluster_nll_gap(
+    model, comparisons: Comparisons, responsibilities: np.ndarray | None = None
+) -> dict:
+    """How much worse a query's comparisons are explained by other clusters' profiles.
+
+    For each query with comparisons: ``own`` = NLL per comparison under its most responsible
+    cluster, ``other`` = mean NLL per comparison under the other clusters. Returns the means and
+    ``gap = other - own`` (larger = better separated profiles); NaN with one cluster.
+    """
+    resp = model.responsibilities_ if responsibilities is None else responsibilities
+    hard = np.asarray(resp).argmax(axis=1)
+    ev = evidence(model.theta_, comparisons)
+    k = ev.shape[1]
+    has = comparisons.pairs_per_query() > 0
+    if k < 2 or not has.any():
+        return {"own": float("nan"), "other": float("nan"), "gap": float("nan")}
+    own = -ev[np.arange(len(hard)), hard]
+    other = (-ev.sum(axis=1) - own) / (k - 1)
+    return {
+        "own": float(own[has].mean()),
+        "other": float(other[has].mean()),
+        "gap": float((other - own)[has].mean()),
+    }
+
+
+def cluster_summary(
+    model,
+    texts: np.ndarray,
+    categories: np.ndarray | None = None,
+    responsibilities: np.ndarray | None = None,
+    n_top_models: int = 3,
+    n_top_categories: int = 3,
+    n_examples: int = 3,
+    max_chars: int = 120,
+    hidden_categories: tuple[str, ...] = HIDDEN_EXAMPLE_CATEGORIES,
+) -> pd.DataFrame:
+    """One row per cluster: size, soft mass, top models, top categories, example queries.
+
+    Examples are the most responsible queries of the cluster, shortened to ``max_chars``; queries
+    of a category containing any of ``hidden_categories`` (default ``gpqa``, whose authors ask
+    that examples not be posted) are never shown.
+    """
+    resp = np.asarray(model.responsibilities_ if responsibilities is None else responsibilities)
+    texts = np.asarray(texts, dtype=object)
+    if len(texts) != resp.shape[0]:
+        raise ValueError("texts must align with the responsibilities' rows")
+    hard = resp.argmax(axis=1)
+    k = resp.shape[1]
+    models = np.asarray(model.models_, dtype=object)
+    cats = None if categories is None else _labels_to_str(categories, len(texts)).astype(str)
+    showable = np.ones(len(texts), dtype=bool)
+    if cats is not None and hidden_categories:
+        pattern = "|".join(re.escape(h.lower()) for h in hidden_categories)
+        showable = ~pd.Series(cats).str.lower().str.contains(pattern, regex=True).to_numpy()
+    rows = []
+    for c in range(k):
+        members = np.flatnonzero(hard == c)
+        theta = model.theta_[c]
+        top = np.argsort(-theta)[:n_top_models]
+        row = {
+            "cluster": c,
+            "size": len(members),
+            "mass": float(resp[:, c].sum()),
+            "top_models": ", ".join(f"{models[i]} ({theta[i]:+.2f})" for i in top),
+        }
+        if cats is not None:
+            if len(members):
+                share = pd.Series(cats[members]).value_counts(normalize=True)
+                row["top_categories"] = ", ".join(
+                    f"{name} {100 * v:.0f}%" for name, v in share.head(n_top_categories).items()
+                )
+            else:
+                row["top_categories"] = ""
+        candidates = members[showable[members]]
+        best = candidates[np.argsort(-resp[candidates, c], kind="stable")][:n_examples]
+        row["examples"] = [_shorten(str(t), max_chars) for t in texts[best]]
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("size", ascending=False).reset_index(drop=True)
+
+
+def _shorten(text: str, max_chars: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state: int = 0):
+    """Within-cluster consistency and cross-cluster NLL gap of every fitted clustering, on the
+    training queries. Returns a DataFrame with ``method, n_clusters, mean_tau, own_nll,
+    other_nll, nll_gap``."""
+    rows = []
+    for name, model in fitted.items():
+        consistency = within_cluster_consistency(
+            model, data.train, n_folds=n_folds, random_state=random_state
+        )
+        gap = cross_cluster_nll_gap(model, data.train)
+        rows.append(
+            {
+                "method": name,
+                "n_clusters": int(model.theta_.shape[0]),
+                "mean_tau": consistency.attrs["mean_tau"],
+                "own_nll": gap["own"],
+                "other_nll": gap["other"],
+                "nll_gap": gap["gap"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# new-model ranking with a comparison budget
+
+
+def _refit_with_extra(
+    train: Comparisons,
+    extra: Comparisons,
+    responsibilities: np.ndarray,
+    alpha: float,
+    theta0: np.ndarray,
+) -> np.ndarray:
+    """One ECC M-step (BT part) over ``train + extra`` with responsibilities held fixed."""
+    combined = Comparisons(
+        query=np.concatenate([train.query, extra.query]),
+        model_a=np.concatenate([train.model_a, extra.model_a]),
+        model_b=np.concatenate([train.model_b, extra.model_b]),
+        y=np.concatenate([train.y, extra.y]),
+        query_ids=train.query_ids,
+        models=extra.models,
+    )
+    counts = count_matrix(combined, normalize=True)
+    m = combined.n_models
+    k = responsibilities.shape[1]
+    wins = np.asarray(counts.T @ responsibilities).T.reshape(k, m, m)
+    return fit_bt_counts(wins, alpha=alpha, theta0=theta0)
+
+
+def new_model_experiment(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    new_model: str,
+    budgets: tuple[int, ...] = (10, 30, 100, 300),
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    n_pairs: int = PAPER_N_PAIRS,
+    n_probes: int = 1,
+    test_size: float = PAPER_TEST_SIZE,
+    random_state: int = PAPER_SEED,
+    n_boot: int = DEFAULT_N_BOOT,
+    **ecc_params,
+) -> pd.DataFrame:
+    """Rank a new model from a small budget of comparisons: ECC versus global opponent choice.
+
+    ECC is fitted on the old models (paper protocol without ``new_model``). For a budget ``B``,
+    ``B`` random training queries each get one comparison of the new model against an opponent:
+    the median-ranked old model of the query's (most responsible) cluster (``ecc`` arm) or the
+    median-ranked model of the global BT fit (``global`` arm). Each arm refits the cluster profiles
+    with the new model (responsibilities held fixed) and is scored by the NLL of every
+    (new model, old model) non-tie pair on the test queries, whose responsibilities come from their
+    embedding and probe. Gain = ``(NLL_global_arm - NLL_ecc_arm) / NLL_global_arm`` in percent,
+    with a bootstrap interval over test queries.
+
+    Returns
+    -------
+    DataFrame
+        One row per budget: ``budget, nll_ecc_opponent, nll_global_opponent, nll_no_budget,
+        gain_pct, gain_low, gain_high, n_test_pairs``.
+    """
+    all_models = sorted(outcomes["model"].astype(str).unique())
+    if new_model not in all_models:
+        raise ValueError(f"new_model {new_model!r} is not in the outcomes")
+    old_models = tuple(m for m in all_models if m != new_model)
+    if len(old_models) < 2:
+        raise ValueError("the new-model experiment needs at least 2 old models")
+    old_outcomes = outcomes[outcomes["model"].astype(str) != new_model]
+    data = prepare_protocol(
+        queries, old_outcomes, embeddings, n_pairs, test_size, random_state, models=old_models
+    )
+    ecc = ECC(
+        n_clusters=n_clusters,
+        lam=lam,
+        temperature=temperature,
+        random_state=random_state,
+        **ecc_params,
+    ).fit(data.x_train, data.train)
+    global_bt = GlobalBT(alpha=ecc.alpha).fit(None, data.train)
+    models = (*old_models, new_model)
+    new_index = len(old_models)
+    new_scores, _, _ = score_matrix(outcomes, data.comparisons.query_ids, models)
+    train_scores = new_scores[data.train_mask]
+    test_scores = new_scores[data.test_mask]
+
+    # opponents: median-ranked old model of each training query's cluster / of the global fit
+    median_pos = (len(old_models) - 1) // 2
+    cluster_median = np.argsort(-ecc.theta_, axis=1)[:, median_pos]
+    hard = ecc.responsibilities_.argmax(axis=1)
+    ecc_opponent = cluster_median[hard]
+    global_opponent = np.full(len(hard), np.argsort(-global_bt.theta_[0])[median_pos])
+
+    # test pairs: new model against every old model, non-tie outcomes
+    probe, _ = split_probe(data.test, n_probes)
+    resp_test = ecc.predict_responsibilities(data.x_test, probe if n_probes else None, "both")
+    n_test = data.test.n_queries
+    tq, to = np.nonzero(
+        np.isfinite(test_scores[:, :new_index])
+        & np.isfinite(test_scores[:, [new_index]])
+        & (test_scores[:, :new_index] != test_scores[:, [new_index]])
+    )
+    test_y = (test_scores[tq, new_index] > test_scores[tq, to]).astype(float)
+    if len(tq) == 0:
+        raise ValueError("no non-tie test pairs of the new model")
+    train_ext = Comparisons(
+        data.train.query,
+        data.train.model_a,
+        data.train.model_b,
+        data.train.y,
+        data.train.query_ids,
+        models,
+    )
+    theta0 = np.concatenate([ecc.theta_, np.zeros((ecc.theta_.shape[0], 1))], axis=1)
+
+    def test_nll(theta: np.ndarray) -> np.ndarray:
+        diff = theta[:, new_index][:, None] - theta[:, to]
+        p = np.einsum("nk,kn->n", resp_test[tq], 1.0 / (1.0 + np.exp(-diff)))
+        return np.bincount(tq, weights=comparison_nll(p, test_y), minlength=n_test)
+
+    rng = np.random.default_rng(random_state)
+    usable = np.isfinite(train_scores[:, new_index])
+    candidates = np.flatnonzero(usable)
+    order = rng.permutation(candidates)
+    no_budget = test_nll(theta0)
+    pair_counts = np.bincount(tq, minlength=n_test)
+    has = pair_counts > 0
+    index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    rows = []
+    for budget in budgets:
+        chosen = order[: min(int(budget), len(order))]
+        arms = {}
+        for arm, opponent in (("ecc", ecc_opponent), ("global", global_opponent)):
+            opp = opponent[chosen]
+            s_new = train_scores[chosen, new_index]
+            s_opp = train_scores[chosen, opp]
+            ok = np.isfinite(s_opp)
+            y = np.where(s_new > s_opp, 1.0, np.where(s_new < s_opp, 0.0, 0.5))[ok]
+            extra = Comparisons(
+                query=chosen[ok].astype(np.int64),
+                model_a=opp[ok].astype(np.int64),
+                model_b=np.full(int(ok.sum()), new_index, dtype=np.int64),
+                y=y,
+                query_ids=data.train.query_ids,
+                models=models,
+            )
+            theta = _refit_with_extra(
+                train_ext, extra, ecc.responsibilities_, float(ecc.alpha), theta0
+            )
+            arms[arm] = test_nll(theta)
+        e, g = arms["ecc"][has], arms["global"][has]
+        total = float(pair_counts.sum())
+        reps = 100.0 * (g[index].sum(axis=1) - e[index].sum(axis=1)) / g[index].sum(axis=1)
+        low, high = _percentile(reps, 0.95)
+        rows.append(
+            {
+                "new_model": new_model,
+                "budget": int(len(chosen)),
+                "nll_ecc_opponent": float(e.sum() / total),
+                "nll_global_opponent": float(g.sum() / total),
+                "nll_no_budget": float(no_budget[has].sum() / total),
+                "gain_pct": float(100.0 * (g.sum() - e.sum()) / g.sum()),
+                "gain_low": low,
+                "gain_high": high,
+                "n_test_pairs": int(total),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    "ECCEvaluation",
+    "METHODS",
+    "MODES",
+    "ProtocolData",
+    "cluster_summary",
+    "cross_cluster_nll_gap",
+    "diagnostics",
+    "evaluate_modes",
+    "fit_methods",
+    "make_methods",
+    "new_model_experiment",
+    "prepare_protocol",
+    "run_protocol",
+    "score_methods",
+    "sweep_clusters",
+    "sweep_probes",
+    "within_cluster_consistency",
+]

@@ -1,0 +1,899 @@
+"""Figures of the notebooks: each function takes its data first, ``ax=None``, and returns the figure.
+
+Saving is the caller's job (:func:`ecc_lib.pipeline.save_figure`). Every figure carries a title,
+axis labels with units and a legend where colours carry meaning, so that it reads without the code.
+No figure shows query text (GPQA examples must not be published in plain text).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+FONT_SIZE = 11
+TITLE_SIZE = 13
+SCORE_LABEL = "mean score (0-1, fraction correct)"
+_RC = {
+    "font.size": FONT_SIZE,
+    "axes.titlesize": TITLE_SIZE,
+    "axes.labelsize": FONT_SIZE,
+    "xtick.labelsize": FONT_SIZE - 1,
+    "ytick.labelsize": FONT_SIZE - 1,
+    "legend.fontsize": FONT_SIZE - 1,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _styled(function):
+    """Run a figure function under the package style (readable font sizes, no top/right spines)."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context(_RC):
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _axes(ax, figsize: tuple[float, float]):
+    """``(fig, ax)``: the given axes' figure, or a new figure."""
+    if ax is not None:
+        return ax.figure, ax
+    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return fig, ax
+
+
+def _short(label: str, width: int = 28) -> str:
+    label = str(label)
+    return label if len(label) <= width else label[: width - 1] + "\u2026"
+
+
+def _heatmap(
+    ax,
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    cmap: str,
+    colorbar_label: str,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    annotate: bool = True,
+    fmt: str = "{:.2f}",
+    center: float | None = None,
+):
+    matrix = np.asarray(matrix, dtype=float)
+    if center is not None:
+        span = np.nanmax(np.abs(matrix - center)) if np.isfinite(matrix).any() else 1.0
+        span = span or 1.0
+        vmin, vmax = center - span, center + span
+    image = ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_xticks(np.arange(len(col_labels)))
+    ax.set_xticklabels([_short(c) for c in col_labels], rotation=45, ha="right")
+    ax.set_yticks(np.arange(len(row_labels)))
+    ax.set_yticklabels([_short(r) for r in row_labels])
+    ax.spines[:].set_visible(False)
+    bar = ax.figure.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label(colorbar_label)
+    n_cells = matrix.size
+    if annotate and n_cells <= 400:
+        low, high = image.get_clim()
+        mid = (low + high) / 2.0
+        for (i, j), value in np.ndenumerate(matrix):
+            if not np.isfinite(value):
+                continue
+            dark = (
+                value > mid
+                if cmap not in ("RdBu_r", "coolwarm")
+                else abs(value - mid) > (high - low) * 0.3
+            )
+            ax.text(
+                j,
+                i,
+                fmt.format(value),
+                ha="center",
+                va="center",
+                fontsize=max(6, FONT_SIZE - 3 - n_cells // 120),
+                color="white" if dark else "black",
+            )
+    return image
+
+
+# --------------------------------------------------------------------------------------------
+# 01 data
+
+
+def scores_by_category_table(queries: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Mean score of each model (rows) in each category (columns) plus ``all``, best model first."""
+    frame = outcomes[["query_id", "model", "score"]].merge(
+        queries[["query_id", "category"]], on="query_id", how="left"
+    )
+    frame["category"] = frame["category"].astype(object).where(frame["category"].notna(), "(none)")
+    table = frame.pivot_table(index="model", columns="category", values="score", aggfunc="mean")
+    table.columns = [str(c) for c in table.columns]
+    table["all"] = frame.groupby("model")["score"].mean()
+    return table.sort_values("all", ascending=False)
+
+
+@_styled
+def plot_scores_by_category(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    title: str | None = None,
+    ax=None,
+):
+    """Heatmap of the mean score of each model (rows) in each category (columns), plus "all".
+
+    Parameters
+    ----------
+    queries : DataFrame with ``query_id`` and ``category``
+    outcomes : DataFrame with ``query_id``, ``model``, ``score``
+    title : str, optional
+    """
+    table = scores_by_category_table(queries, outcomes)
+    n_rows, n_cols = table.shape
+    fig, ax = _axes(ax, (max(6.0, 0.75 * n_cols + 3.5), max(3.0, 0.45 * n_rows + 2.0)))
+    _heatmap(
+        ax, table.to_numpy(), table.index, table.columns, "viridis", SCORE_LABEL, vmin=0, vmax=1
+    )
+    ax.set_xlabel("query category (human label)")
+    ax.set_ylabel("model")
+    ax.set_title(title or "Mean score per model and category")
+    return fig
+
+
+def model_score_table(
+    outcomes: pd.DataFrame,
+    n_boot: int = 1000,
+    random_state: int | None = 0,
+) -> pd.DataFrame:
+    """Mean score per model with a 95% percentile-bootstrap interval over queries.
+
+    Repeated observations of a (query, model) pair are averaged first, so each query counts once.
+    Returns columns ``model``, ``score``, ``low``, ``high``, ``n_queries`` (and ``dataset`` when
+    ``outcomes`` has that column).
+    """
+    from ecc_lib.metrics import bootstrap_ci
+
+    keys = ["dataset", "model"] if "dataset" in outcomes else ["model"]
+    per_query = outcomes.groupby([*keys, "query_id"], sort=True)["score"].mean().reset_index()
+    rows = []
+    for key, part in per_query.groupby(keys, sort=True):
+        estimate, low, high = bootstrap_ci(
+            part["score"].to_numpy(float), n_boot=n_boot, random_state=random_state
+        )
+        names = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        rows.append({**names, "score": estimate, "low": low, "high": high, "n_queries": len(part)})
+    return pd.DataFrame(rows)
+
+
+@_styled
+def plot_model_scores(
+    table: pd.DataFrame,
+    title: str | None = None,
+    ax=None,
+):
+    """Horizontal bars of each model's mean score with a 95% interval.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``model``, ``score``, ``low``, ``high``; an optional ``dataset`` column draws one
+        bar per dataset and model.
+    """
+    table = table.copy()
+    if "dataset" not in table:
+        table["dataset"] = ""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    # one row per (dataset, model): datasets in blocks, best model on top of each block
+    table["_order"] = table["dataset"].map({name: i for i, name in enumerate(datasets)})
+    table = table.sort_values(["_order", "score"], ascending=[False, True]).reset_index(drop=True)
+    fig, ax = _axes(ax, (7.5, max(3.0, 0.35 * len(table) + 1.5)))
+    colors = plt.get_cmap("tab10")
+    y = np.arange(len(table))
+    for d, name in enumerate(datasets):
+        rows = table.index[table["dataset"] == name]
+        part = table.loc[rows]
+        ax.barh(
+            y[rows],
+            part["score"],
+            height=0.7,
+            xerr=np.clip([part["score"] - part["low"], part["high"] - part["score"]], 0, None),
+            color=colors(d),
+            label=name or None,
+            capsize=2,
+            error_kw={"elinewidth": 1},
+        )
+    ax.set_yticks(y)
+    ax.set_yticklabels([_short(m) for m in table["model"]])
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(SCORE_LABEL + ", 95% bootstrap CI over queries")
+    ax.set_ylabel("model")
+    ax.set_title(title or "Mean score per model")
+    if any(datasets):
+        ax.legend(title="dataset", loc="lower right")
+    return fig
+
+
+@_styled
+def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None, ax=None):
+    """Bars: how many (query, model) pairs have 1, 2, ... observations (rewrites x decodes).
+
+    ``outcomes`` may carry a ``dataset`` column: one bar colour per dataset.
+    """
+    frame = outcomes.copy()
+    if "dataset" not in frame:
+        frame["dataset"] = ""
+    counts = frame.groupby(["dataset", "query_id", "model"], sort=False).size().rename("n")
+    table = counts.reset_index().groupby(["dataset", "n"]).size().rename("pairs").reset_index()
+    datasets = list(dict.fromkeys(table["dataset"]))
+    values = sorted(table["n"].unique())
+    width = 0.8 / len(datasets)
+    fig, ax = _axes(ax, (7.0, 4.0))
+    colors = plt.get_cmap("tab10")
+    x = np.arange(len(values))
+    for d, name in enumerate(datasets):
+        part = table[table["dataset"] == name].set_index("n").reindex(values)["pairs"].fillna(0)
+        bars = ax.bar(
+            x + (d - (len(datasets) - 1) / 2) * width,
+            part.to_numpy(),
+            width=width,
+            color=colors(d),
+            label=name or None,
+        )
+        ax.bar_label(bars, labels=[f"{int(v):,}" if v else "" for v in part], fontsize=8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(v) for v in values])
+    ax.set_xlabel("observations per (query, model) pair (rewrites x decodes)")
+    ax.set_ylabel("number of (query, model) pairs")
+    ax.set_title(title or "Observations per (query, model) pair")
+    if any(datasets):
+        ax.legend(title="dataset")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# 02 label instability
+
+
+SIDE_LABELS = {
+    "input": "input side\n(rewrites)",
+    "output": "output side\n(decodes)",
+    "both": "both",
+}
+
+
+def flip_rate_table(diagnostics) -> pd.DataFrame:
+    """Winner flip rates per side from :func:`ecc_lib.dars.label_instability` output.
+
+    Parameters
+    ----------
+    diagnostics : mapping
+        ``{"input" | "output" | "both": SubsetDiagnostics or None}``; a ``None`` side (no pair
+        with two observations there) gives a row of NaN.
+
+    Returns
+    -------
+    DataFrame with ``side``, ``label``, ``flip_rate``, ``low``, ``high``, ``n_queries``.
+    """
+    rows = []
+    for side, found in diagnostics.items():
+        summary = getattr(found, "summary", None) if found is not None else None
+        if summary is None:
+            rows.append(
+                {
+                    "side": side,
+                    "label": SIDE_LABELS.get(side, side),
+                    "flip_rate": np.nan,
+                    "low": np.nan,
+                    "high": np.nan,
+                    "n_queries": 0,
+                }
+            )
+            continue
+        low, high = summary["winner_flip_rate_ci95"]
+        rows.append(
+            {
+                "side": side,
+                "label": SIDE_LABELS.get(side, side),
+                "flip_rate": summary["winner_flip_rate"],
+                "low": low,
+                "high": high,
+                "n_queries": summary["n_queries"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@_styled
+def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
+    """Winner flip rate per source of randomness, with confidence intervals.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``label`` (or ``side``), ``flip_rate``, ``low``, ``high``; optional ``n_queries``.
+        A row with a NaN rate is drawn as "n/a" (no repeated observations on that side).
+    """
+    fig, ax = _axes(ax, (7.0, 4.2))
+    x = np.arange(len(table))
+    rate = table["flip_rate"].to_numpy(float)
+    err = np.vstack([rate - table["low"].to_numpy(float), table["high"].to_numpy(float) - rate])
+    err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+    shown = np.where(np.isfinite(rate), rate, 0.0)
+    bars = ax.bar(x, shown, yerr=err, capsize=6, color=plt.get_cmap("Set2")(x))
+    ax.bar_label(
+        bars,
+        labels=[f"{v:.3f}" if np.isfinite(v) else "n/a\n(no repeats)" for v in rate],
+        padding=3,
+    )
+    ax.set_xticks(x)
+    labels = list(table["label"] if "label" in table else table["side"])
+    if "n_queries" in table:
+        labels = [
+            f"{s}\nn={int(n):,} queries" if n else s
+            for s, n in zip(labels, table["n_queries"], strict=True)
+        ]
+    ax.set_xticklabels(labels)
+    top = np.nanmax(table["high"].to_numpy(float)) if np.isfinite(rate).any() else 0.1
+    ax.set_ylim(0, min(1.05, max(0.1, float(top) * 1.3)))
+    ax.set_xlabel("source of randomness in the single-shot label")
+    ax.set_ylabel("winner flip rate (probability, 0-1)")
+    ax.set_title(title or "Winner flip rate between two single-shot draws (95% CI)")
+    return fig
+
+
+@_styled
+def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=None, bins: int = 20):
+    """Histogram of the score spread sigma of each (query, model) pair, one colour per model.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``model`` and ``sigma`` or ``sigma_q`` (sample standard deviation of a pair's
+        scores), e.g. :meth:`ecc_lib.dars.CapabilityDistributions.to_frame` restricted to pairs
+        with two or more observations.
+    """
+    if "sigma" not in table and "sigma_q" in table:
+        table = table.rename(columns={"sigma_q": "sigma"})
+    fig, ax = _axes(ax, (7.5, 4.2))
+    ax.set_xlabel("sigma: std. dev. of a (query, model) pair's scores (score units, 0-1)")
+    ax.set_ylabel("number of (query, model) pairs (symlog)")
+    ax.set_title(title or "Distribution of outcome spread sigma")
+    if table["sigma"].notna().sum() == 0:
+        ax.text(
+            0.5,
+            0.5,
+            "no (query, model) pair has two or more observations:\nthe spread is not measured",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
+        ax.set_xlim(0, 1)
+        ax.set_yticks([])
+        return fig
+    models = sorted(table["model"].unique())
+    upper = float(np.nanmax(table["sigma"]))
+    edges = np.linspace(0.0, max(upper, 1e-6), bins + 1)
+    data = [table.loc[table["model"] == m, "sigma"].dropna().to_numpy() for m in models]
+    ax.hist(data, bins=edges, label=[_short(m) for m in models], histtype="bar", rwidth=0.9)
+    ax.set_yscale("symlog", linthresh=10)
+    ax.legend(title="model")
+    return fig
+
+
+TIE_LABEL = "tie in U"
+
+
+def label_confusion(
+    winner_probabilities: np.ndarray, utilities: np.ndarray, models: Sequence[str]
+) -> pd.DataFrame:
+    """Expected number of queries with distribution label i (argmax U) and single-shot winner j.
+
+    Parameters
+    ----------
+    winner_probabilities : ndarray, shape (n_queries, n_models)
+        ``P(single-shot winner = m)`` per query (:class:`ecc_lib.dars.SingleShotWinners`).
+    utilities : ndarray, shape (n_queries, n_models)
+        DARS utilities; the label is their argmax. Queries where several models share the best
+        utility go to the last row, :data:`TIE_LABEL` (any of the tied models counts as agreeing).
+    models : sequence of str
+
+    Returns
+    -------
+    DataFrame
+        Index: model names then :data:`TIE_LABEL`; columns: model names.
+    """
+    u = np.asarray(utilities, dtype=float)
+    best = u >= u.max(axis=1, keepdims=True) - 1e-12
+    tied = best.sum(axis=1) > 1
+    rows = np.column_stack([best & ~tied[:, None], tied]).astype(float)
+    matrix = rows.T @ np.asarray(winner_probabilities, dtype=float)
+    names = [str(m) for m in models]
+    index = pd.Index([*names, TIE_LABEL], name="distribution label")
+    return pd.DataFrame(matrix, index=index, columns=names)
+
+
+@_styled
+def plot_label_disagreement(
+    confusion: pd.DataFrame,
+    rate: float | None = None,
+    title: str | None = None,
+    ax=None,
+):
+    """Heatmap: distribution label (rows) against single-shot label (columns), as fractions.
+
+    Parameters
+    ----------
+    confusion : DataFrame
+        Counts (or expected counts, :func:`label_confusion`) with the distribution-aware winner as
+        index and the single-shot winner as columns; shown as fractions of all queries.
+    rate : float, optional
+        Overall disagreement rate, shown in the title.
+    """
+    matrix = confusion.to_numpy(float)
+    total = matrix.sum()
+    fractions = matrix / total if total > 0 else matrix
+    fig, ax = _axes(
+        ax, (max(6.0, 1.1 * confusion.shape[1] + 4), max(4.0, 0.8 * len(confusion) + 2))
+    )
+    _heatmap(
+        ax,
+        fractions,
+        [str(i) for i in confusion.index],
+        [str(c) for c in confusion.columns],
+        "Blues",
+        "fraction of queries (0-1)",
+        vmin=0,
+    )
+    ax.set_xlabel("single-shot winner (one random observation per pair)")
+    ax.set_ylabel("distribution-aware label (argmax U)")
+    text = title or "Single-shot winner versus distribution-aware label"
+    if rate is not None:
+        text += f"\n(they disagree on {rate:.1%} of queries)"
+    ax.set_title(text)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# 03 clustering
+
+
+METHOD_LABELS = {
+    "global": "global BT (reference)",
+    "ecc": "ECC",
+    "emb_only": "embedding-only clusters",
+    "comp_only": "comparison-only clusters",
+    "human": "human labels",
+}
+"""Display names of the clustering methods of :mod:`ecc_lib.ecc_evaluation`."""
+METHOD_COLORS = {
+    "ecc": "tab:red",
+    "emb_only": "tab:green",
+    "comp_only": "tab:orange",
+    "human": "tab:purple",
+    "global": "black",
+}
+
+
+def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Accept ``gain/low/high`` or ``gain_pct/gain_low/gain_high`` (ecc_evaluation tables)."""
+    renamed = table.rename(columns={"gain_pct": "gain", "gain_low": "low", "gain_high": "high"})
+    return renamed.copy()
+
+
+def method_label(name: str) -> str:
+    """Display name of a clustering method."""
+    return METHOD_LABELS.get(str(name), str(name))
+
+
+@_styled
+def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
+    """Bars of ranking quality gain over the global BT model, with confidence intervals.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``method``, ``gain`` (percent), ``low``, ``high`` (or ``gain_pct``, ``gain_low``,
+        ``gain_high`` as in :meth:`ecc_lib.ecc_evaluation.ECCEvaluation.table`). The ``global``
+        row (the reference, gain 0 by definition) is left out.
+    """
+    table = _gain_columns(table)
+    table = table[table["method"] != "global"].reset_index(drop=True)
+    fig, ax = _axes(ax, (7.5, max(3.0, 0.6 * len(table) + 1.5)))
+    y = np.arange(len(table))
+    gain = table["gain"].to_numpy(float)
+    err = np.vstack([gain - table["low"].to_numpy(float), table["high"].to_numpy(float) - gain])
+    err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+    colors = ["tab:red" if str(m).lower() == "ecc" else "tab:gray" for m in table["method"]]
+    bars = ax.barh(y, gain, xerr=err, color=colors, capsize=4)
+    ax.bar_label(bars, labels=[f"{v:+.2f}%" for v in gain], padding=6)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels([method_label(m) for m in table["method"]])
+    ax.invert_yaxis()
+    low = min(0.0, float(np.nanmin(table["low"]))) if len(table) else 0.0
+    high = max(0.0, float(np.nanmax(table["high"]))) if len(table) else 1.0
+    span = max(high - low, 1.0)
+    ax.set_xlim(low - 0.05 * span, high + 0.25 * span)
+    ax.set_xlabel("ranking quality gain over one global BT model (% of its held-out NLL, 95% CI)")
+    ax.set_ylabel("clustering method")
+    ax.set_title(title or "Ranking quality gain on held-out comparisons")
+    return fig
+
+
+@_styled
+def plot_gain_curve(
+    table: pd.DataFrame,
+    x: str,
+    xlabel: str,
+    title: str | None = None,
+    ax=None,
+):
+    """Gain against a knob (probes per query, number of clusters K), one line per method.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``x`` (the knob), ``gain`` (or ``gain_pct``), optional ``low``/``high`` (or
+        ``gain_low``/``gain_high``: CI band), optional ``method`` (the ``global`` reference rows
+        are left out).
+    x : str
+        Column of the knob.
+    xlabel : str
+        Axis label of the knob, with units.
+    """
+    table = _gain_columns(table)
+    if "method" not in table:
+        table["method"] = "ecc"
+    table = table[table["method"] != "global"]
+    fig, ax = _axes(ax, (7.0, 4.5))
+    spare = iter(["tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"])
+    for method, part in table.groupby("method", sort=False):
+        part = part.sort_values(x)
+        color = METHOD_COLORS.get(str(method)) or next(spare, "black")
+        ax.plot(
+            part[x], part["gain"], marker="o", color=color, label=method_label(method), linewidth=2
+        )
+        if {"low", "high"} <= set(part.columns):
+            ax.fill_between(part[x], part["low"], part["high"], color=color, alpha=0.15)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(sorted(table[x].unique()))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("gain over global BT (% of its held-out NLL)")
+    ax.set_title(title or f"Ranking quality gain versus {xlabel}")
+    ax.legend(title="method (band: 95% CI)", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+@_styled
+def plot_cluster_profiles(
+    theta: np.ndarray,
+    models: Sequence[str],
+    cluster_sizes: Sequence[int] | None = None,
+    title: str | None = None,
+    ax=None,
+):
+    """Heatmap of the centred Bradley-Terry scores of each cluster (rows) and model (columns).
+
+    Parameters
+    ----------
+    theta : ndarray, shape (K, M)
+        BT scores per cluster; each row is centred here (theta - row mean).
+    models : sequence of str
+    cluster_sizes : sequence of int, optional
+        Queries per cluster, shown in the row labels; rows are sorted by size.
+    """
+    theta = np.asarray(theta, dtype=float)
+    centred = theta - theta.mean(axis=1, keepdims=True)
+    order = np.arange(len(theta))
+    labels = [f"cluster {k}" for k in range(len(theta))]
+    if cluster_sizes is not None:
+        sizes = np.asarray(cluster_sizes)
+        order = np.argsort(-sizes, kind="stable")
+        labels = [f"cluster {k} (n={int(sizes[k])})" for k in range(len(theta))]
+    model_order = np.argsort(-centred.mean(axis=0), kind="stable")
+    matrix = centred[order][:, model_order]
+    fig, ax = _axes(ax, (max(7.0, 0.8 * len(models) + 4), max(4.0, 0.3 * len(theta) + 2)))
+    _heatmap(
+        ax,
+        matrix,
+        [labels[k] for k in order],
+        [models[m] for m in model_order],
+        "RdBu_r",
+        "BT score minus cluster mean (logits)",
+        center=0.0,
+        annotate=matrix.size <= 150,
+        fmt="{:+.1f}",
+    )
+    ax.set_xlabel("model (sorted by mean score over clusters)")
+    ax.set_ylabel("cluster (sorted by size)")
+    ax.set_title(title or "Capability profile of each cluster")
+    return fig
+
+
+@_styled
+def plot_cluster_category(
+    labels: Sequence[int],
+    categories: Sequence[str],
+    title: str | None = None,
+    ax=None,
+):
+    """Heatmap of the share of each cluster's queries (rows) in each human category (columns)."""
+    frame = pd.DataFrame({"cluster": np.asarray(labels), "category": np.asarray(categories)})
+    frame["category"] = frame["category"].astype(object).where(frame["category"].notna(), "(none)")
+    table = pd.crosstab(frame["cluster"], frame["category"])
+    sizes = table.sum(axis=1)
+    table = table.loc[sizes.sort_values(ascending=False, kind="stable").index]
+    shares = table.div(table.sum(axis=1), axis=0)
+    fig, ax = _axes(ax, (max(7.0, 0.55 * table.shape[1] + 4), max(4.0, 0.3 * len(table) + 2)))
+    _heatmap(
+        ax,
+        shares.to_numpy(),
+        [f"cluster {k} (n={int(sizes[k])})" for k in table.index],
+        list(table.columns),
+        "Greens",
+        "share of the cluster's queries (0-1)",
+        vmin=0,
+        vmax=1,
+        annotate=shares.size <= 200,
+    )
+    ax.set_xlabel("human category")
+    ax.set_ylabel("cluster (sorted by size)")
+    ax.set_title(title or "Clusters against human categories")
+    return fig
+
+
+def project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First two principal components of ``embeddings`` and their explained variance ratios."""
+    from threadpoolctl import threadpool_limits
+
+    matrix = np.asarray(embeddings, dtype=float)
+    centred = matrix - matrix.mean(axis=0, keepdims=True)
+    # one BLAS thread: multi-threaded OpenBLAS is many times slower on a busy 2-core machine
+    with threadpool_limits(limits=1, user_api="blas"):
+        _, singular, vt = np.linalg.svd(centred, full_matrices=False)
+    coords = centred @ vt[:2].T
+    # sign convention: the largest-magnitude loading of each component is positive
+    signs = np.sign(vt[:2][np.arange(2), np.abs(vt[:2]).argmax(axis=1)])
+    coords = coords * signs
+    variance = singular**2
+    ratio = variance[:2] / variance.sum() if variance.sum() > 0 else np.zeros(2)
+    return coords, ratio
+
+
+@_styled
+def plot_query_map(
+    embeddings: np.ndarray,
+    labels: Sequence[int],
+    title: str | None = None,
+    max_labelled: int = 10,
+    ax=None,
+):
+    """2-D PCA map of query embeddings coloured by cluster (the largest clusters; others in grey)."""
+    coords, ratio = project_2d(embeddings)
+    labels = np.asarray(labels)
+    values, counts = np.unique(labels, return_counts=True)
+    top = values[np.argsort(-counts, kind="stable")][:max_labelled]
+    fig, ax = _axes(ax, (8.0, 6.0))
+    rest = ~np.isin(labels, top)
+    if rest.any():
+        ax.scatter(
+            coords[rest, 0],
+            coords[rest, 1],
+            s=6,
+            color="lightgray",
+            label=f"other clusters ({int(rest.sum()):,} queries)",
+            rasterized=True,
+        )
+    palette = plt.get_cmap("tab10" if len(top) <= 10 else "tab20")
+    for i, k in enumerate(top):
+        mask = labels == k
+        ax.scatter(
+            coords[mask, 0],
+            coords[mask, 1],
+            s=8,
+            color=palette(i),
+            label=f"cluster {k} ({int(mask.sum()):,})",
+            rasterized=True,
+        )
+    ax.set_xlabel(f"principal component 1 ({ratio[0]:.1%} of variance)")
+    ax.set_ylabel(f"principal component 2 ({ratio[1]:.1%} of variance)")
+    ax.set_title(title or "Queries in embedding space, coloured by cluster")
+    ax.legend(
+        title="cluster (queries)", loc="center left", bbox_to_anchor=(1.01, 0.5), markerscale=2
+    )
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# 04 routing
+
+
+def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
+    """Boolean mask of points not dominated (lower or equal cost and higher or equal quality)."""
+    cost = np.asarray(cost, dtype=float)
+    quality = np.asarray(quality, dtype=float)
+    order = np.lexsort((-quality, cost))
+    mask = np.zeros(len(cost), dtype=bool)
+    best = -np.inf
+    for index in order:
+        if quality[index] > best:
+            mask[index] = True
+            best = quality[index]
+    return mask
+
+
+REFERENCE_ROUTERS = ("Oracle", "Best fixed model", "Random")
+
+
+@_styled
+def plot_cost_quality(
+    curves: pd.DataFrame,
+    cost_label: str = "normalised cost (0-1)",
+    title: str | None = None,
+    ax=None,
+):
+    """Cost-quality curves of routers (one point per cost weight lambda) with Pareto fronts.
+
+    Parameters
+    ----------
+    curves : DataFrame
+        Columns ``router``, ``cost`` and ``score`` (or ``quality``); optional ``supervision``
+        (appended to the label). Rows of the routers in :data:`REFERENCE_ROUTERS` (oracle, best
+        fixed model) are drawn as dashed grey references.
+    cost_label : str
+        Axis label of the cost, with its unit.
+    """
+    curves = curves.rename(columns={"quality": "score"}).copy()
+    if "supervision" in curves:
+        label = np.where(
+            curves["router"].isin(REFERENCE_ROUTERS),
+            curves["router"],
+            curves["router"] + " (" + curves["supervision"].astype(str) + ")",
+        )
+        curves["label"] = label
+    else:
+        curves["label"] = curves["router"]
+    fig, ax = _axes(ax, (8.0, 5.0))
+    palette = plt.get_cmap("tab10")
+    learned = [name for name in dict.fromkeys(curves["label"]) if name not in REFERENCE_ROUTERS]
+    for i, name in enumerate(learned):
+        part = curves[curves["label"] == name]
+        color = palette(i % 10)
+        ax.scatter(part["cost"], part["score"], s=16, color=color, alpha=0.45)
+        front = part[pareto_front(part["cost"].to_numpy(), part["score"].to_numpy())]
+        front = front.sort_values("cost")
+        ax.step(
+            front["cost"],
+            front["score"],
+            where="post",
+            color=color,
+            linewidth=2,
+            marker="o",
+            markersize=4,
+            label=f"{name}: Pareto front",
+        )
+    styles = {
+        "Oracle": ("black", "--"),
+        "Best fixed model": ("dimgray", ":"),
+        "Random": ("gray", "-."),
+    }
+    for name, (color, line) in styles.items():
+        part = curves[curves["label"] == name]
+        if part.empty:
+            continue
+        front = part[pareto_front(part["cost"].to_numpy(), part["score"].to_numpy())]
+        front = front.sort_values("cost")
+        ax.step(
+            front["cost"],
+            front["score"],
+            where="post",
+            color=color,
+            linestyle=line,
+            marker="s",
+            markersize=4,
+            label=f"{name} (reference)",
+        )
+    ax.set_xlabel(cost_label)
+    ax.set_ylabel("mean held-out score (0-1)")
+    ax.set_title(title or "Cost-quality trade-off of routers (sweeping the cost weight lambda)")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=FONT_SIZE - 2)
+    return fig
+
+
+ROUTING_KIND_COLORS = {"reference": "tab:gray", "single-shot": "tab:orange", "DARS": "tab:blue"}
+
+
+@_styled
+def plot_routing_table(
+    table: pd.DataFrame,
+    value: str = "score",
+    xlabel: str = "mean held-out score of the chosen model (0-1)",
+    title: str | None = None,
+    ax=None,
+):
+    """Horizontal bars of routers by supervision, beside the references (oracle, best fixed model).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``router``, ``supervision`` ("reference", "single-shot", "DARS", ...) and
+        ``value``; optional ``<value>_ci_low`` / ``<value>_ci_high`` (95% CI, drawn as error bars)
+        and ``<value>_std`` (shown in the bar label), as in
+        :attr:`ecc_lib.routing_evaluation.RoutingTable.table`.
+    """
+    table = table.reset_index(drop=True).copy()
+    if "supervision" not in table:
+        table["supervision"] = "router"
+    names = [
+        str(r) if s == "reference" else f"{r} ({s})"
+        for r, s in zip(table["router"], table["supervision"], strict=True)
+    ]
+    fig, ax = _axes(ax, (8.0, max(3.0, 0.42 * len(table) + 1.6)))
+    y = np.arange(len(table))
+    values = table[value].to_numpy(float)
+    colors = [ROUTING_KIND_COLORS.get(s, "tab:green") for s in table["supervision"]]
+    xerr = None
+    low, high = f"{value}_ci_low", f"{value}_ci_high"
+    if {low, high} <= set(table.columns):
+        err = np.vstack([values - table[low].to_numpy(float), table[high].to_numpy(float) - values])
+        xerr = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+    # points with intervals rather than bars: the axis does not start at zero
+    for i in range(len(table)):
+        ax.errorbar(
+            values[i],
+            y[i],
+            xerr=None if xerr is None else xerr[:, i : i + 1],
+            fmt="o",
+            color=colors[i],
+            ecolor=colors[i],
+            capsize=4,
+            markersize=7,
+        )
+    std = table.get(f"{value}_std")
+    labels = [
+        f"{v:.3f}" + (f" \u00b1 {s:.3f} (runs)" if std is not None and np.isfinite(s) else "")
+        for v, s in zip(values, std if std is not None else [np.nan] * len(values), strict=True)
+    ]
+    right = values if xerr is None else values + xerr[1]
+    for i, text in enumerate(labels):
+        if np.isfinite(values[i]):
+            ax.annotate(
+                text,
+                (right[i], y[i]),
+                xytext=(6, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=FONT_SIZE - 3,
+            )
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_yticks(y)
+    ax.set_yticklabels([_short(n, 40) for n in names])
+    ax.invert_yaxis()
+    finite = values[np.isfinite(values)]
+    if len(finite):
+        span = finite.max() - finite.min()
+        ax.set_xlim(
+            max(0.0, finite.min() - max(span, 0.02) * 0.6), finite.max() + max(span, 0.02) * 0.45
+        )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("router (supervision)")
+    ax.set_title(title or "Routers against the best fixed model and the oracle")
+    present = list(dict.fromkeys(table["supervision"]))
+    handles = [
+        plt.Rectangle((0, 0), 1, 1, color=ROUTING_KIND_COLORS.get(s, "tab:green"), label=s)
+        for s in present
+    ]
+    ax.legend(
+        handles=handles,
+        title="supervision",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=FONT_SIZE - 2,
+    )
+    return fig
