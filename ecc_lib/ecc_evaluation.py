@@ -273,6 +273,7 @@ class ECCEvaluation:
     n_test: int
     n_scored: int
     mode: str
+    n_input_queries: int
     n_probes: int
     nll: dict
     nll_ci95: dict
@@ -312,6 +313,8 @@ class ECCEvaluation:
         return _jsonable(
             {
                 "n_queries": self.n_queries,
+                "n_input_queries": self.n_input_queries,
+                "n_dropped_queries": self.n_input_queries - self.n_queries,
                 "n_models": self.n_models,
                 "n_train": self.n_train,
                 "n_test": self.n_test,
@@ -447,6 +450,7 @@ def score_methods(
         n_test=n_test,
         n_scored=int(n_scored),
         mode=mode,
+        n_input_queries=data.n_input_queries,
         n_probes=n_probes,
         nll=nll,
         nll_ci95=nll_ci,

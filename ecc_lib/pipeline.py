@@ -873,7 +873,16 @@ def interpreter_kernel_manager_class(env: Mapping[str, str] | None = None):
     class InterpreterKernelSpecManager(KernelSpecManager):
         def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
             return KernelSpec(
-                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                # the kernel listens on loopback only; its log level hides the start-up notice
+                # about unencrypted TCP, which papermill's local kernels always print
+                argv=[
+                    sys.executable,
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                    "--IPKernelApp.log_level=ERROR",
+                ],
                 display_name=f"Python ({sys.executable})",
                 language="python",
                 env=extra_env,

@@ -83,7 +83,10 @@ def _embeddings(args: argparse.Namespace, queries):
 def format_result(result) -> str:
     """The printed table of an :class:`ecc_lib.ecc_evaluation.ECCEvaluation`."""
     lines = [
-        f"ECC protocol: {result.n_queries} queries ({result.n_train} train, {result.n_test} test), "
+        f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
+        f"({result.n_input_queries - result.n_queries} with fewer than "
+        f"{result.params.get('min_pairs', 2)} non-tie pairs left out; "
+        f"{result.n_train} train, {result.n_test} test), "
         f"{result.n_models} models, {result.n_scored} scored test pairs, mode={result.mode}, "
         f"probes={result.n_probes}",
         "",
