@@ -1,9 +1,38 @@
-"""ecc_lib: capability-aware LLM evaluation and routing (ECC clustering, DARS supervision)."""
+"""ecc_lib: capability-aware LLM evaluation and routing (ECC clustering, DARS supervision).
+
+The data flow, one module per step: :mod:`~ecc_lib.loaders` -> :mod:`~ecc_lib.embeddings` ->
+:mod:`~ecc_lib.comparisons` -> :mod:`~ecc_lib.ecc` / :mod:`~ecc_lib.dars` ->
+:mod:`~ecc_lib.routers` -> :mod:`~ecc_lib.routing_evaluation` / :mod:`~ecc_lib.ecc_evaluation` ->
+:mod:`~ecc_lib.plotting`. The most used names are importable from the package itself; the heavier
+ones are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 from ecc_lib.comparisons import Comparisons, make_comparisons, split_probe, split_queries
 from ecc_lib.schema import DataValidationError, validate_outcomes, validate_queries
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "load_bundled": "ecc_lib.loaders",
+    "read_queries": "ecc_lib.loaders",
+    "read_outcomes": "ecc_lib.loaders",
+    "embed_texts": "ecc_lib.embeddings",
+    "fit_bt_pairwise": "ecc_lib.bradley_terry",
+    "ECC": "ecc_lib.ecc",
+    "ComparisonOnlyECC": "ecc_lib.ecc",
+    "EmbeddingClusters": "ecc_lib.ecc",
+    "GlobalBT": "ecc_lib.ecc",
+    "HumanLabelClusters": "ecc_lib.ecc",
+    "run_protocol": "ecc_lib.ecc_evaluation",
+    "capability_distributions": "ecc_lib.dars",
+    "label_instability": "ecc_lib.dars",
+    "make_router": "ecc_lib.routers",
+    "routing_table": "ecc_lib.routing_evaluation",
+}
 
 __all__ = [
     "Comparisons",
@@ -14,4 +43,11 @@ __all__ = [
     "split_queries",
     "validate_outcomes",
     "validate_queries",
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ecc_lib' has no attribute {name!r}")

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ecc_lib import paths
 from ecc_lib.schema import (
+    OUTCOME_COLUMNS,
     DataValidationError,
     check_models_have_observations,
     validate_outcomes,
@@ -339,19 +340,7 @@ def from_dars_release(
         queries["category"] = firsts[category_column].to_numpy()
     queries["source"] = source
     queries = validate_queries(queries, source=source)
-    keep = [
-        c
-        for c in (
-            "query_id",
-            "model",
-            "score",
-            "cost",
-            "variant_id",
-            "decode_id",
-            "observation_type",
-        )
-        if c in outcomes.columns
-    ]
+    keep = [c for c in OUTCOME_COLUMNS if c in outcomes.columns]
     return queries, validate_outcomes(outcomes[keep], queries, source=source)
 
 

@@ -74,19 +74,3 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
     return estimate, float(low), float(high)
-
-
-def ratio_of_means_ci(
-    numerator: np.ndarray,
-    denominator: np.ndarray,
-    n_boot: int = DEFAULT_N_BOOT,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
-) -> tuple[float, float, float]:
-    """Bootstrap CI of ``sum(numerator) / sum(denominator)`` with units resampled jointly."""
-    stacked = np.column_stack([numerator, denominator]).astype(float)
-
-    def statistic(sample: np.ndarray) -> np.ndarray:
-        return sample[..., 0].sum(axis=1) / sample[..., 1].sum(axis=1)
-
-    return bootstrap_ci(stacked, statistic, n_boot, confidence, random_state)

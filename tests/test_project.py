@@ -76,3 +76,10 @@ def test_cli_errors_are_messages_not_tracebacks(tmp_path, capsys):
         return
     assert main(["dars", "--outcomes", str(tmp_path / "o.csv")]) == 1
     assert "'score'" in capsys.readouterr().err
+
+
+def test_package_level_names_resolve():
+    import ecc_lib
+
+    for name in ecc_lib.__all__:
+        assert getattr(ecc_lib, name) is not None
