@@ -570,12 +570,17 @@ def sweep_clusters(
     random_state: int = PAPER_SEED,
     n_probes: int = 1,
     mode: str = "both",
+    ecc_params: dict | None = None,
     **kwargs,
 ) -> pd.DataFrame:
-    """Gain versus the number of clusters ``K`` (methods refitted for each K)."""
+    """Gain versus the number of clusters ``K`` (methods refitted for each K).
+
+    ``ecc_params`` (``max_iter``, ``n_init``, ``tol`` ...) go to :func:`make_methods`; other
+    keyword arguments (``n_boot``, ``confidence`` ...) to :func:`score_methods`.
+    """
     rows = []
     for k in ks:
-        estimators = make_methods(k, lam, temperature, random_state, methods)
+        estimators = make_methods(k, lam, temperature, random_state, methods, **(ecc_params or {}))
         fitted, seconds = fit_methods(data, estimators)
         result = score_methods(
             data, fitted, n_probes=n_probes, mode=mode, fit_seconds=seconds, **kwargs

@@ -239,3 +239,15 @@ def test_make_methods_rejects_unknown_names():
     assert isinstance(methods["ecc"], ECC)
     assert methods["ecc"].n_clusters == 7 and methods["ecc"].max_iter == 11
     assert methods["emb_only"].lam == 1.5 and methods["comp_only"].lam == 0.0
+
+
+def test_sweep_clusters_passes_ecc_params(protocol):
+    full = sweep_clusters(protocol, ks=(4,), methods=("global", "ecc"), n_boot=20)
+    one_step = sweep_clusters(
+        protocol, ks=(4,), methods=("global", "ecc"), n_boot=20, ecc_params={"max_iter": 1}
+    )
+    gain = {
+        name: frame.set_index("method").loc["ecc", "gain_pct"]
+        for name, frame in (("full", full), ("one_step", one_step))
+    }
+    assert gain["one_step"] != gain["full"]
