@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ecc_lib import routing_evaluation
+
 FONT_SIZE = 11
 TITLE_SIZE = 13
 SCORE_LABEL = "mean score (0-1, fraction correct)"
@@ -714,20 +716,6 @@ def plot_query_map(
 # 04 routing
 
 
-def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
-    """Boolean mask of points not dominated (lower or equal cost and higher or equal quality)."""
-    cost = np.asarray(cost, dtype=float)
-    quality = np.asarray(quality, dtype=float)
-    order = np.lexsort((-quality, cost))
-    mask = np.zeros(len(cost), dtype=bool)
-    best = -np.inf
-    for index in order:
-        if quality[index] > best:
-            mask[index] = True
-            best = quality[index]
-    return mask
-
-
 REFERENCE_ROUTERS = ("Oracle", "Best fixed model", "Random")
 
 
@@ -766,7 +754,9 @@ def plot_cost_quality(
         part = curves[curves["label"] == name]
         color = palette(i % 10)
         ax.scatter(part["cost"], part["score"], s=16, color=color, alpha=0.45)
-        front = part[pareto_front(part["cost"].to_numpy(), part["score"].to_numpy())]
+        front = part[
+            routing_evaluation.pareto_front(part["cost"].to_numpy(), part["score"].to_numpy())
+        ]
         front = front.sort_values("cost")
         ax.step(
             front["cost"],
@@ -787,7 +777,9 @@ def plot_cost_quality(
         part = curves[curves["label"] == name]
         if part.empty:
             continue
-        front = part[pareto_front(part["cost"].to_numpy(), part["score"].to_numpy())]
+        front = part[
+            routing_evaluation.pareto_front(part["cost"].to_numpy(), part["score"].to_numpy())
+        ]
         front = front.sort_values("cost")
         ax.step(
             front["cost"],

@@ -188,13 +188,6 @@ def test_project_2d_finds_the_main_direction():
     assert labels[0].startswith("other clusters") and len(labels) == 11
 
 
-def test_pareto_front():
-    cost = np.array([0.0, 0.1, 0.2, 0.3, 0.3, 0.5])
-    quality = np.array([0.5, 0.4, 0.7, 0.7, 0.6, 0.9])
-    mask = plotting.pareto_front(cost, quality)
-    assert mask.tolist() == [True, False, True, False, False, True]
-
-
 def test_cost_quality_draws_fronts_and_references():
     curves = pd.DataFrame(
         {
