@@ -52,25 +52,19 @@ def bootstrap_ci(
         def statistic(sample: np.ndarray) -> np.ndarray:
             return sample.mean(axis=1)
 
-    estimate = float(np.asarray(statistic(values[None, ...])).reshape(-1)[0])
-    if len(values) < 1:
-        raise ValueError("bootstrap needs at least one unit")
     rng = np.random.default_rng(random_state)
     # resample in blocks of replicates so that memory stays near _BLOCK_ELEMENTS values
     block = max(1, _BLOCK_ELEMENTS // max(values.size, 1))
     replicates = np.concatenate(
         [
             np.asarray(
-                statistic(
-                    values[
-                        rng.integers(0, len(values), size=(min(block, n_boot - start), len(values)))
-                    ]
-                ),
+                statistic(values[bootstrap_indices(len(values), min(block, n_boot - start), rng)]),
                 dtype=float,
             ).reshape(-1)
             for start in range(0, n_boot, block)
         ]
     )
+    estimate = float(np.asarray(statistic(values[None, ...])).reshape(-1)[0])
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
     return estimate, float(low), float(high)
