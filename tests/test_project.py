@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _split(requirement: str) -> tuple[str, str]:
-    match = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*(.*)", requirement)
+    # Extras ("dask[array,dataframe]") are pip's business: conda's dask package includes them.
+    match = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*(.*)", requirement)
     return match.group(1).lower().replace("_", "-"), match.group(2).replace(" ", "")
 
 
