@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     """Run the pipeline; print the run folder and the main outputs."""
-    from ecc_lib.pipeline import NotebookExecutionError, run_pipeline
+    from ecc_lib.notebook_execution import NotebookExecutionError
+    from ecc_lib.pipeline import run_pipeline
 
     try:
         result = run_pipeline(
