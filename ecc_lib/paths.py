@@ -47,8 +47,11 @@ def is_source_checkout() -> bool:
     return all((REPO_ROOT / name).exists() for name in ("pyproject.toml", "data", "notebooks"))
 
 
-def _bundled(name: str) -> Path:
-    """``data/`` or ``notebooks/`` of this installation (the clone's, or the wheel's copy)."""
+def _bundled(name: str, variable: str) -> Path:
+    """``$variable``, else ``data/`` or ``notebooks/`` of this installation (clone or wheel)."""
+    override = os.environ.get(variable)
+    if override:
+        return Path(override)
     if is_source_checkout():
         return REPO_ROOT / name
     return Path(str(resources.files("ecc_lib").joinpath(BUNDLE, name)))
@@ -62,8 +65,7 @@ def data_dir() -> Path:
     Path
         ``$ECC_LIB_DATA_DIR``, else the clone's ``data/``, else the wheel's bundled copy.
     """
-    override = os.environ.get("ECC_LIB_DATA_DIR")
-    return Path(override) if override else _bundled("data")
+    return _bundled("data", "ECC_LIB_DATA_DIR")
 
 
 def bundled_embeddings_dir() -> Path:
@@ -116,5 +118,4 @@ def notebooks_dir() -> Path:
     Path
         ``$ECC_LIB_NOTEBOOKS_DIR``, else the clone's ``notebooks/``, else the wheel's bundled copy.
     """
-    override = os.environ.get("ECC_LIB_NOTEBOOKS_DIR")
-    return Path(override) if override else _bundled("notebooks")
+    return _bundled("notebooks", "ECC_LIB_NOTEBOOKS_DIR")
