@@ -95,7 +95,10 @@ def sweep_probes(
     **kwargs,
 ) -> pd.DataFrame:
     """Gain versus the number of probes. All values score the same pairs (those after
-    ``max(n_probes)``), so rows are comparable."""
+    ``max(n_probes)``), so rows are comparable. Keyword arguments go to
+    :func:`~ecc_lib.ecc_protocol.score_methods`, among them ``probe_evidence="mean"`` (the
+    authors' code: probe log-likelihoods averaged) or ``"sum"`` (added: the Bayesian choice), and
+    ``probe_strategy``."""
     score_from = max(n_probes)
     rows = []
     for n in n_probes:
