@@ -238,10 +238,16 @@ def test_new_model_experiment(planted):
     for column in ("nll_ecc_opponent", "nll_global_opponent", "nll_no_budget"):
         assert np.isfinite(frame[column]).all()
     big = frame.iloc[1]
-    # a large budget teaches both arms about the new model
+    # a large budget teaches every arm about the new model
     assert big["nll_ecc_opponent"] < big["nll_no_budget"]
     assert big["nll_global_opponent"] < big["nll_no_budget"]
+    assert big["nll_emb_opponent"] < frame.iloc[0]["nll_emb_opponent"]
     assert big["gain_low"] <= big["gain_pct"] <= big["gain_high"]
+    assert big["gain_emb_low"] <= big["gain_emb_pct"] <= big["gain_emb_high"]
+    for arm in ("ecc", "emb", "global"):
+        assert big[f"nll_{arm}_opponent_low"] <= big[f"nll_{arm}_opponent"]
+        assert big[f"nll_{arm}_opponent"] <= big[f"nll_{arm}_opponent_high"]
+    assert big["ecc_minus_emb_pct"] == pytest.approx(big["gain_pct"] - big["gain_emb_pct"])
     with pytest.raises(ValueError, match="not in the outcomes"):
         new_model_experiment(planted.queries, planted.outcomes, planted.embeddings, "nope")
 
@@ -515,3 +521,20 @@ def test_routing_over_seeds(protocol, fitted):
     assert sd >= 0
     with pytest.raises(ValueError, match="setting"):
         route_choices(protocol, models, "sometimes")
+
+
+def test_new_model_budget_moves_the_profile_and_ecc_opponents_win():
+    """Planted capability clusters: at B >= 100 the new model's comparisons against the median
+    model of its ECC cluster teach more than comparisons against the global median model, and
+    full-weight budget comparisons teach more than comparisons weighted 1 / (N_q + 1)."""
+    planted = make_capability_data(n_queries=1500, capability_strength=0.3, random_state=3)
+    args = (planted.queries, planted.outcomes, planted.embeddings, "model_2")
+    kwargs = dict(budgets=(100, 300), n_clusters=4, n_boot=200, n_init=2, max_iter=50)
+    full = new_model_experiment(*args, **kwargs)
+    for row in full.itertuples():
+        assert row.gain_low > 0 and row.gain_pct > 5
+    weak = new_model_experiment(*args, budget_weight=1 / 8, **kwargs)
+    assert (full["nll_ecc_opponent"] < weak["nll_ecc_opponent"]).all()
+    assert (full["nll_global_opponent"] < weak["nll_global_opponent"]).all()
+    with pytest.raises(ValueError, match="budget_weight"):
+        new_model_experiment(*args, budget_weight=0.0, **kwargs)
