@@ -560,3 +560,27 @@ def test_label_instability_reports_three_readings_with_chance():
             low, high = summary[f"{key}_ci95"]
             assert low <= summary[key] <= high
         assert summary["winner_flip_rate_strict"] <= summary["winner_flip_rate"]
+
+
+def test_flip_rate_table_and_figure_show_three_readings_with_chance():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ecc_lib import plotting
+
+    frame = long_frame(
+        {("q1", "A"): [1, 0], ("q1", "B"): [0, 1], ("q2", "A"): [1, 1], ("q2", "B"): [0, 0]}
+    )
+    diagnostics = dars_diagnostics.label_instability(frame, n_boot=100)
+    table = plotting.flip_rate_table(diagnostics)
+    assert len(table) == 9  # 3 sides x 3 readings
+    both = table[table["side"] == "both"].set_index("reading")
+    assert both.loc["pairwise", "flip_rate"] == pytest.approx(0.25)
+    assert both.loc["strict", "flip_rate"] == pytest.approx(0.0625)
+    assert both.loc["change", "chance"] == pytest.approx(0.5)  # M = 2, R = 2
+    assert table[table["side"] == "output"]["flip_rate"].isna().all()  # one decode per pair
+    fig = plotting.plot_flip_rates(table)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 9
+    assert any("chance" in text.get_text() for text in ax.get_legend().get_texts())
+    matplotlib.pyplot.close(fig)
