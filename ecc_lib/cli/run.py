@@ -42,6 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout", type=float, default=None, metavar="SECONDS", help="per-cell time limit"
     )
+    parser.add_argument(
+        "--notebooks",
+        metavar="DIR",
+        help="run the notebooks in DIR (e.g. a folder made by 'ecc-lab init') instead of the "
+        "package's own",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(handler=handler)
 
@@ -57,6 +63,7 @@ def handler(args: argparse.Namespace) -> int:
             only=args.only,
             out=args.out,
             dataset=args.dataset,
+            notebooks_dir=args.notebooks,
             progress=not args.no_progress,
             timeout=args.timeout,
         )
