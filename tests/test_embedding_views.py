@@ -38,7 +38,9 @@ def test_views_keep_the_question_and_leave_short_texts_alone(few_shot):
         assert views[:2] == short and not too_long[:2].any()
         assert all(v != t and len(v) < len(t) for v, t in zip(views[2:], few_shot[:5]))
         # the final question survives every view
-        assert all(t.rsplit("Question:", 1)[1].split("\n")[0] in v for v, t in zip(views[2:], few_shot))
+        assert all(
+            t.rsplit("Question:", 1)[1].split("\n")[0] in v for v, t in zip(views[2:], few_shot)
+        )
     with pytest.raises(ValueError, match="text_view"):
         text_views(short, text_view="middle")
 
@@ -48,7 +50,11 @@ def test_default_view_avoids_collapse_and_full_view_reports_it(few_shot, tmp_pat
     """All-MiniLM-L6-v2 reads 256 word pieces: the full view collapses the few-shot prompts."""
     caplog.set_level(logging.WARNING, logger="ecc_lib.embeddings")
     full, check_full = embed_texts(
-        few_shot, cache_dir=tmp_path, read_dirs=[], text_view="full", return_check=True,
+        few_shot,
+        cache_dir=tmp_path,
+        read_dirs=[],
+        text_view="full",
+        return_check=True,
         show_progress=False,
     )
     assert check_full.n_truncated == len(few_shot)
