@@ -48,6 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="per-cell time limit; a cell that runs longer stops the run with a message",
     )
+    parser.add_argument(
+        "--notebooks",
+        metavar="DIR",
+        help="run the notebooks in DIR (e.g. a folder made by 'ecc-lab init') instead of the "
+        "package's own",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(handler=handler)
 
@@ -63,6 +69,7 @@ def handler(args: argparse.Namespace) -> int:
             only=args.only,
             out=args.out,
             dataset=args.dataset,
+            notebooks_dir=args.notebooks,
             progress=not args.no_progress,
             timeout=args.timeout,
         )
