@@ -740,8 +740,11 @@ def routing_headline(result: RoutingTable) -> dict:
     if len(beating) == 0:
         sentence = (
             f"No router beats the best fixed model ({fixed_name}) on held-out utility: the best, "
-            f"{label}, is {diff:+.3f} from it (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])."
+            f"{label}, is {diff:+.3f} from it (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])"
         )
+        if ci[0] == ci[1] == 0.0:
+            sentence += ", matching its utility on every test query"
+        sentence += "."
     else:
         names = ", ".join(f"{r.router} ({r.supervision})" for r in beating.itertuples())
         sentence = (
