@@ -746,10 +746,11 @@ def routing_headline(result: RoutingTable) -> dict:
             sentence += ", matching its utility on every test query"
         sentence += "."
     else:
-        names = ", ".join(f"{r.router} ({r.supervision})" for r in beating.itertuples())
+        names = [f"{r.router} ({r.supervision})" for r in beating.itertuples()]
+        listed = f": {', '.join(names)}" if len(names) <= 4 else ""
         sentence = (
             f"{len(beating)} of {len(versus)} routers beat the best fixed model ({fixed_name}) "
-            f"on held-out utility (95% CI above 0): {names}; the best, {label}, by {diff:+.3f} "
+            f"on held-out utility (95% CI above 0){listed}; the best, {label}, by {diff:+.3f} "
             f"(95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])."
         )
     return {
