@@ -22,6 +22,8 @@ search, so every step decreases every profile's objective).
 from __future__ import annotations
 
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +42,8 @@ NEWTON_TOL = 1e-10
 PRECISION = 1e-13
 LINE_SEARCH_STEPS = 40
 ARMIJO = 1e-4
+CG_FORCING = 1e-3
+"""Relative residual of the conjugate-gradient solve in each Newton-CG step (at most sqrt|g|)."""
 DENSE_NEWTON_MAX_MODELS = 128
 """Up to this many models :func:`fit_bt_pairs` solves dense ``M x M`` Newton systems; above it,
 Newton-CG on the observed pairs."""
@@ -513,8 +517,19 @@ def fit_bt_pairs(
         theta = np.array(np.broadcast_to(theta0, (k, n_models)), dtype=float).T.copy()
     if alpha == 0:
         theta -= theta.mean(axis=0, keepdims=True)
-    graph = _PairGraph(winner, loser, weights, n_models)
-    theta, converged = _newton_cg(graph, alpha, theta, max_iter, tol)
+    graph = _PairGraph(_pair_structure(winner, loser, n_models), weights)
+    n_threads = max(1, min(_cpu_count(), k))
+    chunks = [slice(c[0], c[-1] + 1) for c in np.array_split(np.arange(k), n_threads)]
+
+    def solve(cols: slice) -> tuple[np.ndarray, bool]:
+        return _newton_cg(graph.columns(cols), alpha, theta[:, cols].copy(), max_iter, tol)
+
+    # profiles are independent: chunks of them run on threads (NumPy and scipy.sparse release
+    # the GIL), with the same result as one batch
+    with ThreadPoolExecutor(n_threads) as pool:
+        results = list(pool.map(solve, chunks))
+    theta = np.concatenate([r[0] for r in results], axis=1)
+    converged = all(r[1] for r in results)
     if not converged:
         logger.warning("fit_bt_pairs: Newton-CG did not converge in %d iterations", max_iter)
     theta = np.ascontiguousarray(theta.T)
@@ -522,45 +537,83 @@ def fit_bt_pairs(
 
 
 class _PairGraph:
-    """Unordered comparison edges ``lo < hi`` with per-profile win weights, layout ``(E, K)``."""
+    """Unordered comparison edges ``lo < hi`` and per-profile win weights, layout ``(E, K)``.
 
-    def __init__(self, winner, loser, weights, n_models):
-        lo, hi = np.minimum(winner, loser), np.maximum(winner, loser)
-        edge_codes, edge = np.unique(lo * n_models + hi, return_inverse=True)
-        n_edges = len(edge_codes)
-        self.lo = edge_codes // n_models
-        self.hi = edge_codes % n_models
-        k = weights.shape[0]
-        lo_won = winner == lo
-        self.b = np.zeros((n_edges, k))  # weight of "hi beat lo"
-        self.n = np.zeros((n_edges, k))  # total weight of the edge
-        np.add.at(self.b, edge[~lo_won], weights[:, ~lo_won].T)
-        np.add.at(self.n, edge, weights.T)
-        # incidence D (E x M): +1 at lo, -1 at hi; D^T scatters edge values onto models
-        ends = np.concatenate([self.lo, self.hi])
-        signs = np.concatenate([np.ones(n_edges), -np.ones(n_edges)])
-        cols = np.concatenate([np.arange(n_edges), np.arange(n_edges)])
-        self.dt = sp.csr_matrix((signs, (ends, cols)), shape=(n_models, n_edges))
-        self.abs_dt = abs(self.dt)
-        self.dt32 = self.dt.astype(np.float32)
+    The edge structure depends only on the observed pairs, so it is built once per set of pairs
+    (:func:`_pair_structure`, cached) and shared by the EM's successive M-steps.
+    """
 
-    def diff(self, v: np.ndarray) -> np.ndarray:
-        """``v[lo] - v[hi]`` for every edge, ``(E, columns of v)``."""
-        return v[self.lo] - v[self.hi]
+    def __init__(self, structure: dict, weights: np.ndarray | None = None):
+        self.__dict__.update(structure)
+        if weights is not None:
+            wt = np.ascontiguousarray(weights.T)
+            self.n = np.asarray(self.to_edge @ wt)  # total weight of each edge
+            self.b = np.asarray(self.to_edge_hi_won @ wt)  # weight of "hi beat lo"
+
+    def columns(self, cols: slice) -> _PairGraph:
+        """The same edges with the weights of profiles ``cols`` only (contiguous copies)."""
+        part = _PairGraph(self.__dict__)
+        part.b = np.ascontiguousarray(self.b[:, cols])
+        part.n = np.ascontiguousarray(self.n[:, cols])
+        return part
 
     def evaluate(self, theta, alpha, cols=slice(None)):
         """Penalised NLL per profile and ``p = sigmoid(theta_lo - theta_hi)`` per edge.
 
-        ``-a log p - b log(1 - p) = -n log p + b d`` with ``d = theta_lo - theta_hi`` and
-        ``log(1 - p) = log p - d``; ``log p`` in the stable form ``min(d, 0) - log1p(exp(-|d|))``.
+        ``-a log p - b log(1 - p) = -n log p + b d`` with ``d = theta_lo - theta_hi``, since
+        ``log(1 - p) = log p - d``.
         """
-        d = self.diff(theta)
-        e = np.exp(-np.abs(d))
-        log_p = np.minimum(d, 0.0) - np.log1p(e)
+        d = np.asarray(self.d @ theta)
+        p = expit(d)
+        log_p = np.log(np.maximum(p, np.finfo(float).tiny))
         n, b = self.n[:, cols], self.b[:, cols]
-        value = (b * d - n * log_p).sum(axis=0) + 0.5 * alpha * (theta**2).sum(axis=0)
-        p = np.where(d >= 0, 1.0, e) / (1.0 + e)
+        value = np.einsum("ij,ij->j", b, d) - np.einsum("ij,ij->j", n, log_p)
+        value += 0.5 * alpha * np.einsum("ij,ij->j", theta, theta)
         return value, p
+
+
+_STRUCTURE_CACHE: dict = {}
+
+
+def _pair_structure(winner: np.ndarray, loser: np.ndarray, n_models: int) -> dict:
+    """Edges of the observed pairs and the sparse maps between pairs, edges and models."""
+    key = (n_models, winner.tobytes(), loser.tobytes())
+    cached = _STRUCTURE_CACHE.get("last")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    lo, hi = np.minimum(winner, loser), np.maximum(winner, loser)
+    edge_codes, edge = np.unique(lo * n_models + hi, return_inverse=True)
+    n_edges, n_pairs = len(edge_codes), len(winner)
+    lo, hi = edge_codes // n_models, edge_codes % n_models
+    ones = np.ones(n_pairs)
+    hi_won = winner != np.minimum(winner, loser)
+    # incidence D (E x M): +1 at lo, -1 at hi; D^T scatters edge values onto models
+    rows = np.concatenate([np.arange(n_edges), np.arange(n_edges)])
+    signs = np.concatenate([np.ones(n_edges), -np.ones(n_edges)])
+    d = sp.csr_matrix((signs, (rows, np.concatenate([lo, hi]))), shape=(n_edges, n_models))
+    dt = d.T.tocsr()
+    structure = {
+        "lo": lo,
+        "hi": hi,
+        "d": d,
+        "dt": dt,
+        "abs_dt": abs(dt),
+        "d32": d.astype(np.float32),
+        "dt32": dt.astype(np.float32),
+        "to_edge": sp.csr_matrix((ones, (edge, np.arange(n_pairs))), shape=(n_edges, n_pairs)),
+        "to_edge_hi_won": sp.csr_matrix(
+            (ones[hi_won], (edge[hi_won], np.flatnonzero(hi_won))), shape=(n_edges, n_pairs)
+        ),
+    }
+    _STRUCTURE_CACHE["last"] = (key, structure)
+    return structure
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _newton_cg(
@@ -581,16 +634,20 @@ def _newton_cg(
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
         th = theta[:, idx]
-        n, p = graph.n[:, idx], prob[:, idx] if len(idx) < k else prob
-        grad = graph.dt @ (n * p - (n - graph.b[:, idx])) + alpha * th
-        h = n * p * (1.0 - p)
+        full = len(idx) == k
+        n = graph.n if full else graph.n[:, idx]
+        p = prob if full else prob[:, idx]
+        # d/d(theta_lo - theta_hi) of -a log p - b log(1 - p) is n p - a = n p - n + b
+        grad = graph.dt @ (n * p - n + (graph.b if full else graph.b[:, idx])) + alpha * th
+        h = n * p
+        h *= 1.0 - p
         precond = graph.abs_dt @ h + alpha
         if alpha == 0:
             grad -= grad.mean(axis=0, keepdims=True)
             precond = np.maximum(precond, np.finfo(float).tiny)
         h = h.astype(np.float32)
         gnorm = np.sqrt((grad**2).sum(axis=0))
-        eta = np.minimum(0.5, np.sqrt(gnorm))
+        eta = np.minimum(CG_FORCING, np.sqrt(gnorm))
         # preconditioned conjugate gradients, all profiles in lockstep
         step = np.zeros_like(th)
         r = grad.copy()
@@ -601,8 +658,9 @@ def _newton_cg(
         for _ in range(max_cg):
             if not solving.any():
                 break
-            d32 = direction.astype(np.float32)
-            hd = (graph.dt32 @ (h * graph.diff(d32))).astype(float) + alpha * direction
+            diff = graph.d32 @ direction.astype(np.float32)
+            diff *= h
+            hd = (graph.dt32 @ diff).astype(float) + alpha * direction
             if alpha == 0:
                 hd -= hd.mean(axis=0, keepdims=True)
             curvature = (direction * hd).sum(axis=0)
@@ -622,7 +680,7 @@ def _newton_cg(
         t = np.ones(len(idx))
         new_theta = th.copy()
         new_value = base.copy()
-        new_prob = p.copy()
+        new_prob = None
         pending = np.ones(len(idx), dtype=bool)
         for ls in range(LINE_SEARCH_STEPS):
             where = np.flatnonzero(pending)
@@ -633,7 +691,12 @@ def _newton_cg(
                 ok |= tiny[where]
             new_theta[:, where[ok]] = cand[:, ok]
             new_value[where[ok]] = cand_value[ok]
-            new_prob[:, where[ok]] = cand_prob[:, ok]
+            if ls == 0 and ok.all():
+                new_prob = cand_prob  # the usual case: every full step accepted, no copies
+            else:
+                if new_prob is None:
+                    new_prob = p.copy()
+                new_prob[:, where[ok]] = cand_prob[:, ok]
             pending[where[ok]] = False
             if not pending.any():
                 break
@@ -643,7 +706,10 @@ def _newton_cg(
             new_theta -= shift  # the likelihood (and p) do not change under a common shift
         theta[:, idx] = new_theta
         value[idx] = new_value
-        prob[:, idx] = new_prob
+        if len(idx) == k:
+            prob = new_prob
+        else:
+            prob[:, idx] = new_prob
         done = (np.abs(step).max(axis=0) <= tol) | pending
         active[idx[done]] = False
         if not active.any():

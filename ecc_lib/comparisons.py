@@ -380,6 +380,47 @@ def make_comparisons(
         raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
     rng = np.random.default_rng(random_state)
     scores, query_ids, models = score_matrix(outcomes, query_ids, models)
+    return sample_pairs(scores, query_ids, models, n_pairs, ties, min_pairs, rng)
+
+
+def sample_pairs(
+    scores: np.ndarray,
+    query_ids: np.ndarray | list[str],
+    models: list[str] | tuple[str, ...],
+    n_pairs: int | None = None,
+    ties: str = "drop",
+    min_pairs: int = 1,
+    random_state: int | np.random.Generator | None = None,
+) -> Comparisons:
+    """Pairwise comparisons drawn from a dense score matrix (the work of :func:`make_comparisons`
+    once the outcomes are averaged per (query, model)).
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_queries, n_models)
+        Mean score per (query, model); NaN where a model has no observation of a query.
+    query_ids : sequence of str, length n_queries
+    models : sequence of str, length n_models
+    n_pairs, ties, min_pairs, random_state
+        As in :func:`make_comparisons`.
+
+    Returns
+    -------
+    Comparisons
+    """
+    if ties not in TIE_POLICIES:
+        raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
+    if n_pairs is not None and n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
+    scores = np.asarray(scores, dtype=float)
+    query_ids = np.asarray(query_ids, dtype=object).astype(str)
+    models = tuple(str(m) for m in models)
+    if scores.shape != (len(query_ids), len(models)):
+        raise ValueError(
+            f"scores have shape {scores.shape}, expected ({len(query_ids)}, {len(models)}) "
+            "(queries x models)"
+        )
+    rng = np.random.default_rng(random_state)
     n_models = len(models)
     if n_models < 2:
         raise DataValidationError(f"comparisons need at least 2 models, got {list(models)}")
