@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -225,6 +226,33 @@ def _block_statistics(xb: np.ndarray, cb: sp.csr_matrix, rb: np.ndarray):
     return cb.T @ rb, xb.T @ rb
 
 
+def _scores(xb, cb, table, cen):
+    """Scaled scores ``(l + lam cos) / T`` of a block, shifted by their row maximum."""
+    s = xb @ cen
+    if table is not None:
+        s += cb @ table
+    shift = s.max(axis=1)
+    s -= shift[:, None]
+    return s, shift
+
+
+def _softmax_into(s: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Row softmax of shifted scores ``s`` written into ``out``; returns ``log sum exp(s)``."""
+    np.exp(s, out=out)
+    total = np.einsum("ij->i", out)
+    log_total = np.log(total)
+    out *= (1.0 / total)[:, None]
+    return log_total
+
+
+def _softmax_rows(xb, cb, table, cen, out: np.ndarray) -> np.ndarray:
+    """Responsibilities of a block written into ``out``; returns their ``sum_k r log r``
+    (what :func:`_block_e_step` leaves behind, recomputed from the same parameters)."""
+    s, _ = _scores(xb, cb, table, cen)
+    log_total = _softmax_into(s, out)
+    return np.einsum("ij,ij->i", out, s) - log_total
+
+
 def _block_e_step(
     xb: np.ndarray,
     cb: sp.csr_matrix,
@@ -262,17 +290,10 @@ def _block_e_step(
     wins, sums : ndarray
         :func:`_block_statistics` of the new responsibilities.
     """
-    s = xb @ cen
-    if table is not None:
-        s += cb @ table
-    shift = s.max(axis=1)
-    s -= shift[:, None]
+    s, shift = _scores(xb, cb, table, cen)
     cross = np.einsum("ij,ij->i", old_resp, s)
     rb = out_resp
-    np.exp(s, out=rb)
-    total = np.einsum("ij->i", rb)
-    log_total = np.log(total)
-    rb *= (1.0 / total)[:, None]
+    log_total = _softmax_into(s, rb)
     new_neg_entropy = np.einsum("ij,ij->i", rb, s) - log_total
     # KL(old || new) = sum_k r_old (log r_old - log r_new), log r_new = s - log_total
     kl = float(np.sum(old_neg_entropy - cross + log_total, dtype=np.float64))
@@ -336,6 +357,15 @@ class _LocalData:
 
     def responsibilities(self):
         return self.resp
+
+
+def _dask_requested(embeddings) -> bool:
+    """Whether a fit runs on Dask partitions (inside ``ecc_lib.distributed.use_dask`` or on a
+    dask array); never imports Dask otherwise."""
+    module = sys.modules.get("ecc_lib.distributed")
+    if module is None and type(embeddings).__module__.startswith("dask"):
+        import ecc_lib.distributed as module
+    return module is not None and module.active(embeddings)
 
 
 def _run_em(
@@ -695,6 +725,10 @@ class ECC(_ProfileMixture):
         -------
         self
         """
+        if _dask_requested(embeddings):
+            from ecc_lib.distributed import fit_partitioned
+
+            return fit_partitioned(self, embeddings, comparisons)
         self._validate_params()
         _check_comparisons(comparisons, "comparisons")
         dtype = np.dtype(self.dtype)

@@ -48,6 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=42, help="seed of pairs, split and EM (default 42)"
     )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    parser.add_argument(
+        "--scheduler",
+        metavar="local|ADDRESS",
+        help="fit the ECC-family methods on Dask partitions: 'local' starts a local cluster, "
+        "anything else is a scheduler address (default: in memory)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -113,6 +119,20 @@ def format_result(result) -> str:
     return "\n".join(lines)
 
 
+def _scheduler(scheduler: str | None):
+    """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
+    import contextlib
+
+    if scheduler is None:
+        return contextlib.nullcontext()
+    from ecc_lib.distributed import dask_client, use_dask
+
+    stack = contextlib.ExitStack()
+    client = stack.enter_context(dask_client(scheduler))
+    stack.enter_context(use_dask(client))
+    return stack
+
+
 def run(args: argparse.Namespace) -> int:
     from ecc_lib.ecc_evaluation import METHODS, run_protocol
 
@@ -126,19 +146,20 @@ def run(args: argparse.Namespace) -> int:
     embeddings = _embeddings(args, queries)
     has_labels = "category" in queries.columns and bool(queries["category"].notna().any())
     methods = METHODS if has_labels else tuple(m for m in METHODS if m != "human")
-    result = run_protocol(
-        queries,
-        outcomes,
-        embeddings,
-        n_clusters=args.k,
-        lam=args.lam,
-        temperature=args.temperature,
-        n_pairs=args.pairs,
-        n_probes=args.probes,
-        test_size=args.test_size,
-        random_state=args.seed,
-        methods=methods,
-    )
+    with _scheduler(getattr(args, "scheduler", None)):
+        result = run_protocol(
+            queries,
+            outcomes,
+            embeddings,
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            n_probes=args.probes,
+            test_size=args.test_size,
+            random_state=args.seed,
+            methods=methods,
+        )
     print(format_result(result))
     if args.json:
         payload = result.to_dict()
