@@ -87,7 +87,7 @@ def dask_client(scheduler: str, n_workers: int = 2, threads_per_worker: int = 1)
                 n_workers=n_workers,
                 threads_per_worker=threads_per_worker,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address=":0",
             ) as cluster,
             Client(cluster) as client,
         ):
