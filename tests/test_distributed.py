@@ -19,7 +19,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 from ecc_lib.comparisons import make_comparisons  # noqa: E402
 from ecc_lib.distributed import fit_partitioned, use_dask  # noqa: E402
-from ecc_lib.ecc import ECC, ComparisonOnlyECC, EmbeddingClusters  # noqa: E402
+from ecc_lib.ecc import ECC, EmbeddingClusters  # noqa: E402
 from ecc_lib.embeddings import embed_texts  # noqa: E402
 from ecc_lib.loaders import load_bundled  # noqa: E402
 
@@ -58,7 +58,7 @@ def _fit(est, x, c):
         return est.fit(x, c)
 
 
-@pytest.mark.parametrize("cls", [ECC, ComparisonOnlyECC, EmbeddingClusters])
+@pytest.mark.parametrize("cls", [ECC, EmbeddingClusters])
 def test_partitioned_fit_equals_in_memory(client, bundled, cls):
     x, c = bundled
     ref = _fit(cls(**PARAMS), x, c)
@@ -122,14 +122,13 @@ def test_worker_killed_mid_fit_is_survived_or_reported(client, bundled, tmp_path
     marker.touch()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = fit_partitioned(ECC(**PARAMS), _dying_embeddings(x, str(marker), False), c,
-                              client=client)
+        est = fit_partitioned(
+            ECC(**PARAMS), _dying_embeddings(x, str(marker), False), c, client=client
+        )
     assert not marker.exists()  # a worker did die
     np.testing.assert_allclose(est.theta_, ref.theta_, atol=1e-6)
 
     marker.touch()
     with pytest.raises(RuntimeError, match="lost its workers"):
-        fit_partitioned(ECC(**PARAMS), _dying_embeddings(x, str(marker), True), c,
-                        client=client)
+        fit_partitioned(ECC(**PARAMS), _dying_embeddings(x, str(marker), True), c, client=client)
     marker.unlink()
-    client.wait_for_workers(2, timeout=60)

@@ -101,9 +101,13 @@ def test_small_leaderboards_keep_the_key_draw_and_chunking_does_not_matter(monke
     pd.testing.assert_frame_equal(whole, chunked)
     monkeypatch.setattr(comparisons_module, "DENSE_MAX_MODELS", 2)
     by_index = sample_pairs(*args, n_pairs=7, random_state=4)
-    assert (by_index.pairs_per_query() == pd.Series(whole["query_id"]).value_counts().sort_index(
-        key=lambda s: s.astype(int)
-    ).to_numpy()).all()
+    assert (
+        by_index.pairs_per_query()
+        == pd.Series(whole["query_id"])
+        .value_counts()
+        .sort_index(key=lambda s: s.astype(int))
+        .to_numpy()
+    ).all()
 
 
 def test_sample_pairs_checks_shape():
@@ -160,9 +164,7 @@ def test_newton_cg_matches_dense_newton(alpha):
     dense[:, counts.codes] = weights
     reference = fit_bt_counts(dense.reshape(6, 30, 30), alpha=alpha)
     for solver in ("newton", "newton-cg"):
-        theta = fit_bt_pairs(
-            counts.winner, counts.loser, weights, 30, alpha=alpha, solver=solver
-        )
+        theta = fit_bt_pairs(counts.winner, counts.loser, weights, 30, alpha=alpha, solver=solver)
         np.testing.assert_allclose(theta, reference, atol=1e-9)
     warm = fit_bt_pairs(
         counts.winner,
