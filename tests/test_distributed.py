@@ -92,6 +92,28 @@ def test_unequal_partitions_and_dask_array_input(client, bundled):
         fit_partitioned(ECC(**PARAMS), x, c, client=client, partition_rows=[5, 5])
 
 
+def test_dars_group_bys_equal_in_memory(client):
+    import dask.dataframe as dd
+
+    from ecc_lib.dars import capability_distributions
+    from ecc_lib.dars_diagnostics import label_instability
+    from ecc_lib.distributed import dars_statistics
+
+    _, outcomes = load_bundled("re2")
+    stats = dars_statistics(dd.from_pandas(outcomes, npartitions=5), client=client)
+    got = stats.distributions.to_frame().set_index(["query_id", "model"]).sort_index()
+    want = capability_distributions(outcomes).to_frame().set_index(["query_id", "model"])
+    want = want.sort_index()
+    for column in ("n_obs", "mu_q", "sigma_q", "mu_c"):
+        np.testing.assert_allclose(got[column], want[column], atol=1e-12)
+    both = label_instability(outcomes)["both"].summary
+    assert stats.flip_rates["pairwise"]["mean"] == pytest.approx(both["winner_flip_rate"])
+    assert stats.flip_rates["strict"]["mean"] == pytest.approx(both["winner_flip_rate_strict"])
+    assert stats.flip_rates["change"]["mean"] == pytest.approx(both["winner_change_rate"])
+    assert stats.flip_rates["change_draws"] == both["winner_change_rate_r"]
+    assert sum(stats.labels.values()) == pytest.approx(1.0)
+
+
 def _load_or_die(block: np.ndarray, marker: str, always: bool) -> np.ndarray:
     """Partition loader that kills its worker process (once, or every time)."""
     if os.path.exists(marker):
