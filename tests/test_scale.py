@@ -192,6 +192,7 @@ def test_fit_bt_pairs_errors():
         fit_bt_pairs(w, lo, np.ones(2), 3, solver="lbfgs")
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_ecc_with_newton_cg_equals_dense_newton(monkeypatch):
     c = _random_comparisons(n=150, m=12, seed=7)
     x = np.random.default_rng(8).normal(size=(150, 16))
