@@ -50,6 +50,7 @@ embeddings: install
 benchmarks: install
 	$(BIN)/python benchmarks/ecc_speed.py
 	$(BIN)/python benchmarks/dars_speed.py
+	$(BIN)/python benchmarks/scale_models.py
 
 # The wheel and sdist carry notebooks/ and data/ (copied into ecc_lib/_bundle by setup.py).
 wheel: install
