@@ -17,6 +17,9 @@ Faults, applied in this order to the n-th chat call (0-based, counted over all m
   for every call of that model): that status with an OpenAI-style error body (429 with
   ``Retry-After: retry_after`` when given);
 - ``slow_calls`` (call numbers) sleep ``slow_seconds`` before answering, beyond a client's timeout;
+- ``faults[n]`` (or ``fault`` for every call): ``"hang"`` never answers (until the server stops),
+  ``"close"`` closes the connection without a response, ``"null"`` answers ``content: null`` with
+  ``finish_reason: "length"``, ``"empty"`` answers ``content: ""`` with ``finish_reason: "stop"``;
 - ``delay`` seconds before every answer (to make a run last long enough to be killed).
 """
 
@@ -26,6 +29,7 @@ import argparse
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -33,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 LETTERS = "ABCDEFGHIJ"
+FAULTS: tuple[str, ...] = ("hang", "close", "null", "empty")
 Responder = Callable[[str, list, dict], str]
 
 
@@ -115,6 +120,8 @@ class FakeOpenAIServer:
         slow_calls: Iterable[int] = (),
         slow_seconds: float = 2.0,
         delay: float = 0.0,
+        faults: dict[int, str] | None = None,
+        fault: str | None = None,
         report_cost: bool = False,
         port: int = 0,
     ) -> None:
@@ -129,8 +136,15 @@ class FakeOpenAIServer:
         self.slow_calls = set(slow_calls)
         self.slow_seconds = slow_seconds
         self.delay = delay
+        self.faults = dict(faults or {})
+        self.fault = fault
+        for name in [*self.faults.values(), fault]:
+            if name is not None and name not in FAULTS:
+                raise ValueError(f"unknown fault {name!r}; one of {FAULTS}")
+        self.stopped = threading.Event()
         self.report_cost = report_cost
         self.requests: list[dict[str, Any]] = []
+        self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._port = port
         self._server: ThreadingHTTPServer | None = None
@@ -155,6 +169,7 @@ class FakeOpenAIServer:
             return [r["status"] for r in self.requests]
 
     def start(self) -> FakeOpenAIServer:
+        self.stopped.clear()
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = _Server(("127.0.0.1", self._port), handler)
         host, port = self._server.server_address[:2]
@@ -166,10 +181,19 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and drop open connections (as a dead server would)."""
+        self.stopped.set()  # wakes hanging handlers
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
@@ -186,7 +210,8 @@ class FakeOpenAIServer:
             return entry["index"]
 
     def handle_chat(self, headers: dict, body: dict) -> tuple[int, dict, dict]:
-        """``(status, json_body, extra_headers)`` for one chat call."""
+        """``(status, json_body, extra_headers)`` for one chat call; status 0 means "close the
+        connection without answering"."""
         model = str(body.get("model", ""))
         entry = {
             "model": model,
@@ -214,14 +239,27 @@ class FakeOpenAIServer:
             status = self.fail_models.get(model)
         if status is not None and status != 200:
             return error(status, f"injected fault {status} on call {index}", "server_error")
+        fault = self.faults.get(index, self.fault)
+        if fault == "hang":
+            entry["status"] = "hang"
+            self.stopped.wait()
+            return 0, {}, {}
+        if fault == "close":
+            entry["status"] = "close"
+            return 0, {}, {}
         if index in self.slow_calls:
             time.sleep(self.slow_seconds)
         if self.delay:
             time.sleep(self.delay)
         messages = body.get("messages", [])
         content = self.responder(model, messages, body)
+        finish_reason = "stop"
+        if fault == "null":
+            content, finish_reason = None, "length"
+        elif fault == "empty":
+            content = ""
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
-        completion_tokens = len(content.split())
+        completion_tokens = len((content or "").split()) or (16 if fault == "null" else 0)
         usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -241,7 +279,7 @@ class FakeOpenAIServer:
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
+                        "finish_reason": finish_reason,
                     }
                 ],
                 "usage": usage,
@@ -265,6 +303,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.fake._lock:
+            self.fake._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.fake._lock:
+            self.fake._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
 
     def _send(self, status: int, payload: dict, extra: dict | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -301,6 +352,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
         status, payload, extra = self.fake.handle_chat(headers, body)
+        if status == 0:  # a fault: drop the connection without a response
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
         self._send(status, payload, extra)
 
 
@@ -309,8 +367,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--api-key", default=None)
+    parser.add_argument("--fault", choices=FAULTS, default=None, help="fault of every call")
     args = parser.parse_args()
-    server = FakeOpenAIServer(port=args.port, delay=args.delay, api_key=args.api_key).start()
+    server = FakeOpenAIServer(
+        port=args.port, delay=args.delay, api_key=args.api_key, fault=args.fault
+    ).start()
     print(f"serving {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True:
