@@ -20,7 +20,11 @@ Faults, applied in this order to the n-th chat call (0-based, counted over all m
 - ``faults[n]`` (or ``fault`` for every call): ``"hang"`` never answers (until the server stops),
   ``"close"`` closes the connection without a response, ``"null"`` answers ``content: null`` with
   ``finish_reason: "length"``, ``"empty"`` answers ``content: ""`` with ``finish_reason: "stop"``;
-- ``delay`` seconds before every answer (to make a run last long enough to be killed).
+- ``delay`` seconds before every answer (to make a run last long enough to be killed);
+- ``response_formats``: the ``response_format`` types accepted (others get 400; ``None`` accepts
+  any); a rewriting request without an accepted format is answered in ``rewrite_style``:
+  ``"json"``, ``"numbered"`` (a numbered list after a preamble, as small models write) or
+  ``"prose"`` (nothing usable).
 """
 
 from __future__ import annotations
@@ -65,6 +69,17 @@ def rewrite_response(model: str, messages: list) -> str:
     offset = len(re.findall(r"^- ", text, re.M))  # existing rewrites to differ from
     rewrites = [f"Rephrasing {offset + k + 1} by {model}: {stem}" for k in range(count)]
     return json.dumps({"rewrites": rewrites})
+
+
+def restyle_rewrites(content: str, style: str) -> str:
+    """A JSON rewriting answer as a small model without structured output might write it."""
+    if style == "json":
+        return content
+    if style == "prose":
+        return "I think the question is already clear as it is."
+    rewrites = json.loads(content)["rewrites"]
+    lines = [f"{k + 1}. {text}" for k, text in enumerate(rewrites)]
+    return "Here are the rewrites:\n" + "\n".join(lines)
 
 
 def default_answer(model: str, messages: list) -> str:
@@ -122,6 +137,8 @@ class FakeOpenAIServer:
         delay: float = 0.0,
         faults: dict[int, str] | None = None,
         fault: str | None = None,
+        response_formats: Iterable[str] | None = None,
+        rewrite_style: str = "json",
         report_cost: bool = False,
         port: int = 0,
     ) -> None:
@@ -142,6 +159,10 @@ class FakeOpenAIServer:
             if name is not None and name not in FAULTS:
                 raise ValueError(f"unknown fault {name!r}; one of {FAULTS}")
         self.stopped = threading.Event()
+        self.response_formats = set(response_formats) if response_formats is not None else None
+        if rewrite_style not in ("json", "numbered", "prose"):
+            raise ValueError(f"unknown rewrite_style {rewrite_style!r}")
+        self.rewrite_style = rewrite_style
         self.report_cost = report_cost
         self.requests: list[dict[str, Any]] = []
         self._connections: set[socket.socket] = set()
@@ -239,6 +260,11 @@ class FakeOpenAIServer:
             status = self.fail_models.get(model)
         if status is not None and status != 200:
             return error(status, f"injected fault {status} on call {index}", "server_error")
+        response_format = body.get("response_format")
+        if response_format is not None and self.response_formats is not None:
+            kind = response_format.get("type") if isinstance(response_format, dict) else None
+            if kind not in self.response_formats:
+                return error(400, f"response_format type {kind!r} is not supported", "invalid")
         fault = self.faults.get(index, self.fault)
         if fault == "hang":
             entry["status"] = "hang"
@@ -253,6 +279,8 @@ class FakeOpenAIServer:
             time.sleep(self.delay)
         messages = body.get("messages", [])
         content = self.responder(model, messages, body)
+        if is_rewrite_request(messages) and response_format is None:
+            content = restyle_rewrites(content, self.rewrite_style)
         finish_reason = "stop"
         if fault == "null":
             content, finish_reason = None, "length"

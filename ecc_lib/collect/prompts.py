@@ -214,33 +214,38 @@ def _from_truncated_json(text: str) -> list[str]:
     return _strings(items)
 
 
-def _from_lines(text: str) -> list[str]:
+def _from_lines(text: str, questions_only: bool) -> list[str]:
     lines = []
     for line in text.splitlines():
         item = _clean(line)
         if not item or item.endswith(":") or _PREAMBLE_RE.match(item):
             continue
-        if not item.endswith("?") and len(item.split()) < 6:  # prose, not a question
-            continue
+        if not item.endswith("?") and (questions_only or len(item.split()) < 6):
+            continue  # prose, not a question
         if item[0] in "{}[]":
             continue
         lines.append(item)
     return lines
 
 
-def read_rewrites(content: str | None, finish_reason: str | None = None) -> ParsedRewrites:
+def read_rewrites(
+    content: str | None, finish_reason: str | None = None, question: str | None = None
+) -> ParsedRewrites:
     """Rewrites in a rewriter's response, read as strictly as the response allows.
 
     Tried in order: a JSON object ``{"rewrites": [...]}`` or a JSON list (possibly in a code fence);
     the complete strings of a JSON answer cut short; a numbered or bulleted list (``1.``, ``2)``,
-    ``-``, ``Rewrite 1:``); one rewrite per line (lines that end with "?" or hold at least six
-    words; preamble lines such as "Here are 3 rewrites:" skipped).
+    ``-``, ``Rewrite 1:``); one rewrite per line (lines that end with "?", or, when the original
+    question does not end with "?", lines of at least six words; preamble lines such as "Here are 3
+    rewrites:" skipped).
 
     Parameters
     ----------
     content : str or None
     finish_reason : str, optional
         Named in the problem of an empty reply.
+    question : str, optional
+        The original question: when it ends with "?", so must a rewrite read line by line.
 
     Returns
     -------
@@ -264,7 +269,7 @@ def read_rewrites(content: str | None, finish_reason: str | None = None) -> Pars
     items = [item for item in items if item]
     if items:
         return ParsedRewrites(items, "numbered_list")
-    lines = _from_lines(text)
+    lines = _from_lines(text, questions_only=bool(question and question.rstrip().endswith("?")))
     if lines:
         return ParsedRewrites(lines, "lines")
     return ParsedRewrites([], "none", "nothing readable as rewrites")

@@ -435,22 +435,25 @@ class _Run:
             except FATAL_ERRORS:
                 raise
             except EndpointError as error:
-                if (
+                stepping_down = (
                     response_format is not None
                     and error.status in UNSUPPORTED_FORMAT_STATUSES
-                    and len(self.formats) > 1
-                ):
+                    and self.settings["rewrite_format"] == "auto"
+                )
+                if not stepping_down:
+                    raise
+                if kind in self.formats and len(self.formats) > 1:  # "none" is never removed
+                    self.formats.remove(kind)
                     logger.info(
-                        "%s: response_format %s refused (%s); trying %s",
+                        "%s: response_format %s refused (%s); using %s",
                         self.client.public_url,
                         kind,
                         error.status,
-                        self.formats[1],
+                        self.formats[0],
                     )
-                    if self.formats[0] == kind:
-                        self.formats.pop(0)
-                    continue
-                raise
+                if self.formats[0] == kind:
+                    raise
+                continue
             self.summary.rewrite_format = kind
             return result
 
@@ -490,7 +493,7 @@ class _Run:
                 break
             self.summary.n_rewrite_calls += 1
             cost, cost_source = self._cost(self.rewriter, result)
-            parsed = read_rewrites(result.content, result.finish_reason)
+            parsed = read_rewrites(result.content, result.finish_reason, question=query.text)
             accepted: list[str] = []
             refused = Counter()
             for candidate in parsed.rewrites:
