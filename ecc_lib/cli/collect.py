@@ -120,7 +120,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     export.add_argument("--store", required=True, metavar="DIR", help="collection folder")
     export.add_argument(
-        "--out", required=True, metavar="FILE", help="output table (.csv, .parquet, .jsonl)"
+        "--out",
+        required=True,
+        metavar="FILE|DIR",
+        help="output table (.csv, .parquet, .jsonl), or a folder (no such suffix) that gets "
+        "queries.parquet and outcomes.parquet, ready for `ecc-lab run --dataset DIR`",
     )
     export.set_defaults(handler=run_collect_export)
 
@@ -192,8 +196,19 @@ def run_collect(args: argparse.Namespace) -> int:
 
 def run_collect_export(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab collect-export``."""
-    from ecc_lib.collect import export_outcomes
+    from pathlib import Path
 
+    from ecc_lib.collect import export_outcomes
+    from ecc_lib.collect.store import export_dataset
+
+    out = Path(args.out)
+    if out.is_dir() or out.suffix.lower() not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
+        queries, outcomes = export_dataset(args.store, out)
+        print(
+            f"{out}: queries.parquet ({len(queries)} queries) and outcomes.parquet "
+            f"({len(outcomes)} row(s)) from {args.store}; use it with --dataset {out}"
+        )
+        return 0
     outcomes = export_outcomes(args.store, args.out)
     print(f"{args.out}: {len(outcomes)} outcome row(s) from {args.store}")
     return 0

@@ -646,6 +646,45 @@ def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.
     return outcomes
 
 
+DATASET_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "source", "scorer")
+"""Query columns of an exported dataset folder (answers and options stay in the store)."""
+
+
+def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Export a store as a dataset folder that every loader (and ``ecc-lab run --dataset``) reads:
+    ``queries.parquet`` and ``outcomes.parquet``.
+
+    Parameters
+    ----------
+    store_dir : str or Path
+    folder : str or Path
+        Created when missing; its ``queries.parquet`` and ``outcomes.parquet`` are replaced.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        As written (queries: :data:`DATASET_QUERY_COLUMNS`; outcomes: see
+        :func:`collected_outcomes`).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``store_dir`` is not a collection store.
+    ValueError
+        ``folder`` exists and is a file.
+    """
+    queries, outcomes = read_collected(store_dir)
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file; give a folder to export the dataset into")
+    folder.mkdir(parents=True, exist_ok=True)
+    queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
+    queries.to_parquet(folder / "queries.parquet", index=False)
+    outcomes.to_parquet(folder / "outcomes.parquet", index=False)
+    logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
+    return queries, outcomes
+
+
 def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(queries, outcomes)`` of a store, like every ecc_lib loader."""
     _check_store(Path(store_dir))
