@@ -12,7 +12,7 @@ TORCH_PIP_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all lint format data embeddings benchmarks clean \
+.PHONY: install run test test-all lint format data embeddings benchmarks wheel clean \
 	serve-local stop-local collect-demo
 
 install: $(STAMP)
@@ -86,5 +86,11 @@ collect-demo: serve-local
 	$(BIN)/python -m ecc_lib run --only 01,02 --dataset $(DEMO_DIR)/export --out $(DEMO_DIR)/report; \
 	echo "collect-demo: $$(( $$(date +%s) - start )) s (server start not included)"
 
+# The wheel and sdist carry notebooks/ and data/ (copied into ecc_lib/_bundle by setup.py).
+wheel: install
+	$(BIN)/python -m pip wheel . --no-deps --no-build-isolation -w dist
+	$(BIN)/python -m pip install --quiet "build>=1.0"
+	$(BIN)/python -m build --sdist --no-isolation --outdir dist .
+
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist .cache .pytest_cache .ruff_cache .hypothesis

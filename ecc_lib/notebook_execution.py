@@ -1,0 +1,281 @@
+"""Executing notebooks: the kernel (always the running interpreter), papermill, HTML export."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+REPORT_NOTEBOOK_PREFIX = "05"
+NOTEBOOK_TITLES = {
+    "01": "Data: scores per model and category",
+    "02": "Label instability (DARS diagnostics)",
+    "03": "Capability clustering (ECC against baselines)",
+    "04": "Routing: single-shot versus DARS labels, ECC router",
+    "05": "Report",
+}
+"""Section titles of the report, by notebook number."""
+
+
+class NotebookExecutionError(RuntimeError):
+    """A notebook failed; the message names the notebook, the cell and the exception.
+
+    Attributes
+    ----------
+    notebook : str
+        File name of the source notebook.
+    cell_index : int
+        0-based index of the failing cell in the source notebook.
+    execution_count : int or None
+        ``In [n]`` number of the failing cell in the executed copy.
+    ename, evalue : str
+        Exception class name and message raised in the notebook.
+    executed_path : Path
+        The executed copy holding the full traceback.
+    """
+
+    def __init__(
+        self,
+        notebook: str,
+        cell_index: int,
+        execution_count: int | None,
+        ename: str,
+        evalue: str,
+        executed_path: Path,
+        first_line: str = "",
+    ) -> None:
+        self.notebook = notebook
+        self.cell_index = cell_index
+        self.execution_count = execution_count
+        self.ename = ename
+        self.evalue = evalue
+        self.executed_path = executed_path
+        where = f"cell {cell_index}"
+        if execution_count is not None:
+            where += f" (In [{execution_count}])"
+        line = f"; the cell starts with {first_line!r}" if first_line else ""
+        super().__init__(
+            f"notebook {notebook} failed in {where}: {ename}: {evalue}{line}. "
+            f"The executed copy with the traceback is {executed_path}"
+        )
+
+
+class NotebookTimeoutError(NotebookExecutionError):
+    """A cell ran past ``timeout`` seconds; the executed copy is marked as interrupted."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (SIGTERM) or Ctrl-C."""
+
+
+INTERRUPTED_TAG = "interrupted"
+
+
+def mark_interrupted(executed: str | os.PathLike, reason: str) -> int | None:
+    """Mark an executed copy that did not finish, so that it never looks completed.
+
+    Inserts a first markdown cell (tagged ``interrupted``) saying where and why execution
+    stopped and sets ``metadata.ecc_lib.status = "interrupted"``.
+
+    Parameters
+    ----------
+    executed : path
+        The executed copy written by papermill (nothing happens when it does not exist).
+    reason : str
+        Why it stopped ("timed out after 60 s in a cell", "interrupted by SIGTERM").
+
+    Returns
+    -------
+    int or None
+        Index (in the source notebook) of the first cell that did not complete, when known.
+    """
+    import nbformat
+
+    executed = Path(executed)
+    if not executed.is_file():
+        return None
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except Exception:  # a copy torn by the interruption itself: replace it by a stub
+        nb = nbformat.v4.new_notebook()
+    if nb.metadata.get("ecc_lib", {}).get("status") == "interrupted":
+        return nb.metadata["ecc_lib"].get("stopped_at_cell")
+    cells = [c for c in nb.cells if INTERRUPTED_TAG not in c.metadata.get("tags", [])]
+    states = [c.metadata.get("papermill", {}) for c in cells]
+    stopped = next(
+        (i for i, m in enumerate(states) if m.get("status") in ("running", "pending")), None
+    )
+    if stopped is None:  # papermill's clean-up marks every cell completed: take the last started
+        started = [i for i, m in enumerate(states) if m.get("start_time")]
+        stopped = started[-1] if started else None
+    if stopped is not None:  # index in the source notebook: skip the cells papermill added
+        added = ("injected-parameters", "papermill-error-cell-tag")
+        stopped = sum(
+            1 for c in cells[:stopped] if not set(added) & set(c.metadata.get("tags", []))
+        )
+    where = f" at cell {stopped}" if stopped is not None else ""
+    note = nbformat.v4.new_markdown_cell(
+        f"**Interrupted: this copy is incomplete.** Execution stopped{where} ({reason}); the cells "
+        "after it did not run and their outputs are missing or stale."
+    )
+    note.metadata["tags"] = [INTERRUPTED_TAG]
+    nb.cells = [note, *cells]
+    nb.metadata["ecc_lib"] = {"status": "interrupted", "reason": reason, "stopped_at_cell": stopped}
+    nbformat.write(nb, executed)
+    return stopped
+
+
+# --------------------------------------------------------------------------------------------
+# execution
+
+
+def kernel_environment(blas_threads: int | None = 1) -> dict[str, str]:
+    """Environment variables set in the notebook kernels.
+
+    ``OPENBLAS_NUM_THREADS`` is set to ``blas_threads`` unless the caller's environment sets it:
+    on a small shared machine multi-threaded OpenBLAS spins and runs several times slower than one
+    thread (the routers and the 2-D map in 04 and 03 took three times as long on a busy 2-core
+    machine). ``None`` leaves it to OpenBLAS.
+    """
+    env: dict[str, str] = {}
+    if blas_threads is not None and "OPENBLAS_NUM_THREADS" not in os.environ:
+        env["OPENBLAS_NUM_THREADS"] = str(int(blas_threads))
+    return env
+
+
+def interpreter_kernel_manager_class(env: Mapping[str, str] | None = None):
+    """An ``AsyncKernelManager`` whose kernel is always the running interpreter.
+
+    papermill would otherwise look up the notebook's kernelspec (``python3``) on the Jupyter path,
+    where a user-wide spec may point at another Python. With this class the kernel runs
+    ``sys.executable -m ipykernel_launcher``, so a fresh virtual environment needs no kernelspec.
+
+    Parameters
+    ----------
+    env : mapping, optional
+        Extra environment variables of the kernel process (see :func:`kernel_environment`).
+    """
+    from jupyter_client import AsyncKernelManager
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from traitlets import default
+
+    extra_env = dict(env or {})
+
+    class InterpreterKernelSpecManager(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            return KernelSpec(
+                # the kernel listens on loopback only; its log level hides the start-up notice
+                # about unencrypted TCP, which papermill's local kernels always print, and the
+                # socket errors of a kernel shut down after a cell timeout
+                argv=[
+                    sys.executable,
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                    "--IPKernelApp.log_level=CRITICAL",
+                ],
+                display_name=f"Python ({sys.executable})",
+                language="python",
+                env=extra_env,
+                metadata={"debugger": False, "supported_encryption": ["curve"]},
+                resource_dir="",
+            )
+
+    class InterpreterKernelManager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _kernel_spec_manager_default(self) -> KernelSpecManager:
+            return InterpreterKernelSpecManager(data_dir=self.data_dir)
+
+    return InterpreterKernelManager
+
+
+def execute_notebook(
+    notebook: str | os.PathLike,
+    output: str | os.PathLike,
+    parameters: Mapping[str, Any],
+    cwd: str | os.PathLike | None = None,
+    timeout: float | None = None,
+    start_timeout: float = 120,
+    blas_threads: int | None = 1,
+) -> None:
+    """Execute one notebook with papermill in the current interpreter.
+
+    ``blas_threads`` limits OpenBLAS threads in the kernel (see :func:`kernel_environment`).
+
+    Raises
+    ------
+    NotebookExecutionError
+        Naming the notebook, the failing cell (index in the source notebook) and the exception.
+    NotebookTimeoutError
+        A cell ran past ``timeout`` seconds (the copy is marked with :func:`mark_interrupted`).
+    KeyboardInterrupt
+        Re-raised after marking the copy as interrupted (also :class:`RunInterrupted`).
+    """
+    import nbformat
+    import papermill
+    from nbclient.exceptions import CellTimeoutError
+    from papermill.exceptions import PapermillExecutionError
+
+    notebook, output = Path(notebook), Path(output)
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(output),
+            parameters=dict(parameters),
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(cwd) if cwd else None,
+            start_timeout=int(start_timeout),
+            execution_timeout=timeout,
+            kernel_manager_class=interpreter_kernel_manager_class(kernel_environment(blas_threads)),
+        )
+    except CellTimeoutError:
+        reason = f"a cell ran longer than the timeout of {timeout:g} s"
+        stopped = mark_interrupted(output, reason)
+        raise NotebookTimeoutError(
+            notebook.name,
+            -1 if stopped is None else stopped,
+            None,
+            "CellTimeoutError",
+            reason,
+            output,
+        ) from None
+    except BaseException as error:
+        if not isinstance(error, PapermillExecutionError):
+            name = "SIGTERM" if isinstance(error, RunInterrupted) else type(error).__name__
+            mark_interrupted(output, f"interrupted by {name}")
+            raise
+        source = nbformat.read(notebook, as_version=4)
+        index = next(
+            (i for i, cell in enumerate(source.cells) if cell.source == error.source),
+            error.cell_index,
+        )
+        first_line = next((ln for ln in str(error.source).splitlines() if ln.strip()), "")
+        raise NotebookExecutionError(
+            notebook.name,
+            index,
+            error.exec_count,
+            error.ename,
+            error.evalue,
+            output,
+            first_line=first_line[:80],
+        ) from None
+
+
+def export_report(executed_notebook: str | os.PathLike, html_path: str | os.PathLike) -> Path:
+    """Export an executed notebook to HTML without its input cells."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
+    )
+    body, _ = exporter.from_notebook_node(nbformat.read(str(executed_notebook), as_version=4))
+    html_path = Path(html_path)
+    html_path.write_text(body, encoding="utf-8")
+    return html_path
