@@ -96,13 +96,12 @@ def answer_messages(
 
 REWRITES_SCHEMA: dict = {
     "type": "object",
-    "properties": {
-        "rewrites": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
-    },
+    "properties": {"rewrites": {"type": "array", "items": {"type": "string"}}},
     "required": ["rewrites"],
     "additionalProperties": False,
 }
-"""JSON schema of a rewriting response, sent as ``response_format`` where the server supports it."""
+"""JSON schema of a rewriting response, sent as ``response_format`` where the server supports it
+(kept to what OpenAI's strict mode and llama.cpp's grammar converter both accept)."""
 
 RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
 """Ways to ask for structured rewrites, tried in this order by ``rewrite_format="auto"``."""
