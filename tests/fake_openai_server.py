@@ -21,8 +21,9 @@ Faults, applied in this order to the n-th chat call (0-based, counted over all m
   ``"close"`` closes the connection without a response, ``"null"`` answers ``content: null`` with
   ``finish_reason: "length"``, ``"empty"`` answers ``content: ""`` with ``finish_reason: "stop"``;
 - ``delay`` seconds before every answer (to make a run last long enough to be killed);
-- ``response_formats``: the ``response_format`` types accepted (others get 400; ``None`` accepts
-  any); a rewriting request without an accepted format is answered in ``rewrite_style``:
+- ``response_formats``: the ``response_format`` types accepted (others are refused; ``None`` accepts
+  any; refused with ``format_refusal_status``, 400 by default, 500 as llama-cpp-python does); a
+  rewriting request without an accepted format is answered in ``rewrite_style``:
   ``"json"``, ``"numbered"`` (a numbered list after a preamble, as small models write) or
   ``"prose"`` (nothing usable).
 """
@@ -139,6 +140,7 @@ class FakeOpenAIServer:
         fault: str | None = None,
         response_formats: Iterable[str] | None = None,
         rewrite_style: str = "json",
+        format_refusal_status: int = 400,
         report_cost: bool = False,
         port: int = 0,
     ) -> None:
@@ -163,6 +165,7 @@ class FakeOpenAIServer:
         if rewrite_style not in ("json", "numbered", "prose"):
             raise ValueError(f"unknown rewrite_style {rewrite_style!r}")
         self.rewrite_style = rewrite_style
+        self.format_refusal_status = format_refusal_status
         self.report_cost = report_cost
         self.requests: list[dict[str, Any]] = []
         self._connections: set[socket.socket] = set()
@@ -264,7 +267,11 @@ class FakeOpenAIServer:
         if response_format is not None and self.response_formats is not None:
             kind = response_format.get("type") if isinstance(response_format, dict) else None
             if kind not in self.response_formats:
-                return error(400, f"response_format type {kind!r} is not supported", "invalid")
+                return error(
+                    self.format_refusal_status,
+                    f"body.response_format.type: {kind!r} is not supported",
+                    "invalid_request_error",
+                )
         fault = self.faults.get(index, self.fault)
         if fault == "hang":
             entry["status"] = "hang"

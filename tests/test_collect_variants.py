@@ -167,3 +167,15 @@ def test_unusable_rewrites_are_counted_with_the_reason(tmp_path, capsys):
     assert summary.rewrite_problems == {"nothing readable as rewrites": 9}
     assert "nothing readable as rewrites: 9" in summary.rewrite_report()
     assert len(record_lines(tmp_path)) == 3  # the originals were still answered
+
+
+def test_a_500_naming_response_format_steps_down_without_retries(tmp_path):
+    # llama-cpp-python answers a response_format it does not know with 500, not 400
+    with FakeOpenAIServer(
+        responder=responder(), response_formats={"json_object"}, format_refusal_status=500
+    ) as server:
+        summary = collect(QUERIES, ["m1"], server.base_url, tmp_path, **fast(concurrency=1))
+        statuses = server.statuses()
+    assert statuses.count(500) == 1 and statuses[0] == 500  # one probe, no round of retries
+    assert summary.complete and summary.rewrite_format == "json_object"
+    assert summary.n_rewrite_structured == 3 and summary.n_failed == 0

@@ -483,6 +483,7 @@ class ChatClient:
         top_p: float = 1.0,
         max_tokens: int | None = 1024,
         extra_body: dict | None = None,
+        max_retries: int | None = None,
     ) -> ChatResult:
         """Send one chat completion, retrying retryable failures.
 
@@ -496,6 +497,8 @@ class ChatClient:
         extra_body : dict, optional
             Extra request fields merged into the body (e.g. ``{"seed": 1}`` or OpenRouter's
             ``{"usage": {"include": True}}``).
+        max_retries : int, optional
+            Retries of this call (default: the client's ``max_retries``).
 
         Returns
         -------
@@ -524,7 +527,8 @@ class ChatClient:
         started_at = utc_now()
         started = time.perf_counter()
         last: _Retryable | None = None
-        for attempt in range(self.max_retries + 1):
+        retries = self.max_retries if max_retries is None else int(max_retries)
+        for attempt in range(retries + 1):
             try:
                 payload, latency = await self._attempt(model, body)
                 content, finish_reason, prompt_tokens, completion_tokens = parse_chat_response(
@@ -553,7 +557,7 @@ class ChatClient:
                 self._check_reachable(model, last)
             else:
                 self._consecutive_errors = 0
-            if attempt == self.max_retries:
+            if attempt == retries:
                 break
             delay = self.backoff_delay(attempt, last.retry_after)
             logger.debug(
@@ -562,16 +566,16 @@ class ChatClient:
                 model,
                 last.reason,
                 attempt + 1,
-                self.max_retries,
+                retries,
                 delay,
             )
             await asyncio.sleep(delay)
         assert last is not None
         raise EndpointError(
-            f"{self.public_url} for model '{model}' failed after {self.max_retries + 1} "
+            f"{self.public_url} for model '{model}' failed after {retries + 1} "
             f"attempt(s); last error: {last.reason}",
             status=last.status,
             url=self.public_url,
             model=model,
-            attempts=self.max_retries + 1,
+            attempts=retries + 1,
         )

@@ -381,6 +381,7 @@ class _Run:
         # response_format of the rewriting calls; "auto" steps down on "not supported"
         wanted = settings["rewrite_format"]
         self.formats = list(RESPONSE_FORMATS) if wanted == "auto" else [wanted]
+        self.confirmed: set[str] = set()  # formats that worked once in this run
         self.problems: Counter = Counter()
 
     def _cost(self, spec: ModelSpec, result: ChatResult) -> tuple[float | None, str | None]:
@@ -413,16 +414,26 @@ class _Run:
     # -- rewrites ----------------------------------------------------------------------------
 
     async def _rewrite_call(self, messages: list[dict], max_tokens: int) -> ChatResult:
-        """One rewriting call with the best ``response_format`` the server accepts."""
+        """One rewriting call with the best ``response_format`` the server accepts.
+
+        Until a format has worked once, a call asking for it is sent without retries, so that a
+        server that refuses the field (400/415/422, or any status whose message names
+        ``response_format``: llama-cpp-python answers 500) costs one call, not a round of retries;
+        ``"auto"`` then steps down to the next format.
+        """
         spec = self.rewriter
         assert spec is not None
         sampling = spec.sampling
+        probed: set[str] = set()
         while True:
             kind = self.formats[0]
             extra = {**(self.settings["extra_body"] or {}), **spec.extra_body}
             response_format = rewrite_response_format(kind)
             if response_format is not None:
                 extra["response_format"] = response_format
+            probing = (
+                response_format is not None and kind not in self.confirmed and kind not in probed
+            )
             try:
                 result = await self.client.chat(
                     spec.endpoint_model,
@@ -431,29 +442,31 @@ class _Run:
                     top_p=sampling.get("top_p", 1.0),
                     max_tokens=sampling.get("max_tokens", max_tokens),
                     extra_body=extra or None,
+                    max_retries=0 if probing else None,
                 )
             except FATAL_ERRORS:
                 raise
             except EndpointError as error:
-                stepping_down = (
-                    response_format is not None
-                    and error.status in UNSUPPORTED_FORMAT_STATUSES
-                    and self.settings["rewrite_format"] == "auto"
+                refused = response_format is not None and (
+                    error.status in UNSUPPORTED_FORMAT_STATUSES or "response_format" in str(error)
                 )
-                if not stepping_down:
-                    raise
-                if kind in self.formats and len(self.formats) > 1:  # "none" is never removed
-                    self.formats.remove(kind)
-                    logger.info(
-                        "%s: response_format %s refused (%s); using %s",
-                        self.client.public_url,
-                        kind,
-                        error.status,
-                        self.formats[0],
-                    )
-                if self.formats[0] == kind:
-                    raise
-                continue
+                if refused and self.settings["rewrite_format"] == "auto":
+                    if kind in self.formats and len(self.formats) > 1:  # "none" stays
+                        self.formats.remove(kind)
+                        logger.info(
+                            "%s: response_format %s refused (%s); using %s",
+                            self.client.public_url,
+                            kind,
+                            error.status,
+                            self.formats[0],
+                        )
+                    if self.formats[0] != kind:
+                        continue
+                if probing and not refused:  # an ordinary failure: now with the retries
+                    probed.add(kind)
+                    continue
+                raise
+            self.confirmed.add(kind)
             self.summary.rewrite_format = kind
             return result
 
