@@ -288,7 +288,8 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
     ----------
     diagnostics : mapping
         ``{"input" | "output" | "both": SubsetDiagnostics or None}``; a ``None`` side (no pair
-        with two observations there) gives rows of NaN.
+        with two observations there) gives rows of NaN. Summaries that hold only the pairwise
+        reading (written before the strict and change readings) give only its rows.
 
     Returns
     -------
@@ -298,10 +299,21 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
         ``chance`` (the same statistic for identical models with every score tied),
         ``change_draws`` (``R`` of the change reading) and ``n_queries``.
     """
+    summaries = {
+        side: (getattr(found, "summary", None) if found is not None else None)
+        for side, found in diagnostics.items()
+    }
+    present = [s for s in summaries.values() if s is not None]
+    # the readings the summaries hold (all three unless they predate the strict and change ones)
+    readings = [
+        reading
+        for reading, key in _READING_KEYS.items()
+        if not present or any(key in summary for summary in present)
+    ]
     rows = []
-    for side, found in diagnostics.items():
-        summary = getattr(found, "summary", None) if found is not None else None
-        for reading, key in _READING_KEYS.items():
+    for side, summary in summaries.items():
+        for reading in readings:
+            key = _READING_KEYS[reading]
             row = {
                 "side": side,
                 "label": SIDE_LABELS.get(side, side),
@@ -313,14 +325,14 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
                 "change_draws": np.nan,
                 "n_queries": 0,
             }
-            if summary is not None:
+            if summary is not None and key in summary:
                 low, high = summary[f"{key}_ci95"]
                 row.update(
                     flip_rate=summary[key],
                     low=low,
                     high=high,
-                    chance=summary["flip_rate_chance"][reading],
-                    change_draws=summary["winner_change_rate_r"],
+                    chance=(summary.get("flip_rate_chance") or {}).get(reading, np.nan),
+                    change_draws=summary.get("winner_change_rate_r", np.nan),
                     n_queries=summary["n_queries"],
                 )
             rows.append(row)
