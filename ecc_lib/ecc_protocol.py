@@ -1001,6 +1001,8 @@ class MultiSeedEvaluation:
         ``to_dict()``); empty when routing was not run.
     cpu_seconds, wall_seconds : float
         Process CPU time and wall time of the whole run.
+    data : ProtocolData or None
+        The first seed's protocol data (pairs, split), for further experiments on it.
     """
 
     seeds: list
@@ -1008,6 +1010,7 @@ class MultiSeedEvaluation:
     routing: list = field(default_factory=list)
     cpu_seconds: float = float("nan")
     wall_seconds: float = float("nan")
+    data: ProtocolData | None = field(default=None, repr=False)
 
     @property
     def first(self) -> ECCEvaluation:
@@ -1085,6 +1088,41 @@ class MultiSeedEvaluation:
             t["probe_leak_share"] = r.probe_leak_share
             frames.append(t)
         return pd.concat(frames, ignore_index=True)
+
+    def summary_table(self) -> pd.DataFrame:
+        """Per method and reading (``all``, ``touching``, ``disjoint``): mean and sd (ddof = 1)
+        over seeds, and every seed's estimate with its bootstrap interval.
+
+        Returns
+        -------
+        DataFrame
+            ``method, reading, mean, sd, n_seeds, per_seed`` where ``per_seed`` is a list of
+            ``(seed, estimate, low, high)``.
+        """
+        readings = {
+            "all": ("gain", "ci95"),
+            "touching": ("gain_touching", "ci95_touching"),
+            "disjoint": ("gain_disjoint", "ci95_disjoint"),
+        }
+        rows = []
+        for name in self.first.gain:
+            for reading, (value, interval) in readings.items():
+                per_seed = [
+                    (seed, getattr(r, value)[name], *getattr(r, interval)[name])
+                    for seed, r in zip(self.seeds, self.results, strict=True)
+                ]
+                mean, sd = mean_sd([p[1] for p in per_seed])
+                rows.append(
+                    {
+                        "method": name,
+                        "reading": reading,
+                        "mean": mean,
+                        "sd": sd,
+                        "n_seeds": len(per_seed),
+                        "per_seed": per_seed,
+                    }
+                )
+        return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
         """The first seed's :meth:`ECCEvaluation.to_dict` plus :meth:`summary`."""
@@ -1187,6 +1225,8 @@ def run_seeds(
             )
         if i > 0:
             result.fitted = {}
+        else:
+            first_data = data
         results.append(result)
     return MultiSeedEvaluation(
         seeds=seeds,
@@ -1194,6 +1234,7 @@ def run_seeds(
         routing=routes,
         cpu_seconds=time.process_time() - cpu,
         wall_seconds=time.perf_counter() - wall,
+        data=first_data,
     )
 
 
