@@ -497,7 +497,13 @@ def probe_responsibilities(
     n_q = probe.pairs_per_query().astype(float)
     if np.all(n_q <= 1):
         return resp
-    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(model.temperature)
+    temperature = getattr(model, "temperature", None)
+    if temperature is None:
+        raise ValueError(
+            f"probe_evidence='sum' needs the estimator's temperature; {type(model).__name__} has "
+            "none"
+        )
+    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(temperature)
     with np.errstate(divide="ignore"):
         score = np.log(resp) + extra
     score -= score.max(axis=1, keepdims=True)
@@ -1031,7 +1037,7 @@ class MultiSeedEvaluation:
         touching = self._over_seeds("gain_touching")
         disjoint = self._over_seeds("gain_disjoint")
         names = list(gain)
-        differences = {}
+        differences, differences_disjoint = {}, {}
         for first in ("ecc",):
             if first not in names:
                 continue
@@ -1041,7 +1047,7 @@ class MultiSeedEvaluation:
                 diff = [r.gain[first] - r.gain[second] for r in self.results]
                 differences[f"{first} - {second}"] = list(mean_sd(diff))
                 diff_d = [r.gain_disjoint[first] - r.gain_disjoint[second] for r in self.results]
-                differences[f"{first} - {second} (disjoint)"] = list(mean_sd(diff_d))
+                differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
         per_seed = [
             {
                 "seed": seed,
@@ -1068,6 +1074,7 @@ class MultiSeedEvaluation:
             "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
             "probe_leak_share_mean_sd": list(leak),
             "difference_mean_sd": differences,
+            "difference_disjoint_mean_sd": differences_disjoint,
             "per_seed": per_seed,
             "cpu_seconds": self.cpu_seconds,
             "wall_seconds": self.wall_seconds,

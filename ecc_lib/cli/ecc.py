@@ -182,7 +182,10 @@ def format_seeds(summary: dict) -> str:
         ]
         lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
     for name, (mean, sd) in summary["difference_mean_sd"].items():
-        lines.append(f"{name}: {mean:+.2f} +- {sd:.2f} pp")
+        d_mean, d_sd = summary["difference_disjoint_mean_sd"][name]
+        lines.append(
+            f"{name}: {mean:+.2f} +- {sd:.2f} pp (disjoint pairs: {d_mean:+.2f} +- {d_sd:.2f})"
+        )
     lines.append(f"time: {summary['wall_seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU")
     return "\n".join(lines)
 
