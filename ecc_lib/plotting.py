@@ -1105,3 +1105,61 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
     axes[0][0].invert_yaxis()
     fig.suptitle(title or "Routing with each clustering, with and without the probe")
     return fig
+
+
+@_styled
+def plot_routing_cost_quality(
+    table: pd.DataFrame,
+    cost_label: str = "mean cost per test query",
+    title: str | None = None,
+    ax=None,
+):
+    """Cost-quality plane of routing with each clustering: without the probe and with the probe
+    charged.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``setting, method, score_mean, cost_mean`` as :func:`ecc_lib.ecc_experiments.routing_table`;
+        the ``no_probe`` and ``probe_cost`` rows are drawn (circles and triangles), one colour per
+        method, a grey line joining each method's two points.
+    cost_label : str
+        Axis label of the cost, with its unit.
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    Figure
+    """
+    part = table[table["setting"].isin(["no_probe", "probe_cost"])]
+    part = part[np.isfinite(part["cost_mean"].to_numpy(float))]
+    fig, ax = _axes(ax, (8.5, 5.5))
+    palette = plt.get_cmap("tab10")
+    methods = list(dict.fromkeys(part["method"]))
+    markers = {"no_probe": "o", "probe_cost": "^"}
+    for i, method in enumerate(methods):
+        rows = part[part["method"] == method].set_index("setting")
+        color = palette(i % 10)
+        if len(rows) == 2:
+            ax.plot(rows["cost_mean"], rows["score_mean"], color="lightgray", zorder=1)
+        for setting, row in rows.iterrows():
+            ax.scatter(
+                row["cost_mean"],
+                row["score_mean"],
+                marker=markers[setting],
+                s=60,
+                color=color,
+                zorder=2,
+                label=ROUTING_METHOD_LABELS.get(method, method_label(method))
+                if setting == rows.index[0]
+                else None,
+            )
+    for setting, marker in markers.items():
+        ax.scatter([], [], marker=marker, color="black", label=f"{setting.replace('_', ' ')}")
+    ax.set_xlabel(cost_label)
+    ax.set_ylabel("mean score of the routed model")
+    ax.grid(alpha=0.3)
+    ax.set_title(title or "Routing with each clustering: cost and quality")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)
+    return fig
