@@ -571,7 +571,7 @@ def routing_experiment(
     )
 
 
-def routing_table(per_seed: list[dict], seeds: list[int] | None = None) -> pd.DataFrame:
+def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = None) -> pd.DataFrame:
     """The routing experiment over seeds as one table.
 
     Parameters
@@ -589,7 +589,7 @@ def routing_table(per_seed: list[dict], seeds: list[int] | None = None) -> pd.Da
         and bootstrap interval; ``per_seed``: list of ``(seed, score, low, high)``).
     """
     if not per_seed:
-        raise ValueError("routing_table needs at least one seed's routing result")
+        raise ValueError("clustering_routing_table needs at least one seed's routing result")
     seeds = list(range(len(per_seed))) if seeds is None else list(seeds)
     rows = []
     for setting in ROUTING_SETTINGS:
@@ -615,8 +615,8 @@ def routing_table(per_seed: list[dict], seeds: list[int] | None = None) -> pd.Da
 
 
 def routing_metrics(table: pd.DataFrame) -> dict:
-    """:func:`routing_table` as nested metrics: ``{setting: {method: {"score_mean", "score_sd",
-    "score", "ci95", "cost_mean"}}}`` (``score`` and ``ci95``: the first seed's estimate and
+    """:func:`clustering_routing_table` as nested metrics: ``{setting: {method: {"score_mean",
+    "score_sd", "score", "ci95", "cost_mean"}}}`` (``score`` and ``ci95``: the first seed's estimate and
     bootstrap interval)."""
     out: dict = {}
     for row in table.itertuples():
@@ -878,7 +878,7 @@ __all__ = [
     "routing_experiment",
     "routing_metrics",
     "routing_over_seeds",
-    "routing_table",
+    "clustering_routing_table",
     "ROUTING_SETTINGS",
     "RoutingResult",
     "sweep_clusters",

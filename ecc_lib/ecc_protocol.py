@@ -10,8 +10,9 @@ global model and of the method are resampled jointly).
 
 Beyond the paper (``DESIGN.md`` section 3, issues 10 and 16):
 
-- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs, the
-  split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap interval.
+- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs,
+  the split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap
+  interval.
 - **The probe's leak**: pairs are drawn among non-tie pairs, so with binary scores a probe "A beat
   B" decides every scored pair that contains A or B. :func:`score_methods` also reports the gain on
   the scored pairs that *touch* a probe model and on those *disjoint* from it, and the share of

@@ -1040,9 +1040,9 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
     ----------
     table : DataFrame
         ``setting, method, score_mean, score_sd, score_low, score_high`` as
-        :func:`ecc_lib.ecc_experiments.routing_table`. Dots: the mean over seeds; thick whiskers:
-        +- sd over seeds; thin whiskers: the first seed's 95% bootstrap interval. The
-        ``probe_cost`` setting (same scores, other costs) is not drawn here.
+        :func:`ecc_lib.ecc_experiments.clustering_routing_table`. Dots: the mean over seeds;
+        thick whiskers: +- sd over seeds; thin whiskers: the first seed's 95% bootstrap
+        interval. The ``probe_cost`` setting (same scores, other costs) is not drawn here.
     title : str, optional
 
     Returns
@@ -1120,9 +1120,10 @@ def plot_routing_cost_quality(
     Parameters
     ----------
     table : DataFrame
-        ``setting, method, score_mean, cost_mean`` as :func:`ecc_lib.ecc_experiments.routing_table`;
-        the ``no_probe`` and ``probe_cost`` rows are drawn (circles and triangles), one colour per
-        method, a grey line joining each method's two points.
+        ``setting, method, score_mean, cost_mean`` as
+        :func:`ecc_lib.ecc_experiments.clustering_routing_table`; the ``no_probe`` and
+        ``probe_cost`` rows are drawn (circles and triangles), one colour per method, a grey line
+        joining each method's two points.
     cost_label : str
         Axis label of the cost, with its unit.
     title : str, optional
