@@ -571,6 +571,65 @@ def routing_experiment(
     )
 
 
+def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = None) -> pd.DataFrame:
+    """The routing experiment over seeds as one table.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+        :meth:`RoutingResult.to_dict` of each seed.
+    seeds : list of int, optional
+        Labels of the seeds (default 0, 1, ...).
+
+    Returns
+    -------
+    DataFrame
+        ``setting, method, score_mean, score_sd, cost_mean, n_seeds, score, score_low,
+        score_high, per_seed`` (``score``, ``score_low``, ``score_high``: the first seed's estimate
+        and bootstrap interval; ``per_seed``: list of ``(seed, score, low, high)``).
+    """
+    if not per_seed:
+        raise ValueError("clustering_routing_table needs at least one seed's routing result")
+    seeds = list(range(len(per_seed))) if seeds is None else list(seeds)
+    rows = []
+    for setting in ROUTING_SETTINGS:
+        for method, cell in per_seed[0].get(setting, {}).items():
+            cells = [(s, d[setting][method]) for s, d in zip(seeds, per_seed, strict=True)]
+            mean, sd = mean_sd([c["score"] for _, c in cells])
+            costs = [c["cost"] for _, c in cells if c["cost"] is not None]
+            rows.append(
+                {
+                    "setting": setting,
+                    "method": method,
+                    "score_mean": mean,
+                    "score_sd": sd,
+                    "cost_mean": float(np.mean(costs)) if costs else float("nan"),
+                    "n_seeds": len(cells),
+                    "score": cell["score"],
+                    "score_low": cell["ci95"][0],
+                    "score_high": cell["ci95"][1],
+                    "per_seed": [(s, c["score"], *c["ci95"]) for s, c in cells],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def routing_metrics(table: pd.DataFrame) -> dict:
+    """:func:`clustering_routing_table` as nested metrics: ``{setting: {method: {"score_mean",
+    "score_sd", "score", "ci95", "cost_mean"}}}`` (``score`` and ``ci95``: the first seed's estimate and
+    bootstrap interval)."""
+    out: dict = {}
+    for row in table.itertuples():
+        out.setdefault(row.setting, {})[row.method] = {
+            "score_mean": row.score_mean,
+            "score_sd": row.score_sd,
+            "score": row.score,
+            "ci95": [row.score_low, row.score_high],
+            "cost_mean": row.cost_mean,
+        }
+    return to_jsonable(out)
+
+
 def routing_over_seeds(per_seed: list[dict]) -> dict:
     """Mean and sd (ddof = 1) over seeds of every routed score (and cost) in
     :meth:`RoutingResult.to_dict` outputs: ``{setting: {method: {"score": [mean, sd],
@@ -817,7 +876,9 @@ __all__ = [
     "probe_winner",
     "route_choices",
     "routing_experiment",
+    "routing_metrics",
     "routing_over_seeds",
+    "clustering_routing_table",
     "ROUTING_SETTINGS",
     "RoutingResult",
     "sweep_clusters",

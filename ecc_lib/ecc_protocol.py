@@ -10,8 +10,9 @@ global model and of the method are resampled jointly).
 
 Beyond the paper (``DESIGN.md`` section 3, issues 10 and 16):
 
-- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs, the
-  split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap interval.
+- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs,
+  the split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap
+  interval.
 - **The probe's leak**: pairs are drawn among non-tie pairs, so with binary scores a probe "A beat
   B" decides every scored pair that contains A or B. :func:`score_methods` also reports the gain on
   the scored pairs that *touch* a probe model and on those *disjoint* from it, and the share of
@@ -497,7 +498,13 @@ def probe_responsibilities(
     n_q = probe.pairs_per_query().astype(float)
     if np.all(n_q <= 1):
         return resp
-    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(model.temperature)
+    temperature = getattr(model, "temperature", None)
+    if temperature is None:
+        raise ValueError(
+            f"probe_evidence='sum' needs the estimator's temperature; {type(model).__name__} has "
+            "none"
+        )
+    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(temperature)
     with np.errstate(divide="ignore"):
         score = np.log(resp) + extra
     score -= score.max(axis=1, keepdims=True)
@@ -1001,6 +1008,8 @@ class MultiSeedEvaluation:
         ``to_dict()``); empty when routing was not run.
     cpu_seconds, wall_seconds : float
         Process CPU time and wall time of the whole run.
+    data : ProtocolData or None
+        The first seed's protocol data (pairs, split), for further experiments on it.
     """
 
     seeds: list
@@ -1008,6 +1017,7 @@ class MultiSeedEvaluation:
     routing: list = field(default_factory=list)
     cpu_seconds: float = float("nan")
     wall_seconds: float = float("nan")
+    data: ProtocolData | None = field(default=None, repr=False)
 
     @property
     def first(self) -> ECCEvaluation:
@@ -1028,7 +1038,7 @@ class MultiSeedEvaluation:
         touching = self._over_seeds("gain_touching")
         disjoint = self._over_seeds("gain_disjoint")
         names = list(gain)
-        differences = {}
+        differences, differences_disjoint = {}, {}
         for first in ("ecc",):
             if first not in names:
                 continue
@@ -1038,7 +1048,7 @@ class MultiSeedEvaluation:
                 diff = [r.gain[first] - r.gain[second] for r in self.results]
                 differences[f"{first} - {second}"] = list(mean_sd(diff))
                 diff_d = [r.gain_disjoint[first] - r.gain_disjoint[second] for r in self.results]
-                differences[f"{first} - {second} (disjoint)"] = list(mean_sd(diff_d))
+                differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
         per_seed = [
             {
                 "seed": seed,
@@ -1065,6 +1075,7 @@ class MultiSeedEvaluation:
             "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
             "probe_leak_share_mean_sd": list(leak),
             "difference_mean_sd": differences,
+            "difference_disjoint_mean_sd": differences_disjoint,
             "per_seed": per_seed,
             "cpu_seconds": self.cpu_seconds,
             "wall_seconds": self.wall_seconds,
@@ -1085,6 +1096,41 @@ class MultiSeedEvaluation:
             t["probe_leak_share"] = r.probe_leak_share
             frames.append(t)
         return pd.concat(frames, ignore_index=True)
+
+    def summary_table(self) -> pd.DataFrame:
+        """Per method and reading (``all``, ``touching``, ``disjoint``): mean and sd (ddof = 1)
+        over seeds, and every seed's estimate with its bootstrap interval.
+
+        Returns
+        -------
+        DataFrame
+            ``method, reading, mean, sd, n_seeds, per_seed`` where ``per_seed`` is a list of
+            ``(seed, estimate, low, high)``.
+        """
+        readings = {
+            "all": ("gain", "ci95"),
+            "touching": ("gain_touching", "ci95_touching"),
+            "disjoint": ("gain_disjoint", "ci95_disjoint"),
+        }
+        rows = []
+        for name in self.first.gain:
+            for reading, (value, interval) in readings.items():
+                per_seed = [
+                    (seed, getattr(r, value)[name], *getattr(r, interval)[name])
+                    for seed, r in zip(self.seeds, self.results, strict=True)
+                ]
+                mean, sd = mean_sd([p[1] for p in per_seed])
+                rows.append(
+                    {
+                        "method": name,
+                        "reading": reading,
+                        "mean": mean,
+                        "sd": sd,
+                        "n_seeds": len(per_seed),
+                        "per_seed": per_seed,
+                    }
+                )
+        return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
         """The first seed's :meth:`ECCEvaluation.to_dict` plus :meth:`summary`."""
@@ -1187,6 +1233,8 @@ def run_seeds(
             )
         if i > 0:
             result.fitted = {}
+        else:
+            first_data = data
         results.append(result)
     return MultiSeedEvaluation(
         seeds=seeds,
@@ -1194,6 +1242,7 @@ def run_seeds(
         routing=routes,
         cpu_seconds=time.process_time() - cpu,
         wall_seconds=time.perf_counter() - wall,
+        data=first_data,
     )
 
 

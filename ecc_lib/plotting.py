@@ -945,3 +945,234 @@ def plot_routing_table(
         fontsize=FONT_SIZE - 2,
     )
     return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# the probe's leak and routing with the clusterings (issue 16)
+
+LEAK_READING_COLORS = {"all": "tab:gray", "touching": "tab:orange", "disjoint": "tab:blue"}
+LEAK_READING_LABELS = {
+    "all": "all scored pairs (paper)",
+    "touching": "pairs touching a probe model",
+    "disjoint": "pairs disjoint from the probe",
+}
+
+
+@_styled
+def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
+    """Gain of each method on all scored pairs, on those touching the probe's models and on
+    those disjoint from them, as grouped bars.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per (method, reading): ``method``, ``reading`` (``all``, ``touching``,
+        ``disjoint``), ``mean`` (gain in percent, the mean over seeds), ``sd`` (over seeds; NaN
+        with one seed) and ``per_seed`` (list of ``(seed, estimate, low, high)``), as
+        :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary_table`. ``global`` rows are left
+        out. Whiskers: +- sd over seeds, or the bootstrap interval with a single seed; dots: the
+        seeds' estimates.
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    Figure
+    """
+    table = table[table["method"] != "global"].reset_index(drop=True)
+    methods = list(dict.fromkeys(table["method"]))
+    readings = [r for r in LEAK_READING_COLORS if r in set(table["reading"])]
+    fig, ax = _axes(ax, (8.5, max(3.5, 0.9 * len(methods) + 1.5)))
+    height = 0.8 / max(len(readings), 1)
+    for j, reading in enumerate(readings):
+        part = table[table["reading"] == reading].set_index("method").reindex(methods)
+        y = np.arange(len(methods)) + (j - (len(readings) - 1) / 2) * height
+        mean = part["mean"].to_numpy(float)
+        sd = part["sd"].to_numpy(float)
+        err = np.vstack([sd, sd])
+        for i, seeds in enumerate(part["per_seed"]):
+            if not np.isfinite(sd[i]) and isinstance(seeds, list) and len(seeds) == 1:
+                err[:, i] = [mean[i] - seeds[0][2], seeds[0][3] - mean[i]]
+        err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+        ax.barh(
+            y,
+            mean,
+            height=height * 0.9,
+            xerr=err,
+            color=LEAK_READING_COLORS[reading],
+            capsize=3,
+            label=LEAK_READING_LABELS[reading],
+        )
+        for i, seeds in enumerate(part["per_seed"]):
+            if isinstance(seeds, list) and len(seeds) > 1:
+                ax.plot(
+                    [s[1] for s in seeds],
+                    [y[i]] * len(seeds),
+                    "o",
+                    color="black",
+                    markersize=2.5,
+                )
+            ax.annotate(
+                f"{mean[i]:+.1f}",
+                (max(mean[i], 0) + err[1, i], y[i]),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=FONT_SIZE - 3,
+            )
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(np.arange(len(methods)))
+    ax.set_yticklabels([method_label(m) for m in methods])
+    ax.invert_yaxis()
+    ax.set_xlabel("ranking quality gain over global BT (% of its held-out NLL)")
+    ax.set_ylabel("clustering method")
+    ax.set_title(title or "Ranking quality gain and the probe's leak")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)
+    return fig
+
+
+ROUTING_METHOD_LABELS = {
+    "global": "best model of the global ranking",
+    "random": "random model",
+    "oracle": "oracle (best model per query)",
+    "probe_winner": "the probe's winner, nothing else",
+}
+ROUTING_SETTING_LABELS = {
+    "no_probe": "no probe (embedding / label only)",
+    "probe": "with the probe (paper)",
+    "probe_outside": "with the probe, models outside the probe pair",
+}
+
+
+@_styled
+def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
+    """Mean score of the routed model per method, one panel per routing setting.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``setting, method, score_mean, score_sd, score_low, score_high`` as
+        :func:`ecc_lib.ecc_experiments.clustering_routing_table`. Dots: the mean over seeds;
+        thick whiskers: +- sd over seeds; thin whiskers: the first seed's 95% bootstrap
+        interval. The ``probe_cost`` setting (same scores, other costs) is not drawn here.
+    title : str, optional
+
+    Returns
+    -------
+    Figure
+    """
+    settings = [s for s in ROUTING_SETTING_LABELS if s in set(table["setting"])]
+    methods = list(dict.fromkeys(table[table["setting"].isin(settings)]["method"]))
+    fig, axes = plt.subplots(
+        1,
+        len(settings),
+        figsize=(4.2 * len(settings) + 1, 0.45 * len(methods) + 2),
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, setting in zip(axes[0], settings, strict=True):
+        part = table[table["setting"] == setting].set_index("method").reindex(methods)
+        y = np.arange(len(methods))
+        mean = part["score_mean"].to_numpy(float)
+        low = part["score_low"].to_numpy(float)
+        high = part["score_high"].to_numpy(float)
+        sd = np.nan_to_num(part["score_sd"].to_numpy(float))
+        first = part["score"].to_numpy(float)
+        ok = np.isfinite(mean)
+        colors = [
+            "tab:red"
+            if m == "ecc"
+            else "tab:green"
+            if m in ("oracle", "probe_winner")
+            else "tab:gray"
+            for m in methods
+        ]
+        ax.errorbar(
+            first[ok],
+            y[ok],
+            xerr=np.clip(np.vstack([first - low, high - first])[:, ok], 0, None),
+            fmt="none",
+            ecolor="black",
+            elinewidth=0.8,
+            capsize=3,
+        )
+        ax.errorbar(mean[ok], y[ok], xerr=sd[ok], fmt="none", ecolor="black", elinewidth=2.5)
+        ax.scatter(mean[ok], y[ok], c=[c for c, k in zip(colors, ok, strict=True) if k], zorder=3)
+        for i in np.flatnonzero(ok):
+            ax.annotate(
+                f"{mean[i]:.3f}",
+                (mean[i], y[i]),
+                xytext=(0, 7),
+                textcoords="offset points",
+                ha="center",
+                fontsize=FONT_SIZE - 4,
+            )
+        ax.set_title(ROUTING_SETTING_LABELS[setting], fontsize=FONT_SIZE)
+        ax.set_xlabel("mean score of the routed model")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(np.arange(len(methods)))
+    names = {**ROUTING_METHOD_LABELS}
+    axes[0][0].set_yticklabels([names.get(m, method_label(m)) for m in methods])
+    axes[0][0].invert_yaxis()
+    fig.suptitle(title or "Routing with each clustering, with and without the probe")
+    return fig
+
+
+@_styled
+def plot_routing_cost_quality(
+    table: pd.DataFrame,
+    cost_label: str = "mean cost per test query",
+    title: str | None = None,
+    ax=None,
+):
+    """Cost-quality plane of routing with each clustering: without the probe and with the probe
+    charged.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``setting, method, score_mean, cost_mean`` as
+        :func:`ecc_lib.ecc_experiments.clustering_routing_table`; the ``no_probe`` and
+        ``probe_cost`` rows are drawn (circles and triangles), one colour per method, a grey line
+        joining each method's two points.
+    cost_label : str
+        Axis label of the cost, with its unit.
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    Figure
+    """
+    part = table[table["setting"].isin(["no_probe", "probe_cost"])]
+    part = part[np.isfinite(part["cost_mean"].to_numpy(float))]
+    fig, ax = _axes(ax, (8.5, 5.5))
+    palette = plt.get_cmap("tab10")
+    methods = list(dict.fromkeys(part["method"]))
+    markers = {"no_probe": "o", "probe_cost": "^"}
+    for i, method in enumerate(methods):
+        rows = part[part["method"] == method].set_index("setting")
+        color = palette(i % 10)
+        if len(rows) == 2:
+            ax.plot(rows["cost_mean"], rows["score_mean"], color="lightgray", zorder=1)
+        for setting, row in rows.iterrows():
+            ax.scatter(
+                row["cost_mean"],
+                row["score_mean"],
+                marker=markers[setting],
+                s=60,
+                color=color,
+                zorder=2,
+                label=ROUTING_METHOD_LABELS.get(method, method_label(method))
+                if setting == rows.index[0]
+                else None,
+            )
+    for setting, marker in markers.items():
+        ax.scatter([], [], marker=marker, color="black", label=f"{setting.replace('_', ' ')}")
+    ax.set_xlabel(cost_label)
+    ax.set_ylabel("mean score of the routed model")
+    ax.grid(alpha=0.3)
+    ax.set_title(title or "Routing with each clustering: cost and quality")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)
+    return fig

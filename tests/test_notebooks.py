@@ -137,6 +137,8 @@ FIGURES = {
         "03_cluster_profiles",
         "03_cluster_category",
         "03_query_map",
+        "03_leak_gains",
+        "03_routing",
     ],
     "04_routing": ["04_routing_scores", "04_routing_utility", "04_cost_quality"],
 }

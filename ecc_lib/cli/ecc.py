@@ -171,6 +171,13 @@ def format_result(result) -> str:
     return "\n".join(lines)
 
 
+def _mean_sd(mean, sd) -> str:
+    """``+m.mm +- s.ss``, with ``n/a`` for a missing value (NaN turned None in JSON)."""
+    if mean is None or mean != mean:
+        return "n/a"
+    return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
+
+
 def _scheduler(scheduler: str | None):
     """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
     import contextlib
@@ -194,15 +201,14 @@ def format_seeds(summary: dict) -> str:
     ]
     for name, mean in summary["gain_mean"].items():
         cells = [
-            f"{mean:+.2f} +- {summary['gain_sd'][name]:.2f}",
-            f"{summary['gain_touching_mean'][name]:+.2f} +- "
-            f"{summary['gain_touching_sd'][name]:.2f}",
-            f"{summary['gain_disjoint_mean'][name]:+.2f} +- "
-            f"{summary['gain_disjoint_sd'][name]:.2f}",
+            _mean_sd(mean, summary["gain_sd"][name]),
+            _mean_sd(summary["gain_touching_mean"][name], summary["gain_touching_sd"][name]),
+            _mean_sd(summary["gain_disjoint_mean"][name], summary["gain_disjoint_sd"][name]),
         ]
         lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
     for name, (mean, sd) in summary["difference_mean_sd"].items():
-        lines.append(f"{name}: {mean:+.2f} +- {sd:.2f} pp")
+        d_mean, d_sd = summary["difference_disjoint_mean_sd"][name]
+        lines.append(f"{name}: {_mean_sd(mean, sd)} pp (disjoint pairs: {_mean_sd(d_mean, d_sd)})")
     lines.append(f"time: {summary['wall_seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU")
     return "\n".join(lines)
 
