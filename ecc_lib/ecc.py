@@ -50,6 +50,7 @@ import scipy.sparse as sp
 from scipy.special import expit, log_softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
 from ecc_lib.bradley_terry import (
@@ -352,8 +353,9 @@ class _ProfileMixture(BaseEstimator):
     """Inference shared by every clustering: responsibilities, win probabilities, rankings."""
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "theta_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        """Raise :class:`~sklearn.exceptions.NotFittedError` before ``fit`` (an
+        ``AttributeError``, so ``hasattr(ECC(), "n_clusters_")`` is False)."""
+        check_is_fitted(self, "theta_")
 
     def _n_rows(self, embeddings, probe, labels) -> int:
         if embeddings is not None:
@@ -521,6 +523,15 @@ class _ProfileMixture(BaseEstimator):
 
 class ECC(_ProfileMixture):
     """Evidence-calibrated clustering of queries with Bradley-Terry capability profiles.
+
+    A scikit-learn estimator (``get_params``/``set_params``, ``clone``) with one difference from
+    the usual ``fit(X, y)``: :meth:`fit` takes the query embeddings and a
+    :class:`~ecc_lib.comparisons.Comparisons` object (the pairwise outcomes of each query, built
+    by :func:`~ecc_lib.comparisons.make_comparisons`), not a target vector, because the evidence
+    is a variable number of comparisons per query. The scikit-learn checks that feed ``fit``
+    arrays (``check_estimator``'s fitting checks) therefore do not apply; the parameter, clone
+    and unfitted checks pass (``tests/test_estimator_checks.py``). Before ``fit`` every method
+    raises :class:`~sklearn.exceptions.NotFittedError`.
 
     Parameters
     ----------

@@ -107,7 +107,7 @@ def held_out_truth(test: RepeatedObservations) -> HeldOut:
 def evaluate_choices(
     choice: np.ndarray,
     truth: HeldOut,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
 ) -> dict[str, np.ndarray]:
     """Per-query metrics of the chosen models (one model index per test query).
@@ -131,7 +131,7 @@ def evaluate_choices(
         "score_decode": truth.decodes.mu_q[rows, choice] if truth.decodes else nan,
         "decode_instability": nan,
         "cost": both.mu_c[rows, choice],
-        "utility": both.utility(lambda_, beta)[rows, choice],
+        "utility": both.utility(cost_weight, beta)[rows, choice],
     }
     if truth.decodes is not None:
         repeated = truth.decodes.n_obs[rows, choice] >= 2
@@ -140,28 +140,28 @@ def evaluate_choices(
 
 
 def expected_random_metrics(
-    truth: HeldOut, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> dict[str, np.ndarray]:
     """Per-query metrics of a uniformly random choice, as exact expectations over models."""
     per_model = [
-        evaluate_choices(np.full(len(truth.query_ids), m), truth, lambda_, beta)
+        evaluate_choices(np.full(len(truth.query_ids), m), truth, cost_weight, beta)
         for m in range(truth.both.n_models)
     ]
     return {key: np.mean([pm[key] for pm in per_model], axis=0) for key in METRICS}
 
 
 def oracle_choices(
-    truth: HeldOut, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> np.ndarray:
     """Per-query oracle: ``argmax`` of the held-out utility."""
-    return np.argmax(truth.both.utility(lambda_, beta), axis=1)
+    return np.argmax(truth.both.utility(cost_weight, beta), axis=1)
 
 
 def best_fixed_model(
-    train: CapabilityDistributions, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    train: CapabilityDistributions, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> int:
     """Index of the model with the highest mean training utility."""
-    return int(np.argmax(train.utility(lambda_, beta).mean(axis=0)))
+    return int(np.argmax(train.utility(cost_weight, beta).mean(axis=0)))
 
 
 def gap_closed(value: float, fixed: float, oracle: float) -> float:
@@ -223,7 +223,7 @@ def cost_quality_curve(
     """
     rows = []
     for lam in lambdas:
-        choice = router.route(query_embeddings, lambda_=lam, beta=beta)
+        choice = router.route(query_embeddings, cost_weight=lam, beta=beta)
         metrics = evaluate_choices(choice, truth, lam, beta)
         rows.append(
             {
@@ -299,7 +299,7 @@ def routing_table(
     routers: Sequence[str] | None = None,
     router_kwargs: dict[str, dict] | None = None,
     n_runs: int = 10,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
     test_size: float = 0.2,
     split_seed: int = 42,
@@ -324,7 +324,7 @@ def routing_table(
     n_runs : int, default 10
         Single-shot repetitions (draw seed and router seed ``random_state + run``). DARS targets
         are deterministic and are fitted once (router seed ``random_state``).
-    lambda_, beta : float
+    cost_weight, beta : float
         Utility weights for routing and for the utility metric.
     test_size, split_seed : float, int
         Query split (:func:`ecc_lib.comparisons.split_queries`).
@@ -351,18 +351,18 @@ def routing_table(
     names = list(families) if routers is None else list(routers)
     router_kwargs = router_kwargs or {}
 
-    fixed = best_fixed_model(dars_train, lambda_, beta)
+    fixed = best_fixed_model(dars_train, cost_weight, beta)
     per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]] = {}
     curves: list[pd.DataFrame] = []
 
     n_test = len(truth.query_ids)
     per_query[("Oracle", "reference")] = [
-        evaluate_choices(oracle_choices(truth, lambda_, beta), truth, lambda_, beta)
+        evaluate_choices(oracle_choices(truth, cost_weight, beta), truth, cost_weight, beta)
     ]
     per_query[("Best fixed model", "reference")] = [
-        evaluate_choices(np.full(n_test, fixed), truth, lambda_, beta)
+        evaluate_choices(np.full(n_test, fixed), truth, cost_weight, beta)
     ]
-    per_query[("Random", "reference")] = [expected_random_metrics(truth, lambda_, beta)]
+    per_query[("Random", "reference")] = [expected_random_metrics(truth, cost_weight, beta)]
     fixed_curve = []
     for lam in lambdas:
         choice = np.full(n_test, best_fixed_model(dars_train, lam, beta))
@@ -397,7 +397,7 @@ def routing_table(
     for name in names:
         if name not in families:
             raise ValueError(f"unknown router {name!r}; choose from {sorted(families)}")
-        kwargs = dict(router_kwargs.get(name, {}))
+        kwargs = {"cost_weight": cost_weight, "beta": beta, **router_kwargs.get(name, {})}
         plans = [("DARS", 0, dars_train)] + [("single-shot", run, None) for run in range(n_runs)]
         for supervision, run, targets in plans:
             if targets is None:
@@ -408,9 +408,9 @@ def routing_table(
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
                 router.fit(x_train, targets)
-            choice = router.route(x_test, lambda_=lambda_, beta=beta)
+            choice = router.route(x_test, cost_weight=cost_weight, beta=beta)
             per_query.setdefault((name, supervision), []).append(
-                evaluate_choices(choice, truth, lambda_, beta)
+                evaluate_choices(choice, truth, cost_weight, beta)
             )
             if router.fitted_target_ == "components":
                 curve = cost_quality_curve(router, x_test, truth, lambdas, beta)
@@ -469,7 +469,7 @@ def routing_table(
         "n_observations": obs.n_observations,
         "n_train": int(train_mask.sum()),
         "n_test": int(test_mask.sum()),
-        "lambda": lambda_,
+        "lambda": cost_weight,
         "beta": beta,
         "n_runs": n_runs,
         "best_fixed_model": obs.models[fixed],

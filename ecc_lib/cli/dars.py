@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--lambda",
-        dest="lambda_",
+        dest="cost_weight",
         type=float,
         default=0.05,
         help="cost weight lambda of the utility (default 0.05)",
@@ -85,7 +85,7 @@ def _clean(value):
 
 def dars_summary(
     outcomes,
-    lambda_: float = 0.05,
+    cost_weight: float = 0.05,
     beta: float = 0.2,
     draws: int = 1000,
     seed: int = 0,
@@ -98,7 +98,7 @@ def dars_summary(
     from ecc_lib.dars import repeated_observations as group
 
     obs = group(outcomes, source=source, validate=validate)
-    diagnostics = label_instability(obs, lambda_, beta, n_draws=draws, random_state=seed)
+    diagnostics = label_instability(obs, cost_weight, beta, n_draws=draws, random_state=seed)
     dist = capability_distributions(obs)
     both = diagnostics["both"].summary if diagnostics["both"] is not None else None
     summary = {
@@ -106,12 +106,12 @@ def dars_summary(
         "n_models": obs.n_models,
         "n_observations": obs.n_observations,
         "models": list(obs.models),
-        "lambda": lambda_,
+        "lambda": cost_weight,
         "beta": beta,
         "seed": seed,
         "cost_available": obs.cost_available,
         "n_dropped_queries": len(obs.dropped_query_ids),
-        "labels": label_shares(dist.utility(lambda_, beta), obs.models),
+        "labels": label_shares(dist.utility(cost_weight, beta), obs.models),
         "mean_mu_q": dict(zip(obs.models, dist.mu_q.mean(axis=0).tolist(), strict=True)),
     }
     keys = (
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     outcomes = _read(args.outcomes)
     summary = dars_summary(
         outcomes,
-        args.lambda_,
+        args.cost_weight,
         args.beta,
         args.draws,
         args.seed,
