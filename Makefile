@@ -12,7 +12,7 @@ TORCH_PIP_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all lint format data embeddings benchmarks clean
+.PHONY: install run test test-all lint format data embeddings benchmarks docs clean
 
 install: $(STAMP)
 
@@ -46,6 +46,10 @@ data: install
 	$(BIN)/python scripts/build_bundled_data.py
 embeddings: install
 	$(BIN)/python scripts/build_embedding_cache.py
+
+# API reference from the numpydoc docstrings (warnings are errors); open docs/_build/html/index.html.
+docs: install
+	$(BIN)/python -m sphinx -W --keep-going -b html docs/api docs/_build/html
 
 benchmarks: install
 	$(BIN)/python benchmarks/ecc_speed.py

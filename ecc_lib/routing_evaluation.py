@@ -486,28 +486,52 @@ def format_routing_table(
     result: RoutingTable | pd.DataFrame,
     metrics: Sequence[str] = ("score", "score_rewrite", "score_decode", "cost", "utility"),
     digits: int = 3,
+    intervals: bool = False,
 ) -> pd.DataFrame:
-    """Readable table: ``mean +- std`` over runs where there are several runs, NaN shown as ``-``."""
+    """Readable table: ``mean +- std`` over runs where there are several runs, NaN shown as ``-``.
+
+    Parameters
+    ----------
+    result : RoutingTable or DataFrame
+        A :func:`routing_table` result or its ``table``.
+    metrics : sequence of str
+        Metric columns to show (``gap_closed`` and ``pareto_area`` are always added when present).
+    digits : int, default 3
+        Decimals.
+    intervals : bool, default False
+        Append the 95% bootstrap interval ``[low, high]`` of each metric that has one.
+
+    Returns
+    -------
+    DataFrame
+        ``router, supervision, n_runs`` and one text column per metric.
+    """
     table = result.table if isinstance(result, RoutingTable) else result
     out = table[["router", "supervision", "n_runs"]].copy()
     columns = list(metrics) + ["gap_closed", "pareto_area"]
+    nan = pd.Series(np.nan, index=table.index)
+
+    def fmt(mean: float, sd: float, low: float, high: float) -> str:
+        if not np.isfinite(mean):
+            return "-"
+        text = f"{mean:.{digits}f}"
+        if np.isfinite(sd):
+            text += f" ± {sd:.{digits}f}"
+        if intervals and np.isfinite(low) and np.isfinite(high):
+            text += f" [{low:.{digits}f}, {high:.{digits}f}]"
+        return text
+
     for key in columns:
         if key not in table or table[key].isna().all():
             continue
-        std = table.get(f"{key}_std")
-
-        def fmt(mean: float, sd: float) -> str:
-            if not np.isfinite(mean):
-                return "-"
-            text = f"{mean:.{digits}f}"
-            if np.isfinite(sd):
-                text += f" ± {sd:.{digits}f}"
-            return text
-
         out[key] = [
-            fmt(m, s)
-            for m, s in zip(
-                table[key], std if std is not None else [np.nan] * len(table), strict=True
+            fmt(m, s, lo, hi)
+            for m, s, lo, hi in zip(
+                table[key],
+                table.get(f"{key}_std", nan),
+                table.get(f"{key}_ci_low", nan),
+                table.get(f"{key}_ci_high", nan),
+                strict=True,
             )
         ]
     return out

@@ -3,6 +3,7 @@ table (every router family on single-shot versus DARS targets, beside the best f
 and the oracle) on synthetic data and on a bundled dataset.
 
     python scripts/dars_tables.py [--runs 10] [--dataset re2] [--synthetic-queries 1500]
+        [--routers kNN MLP ...] [--metrics score utility]
 
 Takes several minutes per routing table on 2 cores (MLP, MIRT and k-means fits dominate); the
 notebook ``04_routing`` runs a shorter version.
@@ -58,6 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--synthetic-queries", type=int, default=1500)
     parser.add_argument("--draws", type=int, default=1000, help="Monte Carlo draw pairs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--routers", nargs="*", default=None, help="router families (default: all of them)"
+    )
+    parser.add_argument(
+        "--metrics", nargs="*", default=list(METRICS), help="metrics shown in the routing tables"
+    )
+    parser.add_argument(
+        "--no-flip-rates", action="store_true", help="skip the flip-rate agreement table"
+    )
     args = parser.parse_args(argv)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
@@ -75,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         rewrite_noise=0.7,
         random_state=args.seed,
     )
-    print("Synthetic data: exact versus Monte Carlo winner flip rate\n")
-    print(flip_rate_agreement(synthetic.outcomes, args.draws, args.seed).to_string(index=False))
+    if not args.no_flip_rates:
+        print("Synthetic data: exact versus Monte Carlo winner flip rate\n")
+        print(flip_rate_agreement(synthetic.outcomes, args.draws, args.seed).to_string(index=False))
 
     tables = {
         "synthetic": (synthetic.outcomes, synthetic.embeddings, synthetic.queries["query_id"])
@@ -87,10 +98,19 @@ def main(argv: list[str] | None = None) -> int:
         tables[args.dataset] = (outcomes, embeddings, queries["query_id"])
     for name, (outcomes, embeddings, ids) in tables.items():
         result = routing_table(
-            outcomes, embeddings, embedding_ids=ids, n_runs=args.runs, random_state=args.seed
+            outcomes,
+            embeddings,
+            embedding_ids=ids,
+            routers=args.routers,
+            n_runs=args.runs,
+            random_state=args.seed,
         )
-        print(f"\nRouting table on {name} (single-shot: mean +- std over {args.runs} runs)\n")
-        print(format_routing_table(result, metrics=METRICS).to_string(index=False))
+        print(
+            f"\nRouting table on {name} (single-shot: mean +- std over {args.runs} runs; "
+            "[95% bootstrap interval over test queries])\n"
+        )
+        readable = format_routing_table(result, metrics=args.metrics, intervals=True)
+        print(readable.to_string(index=False))
     return 0
 
 
