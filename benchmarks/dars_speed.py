@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ecc_lib import dars
+from ecc_lib import dars, dars_diagnostics
 from ecc_lib.schema import validate_outcomes
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -68,26 +68,28 @@ def main(argv: list[str] | None = None) -> None:
     timed("single-shot draws, R = 100", lambda: dars.single_shot_draws(obs, 100, args.seed), rows)
     exact = timed(
         "flip rate, exact (binary closed form)",
-        lambda: dars.single_shot_winners(obs, u, method="exact"),
+        lambda: dars_diagnostics.single_shot_winners(obs, u, method="exact"),
         rows,
     )
     mc = timed(
         f"flip rate, Monte Carlo ({args.draws} draw pairs per query)",
-        lambda: dars.single_shot_winners(
+        lambda: dars_diagnostics.single_shot_winners(
             obs, u, method="monte_carlo", n_draws=args.draws, random_state=args.seed
         ),
         rows,
     )
     timed(
         "label_instability: 3 subsets, exact, bootstrap CIs",
-        lambda: dars.label_instability(obs, random_state=args.seed),
+        lambda: dars_diagnostics.label_instability(obs, random_state=args.seed),
         rows,
     )
     continuous = make_repeated_outcomes(score_type="continuous", **common).outcomes
     obs_c = dars.repeated_observations(continuous, validate=False)
     timed(
         "label_instability: 3 subsets, Monte Carlo, bootstrap CIs",
-        lambda: dars.label_instability(obs_c, n_draws=args.draws, random_state=args.seed),
+        lambda: dars_diagnostics.label_instability(
+            obs_c, n_draws=args.draws, random_state=args.seed
+        ),
         rows,
     )
 

@@ -2,7 +2,7 @@
 
 The data flow, one module per step: :mod:`~ecc_lib.loaders` -> :mod:`~ecc_lib.embeddings` ->
 :mod:`~ecc_lib.comparisons` -> :mod:`~ecc_lib.ecc` / :mod:`~ecc_lib.dars` ->
-:mod:`~ecc_lib.routers` -> :mod:`~ecc_lib.routing_evaluation` / :mod:`~ecc_lib.ecc_evaluation` ->
+:mod:`~ecc_lib.routers` -> :mod:`~ecc_lib.routing_evaluation` / :mod:`~ecc_lib.ecc_protocol` ->
 :mod:`~ecc_lib.plotting`. The most used names are importable from the package itself; the heavier
 ones are imported on first use.
 """
@@ -27,9 +27,9 @@ _LAZY = {
     "EmbeddingClusters": "ecc_lib.ecc",
     "GlobalBT": "ecc_lib.ecc",
     "HumanLabelClusters": "ecc_lib.ecc",
-    "run_protocol": "ecc_lib.ecc_evaluation",
+    "run_protocol": "ecc_lib.ecc_protocol",
     "capability_distributions": "ecc_lib.dars",
-    "label_instability": "ecc_lib.dars",
+    "label_instability": "ecc_lib.dars_diagnostics",
     "make_router": "ecc_lib.routers",
     "routing_table": "ecc_lib.routing_evaluation",
 }

@@ -68,3 +68,56 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
     return estimate, float(low), float(high)
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float = 0.95) -> list[float]:
+    """Percentile interval ``[low, high]`` of bootstrap replicates.
+
+    Parameters
+    ----------
+    replicates : ndarray, shape (n_boot,)
+        Bootstrap replicates of a statistic.
+    confidence : float, default 0.95
+        Coverage of the interval.
+
+    Returns
+    -------
+    list of float
+        ``[low, high]``, the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles.
+    """
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(np.asarray(replicates, dtype=float), [tail, 1.0 - tail])
+    return [float(low), float(high)]
+
+
+def bootstrap_mean_ci(
+    values: np.ndarray,
+    n_boot: int = DEFAULT_N_BOOT,
+    random_state: int | np.random.Generator | None = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """Mean of the finite values and its percentile bootstrap interval.
+
+    Non-finite values (a quantity that does not apply to a unit) are left out; with no finite
+    value the result is ``(nan, nan, nan)`` rather than an error.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_units,)
+        One value per resampling unit; NaN where the quantity does not apply.
+    n_boot : int, default 1000
+        Number of bootstrap replicates.
+    random_state : int or Generator, optional
+        Seed of the resampling.
+    confidence : float, default 0.95
+        Coverage of the interval.
+
+    Returns
+    -------
+    estimate, low, high : float
+    """
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return float("nan"), float("nan"), float("nan")
+    return bootstrap_ci(values, n_boot=n_boot, confidence=confidence, random_state=random_state)

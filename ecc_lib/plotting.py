@@ -1,6 +1,6 @@
 """Figures of the notebooks: each function takes its data first, ``ax=None``, and returns the figure.
 
-Saving is the caller's job (:func:`ecc_lib.pipeline.save_figure`). Every figure carries a title,
+Saving is the caller's job (:func:`ecc_lib.run_folder.save_figure`). Every figure carries a title,
 axis labels with units and a legend where colours carry meaning, so that it reads without the code.
 No figure shows query text (GPQA examples must not be published in plain text).
 """
@@ -270,7 +270,7 @@ SIDE_LABELS = {
 
 
 def flip_rate_table(diagnostics) -> pd.DataFrame:
-    """Winner flip rates per side from :func:`ecc_lib.dars.label_instability` output.
+    """Winner flip rates per side from :func:`ecc_lib.dars_diagnostics.label_instability` output.
 
     Parameters
     ----------
@@ -399,7 +399,7 @@ def label_confusion(
     Parameters
     ----------
     winner_probabilities : ndarray, shape (n_queries, n_models)
-        ``P(single-shot winner = m)`` per query (:class:`ecc_lib.dars.SingleShotWinners`).
+        ``P(single-shot winner = m)`` per query (:class:`ecc_lib.dars_diagnostics.SingleShotWinners`).
     utilities : ndarray, shape (n_queries, n_models)
         DARS utilities; the label is their argmax. Queries where several models share the best
         utility go to the last row, :data:`TIE_LABEL` (any of the tied models counts as agreeing).
@@ -472,7 +472,7 @@ METHOD_LABELS = {
     "comp_only": "comparison-only clusters",
     "human": "human labels",
 }
-"""Display names of the clustering methods of :mod:`ecc_lib.ecc_evaluation`."""
+"""Display names of the clustering methods of :mod:`ecc_lib.ecc_protocol`."""
 METHOD_COLORS = {
     "ecc": "tab:red",
     "emb_only": "tab:green",
@@ -483,7 +483,7 @@ METHOD_COLORS = {
 
 
 def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """Accept ``gain/low/high`` or ``gain_pct/gain_low/gain_high`` (ecc_evaluation tables)."""
+    """Accept ``gain/low/high`` or ``gain_pct/gain_low/gain_high`` (ecc_protocol tables)."""
     renamed = table.rename(columns={"gain_pct": "gain", "gain_low": "low", "gain_high": "high"})
     return renamed.copy()
 
@@ -501,7 +501,7 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     ----------
     table : DataFrame
         Columns ``method``, ``gain`` (percent), ``low``, ``high`` (or ``gain_pct``, ``gain_low``,
-        ``gain_high`` as in :meth:`ecc_lib.ecc_evaluation.ECCEvaluation.table`). The ``global``
+        ``gain_high`` as in :meth:`ecc_lib.ecc_protocol.ECCEvaluation.table`). The ``global``
         row (the reference, gain 0 by definition) is left out.
     """
     table = _gain_columns(table)

@@ -39,7 +39,7 @@ from ecc_lib.dars import (
     repeated_observations,
     single_shot_distributions,
 )
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_ci
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_mean_ci
 from ecc_lib.routers import Router, make_router, router_families
 
 logger = logging.getLogger(__name__)
@@ -236,14 +236,6 @@ def cost_quality_curve(
     frame = pd.DataFrame(rows)
     frame["on_front"] = pareto_front(frame["cost"].to_numpy(), frame["score"].to_numpy())
     return frame
-
-
-def _mean_ci(values: np.ndarray, n_boot: int, random_state: int) -> tuple[float, float, float]:
-    values = np.asarray(values, float)
-    values = values[np.isfinite(values)]
-    if len(values) == 0:
-        return float("nan"), float("nan"), float("nan")
-    return bootstrap_ci(values, n_boot=n_boot, random_state=random_state)
 
 
 # --------------------------------------------------------------------------------------------
@@ -450,7 +442,7 @@ def routing_table(
             )
             if key in METRICS:
                 averaged = np.mean([m[key] for m in runs], axis=0)
-                _, low, high = _mean_ci(averaged, n_boot, random_state)
+                _, low, high = bootstrap_mean_ci(averaged, n_boot, random_state)
                 summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
         table_rows.append(summary)
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecc_lib import dars  # noqa: E402
+from ecc_lib import dars, dars_diagnostics  # noqa: E402
 from ecc_lib.embeddings import embed_texts  # noqa: E402
 from ecc_lib.loaders import load_bundled  # noqa: E402
 from ecc_lib.routing_evaluation import format_routing_table, routing_table  # noqa: E402
@@ -35,7 +35,7 @@ def flip_rate_agreement(outcomes: pd.DataFrame, n_draws: int, seed: int) -> pd.D
     for side in ("input", "output", "both"):
         part = observations.subset_of(side)
         for method in ("exact", "monte_carlo"):
-            summary = dars.subset_diagnostics(
+            summary = dars_diagnostics.subset_diagnostics(
                 part, method=method, n_draws=n_draws, random_state=seed
             ).summary
             low, high = summary["winner_flip_rate_ci95"]

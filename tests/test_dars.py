@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ecc_lib import dars
+from ecc_lib import dars, dars_diagnostics
 from ecc_lib.schema import DataValidationError
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -48,25 +48,29 @@ def brute_force_winners(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_flip_two_models_half_each():
-    probs = dars.winner_probabilities_exact(np.array([[0.5, 0.5]]))
+    probs = dars_diagnostics.winner_probabilities_exact(np.array([[0.5, 0.5]]))
     np.testing.assert_allclose(probs, [[0.5, 0.5]])
-    np.testing.assert_allclose(dars.flip_probability(probs), [0.5])
-    np.testing.assert_allclose(dars.tied_top_probability_exact(np.array([[0.5, 0.5]])), [0.5])
+    np.testing.assert_allclose(dars_diagnostics.flip_probability(probs), [0.5])
+    np.testing.assert_allclose(
+        dars_diagnostics.tied_top_probability_exact(np.array([[0.5, 0.5]])), [0.5]
+    )
 
 
 def test_flip_one_model_always_right():
     # A always right, B right with 0.3: A wins 0.7 + 0.3 / 2 = 0.85
     p = np.array([[1.0, 0.3], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
-    probs = dars.winner_probabilities_exact(p)
+    probs = dars_diagnostics.winner_probabilities_exact(p)
     np.testing.assert_allclose(probs[0], [0.85, 0.15])
-    np.testing.assert_allclose(dars.flip_probability(probs), [1 - 0.85**2 - 0.15**2, 0, 0.5, 0.5])
-    np.testing.assert_allclose(dars.tied_top_probability_exact(p), [0.3, 0.0, 1.0, 1.0])
+    np.testing.assert_allclose(
+        dars_diagnostics.flip_probability(probs), [1 - 0.85**2 - 0.15**2, 0, 0.5, 0.5]
+    )
+    np.testing.assert_allclose(dars_diagnostics.tied_top_probability_exact(p), [0.3, 0.0, 1.0, 1.0])
 
 
 def test_flip_three_models_hand_case():
     # p = (1, 1, 0): the two sure models split the win; p = (0.5, 0, 0): A wins 0.5 + 0.5 / 3
     p = np.array([[1.0, 1.0, 0.0], [0.5, 0.0, 0.0]])
-    probs = dars.winner_probabilities_exact(p)
+    probs = dars_diagnostics.winner_probabilities_exact(p)
     np.testing.assert_allclose(probs[0], [0.5, 0.5, 0.0])
     np.testing.assert_allclose(probs[1], [0.5 + 0.5 / 3, 0.5 / 3, 0.5 / 3])
 
@@ -82,12 +86,12 @@ def test_flip_three_models_hand_case():
     )
 )
 def test_exact_winners_match_enumeration(p):
-    probs = dars.winner_probabilities_exact(p)
+    probs = dars_diagnostics.winner_probabilities_exact(p)
     expected, tie = brute_force_winners(p)
     np.testing.assert_allclose(probs, expected, atol=1e-12)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-12)
-    np.testing.assert_allclose(dars.tied_top_probability_exact(p), tie, atol=1e-12)
-    flip = dars.flip_probability(probs)
+    np.testing.assert_allclose(dars_diagnostics.tied_top_probability_exact(p), tie, atol=1e-12)
+    flip = dars_diagnostics.flip_probability(probs)
     n_models = p.shape[1]
     assert np.all(flip >= -1e-12) and np.all(flip <= 1 - 1 / n_models + 1e-12)
 
@@ -101,7 +105,7 @@ def test_flip_rate_from_outcomes_hand_case():
             ("q2", "B"): [0, 0],
         }
     )
-    winners = dars.single_shot_winners(frame)
+    winners = dars_diagnostics.single_shot_winners(frame)
     assert winners.method == "exact"
     np.testing.assert_allclose(winners.flip, [0.5, 0.0])
     np.testing.assert_allclose(winners.tied_top, [0.5, 0.0])
@@ -112,14 +116,16 @@ def test_disagreement_hand_case():
     frame = long_frame({("q", "A"): [1, 1, 1, 1], ("q", "B"): [1, 0, 1, 0]})
     obs = dars.repeated_observations(frame)
     u = dars.capability_distributions(obs).utility()
-    winners = dars.single_shot_winners(obs, u)
+    winners = dars_diagnostics.single_shot_winners(obs, u)
     np.testing.assert_allclose(winners.disagreement, [0.25])
 
 
 def test_monte_carlo_agrees_with_exact_hand_case():
     frame = long_frame({("q", "A"): [1, 0, 1, 0], ("q", "B"): [1, 1, 1, 0]})
-    exact = dars.single_shot_winners(frame, method="exact")
-    mc = dars.single_shot_winners(frame, method="monte_carlo", n_draws=20000, random_state=3)
+    exact = dars_diagnostics.single_shot_winners(frame, method="exact")
+    mc = dars_diagnostics.single_shot_winners(
+        frame, method="monte_carlo", n_draws=20000, random_state=3
+    )
     assert mc.method == "monte_carlo" and mc.n_draws == 20000
     # sd of a 20000-pair estimate is below 0.004
     np.testing.assert_allclose(mc.flip, exact.flip, atol=0.015)
@@ -130,8 +136,8 @@ def test_monte_carlo_agrees_with_exact_hand_case():
 def test_exact_and_monte_carlo_agree_within_ci_on_synthetic():
     data = make_repeated_outcomes(n_queries=300, n_models=4, n_rewrites=3, n_decodes=3)
     obs = dars.repeated_observations(data.outcomes)
-    exact = dars.subset_diagnostics(obs, method="exact", n_boot=500)
-    mc = dars.subset_diagnostics(obs, method="monte_carlo", n_draws=1000, n_boot=500)
+    exact = dars_diagnostics.subset_diagnostics(obs, method="exact", n_boot=500)
+    mc = dars_diagnostics.subset_diagnostics(obs, method="monte_carlo", n_draws=1000, n_boot=500)
     e, m = exact.summary, mc.summary
     assert e["flip_rate_method"] == "exact" and m["flip_rate_method"] == "monte_carlo"
     for key in ("winner_flip_rate", "tied_top_share", "single_vs_distribution_disagreement"):
@@ -147,9 +153,9 @@ def test_continuous_scores_use_monte_carlo():
     )
     obs = dars.repeated_observations(data.outcomes)
     assert not obs.is_binary
-    assert dars.single_shot_winners(obs, n_draws=1000).method == "monte_carlo"
+    assert dars_diagnostics.single_shot_winners(obs, n_draws=1000).method == "monte_carlo"
     with pytest.raises(ValueError, match="binary"):
-        dars.single_shot_winners(obs, method="exact")
+        dars_diagnostics.single_shot_winners(obs, method="exact")
 
 
 # ------------------------------------------------------------------ distributions, utility
@@ -259,9 +265,15 @@ def test_single_shot_draws_come_from_the_pair():
 def test_monte_carlo_deterministic_per_seed():
     data = make_repeated_outcomes(n_queries=30, n_models=3, n_rewrites=2, n_decodes=2)
     obs = dars.repeated_observations(data.outcomes)
-    a = dars.single_shot_winners(obs, method="monte_carlo", n_draws=1000, random_state=1)
-    b = dars.single_shot_winners(obs, method="monte_carlo", n_draws=1000, random_state=1)
-    c = dars.single_shot_winners(obs, method="monte_carlo", n_draws=1000, random_state=2)
+    a = dars_diagnostics.single_shot_winners(
+        obs, method="monte_carlo", n_draws=1000, random_state=1
+    )
+    b = dars_diagnostics.single_shot_winners(
+        obs, method="monte_carlo", n_draws=1000, random_state=1
+    )
+    c = dars_diagnostics.single_shot_winners(
+        obs, method="monte_carlo", n_draws=1000, random_state=2
+    )
     np.testing.assert_array_equal(a.flip, b.flip)
     assert not np.array_equal(a.flip, c.flip)
 
@@ -290,16 +302,16 @@ def test_observation_subsets_definitions():
 def test_subset_not_applicable_is_none():
     # rewrites only (decode_id 0): the decode subset holds one observation per pair
     frame = long_frame({("q", "A"): [1, 0, 1], ("q", "B"): [0, 0, 1]})
-    result = dars.label_instability(frame, n_boot=100)
+    result = dars_diagnostics.label_instability(frame, n_boot=100)
     assert result["output"] is None
     assert result["input"] is not None and result["both"] is not None
     # one observation per pair everywhere: nothing applies
     single = long_frame({("q", "A"): [1], ("q", "B"): [0]})
-    assert all(v is None for v in dars.label_instability(single, n_boot=100).values())
+    assert all(v is None for v in dars_diagnostics.label_instability(single, n_boot=100).values())
 
 
 def test_label_instability_summary_values():
-    result = dars.label_instability(grid_frame(), n_boot=200)
+    result = dars_diagnostics.label_instability(grid_frame(), n_boot=200)
     both = result["both"].summary
     # q1: both models alternate 0/1 (p = 0.5 each): flip 0.5; q2: A always wins: flip 0
     assert both["winner_flip_rate"] == pytest.approx(0.25)

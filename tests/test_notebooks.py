@@ -18,7 +18,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from ecc_lib import paths, pipeline
+from ecc_lib import paths, pipeline, run_config
 from ecc_lib.embeddings import EmbeddingCache, text_digests
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -83,7 +83,7 @@ def test_parameters_are_typed_commented_literals_papermill_can_read(path):
         assigned[name] = value
     for line in cell.source.splitlines():
         assert re.search(r"\s#\s\S", line), f"{path.name}: comment the parameter line {line!r}"
-    declared = pipeline.notebook_parameters(path)
+    declared = run_config.notebook_parameters(path)
     # papermill skips lines it cannot parse (e.g. a second '=' in the comment): names must agree
     assert set(declared) == set(assigned)
     assert {k: v["default"] for k, v in declared.items()} == assigned
@@ -265,7 +265,7 @@ def test_report_gathers_figures_and_metrics_without_code(tiny_run):
     assert "ecc.ranking_quality_gain.ecc" in html and "dars.winner_flip_rate" in html
     n_figures = len(list((result.run_dir / "figures").glob("*.png")))
     assert html.count("data:image/png;base64") >= n_figures
-    assert "pipeline.collect_metrics" not in html  # input cells hidden
+    assert "run_folder.collect_metrics" not in html  # input cells hidden
 
 
 def test_same_seed_gives_the_same_metrics(tiny_run):
@@ -344,9 +344,9 @@ def test_main_job_on_the_bundled_data(tmp_path):
 
 
 def test_example_configuration_is_valid_for_the_notebooks():
-    declared = {nb.stem: pipeline.notebook_parameters(nb) for nb in NOTEBOOKS}
-    config = pipeline.load_config(paths.notebooks_dir() / "params.example.yaml")
-    resolved = pipeline.resolve_parameters(NOTEBOOKS, config, declared)
+    declared = {nb.stem: run_config.notebook_parameters(nb) for nb in NOTEBOOKS}
+    config = run_config.load_config(paths.notebooks_dir() / "params.example.yaml")
+    resolved = run_config.resolve_parameters(NOTEBOOKS, config, declared)
     assert resolved["03_clustering"]["n_clusters"] == 30
     assert resolved["03_clustering"]["seed"] == 42 and resolved["02_label_instability"]["seed"] == 0
     # the example repeats the defaults: running with it is the main job

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from ecc_lib import pipeline
+from ecc_lib import notebook_execution, pipeline, provenance, run_config, run_folder
 from ecc_lib.cli import build_parser, main
 
 matplotlib.use("Agg")
@@ -53,27 +53,27 @@ def _make_tiny_notebooks(folder: Path) -> Path:
         folder / "01_first.ipynb",
         'run_dir: str = ""  # run folder\nseed: int = 0  # random seed\nsize: int = 5  # numbers',
         "import sys\nimport numpy as np\nimport pandas as pd\n"
-        "from ecc_lib import pipeline\nrun = pipeline.run_context(run_dir)",
+        "from ecc_lib import run_folder\nrun = run_folder.run_context(run_dir)",
         "values = np.random.default_rng(seed).normal(size=size)\n"
-        "pipeline.save_table(pd.DataFrame({'value': values}), run, '01_values')",
-        "import os\npipeline.record_metrics(run, 'first', {'mean': values.mean(), 'size': size, "
+        "run_folder.save_table(pd.DataFrame({'value': values}), run, '01_values')",
+        "import os\nrun_folder.record_metrics(run, 'first', {'mean': values.mean(), 'size': size, "
         "'executable': sys.executable, 'blas': os.environ.get('OPENBLAS_NUM_THREADS')}, "
         "parameters={'seed': seed, 'size': size})",
     )
     write_notebook(
         folder / "02_second.ipynb",
         'run_dir: str = ""  # run folder\nseed: int = 0  # random seed\nfail: bool = False  # raise',
-        "import pandas as pd\nfrom ecc_lib import pipeline\nrun = pipeline.run_context(run_dir)",
+        "import pandas as pd\nfrom ecc_lib import run_folder\nrun = run_folder.run_context(run_dir)",
         "if fail:\n    raise ValueError('planted failure')",
-        "pipeline.save_table(pd.DataFrame({'seed': [seed]}), run, '02_seed')\n"
-        "pipeline.record_metrics(run, 'second', {'seed_twice': 2 * seed})",
+        "run_folder.save_table(pd.DataFrame({'seed': [seed]}), run, '02_seed')\n"
+        "run_folder.record_metrics(run, 'second', {'seed_twice': 2 * seed})",
     )
     write_notebook(
         folder / "05_report.ipynb",
         'run_dir: str = ""  # run folder\ntitle: str = "report"  # heading',
-        "from IPython.display import Markdown, display\nfrom ecc_lib import pipeline\n"
-        "metrics = pipeline.collect_metrics(run_dir)\n"
-        "display(Markdown(f'# {title}'))\npipeline.flatten_metrics(metrics)",
+        "from IPython.display import Markdown, display\nfrom ecc_lib import run_folder\n"
+        "metrics = run_folder.collect_metrics(run_dir)\n"
+        "display(Markdown(f'# {title}'))\nrun_folder.flatten_metrics(metrics)",
     )
     return folder
 
@@ -86,14 +86,14 @@ def test_save_figure_writes_png_and_pdf_with_caption(tmp_path):
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
     ax.set_title("a line")
-    written = pipeline.save_figure(fig, tmp_path, "01_line")
-    pipeline.save_figure(fig, tmp_path, "01_other", caption="explicit caption")
+    written = run_folder.save_figure(fig, tmp_path, "01_line")
+    run_folder.save_figure(fig, tmp_path, "01_other", caption="explicit caption")
     assert [p.name for p in written] == ["01_line.png", "01_line.pdf"]
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert written[1].read_bytes()[:5] == b"%PDF-"
-    pipeline.save_figure(fig, tmp_path, "00_first")
-    pipeline.save_figure(fig, tmp_path, "01_line", caption="saved again")
-    figures = pipeline.list_figures(tmp_path)
+    run_folder.save_figure(fig, tmp_path, "00_first")
+    run_folder.save_figure(fig, tmp_path, "01_line", caption="saved again")
+    figures = run_folder.list_figures(tmp_path)
     # by notebook, then in the order first saved (not alphabetical)
     assert list(figures["name"]) == ["00_first", "01_line", "01_other"]
     assert list(figures["caption"]) == ["a line", "saved again", "explicit caption"]
@@ -104,8 +104,8 @@ def test_save_figure_writes_png_and_pdf_with_caption(tmp_path):
 def test_pdf_figures_are_byte_identical_across_saves(tmp_path):
     fig, ax = plt.subplots()
     ax.plot([0, 1, 2], [2, 0, 1])
-    first = pipeline.save_figure(fig, tmp_path / "a", "01_fig")[1].read_bytes()
-    second = pipeline.save_figure(fig, tmp_path / "b", "01_fig")[1].read_bytes()
+    first = run_folder.save_figure(fig, tmp_path / "a", "01_fig")[1].read_bytes()
+    second = run_folder.save_figure(fig, tmp_path / "b", "01_fig")[1].read_bytes()
     plt.close(fig)
     assert first == second
 
@@ -113,12 +113,12 @@ def test_pdf_figures_are_byte_identical_across_saves(tmp_path):
 @pytest.mark.parametrize("name", ["../escape", "sub/dir", "", "with space"])
 def test_file_names_must_be_plain(tmp_path, name):
     with pytest.raises(ValueError, match="plain name"):
-        pipeline.save_table(pd.DataFrame({"a": [1]}), tmp_path, name)
+        run_folder.save_table(pd.DataFrame({"a": [1]}), tmp_path, name)
 
 
 def test_save_table_round_trips(tmp_path):
     table = pd.DataFrame({"model": ["a", "b"], "score": [0.25, 1 / 3]})
-    path = pipeline.save_table(table, tmp_path, "03_scores")
+    path = run_folder.save_table(table, tmp_path, "03_scores")
     assert path == tmp_path.resolve() / "tables" / "03_scores.csv"
     back = pd.read_csv(path)
     assert list(back.columns) == ["model", "score"]
@@ -126,7 +126,7 @@ def test_save_table_round_trips(tmp_path):
 
 
 def test_record_metrics_merges_into_nested_sorted_json(tmp_path):
-    pipeline.record_metrics(
+    run_folder.record_metrics(
         tmp_path,
         "ecc",
         {
@@ -135,8 +135,10 @@ def test_record_metrics_merges_into_nested_sorted_json(tmp_path):
         },
         parameters={"n_clusters": 3},
     )
-    pipeline.record_metrics(tmp_path, "dars", {"winner_flip_rate": 0.5, "ci": np.array([0.4, 0.6])})
-    path = pipeline.write_metrics(tmp_path)
+    run_folder.record_metrics(
+        tmp_path, "dars", {"winner_flip_rate": 0.5, "ci": np.array([0.4, 0.6])}
+    )
+    path = provenance.write_metrics(tmp_path)
     text = path.read_text()
     metrics = json.loads(text)
     assert metrics["ecc"]["ranking_quality_gain"] == {"bad": None, "over_global": 12.5}
@@ -147,20 +149,20 @@ def test_record_metrics_merges_into_nested_sorted_json(tmp_path):
     assert metrics["provenance"]["packages"]["numpy"] == np.__version__
     assert list(metrics) == sorted(metrics)
     assert "NaN" not in text
-    assert pipeline.get_metric(metrics, "ecc.ranking_quality_gain.over_global") == 12.5
+    assert run_folder.get_metric(metrics, "ecc.ranking_quality_gain.over_global") == 12.5
     with pytest.raises(KeyError, match="missing part 'nope'"):
-        pipeline.get_metric(metrics, "ecc.nope")
+        run_folder.get_metric(metrics, "ecc.nope")
 
 
 def test_record_metrics_replaces_a_section_and_rejects_reserved_names(tmp_path):
-    pipeline.record_metrics(tmp_path, "ecc", {"old": 1})
-    pipeline.record_metrics(tmp_path, "ecc", {"new": 2})
-    assert pipeline.collect_metrics(tmp_path)["ecc"] == {"new": 2}
+    run_folder.record_metrics(tmp_path, "ecc", {"old": 1})
+    run_folder.record_metrics(tmp_path, "ecc", {"new": 2})
+    assert run_folder.collect_metrics(tmp_path)["ecc"] == {"new": 2}
     for reserved in ("parameters", "provenance"):
         with pytest.raises(ValueError, match="reserved"):
-            pipeline.record_metrics(tmp_path, reserved, {"x": 1})
+            run_folder.record_metrics(tmp_path, reserved, {"x": 1})
     with pytest.raises(TypeError, match="cannot store"):
-        pipeline.record_metrics(tmp_path, "ecc", {"x": object()})
+        run_folder.record_metrics(tmp_path, "ecc", {"x": object()})
 
 
 def test_flatten_and_headline_metrics():
@@ -173,10 +175,10 @@ def test_flatten_and_headline_metrics():
         "dars": {"winner_flip_rate": 0.3, "winner_flip_rate_ci95": [0.2, 0.4]},
         "parameters": {"ecc": {"n_clusters": 30}},
     }
-    flat = pipeline.flatten_metrics(metrics)
+    flat = run_folder.flatten_metrics(metrics)
     assert "ecc.ranking_quality_gain.ecc" in set(flat["metric"])
     assert "parameters.ecc.n_clusters" in set(flat["metric"])
-    headline = pipeline.headline_metrics(metrics)
+    headline = run_folder.headline_metrics(metrics)
     assert list(headline["metric"]) == [
         "ecc.ranking_quality_gain.ecc",
         "ecc.ranking_quality_gain.emb_only",
@@ -209,27 +211,27 @@ def _tiny_dataset(folder: Path) -> Path:
 
 def test_load_dataset_subsamples_with_seed_and_records_hashes(tmp_path):
     folder = _tiny_dataset(tmp_path / "tiny")
-    q1, o1 = pipeline.load_dataset(str(folder), run_dir=tmp_path / "run", max_queries=4)
-    q2, _ = pipeline.load_dataset(str(folder), max_queries=4)
-    q3, _ = pipeline.load_dataset(str(folder), max_queries=4, random_state=1)
+    q1, o1 = provenance.load_dataset(str(folder), run_dir=tmp_path / "run", max_queries=4)
+    q2, _ = provenance.load_dataset(str(folder), max_queries=4)
+    q3, _ = provenance.load_dataset(str(folder), max_queries=4, random_state=1)
     assert len(q1) == 4 and list(q1["query_id"]) == list(q2["query_id"])
     assert list(q3["query_id"]) != list(q1["query_id"])
     assert set(o1["query_id"]) == set(q1["query_id"]) and len(o1) == 8
     recorded = json.loads((tmp_path / "run" / "provenance" / "datasets.json").read_text())
     assert set(recorded["tiny"]) == {"tiny/outcomes.csv", "tiny/queries.csv"}
-    assert recorded["tiny"]["tiny/queries.csv"] == pipeline.sha256_file(folder / "queries.csv")
-    everything, _ = pipeline.load_dataset(str(folder), max_queries=0)
+    assert recorded["tiny"]["tiny/queries.csv"] == provenance.sha256_file(folder / "queries.csv")
+    everything, _ = provenance.load_dataset(str(folder), max_queries=0)
     assert len(everything) == 10
 
 
 def test_bundled_dataset_fingerprint_covers_its_files():
-    fingerprint = pipeline.dataset_fingerprint("re2")
+    fingerprint = provenance.dataset_fingerprint("re2")
     assert set(fingerprint) == {"re2/queries.parquet", "re2/outcomes.parquet"}
     assert all(len(digest) == 64 for digest in fingerprint.values())
 
 
 def test_git_state_reports_a_commit():
-    state = pipeline.git_state()
+    state = provenance.git_state()
     assert set(state) == {"commit", "dirty"}
     assert state["commit"] is None or len(state["commit"]) == 40
 
@@ -239,30 +241,30 @@ def test_git_state_reports_a_commit():
 
 
 def test_notebook_parameters_reads_types_defaults_and_help(tiny_notebooks):
-    declared = pipeline.notebook_parameters(tiny_notebooks / "01_first.ipynb")
+    declared = run_config.notebook_parameters(tiny_notebooks / "01_first.ipynb")
     assert set(declared) == {"run_dir", "seed", "size"}
     assert declared["size"] == {"default": 5, "type": "int", "help": "numbers"}
 
 
 def test_select_notebooks(tiny_notebooks):
-    found = pipeline.discover_notebooks(tiny_notebooks)
+    found = run_config.discover_notebooks(tiny_notebooks)
     assert [nb.stem for nb in found] == ["01_first", "02_second", "05_report"]
-    chosen = pipeline.select_notebooks(found, "05, 01")
+    chosen = run_config.select_notebooks(found, "05, 01")
     assert [nb.stem for nb in chosen] == ["01_first", "05_report"]
-    assert pipeline.select_notebooks(found, ["02_second"]) == [found[1]]
+    assert run_config.select_notebooks(found, ["02_second"]) == [found[1]]
     with pytest.raises(ValueError, match="no notebook matches '07'"):
-        pipeline.select_notebooks(found, "01,07")
+        run_config.select_notebooks(found, "01,07")
 
 
 def _declared(tiny_notebooks):
-    found = pipeline.discover_notebooks(tiny_notebooks)
-    return found, {nb.stem: pipeline.notebook_parameters(nb) for nb in found}
+    found = run_config.discover_notebooks(tiny_notebooks)
+    return found, {nb.stem: run_config.notebook_parameters(nb) for nb in found}
 
 
 def test_resolve_parameters_applies_globals_sections_and_dataset(tiny_notebooks):
     found, declared = _declared(tiny_notebooks)
     config = {"seed": 7, "01": {"size": 3}, "05_report": {"title": "T"}}
-    resolved = pipeline.resolve_parameters(found, config, declared, dataset="ignored")
+    resolved = run_config.resolve_parameters(found, config, declared, dataset="ignored")
     assert resolved == {
         "01_first": {"seed": 7, "size": 3},
         "02_second": {"seed": 7},
@@ -287,8 +289,8 @@ def test_resolve_parameters_applies_globals_sections_and_dataset(tiny_notebooks)
 )
 def test_unknown_parameters_are_errors(tiny_notebooks, config, message):
     found, declared = _declared(tiny_notebooks)
-    with pytest.raises(pipeline.UnknownParameterError, match=message):
-        pipeline.resolve_parameters(found, config, declared)
+    with pytest.raises(run_config.UnknownParameterError, match=message):
+        run_config.resolve_parameters(found, config, declared)
 
 
 @pytest.mark.parametrize(
@@ -298,21 +300,21 @@ def test_unknown_parameters_are_errors(tiny_notebooks, config, message):
 def test_parameter_types_are_checked(tiny_notebooks, config, ok):
     found, declared = _declared(tiny_notebooks)
     if ok:
-        pipeline.resolve_parameters(found, config, declared)
+        run_config.resolve_parameters(found, config, declared)
     else:
-        with pytest.raises(pipeline.ParameterTypeError, match="'seed' of 01_first must be int"):
-            pipeline.resolve_parameters(found, config, declared)
+        with pytest.raises(run_config.ParameterTypeError, match="'seed' of 01_first must be int"):
+            run_config.resolve_parameters(found, config, declared)
 
 
 def test_load_config_reads_yaml(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("seed: 3\n03_clustering:\n  n_clusters: 10\n")
-    assert pipeline.load_config(path) == {"seed": 3, "03_clustering": {"n_clusters": 10}}
+    assert run_config.load_config(path) == {"seed": 3, "03_clustering": {"n_clusters": 10}}
     (tmp_path / "empty.yaml").write_text("")
-    assert pipeline.load_config(tmp_path / "empty.yaml") == {}
+    assert run_config.load_config(tmp_path / "empty.yaml") == {}
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(ValueError, match="must be a mapping"):
-        pipeline.load_config(tmp_path / "list.yaml")
+        run_config.load_config(tmp_path / "list.yaml")
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,7 +351,7 @@ def test_run_pipeline_executes_in_order_with_this_interpreter(full_run):
     assert (out / "tables" / "02_seed.csv").exists()
     html = (out / "report.html").read_text()
     assert "<html" in html and "seed_twice" in html
-    assert "from ecc_lib import pipeline" not in html  # input cells are hidden
+    assert "from ecc_lib import run_folder" not in html  # input cells are hidden
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "finished"
     assert run["parameters"]["02_second"] == {"seed": 3, "run_dir": str(out)}
@@ -392,7 +394,7 @@ def test_only_05_rebuilds_the_report_of_an_existing_run(full_run, tmp_path):
 
 def test_failing_notebook_names_notebook_cell_and_error(tiny_notebooks, tmp_path):
     out = tmp_path / "failed"
-    with pytest.raises(pipeline.NotebookExecutionError) as caught:
+    with pytest.raises(notebook_execution.NotebookExecutionError) as caught:
         pipeline.run_pipeline(
             config={"02": {"fail": True}},
             only="02",
@@ -414,7 +416,7 @@ def test_failing_notebook_names_notebook_cell_and_error(tiny_notebooks, tmp_path
 
 def test_unknown_parameter_stops_before_anything_runs(tiny_notebooks, tmp_path):
     out = tmp_path / "never"
-    with pytest.raises(pipeline.UnknownParameterError, match="'sede'"):
+    with pytest.raises(run_config.UnknownParameterError, match="'sede'"):
         pipeline.run_pipeline(config={"sede": 1}, out=out, notebooks_dir=tiny_notebooks)
     assert not out.exists()
 
@@ -443,7 +445,7 @@ def test_cli_reports_failing_notebook(tmp_path, capsys, monkeypatch):
     itself is produced by a real failing kernel in test_failing_notebook_names_notebook_cell_and_error)."""
 
     def failing_run(**kwargs):
-        raise pipeline.NotebookExecutionError(
+        raise notebook_execution.NotebookExecutionError(
             "02_second.ipynb", 3, 2, "ValueError", "planted failure", tmp_path / "02_second.ipynb"
         )
 

@@ -94,8 +94,9 @@ def dars_summary(
 ) -> dict:
     """The JSON summary written by ``ecc-lab dars`` (top-level keys describe all observations;
     ``subsets`` holds ``input`` / ``output`` / ``both``, ``None`` where not applicable)."""
-    from ecc_lib.dars import capability_distributions, label_instability, label_shares
+    from ecc_lib.dars import capability_distributions, label_shares
     from ecc_lib.dars import repeated_observations as group
+    from ecc_lib.dars_diagnostics import label_instability
 
     obs = group(outcomes, source=source, validate=validate)
     diagnostics = label_instability(obs, cost_weight, beta, n_draws=draws, random_state=seed)

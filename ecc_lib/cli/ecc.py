@@ -81,7 +81,7 @@ def _embeddings(args: argparse.Namespace, queries):
 
 
 def format_result(result) -> str:
-    """The printed table of an :class:`ecc_lib.ecc_evaluation.ECCEvaluation`."""
+    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`."""
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
         f"({result.n_input_queries - result.n_queries} with fewer than "
@@ -114,7 +114,7 @@ def format_result(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ecc_lib.ecc_evaluation import METHODS, run_protocol
+    from ecc_lib.ecc_protocol import METHODS, run_protocol
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")

@@ -42,13 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout", type=float, default=None, metavar="SECONDS", help="per-cell time limit"
     )
+    parser.add_argument(
+        "--notebooks",
+        metavar="DIR",
+        help="run the notebooks in DIR (e.g. a folder made by 'ecc-lab init') instead of the "
+        "package's own",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(handler=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     """Run the pipeline; print the run folder and the main outputs."""
-    from ecc_lib.pipeline import NotebookExecutionError, run_pipeline
+    from ecc_lib.notebook_execution import NotebookExecutionError
+    from ecc_lib.pipeline import run_pipeline
 
     try:
         result = run_pipeline(
@@ -56,6 +63,7 @@ def handler(args: argparse.Namespace) -> int:
             only=args.only,
             out=args.out,
             dataset=args.dataset,
+            notebooks_dir=args.notebooks,
             progress=not args.no_progress,
             timeout=args.timeout,
         )

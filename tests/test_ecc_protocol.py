@@ -10,21 +10,23 @@ import pytest
 
 from ecc_lib.comparisons import split_probe
 from ecc_lib.ecc import ECC, GlobalBT, comparison_nll
-from ecc_lib.ecc_evaluation import (
-    METHODS,
+from ecc_lib.ecc_experiments import (
     cluster_summary,
     cross_cluster_nll_gap,
     diagnostics,
     evaluate_modes,
-    fit_methods,
-    make_methods,
     new_model_experiment,
-    prepare_protocol,
-    run_protocol,
-    score_methods,
     sweep_clusters,
     sweep_probes,
     within_cluster_consistency,
+)
+from ecc_lib.ecc_protocol import (
+    METHODS,
+    fit_methods,
+    make_methods,
+    prepare_protocol,
+    run_protocol,
+    score_methods,
 )
 from ecc_lib.synthetic.capability import make_capability_data
 

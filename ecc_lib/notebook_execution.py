@@ -1,0 +1,195 @@
+"""Executing notebooks: the kernel (always the running interpreter), papermill, HTML export."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+REPORT_NOTEBOOK_PREFIX = "05"
+NOTEBOOK_TITLES = {
+    "01": "Data: scores per model and category",
+    "02": "Label instability (DARS diagnostics)",
+    "03": "Capability clustering (ECC against baselines)",
+    "04": "Routing: single-shot versus DARS labels, ECC router",
+    "05": "Report",
+}
+"""Section titles of the report, by notebook number."""
+
+
+class NotebookExecutionError(RuntimeError):
+    """A notebook failed; the message names the notebook, the cell and the exception.
+
+    Attributes
+    ----------
+    notebook : str
+        File name of the source notebook.
+    cell_index : int
+        0-based index of the failing cell in the source notebook.
+    execution_count : int or None
+        ``In [n]`` number of the failing cell in the executed copy.
+    ename, evalue : str
+        Exception class name and message raised in the notebook.
+    executed_path : Path
+        The executed copy holding the full traceback.
+    """
+
+    def __init__(
+        self,
+        notebook: str,
+        cell_index: int,
+        execution_count: int | None,
+        ename: str,
+        evalue: str,
+        executed_path: Path,
+        first_line: str = "",
+    ) -> None:
+        self.notebook = notebook
+        self.cell_index = cell_index
+        self.execution_count = execution_count
+        self.ename = ename
+        self.evalue = evalue
+        self.executed_path = executed_path
+        where = f"cell {cell_index}"
+        if execution_count is not None:
+            where += f" (In [{execution_count}])"
+        line = f"; the cell starts with {first_line!r}" if first_line else ""
+        super().__init__(
+            f"notebook {notebook} failed in {where}: {ename}: {evalue}{line}. "
+            f"The executed copy with the traceback is {executed_path}"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# execution
+
+
+def kernel_environment(blas_threads: int | None = 1) -> dict[str, str]:
+    """Environment variables set in the notebook kernels.
+
+    ``OPENBLAS_NUM_THREADS`` is set to ``blas_threads`` unless the caller's environment sets it:
+    on a small shared machine multi-threaded OpenBLAS spins and runs several times slower than one
+    thread (the routers and the 2-D map in 04 and 03 took three times as long on a busy 2-core
+    machine). ``None`` leaves it to OpenBLAS.
+    """
+    env: dict[str, str] = {}
+    if blas_threads is not None and "OPENBLAS_NUM_THREADS" not in os.environ:
+        env["OPENBLAS_NUM_THREADS"] = str(int(blas_threads))
+    return env
+
+
+def interpreter_kernel_manager_class(env: Mapping[str, str] | None = None):
+    """An ``AsyncKernelManager`` whose kernel is always the running interpreter.
+
+    papermill would otherwise look up the notebook's kernelspec (``python3``) on the Jupyter path,
+    where a user-wide spec may point at another Python. With this class the kernel runs
+    ``sys.executable -m ipykernel_launcher``, so a fresh virtual environment needs no kernelspec.
+
+    Parameters
+    ----------
+    env : mapping, optional
+        Extra environment variables of the kernel process (see :func:`kernel_environment`).
+    """
+    from jupyter_client import AsyncKernelManager
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from traitlets import default
+
+    extra_env = dict(env or {})
+
+    class InterpreterKernelSpecManager(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            return KernelSpec(
+                # the kernel listens on loopback only; its log level hides the start-up notice
+                # about unencrypted TCP, which papermill's local kernels always print
+                argv=[
+                    sys.executable,
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                    "--IPKernelApp.log_level=ERROR",
+                ],
+                display_name=f"Python ({sys.executable})",
+                language="python",
+                env=extra_env,
+                metadata={"debugger": False, "supported_encryption": ["curve"]},
+                resource_dir="",
+            )
+
+    class InterpreterKernelManager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _kernel_spec_manager_default(self) -> KernelSpecManager:
+            return InterpreterKernelSpecManager(data_dir=self.data_dir)
+
+    return InterpreterKernelManager
+
+
+def execute_notebook(
+    notebook: str | os.PathLike,
+    output: str | os.PathLike,
+    parameters: Mapping[str, Any],
+    cwd: str | os.PathLike | None = None,
+    timeout: float | None = None,
+    start_timeout: float = 120,
+    blas_threads: int | None = 1,
+) -> None:
+    """Execute one notebook with papermill in the current interpreter.
+
+    ``blas_threads`` limits OpenBLAS threads in the kernel (see :func:`kernel_environment`).
+
+    Raises
+    ------
+    NotebookExecutionError
+        Naming the notebook, the failing cell (index in the source notebook) and the exception.
+    """
+    import nbformat
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    notebook, output = Path(notebook), Path(output)
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(output),
+            parameters=dict(parameters),
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(cwd) if cwd else None,
+            start_timeout=int(start_timeout),
+            execution_timeout=timeout,
+            kernel_manager_class=interpreter_kernel_manager_class(kernel_environment(blas_threads)),
+        )
+    except PapermillExecutionError as error:
+        source = nbformat.read(notebook, as_version=4)
+        index = next(
+            (i for i, cell in enumerate(source.cells) if cell.source == error.source),
+            error.cell_index,
+        )
+        first_line = next((ln for ln in str(error.source).splitlines() if ln.strip()), "")
+        raise NotebookExecutionError(
+            notebook.name,
+            index,
+            error.exec_count,
+            error.ename,
+            error.evalue,
+            output,
+            first_line=first_line[:80],
+        ) from None
+
+
+def export_report(executed_notebook: str | os.PathLike, html_path: str | os.PathLike) -> Path:
+    """Export an executed notebook to HTML without its input cells."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
+    )
+    body, _ = exporter.from_notebook_node(nbformat.read(str(executed_notebook), as_version=4))
+    html_path = Path(html_path)
+    html_path.write_text(body, encoding="utf-8")
+    return html_path

@@ -1,0 +1,208 @@
+"""Dataset loading for notebooks, and the provenance recorded with every run.
+
+:func:`load_dataset` loads a bundled or local dataset and records the sha256 of every file it read
+in the run folder; :func:`provenance` gathers package versions, those fingerprints, the git state
+and the Python version; :func:`write_metrics` merges the notebooks' metric fragments with it into
+``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib import paths
+from ecc_lib.run_folder import (
+    RunContext,
+    _read_json,
+    _write_json,
+    collect_metrics,
+    resolve_run_dir,
+    run_context,
+)
+
+logger = logging.getLogger(__name__)
+PACKAGES = (
+    "ecc_lib",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "scikit-learn",
+    "torch",
+    "sentence-transformers",
+    "matplotlib",
+    "seaborn",
+    "papermill",
+    "nbconvert",
+    "nbformat",
+    "ipykernel",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# datasets and provenance
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+    """Hex sha256 of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(chunk_size), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def dataset_fingerprint(name: str) -> dict[str, str]:
+    """sha256 of the data files of dataset ``name`` (file name -> hex digest).
+
+    A bundled dataset contributes its bundled files, a folder every file in it; anything else
+    (a public dataset downloaded on demand) gives ``{}``.
+    """
+    loaders = importlib.import_module("ecc_lib.loaders")
+    folder = Path(name).expanduser()
+    if name in getattr(loaders, "BUNDLED_DATASETS", ()) and not folder.is_dir():
+        files = [Path(f) for f in loaders.bundled_files(name)]
+        root = paths.data_dir()
+    elif folder.is_dir():
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        root = folder.parent
+    else:
+        return {}
+    return {Path(os.path.relpath(f, root)).as_posix(): sha256_file(f) for f in files if f.is_file()}
+
+
+def subsample_queries(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    max_queries: int | None,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """At most ``max_queries`` queries drawn without replacement (seeded), with their outcomes.
+
+    ``max_queries`` of 0 or None keeps everything. Queries keep their original order.
+    """
+    if not max_queries or max_queries >= len(queries):
+        return queries, outcomes
+    if max_queries < 0:
+        raise ValueError(f"max_queries must be >= 0, got {max_queries}")
+    rng = np.random.default_rng(random_state)
+    keep = np.sort(rng.choice(len(queries), size=int(max_queries), replace=False))
+    kept = queries.iloc[keep].reset_index(drop=True)
+    logger.info("subsample_queries: kept %d of %d queries", len(kept), len(queries))
+    mask = outcomes["query_id"].isin(set(kept["query_id"]))
+    return kept, outcomes.loc[mask].reset_index(drop=True)
+
+
+def dataset_label(name: str) -> str:
+    """Short label of a dataset: the bundled name, or the folder's name."""
+    return Path(str(name)).name or str(name)
+
+
+def load_dataset(
+    name: str,
+    run_dir: str | os.PathLike | RunContext | None = None,
+    max_queries: int | None = 0,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Load a dataset with :func:`ecc_lib.loaders.load_dataset`, subsample it, record its hashes.
+
+    Parameters
+    ----------
+    name : str
+        A bundled dataset name (``"dcrouter"``, ``"re2"``, ``"mmlu2"``), a public one, or a folder
+        holding ``queries.*`` and ``outcomes.*`` tables in the ecc_lib data model.
+    run_dir : path or RunContext, optional
+        When given, the sha256 of the dataset's files is recorded under ``provenance/`` of the run
+        (and from there in ``metrics.json["provenance"]["datasets"]``).
+    max_queries : int, default 0
+        Keep at most this many queries (seeded draw); 0 keeps all.
+    random_state : int or Generator, optional
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Validated, in the ecc_lib data model.
+    """
+    loaders = importlib.import_module("ecc_lib.loaders")
+    queries, outcomes = loaders.load_dataset(str(name))
+    queries, outcomes = subsample_queries(queries, outcomes, max_queries, random_state)
+    if run_dir is not None:
+        record_dataset(run_dir, dataset_label(name), dataset_fingerprint(str(name)))
+    return queries, outcomes
+
+
+def record_dataset(
+    run_dir: str | os.PathLike | RunContext, label: str, fingerprint: Mapping[str, str]
+) -> Path:
+    """Store the file hashes of a dataset a notebook used (``provenance/datasets.json``)."""
+    context = run_context(run_dir)
+    path = context.provenance_dir / "datasets.json"
+    recorded = _read_json(path) if path.exists() else {}
+    recorded[str(label)] = dict(fingerprint)
+    _write_json(path, recorded)
+    return path
+
+
+def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str | None]:
+    """Installed version of each package (None when absent)."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for package in packages:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def git_state(repo: str | os.PathLike | None = None) -> dict[str, Any]:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the repository (read-only git calls)."""
+    repo = Path(repo or paths.REPO_ROOT)
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=repo, capture_output=True, text=True, timeout=20, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def provenance(run_dir: str | os.PathLike | RunContext) -> dict[str, Any]:
+    """Package versions, dataset fingerprints recorded by the notebooks, git commit, Python."""
+    context = (
+        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
+    )
+    datasets_path = context.provenance_dir / "datasets.json"
+    return {
+        "packages": package_versions(),
+        "datasets": _read_json(datasets_path) if datasets_path.exists() else {},
+        "git": git_state(),
+        "python": ".".join(str(part) for part in sys.version_info[:3]),
+    }
+
+
+def write_metrics(run_dir: str | os.PathLike | RunContext) -> Path:
+    """Merge the fragments and the provenance into ``metrics.json`` (sorted keys, no times)."""
+    context = run_context(run_dir)
+    merged = collect_metrics(context)
+    merged["provenance"] = provenance(context)
+    _write_json(context.metrics_path, merged)
+    return context.metrics_path

@@ -1,0 +1,208 @@
+"""Pipeline configuration: the notebooks' declared parameters, config files and their validation.
+
+Configuration (YAML or a mapping)
+    top-level keys that are valid Python identifiers are parameters applied to every notebook that
+    declares them; keys that start with a digit name a notebook (``"03_clustering"`` or ``"03"``) and
+    hold a mapping of parameters for that notebook only::
+
+        seed: 0
+        max_queries: 0
+        03_clustering:
+          n_clusters: 10
+
+    A top-level parameter that no notebook declares, a per-notebook parameter that this notebook does
+    not declare, or a section naming no notebook is an error (:class:`UnknownParameterError`).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ecc_lib import paths
+
+logger = logging.getLogger(__name__)
+RESERVED_PARAMETERS = ("run_dir",)
+
+
+class UnknownParameterError(ValueError):
+    """A configuration names a parameter (or a notebook) that the notebooks do not declare."""
+
+
+class ParameterTypeError(ValueError):
+    """A configured value does not have the type of the notebook's default."""
+
+
+# --------------------------------------------------------------------------------------------
+# notebooks and parameters
+
+
+def discover_notebooks(notebooks_dir: str | os.PathLike | None = None) -> list[Path]:
+    """The pipeline notebooks ``NN_name.ipynb`` in order."""
+    folder = Path(notebooks_dir) if notebooks_dir else paths.notebooks_dir()
+    found = sorted(p for p in folder.glob("*.ipynb") if re.match(r"^\d{2}_", p.name))
+    if not found:
+        raise FileNotFoundError(f"no notebooks named NN_*.ipynb in {folder}")
+    return found
+
+
+def select_notebooks(notebooks: Sequence[Path], only: str | Iterable[str] | None) -> list[Path]:
+    """The notebooks named by ``only`` ("02,03", ["02", "03_clustering"]), in pipeline order."""
+    if only is None or only == "" or only == []:
+        return list(notebooks)
+    wanted = [part.strip() for part in only.split(",")] if isinstance(only, str) else list(only)
+    wanted = [part for part in wanted if part]
+    chosen = set()
+    for part in wanted:
+        matches = [nb for nb in notebooks if _matches(nb, part)]
+        if not matches:
+            raise ValueError(
+                f"--only: no notebook matches {part!r}; available: {[nb.stem for nb in notebooks]}"
+            )
+        chosen.update(matches)
+    return [nb for nb in notebooks if nb in chosen]
+
+
+def _matches(notebook: Path, key: str) -> bool:
+    key = key.removesuffix(".ipynb")
+    return notebook.stem == key or notebook.stem.split("_", 1)[0] == key
+
+
+def notebook_parameters(notebook: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """Parameters declared in the ``parameters`` cell: name -> {default, type, help}.
+
+    ``default`` is the Python value of the literal, ``type`` the annotated type name.
+    """
+    import papermill
+
+    declared = papermill.inspect_notebook(str(notebook))
+    result = {}
+    for name, info in declared.items():
+        try:
+            default = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError):
+            default = info["default"]
+        result[name] = {
+            "default": default,
+            "type": info.get("inferred_type_name") or "None",
+            "help": info.get("help") or "",
+        }
+    return result
+
+
+def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[str, Any]:
+    """Read a YAML configuration (a path) or copy a mapping; None gives ``{}``."""
+    if config is None:
+        return {}
+    if isinstance(config, Mapping):
+        return dict(config)
+    import yaml
+
+    path = Path(config)
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, Mapping):
+        raise ValueError(f"{path}: the configuration must be a mapping of parameters")
+    return {str(key): value for key, value in loaded.items()}
+
+
+_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list,)}
+
+
+def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any]) -> None:
+    type_name = declared["type"]
+    expected = _TYPES.get(type_name)
+    if expected is None:
+        type_name = type(declared["default"]).__name__
+        expected = _TYPES.get(type_name)
+        if expected is None:
+            return
+    ok = isinstance(value, expected)
+    if ok and isinstance(value, bool) and bool not in expected:
+        ok = False
+    if not ok:
+        raise ParameterTypeError(
+            f"parameter {name!r} of {notebook} must be {type_name} (default "
+            f"{declared['default']!r}), got {type(value).__name__} {value!r}"
+        )
+
+
+def resolve_parameters(
+    notebooks: Sequence[Path],
+    config: Mapping[str, Any],
+    declared: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    dataset: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Parameters passed to each notebook (only those that differ from nothing: set explicitly).
+
+    Parameters
+    ----------
+    notebooks : sequence of Path
+        The notebooks to run.
+    config : mapping
+        Global parameters and per-notebook sections (see the module docstring).
+    declared : mapping
+        ``{notebook stem: notebook_parameters(...)}`` for every pipeline notebook (also those not
+        run, so that a shared configuration stays valid with ``--only``).
+    dataset : str, optional
+        Sets ``dataset`` in every notebook that declares it (overrides the configuration).
+
+    Raises
+    ------
+    UnknownParameterError
+        A parameter or section that no notebook declares.
+    ParameterTypeError
+        A value of another type than the notebook's declared type.
+    """
+    stems = list(declared)
+    known_anywhere = sorted({name for params in declared.values() for name in params})
+    globals_: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for key, value in config.items():
+        key = str(key)
+        if key[:1].isdigit():
+            matches = [stem for stem in stems if _matches(Path(stem + ".ipynb"), key)]
+            if not matches:
+                raise UnknownParameterError(
+                    f"configuration section {key!r} names no notebook; notebooks: {stems}"
+                )
+            if not isinstance(value, Mapping):
+                raise ValueError(f"configuration section {key!r} must be a mapping of parameters")
+            sections.setdefault(matches[0], {}).update({str(k): v for k, v in value.items()})
+        else:
+            globals_[key] = value
+    for key in globals_:
+        if key in RESERVED_PARAMETERS:
+            raise UnknownParameterError(f"parameter {key!r} is set by the runner (use --out)")
+        if key not in known_anywhere:
+            raise UnknownParameterError(
+                f"unknown parameter {key!r}: no notebook declares it; known parameters: "
+                f"{known_anywhere}"
+            )
+    for stem, values in sections.items():
+        for key in values:
+            if key in RESERVED_PARAMETERS:
+                raise UnknownParameterError(f"parameter {key!r} is set by the runner (use --out)")
+            if key not in declared[stem]:
+                raise UnknownParameterError(
+                    f"unknown parameter {key!r} for notebook {stem}; its parameters are "
+                    f"{sorted(declared[stem])}"
+                )
+    resolved: dict[str, dict[str, Any]] = {}
+    for notebook in notebooks:
+        stem = notebook.stem
+        params = declared[stem]
+        chosen = {key: value for key, value in globals_.items() if key in params}
+        chosen.update(sections.get(stem, {}))
+        if dataset is not None and "dataset" in params:
+            chosen["dataset"] = dataset
+        for key, value in chosen.items():
+            _check_type(stem, key, value, params[key])
+        resolved[stem] = chosen
+    return resolved

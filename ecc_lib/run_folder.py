@@ -1,0 +1,378 @@
+"""Run folders: where notebooks write figures, tables and metrics, and how they are read back.
+
+A run folder (``runs/NAME/``) holds
+
+``NN_name.ipynb``
+    the executed notebooks (never written over the source notebooks);
+``figures/``
+    every figure as PNG and PDF, plus ``captions.json`` (figure name -> one-line caption and the
+    order in which it was first saved);
+``tables/``
+    every table as CSV;
+``metrics/``
+    one JSON fragment per section (``data``, ``dars``, ``ecc``, ``routing``), written by the notebooks
+    through :func:`record_metrics`;
+``provenance/``
+    fingerprints (sha256) of the dataset files the notebooks loaded, written by
+    :func:`ecc_lib.provenance.load_dataset`;
+``metrics.json``
+    the fragments merged: ``{section: values, "parameters": {section: parameters},
+    "provenance": {packages, datasets, git, python}}``, with sorted keys and no time stamps, so that
+    the same seed gives the same file;
+``run.json``
+    what is not reproducible: start time, duration of each notebook, the resolved parameters;
+``report.html``
+    the executed ``05_report`` notebook exported to HTML (input cells hidden).
+
+Notebooks call :func:`run_context`, :func:`save_figure`, :func:`save_table` and
+:func:`record_metrics`; :func:`to_jsonable` is the package's one JSON converter.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ecc_lib import paths
+from ecc_lib.serialization import to_jsonable
+
+logger = logging.getLogger(__name__)
+
+FIGURES = "figures"
+TABLES = "tables"
+METRICS = "metrics"
+PROVENANCE = "provenance"
+METRICS_FILE = "metrics.json"
+RUN_FILE = "run.json"
+REPORT_FILE = "report.html"
+FIGURE_FORMATS = ("png", "pdf")
+HEADLINE_METRICS = (
+    "ecc.ranking_quality_gain",
+    "dars.winner_flip_rate",
+    "dars.single_vs_distribution_disagreement",
+    "routing.headline.score",
+    "routing.headline.gap_closed",
+    "routing.headline.dars_minus_single_shot_utility",
+    "routing.headline.pareto_area",
+)
+"""Metric key prefixes of the report's headline table (``*_ci95`` siblings give the intervals)."""
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+# --------------------------------------------------------------------------------------------
+# run folder
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Folders of one run; :func:`run_context` creates them."""
+
+    run_dir: Path
+
+    @property
+    def figures_dir(self) -> Path:
+        return self.run_dir / FIGURES
+
+    @property
+    def tables_dir(self) -> Path:
+        return self.run_dir / TABLES
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.run_dir / METRICS
+
+    @property
+    def provenance_dir(self) -> Path:
+        return self.run_dir / PROVENANCE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.run_dir / METRICS_FILE
+
+    @property
+    def report_path(self) -> Path:
+        return self.run_dir / REPORT_FILE
+
+    def create(self) -> RunContext:
+        for folder in (self.figures_dir, self.tables_dir, self.metrics_dir, self.provenance_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+def default_run_name(now: _dt.datetime | None = None) -> str:
+    """A time stamp such as ``20260521-143005`` (local time)."""
+    return (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
+
+
+def resolve_run_dir(run_dir: str | os.PathLike | None) -> Path:
+    """``run_dir`` as an absolute path; empty or None means ``runs/interactive``."""
+    if run_dir is None or str(run_dir) == "":
+        return (paths.runs_dir() / "interactive").resolve()
+    return Path(run_dir).expanduser().resolve()
+
+
+def run_context(run_dir: str | os.PathLike | RunContext | None) -> RunContext:
+    """The :class:`RunContext` of ``run_dir`` with its folders created."""
+    if isinstance(run_dir, RunContext):
+        return run_dir.create()
+    return RunContext(resolve_run_dir(run_dir)).create()
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"file name {name!r} must be a plain name (letters, digits, '_', '-', '.'), "
+            "without folders or an extension"
+        )
+    return name
+
+
+def save_figure(
+    fig,
+    run_dir: str | os.PathLike | RunContext,
+    name: str,
+    caption: str | None = None,
+    dpi: int = 150,
+) -> list[Path]:
+    """Write ``fig`` as ``figures/NAME.png`` and ``figures/NAME.pdf`` of the run.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure
+    run_dir : path or RunContext
+    name : str
+        File name without extension; prefix it with the notebook number (``"03_gain"``) so that
+        the report groups figures by notebook.
+    caption : str, optional
+        One line for the report, stored in ``figures/captions.json``.
+    dpi : int, default 150
+        Resolution of the PNG.
+
+    Returns
+    -------
+    list of Path
+        The PNG and PDF paths. The figure is left open (the notebook displays it).
+    """
+    context = run_context(run_dir)
+    _check_name(name)
+    written = []
+    for fmt in FIGURE_FORMATS:
+        path = context.figures_dir / f"{name}.{fmt}"
+        # no creation date in the PDF: the same run gives the same file
+        metadata = {"CreationDate": None} if fmt == "pdf" else None
+        fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=metadata)
+        written.append(path)
+    captions_path = context.figures_dir / "captions.json"
+    captions = _read_captions(captions_path)
+    index = captions.get(name, {}).get("index", len(captions))
+    captions[name] = {"caption": caption or _figure_title(fig) or name, "index": index}
+    _write_json(captions_path, captions)
+    return written
+
+
+def _read_captions(path: Path) -> dict[str, dict[str, Any]]:
+    """``captions.json`` as ``{name: {"caption", "index"}}`` (plain strings are read as captions)."""
+    if not path.exists():
+        return {}
+    raw = _read_json(path)
+    return {
+        name: entry if isinstance(entry, dict) else {"caption": str(entry), "index": i}
+        for i, (name, entry) in enumerate(raw.items())
+    }
+
+
+def _figure_title(fig) -> str:
+    suptitle = getattr(fig, "_suptitle", None)
+    if suptitle is not None and suptitle.get_text():
+        return suptitle.get_text()
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    return "; ".join(titles)
+
+
+def save_table(
+    table: pd.DataFrame,
+    run_dir: str | os.PathLike | RunContext,
+    name: str,
+    index: bool = False,
+) -> Path:
+    """Write ``table`` as ``tables/NAME.csv`` of the run and return the path."""
+    context = run_context(run_dir)
+    _check_name(name)
+    if not isinstance(table, pd.DataFrame):
+        table = pd.DataFrame(table)
+    path = context.tables_dir / f"{name}.csv"
+    table.to_csv(path, index=index, float_format="%.10g")
+    return path
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    text = json.dumps(to_jsonable(payload), indent=2, sort_keys=True, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def record_metrics(
+    run_dir: str | os.PathLike | RunContext,
+    section: str,
+    mapping: Mapping[str, Any],
+    parameters: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write the headline numbers of one section as ``metrics/SECTION.json``.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+    section : str
+        Top-level key in ``metrics.json`` (``"data"``, ``"dars"``, ``"ecc"``, ``"routing"``).
+        Each call replaces the section's fragment: record a section once, with all its numbers.
+    mapping : mapping
+        Nested mapping of numbers (numpy scalars and arrays are converted; NaN becomes null).
+    parameters : mapping, optional
+        The parameters that produced these numbers; stored under ``metrics.json["parameters"]``.
+
+    Returns
+    -------
+    Path of the fragment.
+    """
+    context = run_context(run_dir)
+    _check_name(section)
+    if section in ("parameters", "provenance"):
+        raise ValueError(f"section name {section!r} is reserved")
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"metrics of section {section!r} must be a mapping")
+    path = context.metrics_dir / f"{section}.json"
+    _write_json(path, {"values": mapping, "parameters": dict(parameters or {})})
+    return path
+
+
+def collect_metrics(run_dir: str | os.PathLike | RunContext) -> dict:
+    """Merge the fragments under ``metrics/`` into ``{section: values, "parameters": {...}}``."""
+    context = (
+        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
+    )
+    merged: dict[str, Any] = {"parameters": {}}
+    if not context.metrics_dir.is_dir():
+        return merged
+    for path in sorted(context.metrics_dir.glob("*.json")):
+        fragment = _read_json(path)
+        merged[path.stem] = fragment.get("values", {})
+        merged["parameters"][path.stem] = fragment.get("parameters", {})
+    return merged
+
+
+def flatten_metrics(metrics: Mapping[str, Any], prefix: str = "") -> pd.DataFrame:
+    """Nested metrics as a two-column table ``metric`` (dotted key), ``value`` (scalars only)."""
+    rows: list[tuple[str, Any]] = []
+
+    def walk(node: Any, key: str) -> None:
+        if isinstance(node, Mapping):
+            for child in sorted(node, key=str):
+                walk(node[child], f"{key}.{child}" if key else str(child))
+        elif isinstance(node, list):
+            rows.append((key, json.dumps(node)))
+        else:
+            rows.append((key, node))
+
+    walk(metrics, prefix)
+    return pd.DataFrame(rows, columns=["metric", "value"])
+
+
+def headline_metrics(
+    metrics: Mapping[str, Any], prefixes: Sequence[str] = HEADLINE_METRICS
+) -> pd.DataFrame:
+    """The headline numbers: ``metric``, ``value`` and ``ci95`` (from a ``*_ci95`` sibling).
+
+    A metric ``a.b.c`` takes its interval from the first of ``a_ci95.b.c``, ``a.b_ci95.c``,
+    ``a.b.c_ci95`` that exists, so ``ecc.ranking_quality_gain.ecc`` is paired with
+    ``ecc.ranking_quality_gain_ci95.ecc`` and ``dars.winner_flip_rate`` with
+    ``dars.winner_flip_rate_ci95``.
+    """
+    flat = flatten_metrics(
+        {k: v for k, v in metrics.items() if k not in ("parameters", "provenance")}
+    )
+    values = dict(zip(flat["metric"], flat["value"], strict=True))
+    rows = []
+    for prefix in prefixes:
+        for key, value in values.items():
+            if not (key == prefix or key.startswith(prefix + ".")):
+                continue
+            parts = key.split(".")
+            ci = None
+            for i in range(len(parts)):
+                candidate = ".".join(parts[:i] + [parts[i] + "_ci95"] + parts[i + 1 :])
+                if candidate in values:
+                    ci = values[candidate]
+                    break
+            if ci is not None:
+                bounds = json.loads(ci) if isinstance(ci, str) else ci
+                ci = "[" + ", ".join(_short_number(b) for b in bounds) + "]"
+            rows.append({"metric": key, "value": value, "ci95": ci})
+    frame = pd.DataFrame(rows, columns=["metric", "value", "ci95"])
+    return frame.drop_duplicates("metric").reset_index(drop=True)
+
+
+def _short_number(value: Any) -> str:
+    return "nan" if value is None else f"{float(value):.4g}"
+
+
+def get_metric(metrics: Mapping[str, Any], dotted_key: str) -> Any:
+    """The value at ``"ecc.ranking_quality_gain.over_global"``-style keys (KeyError names the key)."""
+    node: Any = metrics
+    for part in dotted_key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(f"metric {dotted_key!r} not found (missing part {part!r})")
+        node = node[part]
+    return node
+
+
+def list_figures(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
+    """The run's figures: ``name``, ``notebook`` (prefix), ``png``, ``pdf``, ``caption``.
+
+    Ordered by notebook, then in the order the notebook saved them.
+    """
+    context = (
+        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
+    )
+    captions_path = context.figures_dir / "captions.json"
+    captions = _read_captions(captions_path)
+    rows = []
+    for png in context.figures_dir.glob("*.png"):
+        pdf = png.with_suffix(".pdf")
+        entry = captions.get(png.stem, {})
+        rows.append(
+            {
+                "name": png.stem,
+                "notebook": png.stem.split("_", 1)[0],
+                "png": str(png),
+                "pdf": str(pdf) if pdf.exists() else "",
+                "caption": entry.get("caption", png.stem),
+                "_index": entry.get("index", len(captions)),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["name", "notebook", "png", "pdf", "caption", "_index"])
+    frame = frame.sort_values(["notebook", "_index", "name"], kind="stable")
+    return frame.drop(columns="_index").reset_index(drop=True)
+
+
+def list_tables(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
+    """The run's tables: ``name``, ``notebook`` (prefix), ``csv``."""
+    context = (
+        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
+    )
+    rows = [
+        {"name": csv.stem, "notebook": csv.stem.split("_", 1)[0], "csv": str(csv)}
+        for csv in sorted(context.tables_dir.glob("*.csv"))
+    ]
+    return pd.DataFrame(rows, columns=["name", "notebook", "csv"])
