@@ -37,6 +37,7 @@ def setup(app):
     """Register the member filter."""
     app.connect("autodoc-skip-member", _skip_metadata_requests)
 
+
 # Attribute types such as "ndarray, shape (n_queries, n_models)" are split into words that Sphinx
 # tries to cross-reference; "n_queries" names properties of several classes, which is no error.
 suppress_warnings = ["ref.python"]
