@@ -94,7 +94,18 @@ def _align(dist: CapabilityDistributions, query_ids: np.ndarray) -> CapabilityDi
 
 
 def held_out_truth(test: RepeatedObservations) -> HeldOut:
-    """Capability distributions of the test queries, overall and per observation subset."""
+    """Capability distributions of the test queries, overall and per observation subset.
+
+    Parameters
+    ----------
+    test : RepeatedObservations
+        Observations of the test queries.
+
+    Returns
+    -------
+    HeldOut
+        All observations, and the rewrite / decode subsets where the data hold them.
+    """
     both = capability_distributions(test)
     rewrites = decodes = None
     if test.has_rewrites:
@@ -111,6 +122,15 @@ def evaluate_choices(
     beta: float = DEFAULT_BETA,
 ) -> dict[str, np.ndarray]:
     """Per-query metrics of the chosen models (one model index per test query).
+
+    Parameters
+    ----------
+    choice : ndarray of int, shape (n_test,)
+        Index of the chosen model per test query.
+    truth : HeldOut
+        Held-out truth (:func:`held_out_truth`).
+        cost_weight, beta : float
+            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
 
     Returns
     -------
@@ -142,7 +162,20 @@ def evaluate_choices(
 def expected_random_metrics(
     truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> dict[str, np.ndarray]:
-    """Per-query metrics of a uniformly random choice, as exact expectations over models."""
+    """Per-query metrics of a uniformly random choice, as exact expectations over models.
+
+    Parameters
+    ----------
+    truth : HeldOut
+        Held-out truth.
+        cost_weight, beta : float
+            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+
+    Returns
+    -------
+    dict
+        The metrics of :func:`evaluate_choices`, averaged over the models.
+    """
     per_model = [
         evaluate_choices(np.full(len(truth.query_ids), m), truth, cost_weight, beta)
         for m in range(truth.both.n_models)
@@ -153,26 +186,74 @@ def expected_random_metrics(
 def oracle_choices(
     truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> np.ndarray:
-    """Per-query oracle: ``argmax`` of the held-out utility."""
+    """Per-query oracle: ``argmax`` of the held-out utility.
+
+    Parameters
+    ----------
+    truth : HeldOut
+        Held-out truth.
+        cost_weight, beta : float
+            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+
+    Returns
+    -------
+    ndarray of int, shape (n_test,)
+    """
     return np.argmax(truth.both.utility(cost_weight, beta), axis=1)
 
 
 def best_fixed_model(
     train: CapabilityDistributions, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> int:
-    """Index of the model with the highest mean training utility."""
+    """Index of the model with the highest mean training utility.
+
+    Parameters
+    ----------
+    train : CapabilityDistributions
+        Training targets.
+        cost_weight, beta : float
+            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+
+    Returns
+    -------
+    int
+    """
     return int(np.argmax(train.utility(cost_weight, beta).mean(axis=0)))
 
 
 def gap_closed(value: float, fixed: float, oracle: float) -> float:
-    """``(value - fixed) / (oracle - fixed)``: 0 at the best fixed model, 1 at the oracle."""
+    """``(value - fixed) / (oracle - fixed)``: 0 at the best fixed model, 1 at the oracle.
+
+    Parameters
+    ----------
+    value, fixed, oracle : float
+        Mean utility of a router, of the best fixed model and of the oracle.
+
+    Returns
+    -------
+    float
+        NaN when the oracle does no better than the best fixed model.
+    """
     span = oracle - fixed
     return float((value - fixed) / span) if abs(span) > 1e-12 else float("nan")
 
 
 def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
-    """Boolean mask of the points no other point dominates (lower or equal cost and higher or equal
-    quality, one of them strictly)."""
+    """Points that no other point dominates.
+
+    A point is dominated when another has lower or equal cost and higher or equal quality, one of
+    them strictly.
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n,)
+        Coordinates of the points.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        True on the front.
+    """
     cost = np.asarray(cost, float)
     quality = np.asarray(quality, float)
     le_cost = cost[None, :] <= cost[:, None]
@@ -189,6 +270,18 @@ def pareto_area(
     The front is read as a step function: at budget ``c`` the best quality of a point with
     ``cost <= c`` (0 below the cheapest point). Its integral over ``cost_range`` (normalised by the
     range's width) is the mean best quality over budgets, in [0, 1] for scores in [0, 1].
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n,)
+        Coordinates of the points (non-finite points are ignored).
+    cost_range : (float, float), default (0, 1)
+        Budgets integrated over.
+
+    Returns
+    -------
+    float
+        NaN without finite points.
     """
     cost = np.asarray(cost, float)
     quality = np.asarray(quality, float)
@@ -213,8 +306,22 @@ def cost_quality_curve(
     lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,
     beta: float = DEFAULT_BETA,
 ) -> pd.DataFrame:
-    """Mean held-out cost and score of a router routing at each ``lambda`` (router fitted with
-    ``target="components"``, so one prediction serves every lambda).
+    """Mean held-out cost and score of a router routing at each cost weight.
+
+    The router must be fitted with ``target="components"``, so one prediction serves every weight.
+
+    Parameters
+    ----------
+    router : Router
+        A fitted router.
+    query_embeddings : ndarray, shape (n_test, n_features)
+        Features of the test queries, aligned to ``truth``.
+    truth : HeldOut
+        Held-out truth.
+    lambdas : sequence of float
+        Cost weights swept.
+    beta : float
+        Weight of the score spread.
 
     Returns
     -------

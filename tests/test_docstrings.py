@@ -2,9 +2,9 @@
 when it takes arguments and a ``Returns`` (or ``Yields``) section when it returns something.
 
 Public means: in a module whose dotted path has no part starting with ``_``, a name without a
-leading underscore, defined in that module (not imported). Classes are checked on their
-constructor arguments (a dataclass may list its fields under ``Attributes`` instead) and on their
-public methods defined in ecc_lib.
+leading underscore, defined in that module (not imported). A class that defines ``__init__``
+documents its arguments (a dataclass may list its fields under ``Attributes`` instead); its own
+public methods are checked like functions.
 """
 
 from __future__ import annotations
@@ -55,16 +55,16 @@ def _returns_something(function) -> bool:
     return str(annotation) not in ("None", "NoReturn")
 
 
-def problems_of_function(function, qualname: str, own_init_of=None) -> list[str]:
+def problems_of_function(function, qualname: str) -> list[str]:
     """What the docstring of ``function`` lacks (empty when complete)."""
-    doc = inspect.getdoc(function) if own_init_of is None else own_init_of.__doc__
+    doc = inspect.getdoc(function)
     if not doc:
         return [f"{qualname}: no docstring"]
     found = sections(doc)
     out = []
     if _arguments(function) and "Parameters" not in found:
         out.append(f"{qualname}: no Parameters section")
-    if own_init_of is None and _returns_something(function) and not found & {"Returns", "Yields"}:
+    if _returns_something(function) and not found & {"Returns", "Yields"}:
         out.append(f"{qualname}: no Returns section")
     return out
 
@@ -75,9 +75,8 @@ def problems_of_class(cls, qualname: str) -> list[str]:
         return [f"{qualname}: no docstring"]
     out = []
     init = cls.__init__
-    own_init = getattr(init, "__module__", "").startswith("ecc_lib") or dataclasses.is_dataclass(
-        cls
-    )
+    # the constructor is documented by the class that defines it (subclasses reusing it need not)
+    own_init = "__init__" in vars(cls) or dataclasses.is_dataclass(cls)
     if own_init and _arguments(init):
         found = sections(cls.__doc__)
         allowed = {"Parameters", "Attributes"} if dataclasses.is_dataclass(cls) else {"Parameters"}
@@ -108,15 +107,65 @@ def public_definitions(module_name: str):
             yield f"{module_name}.{name}", obj
 
 
-@pytest.mark.parametrize("module_name", _modules())
-def test_public_definitions_have_numpydoc_docstrings(module_name):
+# Modules whose docstring pass is not finished yet, with their number of known gaps: the count may
+# only go down (a new gap fails, and so does a fixed one until the count here is lowered).
+PENDING: dict[str, int] = {
+    "ecc_lib.bradley_terry": 17,
+    "ecc_lib.cli": 3,
+    "ecc_lib.cli.collect": 5,
+    "ecc_lib.cli.dars": 7,
+    "ecc_lib.cli.datasets": 5,
+    "ecc_lib.cli.ecc": 4,
+    "ecc_lib.cli.init": 3,
+    "ecc_lib.cli.run": 3,
+    "ecc_lib.collect.client": 9,
+    "ecc_lib.collect.pricing": 7,
+    "ecc_lib.collect.prompts": 8,
+    "ecc_lib.collect.queries": 6,
+    "ecc_lib.collect.runner": 3,
+    "ecc_lib.collect.scorers": 33,
+    "ecc_lib.collect.store": 32,
+    "ecc_lib.comparisons": 13,
+    "ecc_lib.dars": 27,
+    "ecc_lib.dars_diagnostics": 8,
+    "ecc_lib.ecc": 17,
+    "ecc_lib.ecc_experiments": 14,
+    "ecc_lib.ecc_protocol": 16,
+    "ecc_lib.embeddings": 11,
+    "ecc_lib.loaders": 24,
+    "ecc_lib.notebook_execution": 7,
+    "ecc_lib.plotting": 24,
+    "ecc_lib.provenance": 18,
+    "ecc_lib.run_config": 9,
+    "ecc_lib.run_folder": 28,
+}
+
+
+def problems_of_module(module_name: str) -> list[str]:
+    """Every missing docstring or section of the public definitions of a module."""
     problems = []
     for qualname, obj in public_definitions(module_name):
         if inspect.isclass(obj):
             problems.extend(problems_of_class(obj, qualname))
         else:
             problems.extend(problems_of_function(obj, qualname))
-    assert not problems, "\n".join(problems)
+    return problems
+
+
+@pytest.mark.parametrize("module_name", _modules())
+def test_public_definitions_have_numpydoc_docstrings(module_name):
+    problems = problems_of_module(module_name)
+    known = PENDING.get(module_name, 0)
+    assert len(problems) <= known, "\n".join(problems)
+    assert len(problems) == known, (
+        f"{module_name} has {len(problems)} docstring gaps, fewer than the {known} listed in "
+        "PENDING: lower the count (or remove the entry at 0)"
+    )
+
+
+def test_pending_names_real_modules():
+    assert set(PENDING) <= set(_modules())
+    assert all(count > 0 for count in PENDING.values())
 
 
 def test_the_checker_finds_missing_sections():
