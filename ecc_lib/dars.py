@@ -445,9 +445,11 @@ class CapabilityDistributions:
         """Number of models."""
         return len(self.models)
 
-    def utility(self, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA) -> np.ndarray:
+    def utility(
+        self, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    ) -> np.ndarray:
         """``U = mu_q - lambda * mu_c - beta * sigma_q``, shape (n_queries, n_models)."""
-        return utility(self.mu_q, self.mu_c, self.sigma_q, lambda_=lambda_, beta=beta)
+        return utility(self.mu_q, self.mu_c, self.sigma_q, cost_weight=cost_weight, beta=beta)
 
     def select_queries(self, query_mask: np.ndarray) -> CapabilityDistributions:
         """Keep the queries where ``query_mask`` is true (rows in the same order)."""
@@ -522,13 +524,13 @@ def utility(
     mu_q: np.ndarray,
     mu_c: np.ndarray,
     sigma_q: np.ndarray,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
 ) -> np.ndarray:
     """Risk-aware utility ``U = mu_q - lambda * mu_c - beta * sigma_q`` (DARS, section 3)."""
     return (
         np.asarray(mu_q, float)
-        - lambda_ * np.asarray(mu_c, float)
+        - cost_weight * np.asarray(mu_c, float)
         - beta * np.asarray(sigma_q, float)
     )
 

@@ -17,7 +17,13 @@ import math
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``dars`` subcommand."""
+    """Add the ``dars`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "dars",
         help="DARS labels and single-shot label-instability diagnostics",
@@ -58,15 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _read(path: str):
-    try:
-        from ecc_lib.loaders import read_outcomes
-    except ImportError:  # pragma: no cover - the loaders module ships with the package
-        import pandas as pd
+    from ecc_lib.loaders import read_outcomes
 
-        from ecc_lib.schema import validate_outcomes
-
-        frame = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)
-        return validate_outcomes(frame, source=path)
     return read_outcomes(path)
 
 
@@ -92,8 +91,33 @@ def dars_summary(
     source: str | None = None,
     validate: bool = True,
 ) -> dict:
-    """The JSON summary written by ``ecc-lab dars`` (top-level keys describe all observations;
-    ``subsets`` holds ``input`` / ``output`` / ``both``, ``None`` where not applicable)."""
+    """The JSON summary written by ``ecc-lab dars``.
+
+    Top-level keys describe all observations; ``subsets`` holds ``input`` / ``output`` / ``both``,
+    ``None`` where not applicable.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes table.
+    cost_weight : float, default 0.05
+        Cost weight lambda of the utility (the ``--lambda`` flag; the JSON key is ``lambda``).
+    beta : float, default 0.2
+        Risk weight of the score spread.
+    draws : int, default 1000
+        Monte Carlo draw pairs where the flip rates are not exact.
+    seed : int, default 0
+        Seed of the draws and bootstraps.
+    source : str, optional
+        File named in validation errors.
+    validate : bool, default True
+        Validate the outcomes table first.
+
+    Returns
+    -------
+    dict
+        JSON-safe summary.
+    """
     from ecc_lib.dars import capability_distributions, label_shares
     from ecc_lib.dars import repeated_observations as group
     from ecc_lib.dars_diagnostics import label_instability
@@ -144,7 +168,17 @@ def dars_summary(
 
 
 def format_summary(summary: dict) -> str:
-    """A plain-text report of :func:`dars_summary`."""
+    """A plain-text report of :func:`dars_summary`.
+
+    Parameters
+    ----------
+    summary : dict
+        The output of :func:`dars_summary`.
+
+    Returns
+    -------
+    str
+    """
 
     def show(value, interval=None) -> str:
         if value is None:
@@ -188,7 +222,18 @@ def format_summary(summary: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab dars``."""
+    """Handler of ``ecc-lab dars``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     if args.draws < 1:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     outcomes = _read(args.outcomes)

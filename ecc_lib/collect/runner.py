@@ -117,6 +117,12 @@ class CollectionSummary:
         return self.n_done == self.n_planned
 
     def as_dict(self) -> dict:
+        """The summary as a plain dict (with ``complete``), for JSON.
+
+        Returns
+        -------
+        dict
+        """
         return {**asdict(self), "complete": self.complete}
 
 
@@ -551,7 +557,21 @@ async def acollect(
     show_progress: bool = True,
     fsync: bool = True,
 ) -> CollectionSummary:
-    """Coroutine version of :func:`collect` (use ``await acollect(...)`` inside an event loop)."""
+    """Coroutine version of :func:`collect` (use ``await acollect(...)`` inside an event loop).
+
+    Parameters
+    ----------
+    queries, models, base_url, store_dir
+        As in :func:`collect`.
+    **options
+        The keyword options of :func:`collect` (``api_key_env``, ``rewriter``, ``n_rewrites``,
+        ``n_decodes``, ``temperature`` ...), with the same meaning and defaults.
+
+    Returns
+    -------
+    CollectionSummary
+        Counts of planned, stored and failed records.
+    """
     started = time.perf_counter()
     models = _as_models(models)
     if n_rewrites < 0:
