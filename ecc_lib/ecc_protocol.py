@@ -90,22 +90,27 @@ class ProtocolData:
 
     @property
     def x_train(self) -> np.ndarray:
+        """Embeddings of the training queries."""
         return self.embeddings[self.train_mask]
 
     @property
     def x_test(self) -> np.ndarray:
+        """Embeddings of the test queries."""
         return self.embeddings[self.test_mask]
 
     @property
     def labels_train(self) -> np.ndarray | None:
+        """Human categories of the training queries (None without labels)."""
         return None if self.labels is None else self.labels[self.train_mask]
 
     @property
     def labels_test(self) -> np.ndarray | None:
+        """Human categories of the test queries (None without labels)."""
         return None if self.labels is None else self.labels[self.test_mask]
 
     @property
     def models(self) -> tuple[str, ...]:
+        """Model names, in the comparisons' coding."""
         return self.comparisons.models
 
 
@@ -137,6 +142,10 @@ def prepare_protocol(
         Queries with fewer non-tie pairs are dropped (logged).
     models : tuple of str, optional
         Model order (default: sorted names).
+
+    Returns
+    -------
+    ProtocolData
     """
     query_ids = queries["query_id"].astype(str).to_numpy()
     emb = np.asarray(embeddings)
@@ -206,7 +215,25 @@ def make_methods(
 ) -> dict:
     """Unfitted estimators by method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
     ``human``). Extra keyword arguments (``max_iter``, ``n_init``, ``tol`` ...) go to the three
-    EM-based methods."""
+    EM-based methods.
+
+    Parameters
+    ----------
+    n_clusters : int, default 30
+        Clusters of the EM-based methods.
+    lam, temperature : float
+        Cosine weight and temperature of the responsibilities.
+    random_state : int or None, default 42
+        Seed of the EM initialisations.
+    methods : tuple of str
+        Methods to build.
+    **ecc_params
+        Further arguments of :class:`~ecc_lib.ecc.ECC`.
+
+    Returns
+    -------
+    dict of str to estimator
+    """
     factories = {
         "global": lambda: GlobalBT(),
         "ecc": lambda: ECC(
@@ -237,7 +264,22 @@ def make_methods(
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     """Fit every estimator on the training queries; returns ``(fitted, fit_seconds)``.
 
-    ``human`` is skipped (with a log line) when the data have no labels."""
+    ``human`` is skipped (with a log line) when the data have no labels.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    methods : dict
+        Unfitted estimators by name (:func:`make_methods`).
+
+    Returns
+    -------
+    fitted : dict
+        Fitted estimators by name.
+    fit_seconds : dict
+        Wall seconds of each fit.
+    """
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
         if isinstance(estimator, HumanLabelClusters) and data.labels is None:
@@ -262,6 +304,29 @@ class ECCEvaluation:
     global BT model in percent, ``ci95`` its bootstrap interval over test queries; ``accuracy`` the
     share of scored pairs whose winner gets probability above one half; ``differences`` paired
     bootstrap intervals of gain differences between methods (in percentage points).
+
+    Attributes
+    ----------
+    n_queries, n_models, n_train, n_test, n_scored : int
+        Kept queries, models, split sizes and scored comparisons.
+    mode : str
+        Inference mode (``both``, ``embedding`` or ``probe``).
+    n_input_queries : int
+        Queries before dropping those with too few pairs.
+    n_probes : int
+        Probe comparisons per test query.
+    nll, nll_ci95, gain, ci95, accuracy : dict
+        Per method: mean NLL and its interval, gain (%) and its interval, accuracy.
+    differences : dict
+        Paired intervals of gain differences between methods (pp).
+    fit_seconds, n_iter, converged : dict
+        Per method fit facts.
+    per_query : DataFrame
+        Per test query NLL of every method.
+    params : dict
+        Protocol parameters.
+    fitted : dict
+        The fitted estimators.
     """
 
     n_queries: int
@@ -286,7 +351,13 @@ class ECCEvaluation:
     fitted: dict = field(default_factory=dict, repr=False)
 
     def table(self) -> pd.DataFrame:
-        """One row per method."""
+        """One row per method.
+
+        Returns
+        -------
+        DataFrame
+            ``method, nll, nll_low, nll_high, gain_pct, ...``.
+        """
         rows = []
         for name in self.nll:
             rows.append(
@@ -306,7 +377,12 @@ class ECCEvaluation:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
-        """JSON-ready summary (the ``ecc-lab ecc`` output)."""
+        """JSON-ready summary (the ``ecc-lab ecc`` output).
+
+        Returns
+        -------
+        dict
+        """
         return to_jsonable(
             {
                 "n_queries": self.n_queries,
@@ -373,6 +449,10 @@ def score_methods(
         number of probes of a sweep to score the same pairs throughout.
     n_boot, confidence, random_state
         Bootstrap over test queries (the same resamples for every method).
+
+    Returns
+    -------
+    ECCEvaluation
     """
     if "global" not in fitted:
         raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
@@ -471,6 +551,29 @@ def run_protocol(
     ``random_state`` seeds the pair draw, the split and the EM initialisations. ``human`` is
     evaluated only when the queries have categories. Extra keyword arguments go to the EM-based
     estimators (see :func:`make_methods`).
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id, text[, category]``.
+    outcomes : DataFrame
+        Long outcomes ``query_id, model, score``.
+    embeddings : ndarray, shape (len(queries), d)
+        Rows follow the queries table.
+    n_clusters, lam, temperature
+        As in :func:`make_methods`.
+    n_pairs, test_size, random_state
+        As in :func:`prepare_protocol`.
+    n_probes, mode, n_boot
+        As in :func:`score_methods`.
+    methods : tuple of str
+        Methods to evaluate.
+    **ecc_params
+        Further arguments of :class:`~ecc_lib.ecc.ECC`.
+
+    Returns
+    -------
+    ECCEvaluation
     """
     data = prepare_protocol(queries, outcomes, embeddings, n_pairs, test_size, random_state)
     estimators = make_methods(n_clusters, lam, temperature, random_state, methods, **ecc_params)
