@@ -696,7 +696,17 @@ class ECC(_ProfileMixture):
         self.n_features_in_ = int(x.shape[1])
 
     def evidence(self, comparisons: Comparisons) -> np.ndarray:
-        """Evidence ``l_qk`` of ``comparisons`` under the fitted profiles, ``(n_queries, K)``."""
+        """Evidence ``l_qk`` of ``comparisons`` under the fitted profiles, ``(n_queries, K)``.
+
+        Parameters
+        ----------
+        comparisons : Comparisons
+            Comparisons of the queries, in the fitted model order.
+
+        Returns
+        -------
+        ndarray, shape (n_queries, n_clusters)
+        """
         self._check_fitted()
         return evidence(self.theta_, comparisons)
 
@@ -704,7 +714,15 @@ class ECC(_ProfileMixture):
 class ComparisonOnlyECC(ECC):
     """ECC without the cosine term (``lam = 0`` in fit and inference): clusters from comparison
     evidence alone. Centroids are still computed (weighted mean embeddings) but unused; with
-    ``mode="embedding"`` responsibilities are uniform."""
+    ``mode="embedding"`` responsibilities are uniform.
+
+    Parameters
+    ----------
+    n_clusters, temperature, max_iter, tol, n_init, alpha, centroid_tol, objective_tol, patience, dtype, n_jobs, random_state
+        As in :class:`ECC`.
+    lam : float, default 0.0
+        Must stay 0 (a :class:`ECC` with a cosine term is the other method).
+    """
 
     def __init__(
         self,
@@ -785,7 +803,21 @@ class GlobalBT(_ProfileMixture):
         self.alpha = alpha
 
     def fit(self, embeddings, comparisons: Comparisons, labels=None) -> GlobalBT:
-        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None)."""
+        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None).
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n_queries, d) or None
+            Query embeddings aligned to ``comparisons.query_ids`` (ignored; may be None).
+        comparisons : Comparisons
+            Training comparisons.
+        labels : array-like, optional
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
         _check_comparisons(comparisons, "comparisons")
         if embeddings is not None and np.shape(embeddings)[0] != comparisons.n_queries:
             _check_embeddings(embeddings, comparisons.n_queries, np.float32)
@@ -801,7 +833,23 @@ class GlobalBT(_ProfileMixture):
         return self
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
-        """All ones, shape ``(n, 1)``."""
+        """All ones, shape ``(n, 1)``.
+
+        Parameters
+        ----------
+        embeddings : ndarray, optional
+            Embeddings of the new queries.
+        probe : Comparisons, optional
+            Probe comparisons of the new queries.
+        mode : {"both", "embedding", "probe"}
+            Checked, otherwise ignored.
+        labels : array-like, optional
+            Ignored.
+
+        Returns
+        -------
+        ndarray, shape (n, 1)
+        """
         self._check_fitted()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -833,7 +881,21 @@ class HumanLabelClusters(_ProfileMixture):
         self.temperature = temperature
 
     def fit(self, embeddings, comparisons: Comparisons, labels=None) -> HumanLabelClusters:
-        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``)."""
+        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``).
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n_queries, d) or None
+            Query embeddings aligned to ``comparisons.query_ids`` (optional; they give the category centroids).
+        comparisons : Comparisons
+            Training comparisons.
+        labels : array-like, optional
+            Category per query (required).
+
+        Returns
+        -------
+        self
+        """
         _check_comparisons(comparisons, "comparisons")
         if labels is None:
             raise ValueError("HumanLabelClusters.fit needs labels (one category per query)")
@@ -866,7 +928,24 @@ class HumanLabelClusters(_ProfileMixture):
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
         """One-hot rows for queries with a known label (modes ``"both"`` and ``"embedding"``);
-        the ECC formula over category profiles otherwise (always in mode ``"probe"``)."""
+        the ECC formula over category profiles otherwise (always in mode ``"probe"``).
+
+        Parameters
+        ----------
+        embeddings : ndarray, optional
+            Embeddings of the new queries.
+        probe : Comparisons, optional
+            Probe comparisons of the new queries.
+        mode : {"both", "embedding", "probe"}
+            Which evidence to use.
+        labels : array-like, optional
+            Categories of the new queries.
+
+        Returns
+        -------
+        ndarray, shape (n, n_categories)
+            Rows sum to one.
+        """
         self._check_fitted()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

@@ -113,8 +113,7 @@ PENDING: dict[str, int] = {
     "ecc_lib.collect.scorers": 33,
     "ecc_lib.collect.store": 32,
     "ecc_lib.dars": 27,
-    "ecc_lib.ecc": 17,
-    "ecc_lib.loaders": 24,
+    "ecc_lib.ecc": 6,
     "ecc_lib.plotting": 24,
     "ecc_lib.run_folder": 28,
 }
