@@ -129,8 +129,8 @@ def evaluate_choices(
         Index of the chosen model per test query.
     truth : HeldOut
         Held-out truth (:func:`held_out_truth`).
-        cost_weight, beta : float
-            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
 
     Returns
     -------
@@ -168,8 +168,8 @@ def expected_random_metrics(
     ----------
     truth : HeldOut
         Held-out truth.
-        cost_weight, beta : float
-            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
 
     Returns
     -------
@@ -192,8 +192,8 @@ def oracle_choices(
     ----------
     truth : HeldOut
         Held-out truth.
-        cost_weight, beta : float
-            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
 
     Returns
     -------
@@ -211,8 +211,8 @@ def best_fixed_model(
     ----------
     train : CapabilityDistributions
         Training targets.
-        cost_weight, beta : float
-            Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
 
     Returns
     -------
