@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="single-shot repetitions R")
     parser.add_argument("--dataset", default="re2", help="bundled dataset ('' to skip)")
-    parser.add_argument("--synthetic-queries", type=int, default=1500)
+    parser.add_argument(
+        "--synthetic-queries", type=int, default=1500, help="synthetic queries (0 skips them)"
+    )
     parser.add_argument("--draws", type=int, default=1000, help="Monte Carlo draw pairs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -72,26 +74,30 @@ def main(argv: list[str] | None = None) -> int:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
 
-    synthetic = make_repeated_outcomes(
-        n_queries=args.synthetic_queries,
-        n_models=5,
-        n_rewrites=5,
-        n_decodes=5,
-        n_clusters=6,
-        embedding_dim=32,
-        embedding_noise=1.0,
-        skill_gap=1.0,
-        query_noise=0.7,
-        rewrite_noise=0.7,
-        random_state=args.seed,
-    )
-    if not args.no_flip_rates:
-        print("Synthetic data: exact versus Monte Carlo winner flip rate\n")
-        print(flip_rate_agreement(synthetic.outcomes, args.draws, args.seed).to_string(index=False))
-
-    tables = {
-        "synthetic": (synthetic.outcomes, synthetic.embeddings, synthetic.queries["query_id"])
-    }
+    tables = {}
+    if args.synthetic_queries > 0:
+        synthetic = make_repeated_outcomes(
+            n_queries=args.synthetic_queries,
+            n_models=5,
+            n_rewrites=5,
+            n_decodes=5,
+            n_clusters=6,
+            embedding_dim=32,
+            embedding_noise=1.0,
+            skill_gap=1.0,
+            query_noise=0.7,
+            rewrite_noise=0.7,
+            random_state=args.seed,
+        )
+        if not args.no_flip_rates:
+            print("Synthetic data: exact versus Monte Carlo winner flip rate\n")
+            table = flip_rate_agreement(synthetic.outcomes, args.draws, args.seed)
+            print(table.to_string(index=False))
+        tables["synthetic"] = (
+            synthetic.outcomes,
+            synthetic.embeddings,
+            synthetic.queries["query_id"],
+        )
     if args.dataset:
         queries, outcomes = load_bundled(args.dataset)
         embeddings = embed_texts(queries["text"].tolist(), show_progress=True)
