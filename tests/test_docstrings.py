@@ -109,11 +109,10 @@ def public_definitions(module_name: str):
 
 # Modules whose docstring pass is not finished yet, with their number of known gaps: the count may
 # only go down (a new gap fails, and so does a fixed one until the count here is lowered).
+# ecc_lib.ecc: the module-level maths (log_prob_table, comparison_nll, evidence) is being rewritten
+# with the EM internals (issue 13, "scale"); document it there.
 PENDING: dict[str, int] = {
-    "ecc_lib.collect.scorers": 33,
-    "ecc_lib.collect.store": 32,
     "ecc_lib.ecc": 6,
-    "ecc_lib.plotting": 24,
 }
 
 
