@@ -847,13 +847,17 @@ def routing_headline(result: RoutingTable) -> dict:
     if len(beating) == 0:
         sentence = (
             f"No router beats the best fixed model ({fixed_name}) on held-out utility: the best, "
-            f"{label}, is {diff:+.3f} from it (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])."
+            f"{label}, is {diff:+.3f} from it (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])"
         )
+        if ci[0] == ci[1] == 0.0:
+            sentence += ", matching its utility on every test query"
+        sentence += "."
     else:
-        names = ", ".join(f"{r.router} ({r.supervision})" for r in beating.itertuples())
+        names = [f"{r.router} ({r.supervision})" for r in beating.itertuples()]
+        listed = f": {', '.join(names)}" if len(names) <= 4 else ""
         sentence = (
             f"{len(beating)} of {len(versus)} routers beat the best fixed model ({fixed_name}) "
-            f"on held-out utility (95% CI above 0): {names}; the best, {label}, by {diff:+.3f} "
+            f"on held-out utility (95% CI above 0){listed}; the best, {label}, by {diff:+.3f} "
             f"(95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])."
         )
     return {

@@ -56,6 +56,7 @@ def test_help_lists_the_contract_flags():
         "--probe-strategy",
         "--leak-free",
         "--routing",
+        "--scheduler",
     }
     assert expected <= flags
     assert flags - expected <= {"-h", "--help"}

@@ -315,3 +315,16 @@ def test_headline_says_when_no_router_beats_best_fixed():
     assert headline["best_router_utility_minus_fixed"] == pytest.approx(-0.1)
     # gap closed below 0 when the routers trail the best fixed model
     assert paired.iloc[0]["gap_closed_dars"] == pytest.approx(-1.0)
+
+
+def test_headline_names_a_router_that_matches_the_best_fixed_model():
+    fixed = np.linspace(0.3, 0.9, 20)
+    per_query = per_query_arms(fixed, [fixed - 0.05, fixed - 0.02], fixed, fixed + 0.1)
+    paired, versus = ev.paired_differences(per_query, ["kNN"], n_boot=100)
+    result = ev.RoutingTable(
+        pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {"best_fixed_model": "m0"}, paired, versus
+    )
+    headline = ev.routing_headline(result)
+    assert headline["no_router_beats_best_fixed"] is True
+    assert headline["best_router_utility_minus_fixed_ci95"] == [0.0, 0.0]
+    assert headline["sentence"].endswith("matching its utility on every test query.")

@@ -75,6 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the median when they differ)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="also write the summary as JSON")
+    parser.add_argument(
+        "--scheduler",
+        metavar="local|ADDRESS",
+        help="also compute the distributions, labels and flip readings as Dask group-bys: "
+        "'local' starts a local cluster, anything else is a scheduler address",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -252,6 +258,24 @@ def format_summary(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
+    """Labels and flip readings from the Dask group-bys (``--scheduler``), printed and returned."""
+    from ecc_lib.distributed import dars_statistics, dask_client
+
+    with dask_client(args.scheduler) as client:
+        stats = dars_statistics(
+            outcomes, args.cost_weight, args.beta, args.change_draws, client, random_state=args.seed
+        )
+    print(f"\nDask group-bys ({args.scheduler}): {stats.distributions.n_queries} queries")
+    for name, cell in (stats.flip_rates or {}).items():
+        if isinstance(cell, dict):
+            low, high = cell["ci95"]
+            print(
+                f"  {name:<9} {cell['mean']:.3f} [{low:.3f}, {high:.3f}] chance {cell['chance']:.3f}"
+            )
+    return {"labels": stats.labels, "flip_rates": stats.flip_rates}
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``.
 
@@ -281,6 +305,8 @@ def run(args: argparse.Namespace) -> int:
         change_draws=args.change_draws,
     )
     print(format_summary(summary))
+    if getattr(args, "scheduler", None):
+        summary["dask"] = _dask_summary(outcomes, args)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(summary, stream, indent=2)

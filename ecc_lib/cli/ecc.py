@@ -92,6 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "probe restricted to models outside the probe pair, probe with its cost)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    parser.add_argument(
+        "--scheduler",
+        metavar="local|ADDRESS",
+        help="fit the ECC-family methods on Dask partitions: 'local' starts a local cluster, "
+        "anything else is a scheduler address (default: in memory)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -182,6 +188,20 @@ def format_result(result) -> str:
     return "\n".join(lines)
 
 
+def _scheduler(scheduler: str | None):
+    """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
+    import contextlib
+
+    if scheduler is None:
+        return contextlib.nullcontext()
+    from ecc_lib.distributed import dask_client, use_dask
+
+    stack = contextlib.ExitStack()
+    client = stack.enter_context(dask_client(scheduler))
+    stack.enter_context(use_dask(client))
+    return stack
+
+
 def format_seeds(summary: dict) -> str:
     """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`."""
     seeds = summary["seeds"]
@@ -254,23 +274,24 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if (args.routing or args.leak_free) and args.probes < 1:
         raise ValueError("--routing and --leak-free need --probes >= 1")
-    multi = run_seeds(
-        queries,
-        outcomes,
-        embeddings,
-        seeds=range(args.seed, args.seed + args.seeds),
-        n_clusters=args.k,
-        lam=args.lam,
-        temperature=args.temperature,
-        n_pairs=args.pairs,
-        n_probes=args.probes,
-        test_size=args.test_size,
-        methods=methods,
-        probe_evidence=args.probe_evidence,
-        probe_strategy=args.probe_strategy,
-        leak_free=args.leak_free,
-        routing=args.routing,
-    )
+    with _scheduler(getattr(args, "scheduler", None)):
+        multi = run_seeds(
+            queries,
+            outcomes,
+            embeddings,
+            seeds=range(args.seed, args.seed + args.seeds),
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            n_probes=args.probes,
+            test_size=args.test_size,
+            methods=methods,
+            probe_evidence=args.probe_evidence,
+            probe_strategy=args.probe_strategy,
+            leak_free=args.leak_free,
+            routing=args.routing,
+        )
     result = multi.first
     print(format_result(result))
     payload = result.to_dict()

@@ -27,10 +27,14 @@ Guarantees
   of any duplicates (and counts them), and an exclusive lock on ``DIR/.lock`` keeps a second
   collection process out of the folder while one runs.
 - Secrets given to the store are replaced by ``[REDACTED]`` in every line before it is written.
+- A store that cannot be written (read-only, permission denied, a full disk) or a store path that is
+  a file raise :class:`~ecc_lib.collect.errors.StoreError` with the reason; a line whose write fails
+  half-way is taken back, so every line on disk stays valid.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -135,11 +139,41 @@ def to_json_line(record: dict, secrets: Iterable[str] = ()) -> bytes:
     bytes
     """
     line = json.dumps(record, ensure_ascii=False, default=_json_default, separators=(",", ":"))
-    forms = []
-    for secret in secrets:
-        if secret:
-            forms += [secret, json.dumps(secret, ensure_ascii=False)[1:-1]]
-    return (redact(line, forms) + "\n").encode("utf-8")
+    return (redact(line, list(secrets)) + "\n").encode("utf-8")
+
+
+def _file_in_the_way(directory: Path) -> Path | None:
+    """The first existing path among ``directory`` and its parents that is not a folder."""
+    for path in (directory, *directory.parents):
+        if path.exists() or path.is_symlink():
+            return None if path.is_dir() else path
+    return None
+
+
+def os_error_message(error: OSError, directory: Path, path: Path | None = None) -> str:
+    """A plain sentence for a file-system error met by the store (no traceback needed)."""
+    target = path if path is not None else directory
+    code = error.errno
+    if code == errno.EROFS:
+        return (
+            f"cannot write to the store {directory}: read-only file system ({target.name}); "
+            "use another --store"
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return (
+            f"cannot write to the store {directory}: permission denied ({target.name}); fix its "
+            "permissions or use another --store"
+        )
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return (
+            f"no space left on the device of the store {directory} while writing {target.name}; "
+            "every line written before is kept and valid: free some space and rerun the same "
+            "command to resume"
+        )
+    blocker = _file_in_the_way(directory)
+    if code in (errno.ENOTDIR, errno.EEXIST) and blocker is not None:
+        return f"store path {directory}: {blocker} is a file, not a folder; give a folder"
+    return f"cannot use the store {directory}: {error.strerror or error} ({target})"
 
 
 def read_jsonl(path: str | Path) -> tuple[list[dict], int, int]:
@@ -222,13 +256,28 @@ class _AppendFile:
         logger.warning("%s: cut off a torn last line of %d byte(s)", self.path, size - keep)
 
     def write(self, record: dict) -> None:
+        """Append one line; on a failed write (disk full) take back what reached the file.
+
+        Raises
+        ------
+        OSError
+            The write failed (the file is as it was before the call).
+        """
         data = to_json_line(record, self.secrets)
+        size = os.fstat(self.fd).st_size
         view = memoryview(data)
-        while view:  # one write for regular files; the loop only guards against short writes
-            written = os.write(self.fd, view)
-            view = view[written:]
-        if self.fsync:
-            os.fsync(self.fd)
+        try:
+            while view:  # one write for regular files; the loop only guards against short writes
+                written = os.write(self.fd, view)
+                view = view[written:]
+            if self.fsync:
+                os.fsync(self.fd)
+        except OSError:
+            try:
+                os.ftruncate(self.fd, size)
+            except OSError:  # pragma: no cover - the next open() cuts the torn line instead
+                logger.warning("%s: could not take back a half-written line", self.path)
+            raise
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -383,7 +432,15 @@ class CollectionStore:
         StoreError
             Another process holds the lock.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
+        blocker = _file_in_the_way(self.directory)
+        if blocker is not None:
+            raise StoreError(
+                f"store path {self.directory}: {blocker} is a file, not a folder; give a folder"
+            )
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(os_error_message(error, self.directory)) from None
         self._lock()
         try:
             self.load()
@@ -395,27 +452,36 @@ class CollectionStore:
                 FAILURES_FILE,
             ):
                 self._files[name] = _AppendFile(self.path(name), self.secrets, self.fsync)
+        except OSError as error:
+            self.close()
+            raise StoreError(
+                os_error_message(error, self.directory, Path(error.filename or self.directory))
+            ) from None
         except BaseException:
             self.close()
             raise
         return self
 
     def _lock(self) -> None:
-        handle = open(self.path(LOCK_FILE), "a+")  # noqa: SIM115 - held until close()
+        path = self.path(LOCK_FILE)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # held until close()
+        except OSError as error:
+            raise StoreError(os_error_message(error, self.directory, path)) from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no cross-process lock
-            self._lock_handle = handle
+            self._lock_handle = fd
             return
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.close()
+            os.close(fd)
             raise StoreError(
                 f"{self.directory} is in use by another collection process; wait for it to "
                 "finish or use another --store"
             ) from None
-        self._lock_handle = handle
+        self._lock_handle = fd
 
     def close(self) -> None:
         """Close the files and release the lock."""
@@ -423,13 +489,16 @@ class CollectionStore:
             file.close()
         self._files = {}
         if self._lock_handle is not None:
-            self._lock_handle.close()  # closing releases the flock
+            os.close(self._lock_handle)  # closing releases the flock
             self._lock_handle = None
 
     def _append(self, name: str, record: dict) -> None:
         if name not in self._files:
             raise StoreError(f"{self.directory} is not open for writing; call open() first")
-        self._files[name].write(record)
+        try:
+            self._files[name].write(record)
+        except OSError as error:
+            raise StoreError(os_error_message(error, self.directory, self.path(name))) from None
 
     def add_queries(self, queries: Iterable[dict]) -> int:
         """Store new queries; check that already-stored ones are unchanged. Returns how many were
@@ -537,18 +606,61 @@ class CollectionStore:
         ----------
         run : dict
             The run entry, with a ``run_id``.
+
+        Raises
+        ------
+        StoreError
+            The manifest cannot be written (the previous one is left as it was).
         """
         manifest = self.manifest()
         runs = [r for r in manifest.get("runs", []) if r.get("run_id") != run["run_id"]]
         manifest["runs"] = runs + [run]
+        self._write_manifest(manifest)
+
+    def _write_manifest(self, manifest: dict) -> None:
         data = to_json_line(manifest, self.secrets)
-        self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.path(MANIFEST_FILE + ".tmp")
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path(MANIFEST_FILE))
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, self.path(MANIFEST_FILE))
+        except OSError as error:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise StoreError(
+                os_error_message(error, self.directory, self.path(MANIFEST_FILE))
+            ) from None
+
+    def close_stale_runs(self, current_run_id: str) -> int:
+        """Mark runs still "started" (their process was killed: the lock is ours now) as
+        "interrupted". Call with the lock held. Returns how many were marked."""
+        manifest = self.manifest()
+        stale = [
+            r
+            for r in manifest.get("runs", [])
+            if r.get("status") == "started" and r.get("run_id") != current_run_id
+        ]
+        for run in stale:
+            run["status"] = "interrupted"
+            run["note"] = (
+                f"the process ended without closing the run (killed); found by run {current_run_id}"
+            )
+        if stale:
+            self._write_manifest(manifest)
+            logger.warning(
+                "%s: %d earlier run(s) ended without closing (killed); marked interrupted",
+                self.directory,
+                len(stale),
+            )
+        return len(stale)
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -700,6 +812,45 @@ def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.
         write_table(outcomes, out)
         logger.info("wrote %d outcome row(s) to %s", len(outcomes), out)
     return outcomes
+
+
+DATASET_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "source", "scorer")
+"""Query columns of an exported dataset folder (answers and options stay in the store)."""
+
+
+def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Export a store as a dataset folder that every loader (and ``ecc-lab run --dataset``) reads:
+    ``queries.parquet`` and ``outcomes.parquet``.
+
+    Parameters
+    ----------
+    store_dir : str or Path
+    folder : str or Path
+        Created when missing; its ``queries.parquet`` and ``outcomes.parquet`` are replaced.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        As written (queries: :data:`DATASET_QUERY_COLUMNS`; outcomes: see
+        :func:`collected_outcomes`).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``store_dir`` is not a collection store.
+    ValueError
+        ``folder`` exists and is a file.
+    """
+    queries, outcomes = read_collected(store_dir)
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file; give a folder to export the dataset into")
+    folder.mkdir(parents=True, exist_ok=True)
+    queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
+    queries.to_parquet(folder / "queries.parquet", index=False)
+    outcomes.to_parquet(folder / "outcomes.parquet", index=False)
+    logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
+    return queries, outcomes
 
 
 def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
