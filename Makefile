@@ -12,7 +12,7 @@ TORCH_PIP_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all lint format data embeddings benchmarks wheel clean \
+.PHONY: install run test test-all lint format data embeddings benchmarks docs wheel clean \
 	serve-local stop-local collect-demo
 
 install: $(STAMP)
@@ -47,6 +47,10 @@ data: install
 	$(BIN)/python scripts/build_bundled_data.py
 embeddings: install
 	$(BIN)/python scripts/build_embedding_cache.py
+
+# API reference from the numpydoc docstrings (warnings are errors); open docs/_build/html/index.html.
+docs: install
+	$(BIN)/python -m sphinx -W --keep-going -b html docs/api docs/_build/html
 
 benchmarks: install
 	$(BIN)/python benchmarks/ecc_speed.py

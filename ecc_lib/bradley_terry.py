@@ -92,6 +92,19 @@ def count_matrix(
     directions). With ``normalize=True`` each row is divided by the query's number of comparisons
     ``N_q``, so that ``count_matrix(c, normalize=True) @ log_p`` is the per-comparison average
     log-likelihood (the ECC evidence ``l_qk``). Queries without comparisons give empty rows.
+
+    Parameters
+    ----------
+    comparisons : Comparisons
+        Pairwise outcomes.
+    normalize : bool, default False
+        Divide each row by the query's number of comparisons.
+    dtype : type, default float64
+        Dtype of the values.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n_queries, M * M)
     """
     m = comparisons.n_models
     q, a, b, y = comparisons.query, comparisons.model_a, comparisons.model_b, comparisons.y
@@ -116,7 +129,17 @@ def count_matrix(
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:
-    """Numerically stable ``log(sigmoid(x))``."""
+    """Numerically stable ``log(sigmoid(x))``.
+
+    Parameters
+    ----------
+    x : ndarray
+        Logits.
+
+    Returns
+    -------
+    ndarray
+    """
     return -np.logaddexp(0.0, -x)
 
 
@@ -129,6 +152,17 @@ def bt_log_likelihood(theta: np.ndarray, wins: np.ndarray) -> np.ndarray | float
 
     ``theta`` of shape ``(M,)`` with ``wins`` ``(M, M)`` gives a float; ``(K, M)`` with
     ``(K, M, M)`` gives one value per profile. The diagonal of ``wins`` is ignored.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (M,) or (K, M)
+        BT scores.
+    wins : ndarray, shape (M, M) or (K, M, M)
+        ``wins[w, l]``: (weighted) wins of ``w`` over ``l``.
+
+    Returns
+    -------
+    float or ndarray of shape (K,)
     """
     theta = np.asarray(theta, dtype=float)
     wins = _offdiag(np.asarray(wins, dtype=float))
@@ -141,6 +175,16 @@ def bt_log_likelihood_grad(theta: np.ndarray, wins: np.ndarray) -> np.ndarray:
 
     ``d/d theta_i = sum_l wins[i, l] (1 - p_il) - sum_w wins[w, i] (1 - p_wi)`` with
     ``p_wl = sigmoid(theta_w - theta_l)``.
+
+    Parameters
+    ----------
+    theta, wins : ndarray
+        As in :func:`bt_log_likelihood`.
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``theta``.
     """
     theta = np.asarray(theta, dtype=float)
     wins = _offdiag(np.asarray(wins, dtype=float))
@@ -149,13 +193,38 @@ def bt_log_likelihood_grad(theta: np.ndarray, wins: np.ndarray) -> np.ndarray:
 
 
 def bt_objective(theta: np.ndarray, wins: np.ndarray, alpha: float = DEFAULT_ALPHA):
-    """Penalised negative log-likelihood ``-loglik + 0.5 * alpha * ||theta||^2`` (per profile)."""
+    """Penalised negative log-likelihood ``-loglik + 0.5 * alpha * ||theta||^2`` (per profile).
+
+    Parameters
+    ----------
+    theta, wins : ndarray
+        As in :func:`bt_log_likelihood`.
+    alpha : float, default 1.0
+        Prior precision.
+
+    Returns
+    -------
+    float or ndarray of shape (K,)
+    """
     theta = np.asarray(theta, dtype=float)
     return -bt_log_likelihood(theta, wins) + 0.5 * alpha * (theta**2).sum(axis=-1)
 
 
 def bt_objective_grad(theta: np.ndarray, wins: np.ndarray, alpha: float = DEFAULT_ALPHA):
-    """Gradient of :func:`bt_objective`."""
+    """Gradient of :func:`bt_objective`.
+
+    Parameters
+    ----------
+    theta, wins : ndarray
+        As in :func:`bt_log_likelihood`.
+    alpha : float, default 1.0
+        Prior precision.
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``theta``.
+    """
     theta = np.asarray(theta, dtype=float)
     return -bt_log_likelihood_grad(theta, wins) + alpha * theta
 
@@ -311,12 +380,33 @@ def fit_bt_pairwise(
 
 
 def win_probability(theta: np.ndarray) -> np.ndarray:
-    """``P[..., i, j] = P(i beats j) = sigmoid(theta_i - theta_j)``."""
+    """``P[..., i, j] = P(i beats j) = sigmoid(theta_i - theta_j)``.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (..., M)
+        BT scores.
+
+    Returns
+    -------
+    ndarray, shape (..., M, M)
+    """
     return expit(_differences(np.asarray(theta, dtype=float)))
 
 
 def score_ranks(theta: np.ndarray) -> np.ndarray:
-    """Rank of each model (1 = highest score; ties share their average rank), along the last axis."""
+    """Rank of each model (1 = highest score; ties share their average rank), along the last axis.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (..., M)
+        Scores.
+
+    Returns
+    -------
+    ndarray
+        Same shape, float ranks.
+    """
     return rankdata(-np.asarray(theta, dtype=float), method="average", axis=-1)
 
 
@@ -754,7 +844,12 @@ class BTBootstrap:
     unit: str
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per model, best first."""
+        """One row per model, best first.
+
+        Returns
+        -------
+        DataFrame
+        """
         frame = pd.DataFrame(
             {
                 "model": list(self.models),

@@ -93,11 +93,21 @@ class Comparisons:
         return len(self.models)
 
     def pairs_per_query(self) -> np.ndarray:
-        """Number of comparisons of each query, aligned to :attr:`query_ids`."""
+        """Number of comparisons of each query, aligned to :attr:`query_ids`.
+
+        Returns
+        -------
+        ndarray of int, shape (n_queries,)
+        """
         return np.bincount(self.query, minlength=self.n_queries)
 
     def to_frame(self) -> pd.DataFrame:
-        """Comparisons as a DataFrame with ``query_id, model_a, model_b, y``."""
+        """Comparisons as a DataFrame with ``query_id, model_a, model_b, y``.
+
+        Returns
+        -------
+        DataFrame
+        """
         models = np.asarray(self.models, dtype=object)
         return pd.DataFrame(
             {
@@ -119,6 +129,19 @@ class Comparisons:
 
         ``query_ids`` fixes the query order (for alignment with embeddings); by default queries are
         ordered by first appearance. ``models`` fixes the model order; by default sorted names.
+
+        Parameters
+        ----------
+        frame : DataFrame
+            Columns ``query_id, model_a, model_b, y``.
+        query_ids : sequence of str, optional
+            Query order.
+        models : sequence of str, optional
+            Model order.
+
+        Returns
+        -------
+        Comparisons
         """
         missing = [c for c in ("query_id", "model_a", "model_b", "y") if c not in frame.columns]
         if missing:
@@ -153,7 +176,17 @@ class Comparisons:
         )
 
     def take(self, rows: np.ndarray) -> Comparisons:
-        """Rows ``rows`` (a boolean mask or indices), keeping the query and model coding."""
+        """Rows ``rows`` (a boolean mask or indices), keeping the query and model coding.
+
+        Parameters
+        ----------
+        rows : ndarray of bool or int
+            Rows to keep.
+
+        Returns
+        -------
+        Comparisons
+        """
         return Comparisons(
             query=self.query[rows],
             model_a=self.model_a[rows],
@@ -165,7 +198,17 @@ class Comparisons:
 
     def select_queries(self, query_mask: np.ndarray) -> Comparisons:
         """Keep the queries where ``query_mask`` (aligned to :attr:`query_ids`) is true, re-coded
-        so that ``query`` indexes the kept queries in their original order."""
+        so that ``query`` indexes the kept queries in their original order.
+
+        Parameters
+        ----------
+        query_mask : ndarray of bool, shape (n_queries,)
+            Queries to keep.
+
+        Returns
+        -------
+        Comparisons
+        """
         query_mask = np.asarray(query_mask, dtype=bool)
         if query_mask.shape != (self.n_queries,):
             raise ValueError(f"query_mask must have shape ({self.n_queries},)")
@@ -187,6 +230,15 @@ def score_matrix(
     models: list[str] | tuple[str, ...] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """Mean score per (query, model) as a dense matrix.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes table (``query_id, model, score``).
+    query_ids : sequence of str, optional
+        Row order (default: order of first appearance).
+    models : sequence of str, optional
+        Column order (default: sorted names).
 
     Returns
     -------
@@ -458,6 +510,19 @@ def split_queries(
 
     Returns boolean masks ``(train, test)`` of length ``n_queries``; the test part holds
     ``round(test_size * n_queries)`` queries (at least one of each side when ``n_queries >= 2``).
+
+    Parameters
+    ----------
+    n_queries : int
+        Number of queries.
+    test_size : float, default 0.2
+        Share of queries in the test part.
+    random_state : int, Generator or None, default 42
+        Seed of the split (the paper's is 42).
+
+    Returns
+    -------
+    train, test : ndarray of bool, shape (n_queries,)
     """
     if not 0.0 < test_size < 1.0:
         raise ValueError(f"test_size must lie in (0, 1), got {test_size}")
@@ -475,6 +540,18 @@ def split_probe(comparisons: Comparisons, n_probes: int = 1) -> tuple[Comparison
 
     Queries are kept in both parts with the same coding, so a query without scored pairs simply has
     no rows in the second part.
+
+    Parameters
+    ----------
+    comparisons : Comparisons
+        Comparisons of the test queries.
+    n_probes : int, default 1
+        Probe comparisons per query.
+
+    Returns
+    -------
+    probe, scored : Comparisons
+        Same query and model coding as ``comparisons``.
     """
     if n_probes < 0:
         raise ValueError(f"n_probes must be >= 0, got {n_probes}")

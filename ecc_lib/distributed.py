@@ -500,7 +500,7 @@ class DarsStatistics:
 
 def dars_statistics(
     outcomes,
-    lambda_: float | None = None,
+    cost_weight: float | None = None,
     beta: float | None = None,
     change_draws: int | None = None,
     client=None,
@@ -519,7 +519,7 @@ def dars_statistics(
     outcomes : dask.dataframe.DataFrame or pandas.DataFrame
         Long outcomes with ``query_id, model, score`` and optional ``cost`` (e.g.
         ``dd.read_parquet(folder)`` over many Parquet partitions).
-    lambda_, beta : float, optional
+    cost_weight, beta : float, optional
         Utility weights (default: the DARS defaults).
     change_draws : int, optional
         ``R`` of the change reading (default: the median observations per pair, at least 2).
@@ -552,7 +552,7 @@ def dars_statistics(
     )
     from ecc_lib.metrics import bootstrap_ci
 
-    lambda_ = DEFAULT_LAMBDA if lambda_ is None else lambda_
+    cost_weight = DEFAULT_LAMBDA if cost_weight is None else cost_weight
     beta = DEFAULT_BETA if beta is None else beta
     if isinstance(outcomes, pd.DataFrame):
         outcomes = dd.from_pandas(outcomes, npartitions=4)
@@ -608,7 +608,7 @@ def dars_statistics(
         mu_c=mu_c if cost_available else np.where(n_obs > 0, 0.0, np.nan),
         cost_available=cost_available,
     )
-    u = dist.utility(lambda_, beta)
+    u = dist.utility(cost_weight, beta)
     complete = (n_obs > 0).all(axis=1)
     labels = label_shares(u[complete], models) if complete.any() else {}
     flip = None

@@ -54,6 +54,7 @@ import scipy.sparse as sp
 from scipy.special import expit, log_softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
 from ecc_lib.bradley_terry import (
@@ -449,8 +450,9 @@ class _ProfileMixture(BaseEstimator):
     """Inference shared by every clustering: responsibilities, win probabilities, rankings."""
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "theta_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        """Raise :class:`~sklearn.exceptions.NotFittedError` before ``fit`` (an
+        ``AttributeError``, so ``hasattr(ECC(), "n_clusters_")`` is False)."""
+        check_is_fitted(self, "theta_")
 
     def _n_rows(self, embeddings, probe, labels) -> int:
         if embeddings is not None:
@@ -618,6 +620,15 @@ class _ProfileMixture(BaseEstimator):
 
 class ECC(_ProfileMixture):
     """Evidence-calibrated clustering of queries with Bradley-Terry capability profiles.
+
+    A scikit-learn estimator (``get_params``/``set_params``, ``clone``) with one difference from
+    the usual ``fit(X, y)``: :meth:`fit` takes the query embeddings and a
+    :class:`~ecc_lib.comparisons.Comparisons` object (the pairwise outcomes of each query, built
+    by :func:`~ecc_lib.comparisons.make_comparisons`), not a target vector, because the evidence
+    is a variable number of comparisons per query. The scikit-learn checks that feed ``fit``
+    arrays (``check_estimator``'s fitting checks) therefore do not apply; the parameter, clone
+    and unfitted checks pass (``tests/test_estimator_checks.py``). Before ``fit`` every method
+    raises :class:`~sklearn.exceptions.NotFittedError`.
 
     Parameters
     ----------
@@ -791,7 +802,17 @@ class ECC(_ProfileMixture):
         self.n_features_in_ = int(x.shape[1])
 
     def evidence(self, comparisons: Comparisons) -> np.ndarray:
-        """Evidence ``l_qk`` of ``comparisons`` under the fitted profiles, ``(n_queries, K)``."""
+        """Evidence ``l_qk`` of ``comparisons`` under the fitted profiles, ``(n_queries, K)``.
+
+        Parameters
+        ----------
+        comparisons : Comparisons
+            Comparisons of the queries, in the fitted model order.
+
+        Returns
+        -------
+        ndarray, shape (n_queries, n_clusters)
+        """
         self._check_fitted()
         return evidence(self.theta_, comparisons)
 
@@ -799,7 +820,15 @@ class ECC(_ProfileMixture):
 class ComparisonOnlyECC(ECC):
     """ECC without the cosine term (``lam = 0`` in fit and inference): clusters from comparison
     evidence alone. Centroids are still computed (weighted mean embeddings) but unused; with
-    ``mode="embedding"`` responsibilities are uniform."""
+    ``mode="embedding"`` responsibilities are uniform.
+
+    Parameters
+    ----------
+    n_clusters, temperature, max_iter, tol, n_init, alpha, centroid_tol, objective_tol, patience, dtype, n_jobs, random_state
+        As in :class:`ECC`.
+    lam : float, default 0.0
+        Must stay 0 (a :class:`ECC` with a cosine term is the other method).
+    """
 
     def __init__(
         self,
@@ -878,7 +907,21 @@ class GlobalBT(_ProfileMixture):
         self.alpha = alpha
 
     def fit(self, embeddings, comparisons: Comparisons, labels=None) -> GlobalBT:
-        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None)."""
+        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None).
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n_queries, d) or None
+            Query embeddings aligned to ``comparisons.query_ids`` (ignored; may be None).
+        comparisons : Comparisons
+            Training comparisons.
+        labels : array-like, optional
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
         _check_comparisons(comparisons, "comparisons")
         if embeddings is not None and np.shape(embeddings)[0] != comparisons.n_queries:
             _check_embeddings(embeddings, comparisons.n_queries, np.float32)
@@ -891,7 +934,23 @@ class GlobalBT(_ProfileMixture):
         return self
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
-        """All ones, shape ``(n, 1)``."""
+        """All ones, shape ``(n, 1)``.
+
+        Parameters
+        ----------
+        embeddings : ndarray, optional
+            Embeddings of the new queries.
+        probe : Comparisons, optional
+            Probe comparisons of the new queries.
+        mode : {"both", "embedding", "probe"}
+            Checked, otherwise ignored.
+        labels : array-like, optional
+            Ignored.
+
+        Returns
+        -------
+        ndarray, shape (n, 1)
+        """
         self._check_fitted()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -923,7 +982,21 @@ class HumanLabelClusters(_ProfileMixture):
         self.temperature = temperature
 
     def fit(self, embeddings, comparisons: Comparisons, labels=None) -> HumanLabelClusters:
-        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``)."""
+        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``).
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n_queries, d) or None
+            Query embeddings aligned to ``comparisons.query_ids`` (optional; they give the category centroids).
+        comparisons : Comparisons
+            Training comparisons.
+        labels : array-like, optional
+            Category per query (required).
+
+        Returns
+        -------
+        self
+        """
         _check_comparisons(comparisons, "comparisons")
         if labels is None:
             raise ValueError("HumanLabelClusters.fit needs labels (one category per query)")
@@ -953,7 +1026,24 @@ class HumanLabelClusters(_ProfileMixture):
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
         """One-hot rows for queries with a known label (modes ``"both"`` and ``"embedding"``);
-        the ECC formula over category profiles otherwise (always in mode ``"probe"``)."""
+        the ECC formula over category profiles otherwise (always in mode ``"probe"``).
+
+        Parameters
+        ----------
+        embeddings : ndarray, optional
+            Embeddings of the new queries.
+        probe : Comparisons, optional
+            Probe comparisons of the new queries.
+        mode : {"both", "embedding", "probe"}
+            Which evidence to use.
+        labels : array-like, optional
+            Categories of the new queries.
+
+        Returns
+        -------
+        ndarray, shape (n, n_categories)
+            Rows sum to one.
+        """
         self._check_fitted()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

@@ -112,22 +112,27 @@ class ProtocolData:
 
     @property
     def x_train(self) -> np.ndarray:
+        """Embeddings of the training queries."""
         return self.embeddings[self.train_mask]
 
     @property
     def x_test(self) -> np.ndarray:
+        """Embeddings of the test queries."""
         return self.embeddings[self.test_mask]
 
     @property
     def labels_train(self) -> np.ndarray | None:
+        """Human categories of the training queries (None without labels)."""
         return None if self.labels is None else self.labels[self.train_mask]
 
     @property
     def labels_test(self) -> np.ndarray | None:
+        """Human categories of the test queries (None without labels)."""
         return None if self.labels is None else self.labels[self.test_mask]
 
     @property
     def models(self) -> tuple[str, ...]:
+        """Model names, in the comparisons' coding."""
         return self.comparisons.models
 
 
@@ -159,6 +164,10 @@ def prepare_protocol(
         Queries with fewer non-tie pairs are dropped (logged).
     models : tuple of str, optional
         Model order (default: sorted names).
+
+    Returns
+    -------
+    ProtocolData
     """
     query_ids = queries["query_id"].astype(str).to_numpy()
     emb = np.asarray(embeddings)
@@ -583,7 +592,22 @@ def make_methods(
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     """Fit every estimator on the training queries; returns ``(fitted, fit_seconds)``.
 
-    ``human`` is skipped (with a log line) when the data have no labels."""
+    ``human`` is skipped (with a log line) when the data have no labels.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    methods : dict
+        Unfitted estimators by name (:func:`make_methods`).
+
+    Returns
+    -------
+    fitted : dict
+        Fitted estimators by name.
+    fit_seconds : dict
+        Wall seconds of each fit.
+    """
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
         if isinstance(estimator, HumanLabelClusters) and data.labels is None:
@@ -614,6 +638,29 @@ class ECCEvaluation:
     ``ci95_disjoint`` their intervals, same resamples); ``probe_leak_share`` the share of scored
     pairs that touch a probe model (of ECC's probe; ``probe_leak_share_by_method`` for each method,
     which differ only under a model-dependent probe strategy).
+
+    Attributes
+    ----------
+    n_queries, n_models, n_train, n_test, n_scored : int
+        Kept queries, models, split sizes and scored comparisons.
+    mode : str
+        Inference mode (``both``, ``embedding`` or ``probe``).
+    n_input_queries : int
+        Queries before dropping those with too few pairs.
+    n_probes : int
+        Probe comparisons per test query.
+    nll, nll_ci95, gain, ci95, accuracy : dict
+        Per method: mean NLL and its interval, gain (%) and its interval, accuracy.
+    differences : dict
+        Paired intervals of gain differences between methods (pp).
+    fit_seconds, n_iter, converged : dict
+        Per method fit facts.
+    per_query : DataFrame
+        Per test query NLL of every method.
+    params : dict
+        Protocol parameters.
+    fitted : dict
+        The fitted estimators.
     """
 
     n_queries: int
@@ -645,7 +692,13 @@ class ECCEvaluation:
     n_scored_touching: int = 0
 
     def table(self) -> pd.DataFrame:
-        """One row per method (with the touching / disjoint gains and their intervals)."""
+        """One row per method (with the touching / disjoint gains and their intervals).
+
+        Returns
+        -------
+        DataFrame
+            ``method, nll, nll_low, nll_high, gain_pct, ...``.
+        """
         rows = []
         nan2 = (np.nan, np.nan)
         for name in self.nll:
@@ -672,7 +725,12 @@ class ECCEvaluation:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
-        """JSON-ready summary (the ``ecc-lab ecc`` output)."""
+        """JSON-ready summary (the ``ecc-lab ecc`` output).
+
+        Returns
+        -------
+        dict
+        """
         return to_jsonable(
             {
                 "n_queries": self.n_queries,
@@ -925,6 +983,29 @@ def run_protocol(
     evaluated only when the queries have categories. ``leak_free=True`` redraws the probes with
     :func:`make_leak_free`. Extra keyword arguments go to the EM-based estimators (see
     :func:`make_methods`); ``probe_evidence`` and ``probe_strategy`` to :func:`score_methods`.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id, text[, category]``.
+    outcomes : DataFrame
+        Long outcomes ``query_id, model, score``.
+    embeddings : ndarray, shape (len(queries), d)
+        Rows follow the queries table.
+    n_clusters, lam, temperature
+        As in :func:`make_methods`.
+    n_pairs, test_size, random_state
+        As in :func:`prepare_protocol`.
+    n_probes, mode, n_boot
+        As in :func:`score_methods`.
+    methods : tuple of str
+        Methods to evaluate.
+    **ecc_params
+        Further arguments of :class:`~ecc_lib.ecc.ECC`.
+
+    Returns
+    -------
+    ECCEvaluation
     """
     data, fitted, seconds = _prepare_and_fit(
         queries,

@@ -110,7 +110,19 @@ def _heatmap(
 
 
 def scores_by_category_table(queries: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Mean score of each model (rows) in each category (columns) plus ``all``, best model first."""
+    """Mean score of each model (rows) in each category (columns) plus ``all``, best model first.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id`` and ``category``.
+    outcomes : DataFrame
+        Long outcomes table.
+
+    Returns
+    -------
+    DataFrame
+    """
     frame = outcomes[["query_id", "model", "score"]].merge(
         queries[["query_id", "category"]], on="query_id", how="left"
     )
@@ -135,6 +147,11 @@ def plot_scores_by_category(
     queries : DataFrame with ``query_id`` and ``category``
     outcomes : DataFrame with ``query_id``, ``model``, ``score``
     title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = scores_by_category_table(queries, outcomes)
     n_rows, n_cols = table.shape
@@ -158,6 +175,19 @@ def model_score_table(
     Repeated observations of a (query, model) pair are averaged first, so each query counts once.
     Returns columns ``model``, ``score``, ``low``, ``high``, ``n_queries`` (and ``dataset`` when
     ``outcomes`` has that column).
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes table (optionally with ``dataset``).
+    n_boot : int, default 1000
+        Bootstrap resamples of queries.
+    random_state : int or None, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    DataFrame
     """
     from ecc_lib.metrics import bootstrap_ci
 
@@ -186,6 +216,11 @@ def plot_model_scores(
     table : DataFrame
         Columns ``model``, ``score``, ``low``, ``high``; an optional ``dataset`` column draws one
         bar per dataset and model.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = table.copy()
     if "dataset" not in table:
@@ -226,6 +261,20 @@ def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None,
     """Bars: how many (query, model) pairs have 1, 2, ... observations (rewrites x decodes).
 
     ``outcomes`` may carry a ``dataset`` column: one bar colour per dataset.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes table.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     frame = outcomes.copy()
     if "dataset" not in frame:
@@ -415,6 +464,11 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
         Columns ``model`` and ``sigma`` or ``sigma_q`` (sample standard deviation of a pair's
         scores), e.g. :meth:`ecc_lib.dars.CapabilityDistributions.to_frame` restricted to pairs
         with two or more observations.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     if "sigma" not in table and "sigma_q" in table:
         table = table.rename(columns={"sigma_q": "sigma"})
@@ -492,6 +546,11 @@ def plot_label_disagreement(
         index and the single-shot winner as columns; shown as fractions of all queries.
     rate : float, optional
         Overall disagreement rate, shown in the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     matrix = confusion.to_numpy(float)
     total = matrix.sum()
@@ -545,7 +604,17 @@ def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def method_label(name: str) -> str:
-    """Display name of a clustering method."""
+    """Display name of a clustering method.
+
+    Parameters
+    ----------
+    name : str
+        Method key (``ecc``, ``emb_only`` ...).
+
+    Returns
+    -------
+    str
+    """
     return METHOD_LABELS.get(str(name), str(name))
 
 
@@ -559,6 +628,11 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
         Columns ``method``, ``gain`` (percent), ``low``, ``high`` (or ``gain_pct``, ``gain_low``,
         ``gain_high`` as in :meth:`ecc_lib.ecc_protocol.ECCEvaluation.table`). The ``global``
         row (the reference, gain 0 by definition) is left out.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = _gain_columns(table)
     table = table[table["method"] != "global"].reset_index(drop=True)
@@ -604,6 +678,11 @@ def plot_gain_curve(
         Column of the knob.
     xlabel : str
         Axis label of the knob, with units.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = _gain_columns(table)
     if "method" not in table:
@@ -645,6 +724,11 @@ def plot_cluster_profiles(
     models : sequence of str
     cluster_sizes : sequence of int, optional
         Queries per cluster, shown in the row labels; rows are sorted by size.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     theta = np.asarray(theta, dtype=float)
     centred = theta - theta.mean(axis=1, keepdims=True)
@@ -681,7 +765,24 @@ def plot_cluster_category(
     title: str | None = None,
     ax=None,
 ):
-    """Heatmap of the share of each cluster's queries (rows) in each human category (columns)."""
+    """Heatmap of the share of each cluster's queries (rows) in each human category (columns).
+
+    Parameters
+    ----------
+    labels : sequence of int
+        Cluster of each query.
+    categories : sequence of str
+        Human category of each query.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
+    """
     frame = pd.DataFrame({"cluster": np.asarray(labels), "category": np.asarray(categories)})
     frame["category"] = frame["category"].astype(object).where(frame["category"].notna(), "(none)")
     table = pd.crosstab(frame["cluster"], frame["category"])
@@ -707,7 +808,20 @@ def plot_cluster_category(
 
 
 def project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First two principal components of ``embeddings`` and their explained variance ratios."""
+    """First two principal components of ``embeddings`` and their explained variance ratios.
+
+    Parameters
+    ----------
+    embeddings : ndarray, shape (n, d)
+        Points to project.
+
+    Returns
+    -------
+    coords : ndarray, shape (n, 2)
+        Principal component scores.
+    ratios : ndarray, shape (2,)
+        Explained variance ratios.
+    """
     from threadpoolctl import threadpool_limits
 
     matrix = np.asarray(embeddings, dtype=float)
@@ -732,7 +846,26 @@ def plot_query_map(
     max_labelled: int = 10,
     ax=None,
 ):
-    """2-D PCA map of query embeddings coloured by cluster (the largest clusters; others in grey)."""
+    """2-D PCA map of query embeddings coloured by cluster (the largest clusters; others in grey).
+
+    Parameters
+    ----------
+    embeddings : ndarray, shape (n, d)
+        Query embeddings.
+    labels : sequence of int
+        Cluster of each query.
+    title : str, optional
+        Axes title.
+    max_labelled : int, default 10
+        Clusters coloured (the largest).
+    ax : matplotlib Axes, optional
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
+    """
     coords, ratio = project_2d(embeddings)
     labels = np.asarray(labels)
     values, counts = np.unique(labels, return_counts=True)
@@ -792,6 +925,11 @@ def plot_cost_quality(
         fixed model) are drawn as dashed grey references.
     cost_label : str
         Axis label of the cost, with its unit.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     curves = curves.rename(columns={"quality": "score"}).copy()
     if "supervision" in curves:
@@ -874,6 +1012,11 @@ def plot_routing_table(
         ``value``; optional ``<value>_ci_low`` / ``<value>_ci_high`` (95% CI, drawn as error bars)
         and ``<value>_std`` (shown in the bar label), as in
         :attr:`ecc_lib.routing_evaluation.RoutingTable.table`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = table.reset_index(drop=True).copy()
     if "supervision" not in table:

@@ -9,7 +9,13 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``collect`` and ``collect-export`` subcommands."""
+    """Add the ``collect`` and ``collect-export`` subcommands.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "collect",
         help="collect rewrites x decodes from an OpenAI-compatible endpoint",
@@ -130,7 +136,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab collect``; exit status 0 when every planned record is stored."""
+    """Handler of ``ecc-lab collect``; exit status 0 when every planned record is stored.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     from ecc_lib.collect import CollectError, CollectionInterrupted, collect
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
@@ -195,7 +212,18 @@ def run_collect(args: argparse.Namespace) -> int:
 
 
 def run_collect_export(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab collect-export``."""
+    """Handler of ``ecc-lab collect-export``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     from pathlib import Path
 
     from ecc_lib.collect import export_outcomes

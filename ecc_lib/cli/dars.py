@@ -23,7 +23,13 @@ import math
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``dars`` subcommand."""
+    """Add the ``dars`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "dars",
         help="DARS labels and single-shot label-instability diagnostics",
@@ -42,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--lambda",
-        dest="lambda_",
+        dest="cost_weight",
         type=float,
         default=0.05,
         help="cost weight lambda of the utility (default 0.05)",
@@ -79,15 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _read(path: str):
-    try:
-        from ecc_lib.loaders import read_outcomes
-    except ImportError:  # pragma: no cover - the loaders module ships with the package
-        import pandas as pd
+    from ecc_lib.loaders import read_outcomes
 
-        from ecc_lib.schema import validate_outcomes
-
-        frame = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)
-        return validate_outcomes(frame, source=path)
     return read_outcomes(path)
 
 
@@ -106,7 +105,7 @@ def _clean(value):
 
 def dars_summary(
     outcomes,
-    lambda_: float = 0.05,
+    cost_weight: float = 0.05,
     beta: float = 0.2,
     draws: int = 1000,
     seed: int = 0,
@@ -120,7 +119,7 @@ def dars_summary(
     ----------
     outcomes : DataFrame or RepeatedObservations
         Long outcomes.
-    lambda_, beta : float
+    cost_weight, beta : float
         Utility weights.
     draws : int
         Monte Carlo draw pairs per query (non-binary scores).
@@ -145,7 +144,7 @@ def dars_summary(
 
     obs = group(outcomes, source=source, validate=validate)
     diagnostics = label_instability(
-        obs, lambda_, beta, n_draws=draws, random_state=seed, change_draws=change_draws
+        obs, cost_weight, beta, n_draws=draws, random_state=seed, change_draws=change_draws
     )
     dist = capability_distributions(obs)
     both = diagnostics["both"].summary if diagnostics["both"] is not None else None
@@ -154,12 +153,12 @@ def dars_summary(
         "n_models": obs.n_models,
         "n_observations": obs.n_observations,
         "models": list(obs.models),
-        "lambda": lambda_,
+        "lambda": cost_weight,
         "beta": beta,
         "seed": seed,
         "cost_available": obs.cost_available,
         "n_dropped_queries": len(obs.dropped_query_ids),
-        "labels": label_shares(dist.utility(lambda_, beta), obs.models),
+        "labels": label_shares(dist.utility(cost_weight, beta), obs.models),
         "mean_mu_q": dict(zip(obs.models, dist.mu_q.mean(axis=0).tolist(), strict=True)),
     }
     keys = (
@@ -197,7 +196,17 @@ def dars_summary(
 
 
 def format_summary(summary: dict) -> str:
-    """A plain-text report of :func:`dars_summary`."""
+    """A plain-text report of :func:`dars_summary`.
+
+    Parameters
+    ----------
+    summary : dict
+        The output of :func:`dars_summary`.
+
+    Returns
+    -------
+    str
+    """
 
     def show(value, interval=None) -> str:
         if value is None:
@@ -255,7 +264,7 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
 
     with dask_client(args.scheduler) as client:
         stats = dars_statistics(
-            outcomes, args.lambda_, args.beta, args.change_draws, client, random_state=args.seed
+            outcomes, args.cost_weight, args.beta, args.change_draws, client, random_state=args.seed
         )
     print(f"\nDask group-bys ({args.scheduler}): {stats.distributions.n_queries} queries")
     for name, cell in (stats.flip_rates or {}).items():
@@ -268,7 +277,18 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab dars``."""
+    """Handler of ``ecc-lab dars``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     if args.draws < 1:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     if args.change_draws is not None and args.change_draws < 1:
@@ -276,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
     outcomes = _read(args.outcomes)
     summary = dars_summary(
         outcomes,
-        args.lambda_,
+        args.cost_weight,
         args.beta,
         args.draws,
         args.seed,

@@ -18,6 +18,13 @@ import json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``ecc`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "ecc",
         help="evidence-calibrated clustering: the paper protocol with every baseline",
@@ -124,7 +131,17 @@ def _embeddings(args: argparse.Namespace, queries):
 
 
 def format_result(result) -> str:
-    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`."""
+    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`.
+
+    Parameters
+    ----------
+    result : ECCEvaluation
+        Result of :func:`ecc_lib.ecc_protocol.run_protocol`.
+
+    Returns
+    -------
+    str
+    """
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
         f"({result.n_input_queries - result.n_queries} with fewer than "
@@ -235,6 +252,18 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     from ecc_lib.ecc_protocol import METHODS, run_seeds
 
     if args.k < 1:

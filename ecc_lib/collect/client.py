@@ -56,12 +56,28 @@ ERROR_BODY_CHARS = 300
 
 
 def utc_now() -> str:
-    """Current UTC time as an ISO 8601 string with milliseconds."""
+    """Current UTC time as an ISO 8601 string with milliseconds.
+
+    Returns
+    -------
+    str
+        For example ``2026-01-31T12:00:00.123Z``.
+    """
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def public_url(url: str) -> str:
-    """``url`` without user info, query string or fragment (safe to store and print)."""
+    """``url`` without user info, query string or fragment (safe to store and print).
+
+    Parameters
+    ----------
+    url : str
+        Any URL.
+
+    Returns
+    -------
+    str
+    """
     parts = urlsplit(url.strip())
     host = parts.hostname or ""
     if parts.port is not None:
@@ -90,7 +106,19 @@ def secret_forms(secrets: tuple[str, ...] | list[str]) -> list[str]:
 
 def redact(text: str, secrets: tuple[str, ...] | list[str]) -> str:
     """Replace every occurrence of each non-empty secret (in every form of :func:`secret_forms`)
-    in ``text`` by ``[REDACTED]``."""
+    in ``text`` by ``[REDACTED]``.
+
+    Parameters
+    ----------
+    text : str
+        Text to clean.
+    secrets : sequence of str
+        Values to hide (empty ones are ignored).
+
+    Returns
+    -------
+    str
+    """
     for form in secret_forms(secrets):
         text = text.replace(form, REDACTED)
     return text
@@ -208,6 +236,16 @@ def _as_int(value: Any) -> int | None:
 
 def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None, int | None]:
     """``(content, finish_reason, prompt_tokens, completion_tokens)`` of a chat-completions body.
+
+    Parameters
+    ----------
+    body : dict
+        A chat-completions response body.
+
+    Returns
+    -------
+    tuple
+        ``(content, finish_reason, prompt_tokens, completion_tokens)``, each possibly None.
 
     Raises
     ------
@@ -368,7 +406,20 @@ class ChatClient:
         await self._client.aclose()
 
     def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry ``attempt`` (0-based)."""
+        """Seconds to wait before retry ``attempt`` (0-based).
+
+        Parameters
+        ----------
+        attempt : int
+            0-based retry number.
+        retry_after : float, optional
+            Seconds the server asked to wait (``Retry-After``); used when larger.
+
+        Returns
+        -------
+        float
+            Seconds, at most the client's ``backoff_max``.
+        """
         ceiling = min(self.backoff_max, self.backoff_base * (2.0**attempt))
         delay = ceiling / 2.0 + float(self._rng.uniform(0.0, ceiling / 2.0))
         if retry_after is not None:

@@ -14,16 +14,23 @@ class CollectError(RuntimeError):
 class EndpointError(CollectError):
     """A chat-completions call failed for good (after retries, or with a status that is not retried).
 
-    Attributes
+    Parameters
     ----------
+    message : str
+        The error message.
     status : int or None
         HTTP status of the last attempt, ``None`` for a timeout or connection error.
     url : str
         The URL called (no credentials).
     model : str
         The model asked for.
-    attempts : int
+    attempts : int, default 1
         How many attempts were made.
+
+    Attributes
+    ----------
+    status, url, model, attempts
+        The constructor arguments.
     """
 
     def __init__(

@@ -39,7 +39,18 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def format_options(choices: list[str]) -> str:
-    """``A. first`` / ``B. second`` ... lines."""
+    """``A. first`` / ``B. second`` ... lines.
+
+    Parameters
+    ----------
+    choices : list of str
+        Answer options.
+
+    Returns
+    -------
+    str
+        One lettered line per option.
+    """
     return "\n".join(f"{LETTERS[i]}. {choice}" for i, choice in enumerate(choices))
 
 
@@ -51,7 +62,26 @@ def rewrite_messages(
     passage: str | None = None,
     avoid: list[str] | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages asking for ``n`` rewrites of a question stem, returned as JSON."""
+    """Chat messages asking for ``n`` rewrites of a question stem, returned as JSON.
+
+    Parameters
+    ----------
+    text : str
+        The question stem.
+    n : int
+        Number of rewrites asked for.
+    choices : list of str, optional
+        Answer options (multiple choice).
+    passage : str, optional
+        A context passage shown before the question.
+    avoid : list of str, optional
+        Rewrites already held, which new ones must differ from.
+
+    Returns
+    -------
+    list of dict
+        ``{"role", "content"}`` chat messages.
+    """
     parts = [
         f"Write exactly {n} different rewrite(s) of the question below.",
         'Return only a JSON object of the form {"rewrites": ["...", "..."]}.',
@@ -80,7 +110,24 @@ def answer_messages(
     passage: str | None = None,
     scorer_name: str | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages asking a candidate model to answer, ending with a ``Final answer:`` line."""
+    """Chat messages asking a candidate model to answer, ending with a ``Final answer:`` line.
+
+    Parameters
+    ----------
+    text : str
+        The question stem.
+    choices : list of str, optional
+        Answer options (multiple choice).
+    passage : str, optional
+        A context passage shown before the question.
+    scorer_name : str, optional
+        The scorer, which decides the answer format asked for.
+
+    Returns
+    -------
+    list of dict
+        ``{"role", "content"}`` chat messages.
+    """
     answer_format = ANSWER_FORMATS.get(scorer_name or "", DEFAULT_ANSWER_FORMAT)
     parts = []
     if passage:
@@ -276,5 +323,16 @@ def read_rewrites(
 
 def parse_rewrites(content: str | None) -> list[str]:
     """Rewrites in a rewriter's response (see :func:`read_rewrites`); empty when nothing can be
-    read."""
+    read.
+
+    Parameters
+    ----------
+    content : str or None
+        The rewriter's message content.
+
+    Returns
+    -------
+    list of str
+        Non-empty rewrites in order.
+    """
     return read_rewrites(content).rewrites

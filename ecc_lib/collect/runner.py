@@ -178,7 +178,12 @@ class CollectionSummary:
         return self.n_done == self.n_planned
 
     def as_dict(self) -> dict:
-        """The summary as a JSON-friendly dict (with ``complete``)."""
+        """The summary as a plain dict (with ``complete``), for JSON.
+
+        Returns
+        -------
+        dict
+        """
         return {**asdict(self), "complete": self.complete}
 
     def rewrite_report(self) -> str:
@@ -739,7 +744,20 @@ async def acollect(
     show_progress: bool = True,
     fsync: bool = True,
 ) -> CollectionSummary:
-    """Coroutine version of :func:`collect` (use ``await acollect(...)`` inside an event loop)."""
+    """Coroutine version of :func:`collect` (use ``await acollect(...)`` inside an event loop).
+
+    Parameters
+    ----------
+    queries, models, base_url, store_dir
+        As in :func:`collect`.
+    api_key_env, rewriter, n_rewrites, n_decodes, temperature, top_p, max_tokens, rewrite_temperature, concurrency, prices, scorer, timeout, max_retries, backoff_base, backoff_max, extra_body, random_state, show_progress, fsync
+        Keyword options, as in :func:`collect`.
+
+    Returns
+    -------
+    CollectionSummary
+        Counts of planned, stored and failed records.
+    """
     started = time.perf_counter()
     specs = parse_models(models)
     labels = [spec.label for spec in specs]

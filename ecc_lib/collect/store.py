@@ -78,14 +78,34 @@ RecordKey = tuple[str, str, int, int]
 
 def observation_type(variant_id: int, decode_id: int) -> str:
     """``"rewrite"`` when ``variant_id > 0``, else ``"decode"`` when ``decode_id > 0``, else
-    ``"original"`` (the first decode of the original query)."""
+    ``"original"`` (the first decode of the original query).
+
+    Parameters
+    ----------
+    variant_id, decode_id : int
+        Rewrite and decode numbers.
+
+    Returns
+    -------
+    str
+    """
     if variant_id > 0:
         return "rewrite"
     return "decode" if decode_id > 0 else "original"
 
 
 def record_key(record: dict) -> RecordKey:
-    """``(query_id, model, variant_id, decode_id)`` of a record."""
+    """``(query_id, model, variant_id, decode_id)`` of a record.
+
+    Parameters
+    ----------
+    record : dict
+        An observation record.
+
+    Returns
+    -------
+    RecordKey
+    """
     return (
         str(record["query_id"]),
         str(record["model"]),
@@ -105,7 +125,19 @@ def _json_default(value: Any) -> Any:
 
 
 def to_json_line(record: dict, secrets: Iterable[str] = ()) -> bytes:
-    """One JSON line (newline-terminated, UTF-8) with secrets redacted."""
+    """One JSON line (newline-terminated, UTF-8) with secrets redacted.
+
+    Parameters
+    ----------
+    record : dict
+        A JSON-serialisable record.
+    secrets : iterable of str
+        Values replaced by ``[REDACTED]``.
+
+    Returns
+    -------
+    bytes
+    """
     line = json.dumps(record, ensure_ascii=False, default=_json_default, separators=(",", ":"))
     return (redact(line, list(secrets)) + "\n").encode("utf-8")
 
@@ -146,6 +178,11 @@ def os_error_message(error: OSError, directory: Path, path: Path | None = None) 
 
 def read_jsonl(path: str | Path) -> tuple[list[dict], int, int]:
     """Records of a JSON-lines file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A JSON-lines file (absent: no records).
 
     Returns
     -------
@@ -288,6 +325,17 @@ class CollectionStore:
     # -- reading -----------------------------------------------------------------------------
 
     def path(self, name: str) -> Path:
+        """Path of a file of the store.
+
+        Parameters
+        ----------
+        name : str
+            File name inside the store folder.
+
+        Returns
+        -------
+        Path
+        """
         return self.directory / name
 
     def load(self) -> None:
@@ -323,20 +371,42 @@ class CollectionStore:
             )
 
     def failures(self) -> list[dict]:
-        """Calls that failed for good, over all runs (later runs may have succeeded since)."""
+        """Calls that failed for good, over all runs (later runs may have succeeded since).
+
+        Returns
+        -------
+        list of dict
+        """
         return read_jsonl(self.path(FAILURES_FILE))[0]
 
     def rewrite_calls(self) -> list[dict]:
+        """Every rewriting call recorded (cost and token counts), over all runs.
+
+        Returns
+        -------
+        list of dict
+        """
         return read_jsonl(self.path(REWRITE_CALLS_FILE))[0]
 
     def manifest(self) -> dict:
+        """The store's manifest (format, creation time, one entry per run); a fresh one when absent.
+
+        Returns
+        -------
+        dict
+        """
         path = self.path(MANIFEST_FILE)
         if not path.exists():
             return {"format": STORE_FORMAT, "created_at": utc_now(), "runs": []}
         return json.loads(path.read_text(encoding="utf-8"))
 
     def total_cost(self) -> float:
-        """Known spend of the store in USD: records plus rewriting calls."""
+        """Known spend of the store in USD: records plus rewriting calls.
+
+        Returns
+        -------
+        float
+        """
         costs = [r.get("cost") for r in self.records.values()]
         costs += [c.get("cost") for c in self.rewrite_calls()]
         return float(sum(c for c in costs if isinstance(c, (int, float))))
@@ -351,6 +421,11 @@ class CollectionStore:
 
     def open(self) -> CollectionStore:
         """Lock the folder for this process, reload, and open the files for appending.
+
+        Returns
+        -------
+        CollectionStore
+            ``self``.
 
         Raises
         ------
@@ -429,6 +504,16 @@ class CollectionStore:
         """Store new queries; check that already-stored ones are unchanged. Returns how many were
         added.
 
+        Parameters
+        ----------
+        queries : iterable of dict
+            Query records.
+
+        Returns
+        -------
+        int
+            Queries added.
+
         Raises
         ------
         StoreError
@@ -454,7 +539,18 @@ class CollectionStore:
         return added
 
     def add_rewrite(self, rewrite: dict) -> bool:
-        """Store one variant; False (nothing written) when its (query_id, variant_id) exists."""
+        """Store one variant; False (nothing written) when its (query_id, variant_id) exists.
+
+        Parameters
+        ----------
+        rewrite : dict
+            One query variant.
+
+        Returns
+        -------
+        bool
+            True when written.
+        """
         key = (str(rewrite["query_id"]), int(rewrite["variant_id"]))
         if key in self.rewrites:
             return False
@@ -463,10 +559,28 @@ class CollectionStore:
         return True
 
     def add_rewrite_call(self, call: dict) -> None:
+        """Append one rewriting call (the prompt's cost and token counts).
+
+        Parameters
+        ----------
+        call : dict
+            The call's JSON record.
+        """
         self._append(REWRITE_CALLS_FILE, call)
 
     def add_record(self, record: dict) -> bool:
-        """Store one observation; False (nothing written) when its key is already stored."""
+        """Store one observation; False (nothing written) when its key is already stored.
+
+        Parameters
+        ----------
+        record : dict
+            One observation (query, model, variant, decode, response, score ...).
+
+        Returns
+        -------
+        bool
+            True when written.
+        """
         key = record_key(record)
         if key in self.records:
             return False
@@ -475,11 +589,23 @@ class CollectionStore:
         return True
 
     def add_failure(self, failure: dict) -> None:
+        """Append one call that failed for good.
+
+        Parameters
+        ----------
+        failure : dict
+            The failure's JSON record (query, model, error).
+        """
         self._append(FAILURES_FILE, failure)
 
     def update_manifest(self, run: dict) -> None:
         """Insert or replace the run entry with ``run["run_id"]`` and write the manifest
         atomically (temporary file, fsync, rename).
+
+        Parameters
+        ----------
+        run : dict
+            The run entry, with a ``run_id``.
 
         Raises
         ------
@@ -541,7 +667,17 @@ class CollectionStore:
 
 
 def records_frame(store: str | Path | CollectionStore) -> pd.DataFrame:
-    """Every stored record as a table (scoring failures included, ``score`` missing there)."""
+    """Every stored record as a table (scoring failures included, ``score`` missing there).
+
+    Parameters
+    ----------
+    store : path or CollectionStore
+        A collection store (folder) or an open store.
+
+    Returns
+    -------
+    DataFrame
+    """
     if not isinstance(store, CollectionStore):
         store = CollectionStore(store)
     frame = pd.DataFrame(list(store.records.values()))
@@ -562,6 +698,15 @@ def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
 
     Columns :data:`ecc_lib.schema.OUTCOME_COLUMNS` plus ``prompt_tokens``, ``completion_tokens`` and
     ``latency_s``. Records whose scoring failed are left out, and their count is logged.
+
+    Parameters
+    ----------
+    store : path or CollectionStore
+        A collection store (folder) or an open store.
+
+    Returns
+    -------
+    DataFrame
     """
     if not isinstance(store, CollectionStore):
         _check_store(Path(store))
@@ -599,7 +744,17 @@ def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
 
 def collected_queries(store: str | Path | CollectionStore) -> pd.DataFrame:
     """The store's queries (``query_id, text, category, source`` plus ``answer``, ``choices``,
-    ``passage``, ``scorer``); ``source`` is ``"collected"``."""
+    ``passage``, ``scorer``); ``source`` is ``"collected"``.
+
+    Parameters
+    ----------
+    store : path or CollectionStore
+        A collection store (folder) or an open store.
+
+    Returns
+    -------
+    DataFrame
+    """
     if not isinstance(store, CollectionStore):
         store = CollectionStore(store)
     frame = pd.DataFrame(list(store.queries.values()), columns=list(QUERY_FIELDS))
@@ -610,7 +765,20 @@ def collected_queries(store: str | Path | CollectionStore) -> pd.DataFrame:
 
 
 def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
-    """Write a table by extension: ``.csv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``."""
+    """Write a table by extension: ``.csv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The table.
+    out : str or Path
+        Output file.
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
@@ -686,7 +854,17 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
 
 
 def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(queries, outcomes)`` of a store, like every ecc_lib loader."""
+    """``(queries, outcomes)`` of a store, like every ecc_lib loader.
+
+    Parameters
+    ----------
+    store_dir : str or Path
+        The store folder.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+    """
     _check_store(Path(store_dir))
     store = CollectionStore(store_dir)
     return collected_queries(store), collected_outcomes(store)
