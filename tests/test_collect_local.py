@@ -76,7 +76,11 @@ def test_three_questions_from_the_local_model_are_collected_scored_and_resumed(
     second = collect(queries, MODELS, local_server.base_url, tmp_path, n_decodes=2, **settings)
     assert second.n_skipped == first.n_done
     assert second.n_done == second.n_skipped + second.n_collected
-    assert second.n_done >= 0.9 * second.n_planned, second.as_dict()
+    # a 135M model's rewrites are often unusable (refused, or nothing readable): the answers of
+    # a missing variant are not asked for, every other planned answer is in the store
+    assert second.n_failed == 0, second.as_dict()
+    assert second.n_done + second.n_missing_variants * 2 * 2 == second.n_planned
+    assert second.n_done >= 3 * 2 * 2  # every original, every model, both decodes
     # a third identical run asks only for what is still missing
     third = collect(queries, MODELS, local_server.base_url, tmp_path, n_decodes=2, **settings)
     assert third.n_skipped == second.n_done
