@@ -222,13 +222,26 @@ def _statistics(x, blocks, resp, pool):
 
 
 def _e_step(
-    x, blocks, resp, neg_entropy, theta, centroids, lam, temperature, use_evidence, dtype, pool
+    x,
+    blocks,
+    resp,
+    neg_entropy,
+    theta,
+    centroids,
+    lam,
+    temperature,
+    use_evidence,
+    dtype,
+    pool,
+    log_prior=None,
 ):
     """One blocked pass: new responsibilities (written into ``resp``), the objective's logsumexp
     sum, the summed KL(old || new), and the next M-step's statistics.
 
     Blocks run on the thread pool (NumPy, BLAS and scipy.sparse release the GIL); each block
-    writes its own rows of ``resp`` and ``neg_entropy``.
+    writes its own rows of ``resp`` and ``neg_entropy``. ``log_prior`` (optional, ``(n, K)``) is
+    added to the scores after the division by the temperature (a per-query log prior over
+    clusters, see :class:`ecc_lib.label_informed.LabelInformedECC`).
     """
     k = resp.shape[1]
     mm = blocks[0][2].shape[1]
@@ -241,6 +254,8 @@ def _e_step(
         s = xb @ cen
         if use_evidence:
             s += cb @ table
+        if log_prior is not None:
+            s += log_prior[i0:i1]
         shift = s.max(axis=1)
         s -= shift[:, None]
         rb = resp[i0:i1]
@@ -285,6 +300,7 @@ def _run_em(
     use_evidence: bool,
     dtype,
     pool,
+    prior_update=None,
 ) -> _EMRun:
     n, k = resp.shape
     m = int(round(np.sqrt(blocks[0][2].shape[1])))
@@ -306,6 +322,8 @@ def _run_em(
             else float(np.linalg.norm(new_centroids - centroids, axis=1).max())
         )
         centroids = new_centroids
+        # optional M-step of a per-query log prior over clusters (None for plain ECC)
+        log_prior = None if prior_update is None else prior_update(resp)
         lse_sum, kl_sum, wins, sums = _e_step(
             x,
             blocks,
@@ -318,6 +336,7 @@ def _run_em(
             use_evidence,
             dtype,
             pool,
+            log_prior,
         )
         objective = temperature * lse_sum
         if use_evidence:
@@ -377,8 +396,9 @@ class _ProfileMixture(BaseEstimator):
                 f"probe refers to {probe.n_queries} queries but embeddings have {n} rows"
             )
 
-    def _mixture_responsibilities(self, embeddings, probe, mode) -> np.ndarray:
-        """``softmax((l^probe + lam cos) / T)``, each term used when the mode and inputs allow."""
+    def _mixture_responsibilities(self, embeddings, probe, mode, log_prior=None) -> np.ndarray:
+        """``softmax((l^probe + lam cos) / T + log_prior)``, each term used when the mode and
+        inputs allow (``log_prior`` is an optional ``(n, K)`` array)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         use_emb = mode in ("both", "embedding") and embeddings is not None
@@ -403,7 +423,10 @@ class _ProfileMixture(BaseEstimator):
         if use_probe:
             self._check_probe(probe, n)
             score += evidence(self.theta_, probe)
-        return np.exp(log_softmax(score / self.temperature, axis=1))
+        score /= self.temperature
+        if log_prior is not None:
+            score += log_prior
+        return np.exp(log_softmax(score, axis=1))
 
     def predict_responsibilities(
         self,
@@ -658,6 +681,7 @@ class ECC(_ProfileMixture):
                     use_evidence=self._use_evidence,
                     dtype=dtype,
                     pool=pool,
+                    prior_update=self._prior_update(labels, x.shape[0], dtype),
                 )
                 if best is None or run.objective > best.objective:
                     best = run
@@ -670,6 +694,11 @@ class ECC(_ProfileMixture):
                 stacklevel=2,
             )
         return self
+
+    def _prior_update(self, labels, n_rows: int, dtype):
+        """Hook for subclasses: a callable ``resp -> (n, K) log prior`` re-estimated at every
+        M-step, or None (plain ECC, no prior)."""
+        return None
 
     def _store(self, run: _EMRun, comparisons: Comparisons, x: np.ndarray) -> None:
         self.theta_ = run.theta
