@@ -39,12 +39,19 @@ from ecc_lib.label_informed import probe_models
 logger = logging.getLogger(__name__)
 
 PROBE_STRATEGIES: tuple[str, ...] = ("first", "random", "active")
+ACTIVE_CRITERIA: tuple[str, ...] = ("entropy", "predictive")
 ROW_BLOCK = 65536
+CELL_BLOCK = 4_000_000  # rows x model pairs per block of the predictive criterion
 
 
 def _entropy(log_r: np.ndarray) -> np.ndarray:
     r = np.exp(log_r)
     return -np.einsum("ij,ij->i", r, np.where(r > 0, log_r, 0.0))
+
+
+def _binary_entropy(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-12, 1.0 - 1e-12)
+    return -(p * np.log(p) + (1.0 - p) * np.log1p(-p))
 
 
 def candidate_pairs(
@@ -106,6 +113,7 @@ def expected_entropy(
     query: np.ndarray,
     model_a: np.ndarray,
     model_b: np.ndarray,
+    criterion: str = "entropy",
 ) -> np.ndarray:
     """Expected posterior entropy after revealing each candidate pair.
 
@@ -122,24 +130,43 @@ def expected_entropy(
     temperature : float
     query, model_a, model_b : ndarray of int, shape (R,)
         Candidate rows.
+    criterion : {"entropy", "predictive"}, default "entropy"
+        ``"entropy"``: entropy of the cluster posterior ``H(r^y_q)``. ``"predictive"``: summed
+        binary entropy of the predicted outcomes of all model pairs,
+        ``sum_{i<j} h(sum_k r^y_qk sigmoid(theta_ki - theta_kj))``, i.e. the uncertainty left
+        about the query's comparisons rather than about its cluster (clusters with near-equal
+        profiles then no longer count as uncertainty). Costs ``R x M(M-1)/2`` per block.
 
     Returns
     -------
     ndarray, shape (R,)
     """
+    if criterion not in ACTIVE_CRITERIA:
+        raise ValueError(f"criterion must be one of {ACTIVE_CRITERIA}, got {criterion!r}")
     n_rev = np.asarray(n_revealed, dtype=float)
+    block = ROW_BLOCK
+    if criterion == "predictive":
+        m = theta.shape[1]
+        ia, ib = np.triu_indices(m, k=1)
+        pair_win = expit(theta[:, ia] - theta[:, ib])  # (K, P)
+        block = max(1, min(ROW_BLOCK, CELL_BLOCK // max(len(ia), 1)))
+
+        def uncertainty(log_r):
+            return _binary_entropy(np.exp(log_r) @ pair_win).sum(axis=1)
+    else:
+        uncertainty = _entropy
     now = base_log_r + probe_loglik / (np.maximum(n_rev, 1.0)[:, None] * temperature)
     log_r_now = log_softmax(now, axis=1)
     out = np.empty(len(query))
-    for start in range(0, len(query), ROW_BLOCK):
-        rows = slice(start, start + ROW_BLOCK)
+    for start in range(0, len(query), block):
+        rows = slice(start, start + block)
         q, a, b = query[rows], model_a[rows], model_b[rows]
         diff = (theta[:, b] - theta[:, a]).T  # (R, K): logit that b wins
         p_b = np.einsum("rk,rk->r", np.exp(log_r_now[q]), expit(diff))
         scale = 1.0 / ((n_rev[q] + 1.0) * temperature)
         base, ll = base_log_r[q], probe_loglik[q]
-        h_b = _entropy(log_softmax(base + (ll + log_sigmoid(diff)) * scale[:, None], axis=1))
-        h_a = _entropy(log_softmax(base + (ll + log_sigmoid(-diff)) * scale[:, None], axis=1))
+        h_b = uncertainty(log_softmax(base + (ll + log_sigmoid(diff)) * scale[:, None], axis=1))
+        h_a = uncertainty(log_softmax(base + (ll + log_sigmoid(-diff)) * scale[:, None], axis=1))
         out[rows] = p_b * h_b + (1.0 - p_b) * h_a
     return out
 
@@ -177,6 +204,7 @@ def select_probes(
     labels=None,
     random_state: int | np.random.Generator | None = 0,
     ties: str = "drop",
+    criterion: str = "entropy",
 ) -> Comparisons:
     """Probe comparisons of the test queries under a probe strategy.
 
@@ -201,6 +229,8 @@ def select_probes(
         Seed of ``"random"``.
     ties : {"drop", "half"}, default "drop"
         Whether tied pairs are candidates (see :func:`candidate_pairs`).
+    criterion : {"entropy", "predictive"}, default "entropy"
+        Uncertainty that ``"active"`` minimises (see :func:`expected_entropy`).
 
     Returns
     -------
@@ -250,6 +280,7 @@ def select_probes(
                 cand.query,
                 cand.model_a,
                 cand.model_b,
+                criterion,
             )
         pick = _first_per_query(cand.query, key, n)
         has = pick >= 0
@@ -287,6 +318,7 @@ def compare_probe_strategies(
     score_from: int | None = None,
     mode: str = "both",
     random_state: int = 0,
+    criterion: str = "entropy",
 ) -> list[dict]:
     """Gains of probe strategies on the same scored pairs, at equal numbers of probes.
 
@@ -306,6 +338,8 @@ def compare_probe_strategies(
     mode : str
         Inference mode of ``model``.
     random_state : int
+    criterion : {"entropy", "predictive"}
+        Criterion of the ``"active"`` strategy.
 
     Returns
     -------
@@ -332,6 +366,7 @@ def compare_probe_strategies(
                 data.x_test,
                 labels,
                 random_state,
+                criterion=criterion,
             )
             for s in strategies
         }
@@ -368,6 +403,7 @@ def compare_probe_strategies(
 
 
 __all__ = [
+    "ACTIVE_CRITERIA",
     "PROBE_STRATEGIES",
     "candidate_pairs",
     "compare_probe_strategies",

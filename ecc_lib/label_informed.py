@@ -1,15 +1,19 @@
-"""Label-informed ECC: human categories as a learned prior over capability clusters.
+"""Label-informed ECC: human categories as evidence about capability clusters.
 
 Beyond the ECC paper (``DESIGN.md`` section 5). Where queries carry a human category ``c(q)``
-(benchmark, subject), ECC's responsibilities get a per-category prior over clusters ``pi_c``:
+(benchmark, subject), the category enters ECC's responsibilities as one more piece of evidence,
+its likelihood ratio ``P(c | k) / P(c) = pi_ck / pi_k`` (a pointwise mutual information between
+category and cluster), learned in the M-step:
 
-    r_qk = softmax_k((l_qk + lam * cos_qk) / T + w * log pi_{c(q), k})               (E-step)
-    pi_ck = (sum_{q in c} r_qk + a) / (n_c + K a)                                      (M-step)
+    r_qk = softmax_k((l_qk + lam * cos_qk) / T + w * (log pi_{c(q), k} - log pi_k))   (E-step)
+    pi_ck = (sum_{q in c} r_qk + a) / (n_c + K a),  pi_k = (sum_q r_qk + a) / (n + K a)  (M-step)
 
-``pi`` is re-estimated at every M-step (the posterior mean under a symmetric Dirichlet(a + 1)
-prior; with ``a = 0`` it is the exact maximiser of the EM objective ``G`` of :mod:`ecc_lib.ecc`,
-so the objective stays non-decreasing). ``w = 0`` is plain ECC; ``w = 1`` is the Bayesian weight
-of a mixture prior inside ECC's tempered posterior. ``w`` is chosen by K-fold cross-validation on
+Using the ratio rather than ``pi_ck`` alone keeps ECC's implicit uniform prior over clusters: a
+category that says nothing about the clusters (``pi_ck = pi_k``) adds nothing, so with shuffled
+labels the method stays ECC (an absolute prior ``log pi_ck`` would also add the cluster
+proportions, a different change to ECC). Because the M-step does not maximise the ``- log pi_k``
+part, the recorded EM objective is not guaranteed to be monotone when ``w > 0``.
+``w = 0`` is plain ECC. ``w`` is chosen by K-fold cross-validation on
 the *training* queries only: each fold is fitted on the other folds and scored the way the
 protocol scores test queries (the first ``n_probes`` comparisons of a held-out query are its
 probe, the others are scored by their NLL). With labels that carry no information, ``pi_c`` is
@@ -87,18 +91,21 @@ def category_log_prior(
     Returns
     -------
     ndarray, shape (n_categories, K)
-        ``log pi_ck = log((sum_{q in c} r_qk + a) / (n_c + K a))``.
+        ``log pi_ck - log pi_k`` with ``pi_ck = (sum_{q in c} r_qk + a) / (n_c + K a)`` and
+        ``pi_k = (sum_q r_qk + a) / (n + K a)``.
     """
     r = np.asarray(responsibilities, dtype=float)
     k = r.shape[1]
     sums = np.zeros((n_categories, k))
     np.add.at(sums, codes, r)
+    overall = r.sum(axis=0) + smoothing
     sums += smoothing
-    return np.log(sums) - np.log(sums.sum(axis=1, keepdims=True))
+    log_pi = np.log(sums) - np.log(sums.sum(axis=1, keepdims=True))
+    return log_pi - (np.log(overall) - np.log(overall.sum()))
 
 
 class LabelInformedECC(ECC):
-    """ECC with a learned per-category prior over clusters (method ``ecc_labels``).
+    """ECC with the category's learned likelihood ratio over clusters (method ``ecc_labels``).
 
     Parameters
     ----------
@@ -124,11 +131,14 @@ class LabelInformedECC(ECC):
     label_weight_ : float
         The weight used.
     cv_scores_ : dict
-        Mean held-out NLL per candidate weight (empty when the weight was given).
+        Mean held-out NLL per candidate weight on the ``cv_pairs`` reading (empty when the
+        weight was given).
+    cv_table_ : dict
+        The same for both readings, ``{"all": {...}, "disjoint": {...}}``.
     categories_ : ndarray of str
         Categories seen in training, sorted.
     log_prior_ : ndarray (n_categories, K)
-        Learned ``log pi``.
+        Learned ``log pi_ck - log pi_k``.
     Other attributes as :class:`ecc_lib.ecc.ECC`.
     """
 
@@ -216,34 +226,40 @@ class LabelInformedECC(ECC):
         return self
 
     def _cross_validate(self, x, comparisons: Comparisons, lab: np.ndarray) -> dict:
-        """Mean held-out NLL per candidate weight (folds over training queries, seeded)."""
+        """Mean held-out NLL per reading (``"all"``, ``"disjoint"``) and candidate weight
+        (folds over training queries, seeded)."""
         rng = np.random.default_rng(self.random_state)
         n = comparisons.n_queries
         fold = rng.permutation(n) % int(self.cv_folds)
-        losses = {float(w): 0.0 for w in self.label_weights}
-        n_scored = 0
+        losses = {c: {float(w): 0.0 for w in self.label_weights} for c in CV_PAIRS}
+        n_scored = dict.fromkeys(CV_PAIRS, 0)
         for f in range(int(self.cv_folds)):
             held = fold == f
             train, test = comparisons.select_queries(~held), comparisons.select_queries(held)
             probe, scored = split_probe(test, int(self.cv_probes))
-            keep = np.ones(len(scored), dtype=bool)
-            if self.cv_pairs == "disjoint":
-                keep = disjoint_from_probe(scored, probe)
-            if not keep.any():
+            if len(scored) == 0:
                 continue
-            n_scored += int(keep.sum())
+            keep = disjoint_from_probe(scored, probe)
+            n_scored["all"] += len(scored)
+            n_scored["disjoint"] += int(keep.sum())
             cats, codes = np.unique(lab[~held], return_inverse=True)
-            for w in losses:
+            for w in losses["all"]:
                 model = self._sub(w)
                 model._fit_weight(x[~held], train, codes, len(cats), w)
                 model.categories_ = cats
                 model.label_weight_ = w
                 model.log_prior_ = model._final_prior(codes, len(cats))
                 p = model.predict_proba(scored, embeddings=x[held], probe=probe, labels=lab[held])
-                losses[w] += float(comparison_nll(p, scored.y)[keep].sum())
-        if n_scored == 0:
-            raise ValueError("cross-validation of label_weight found no scored comparisons")
-        return {w: v / n_scored for w, v in losses.items()}
+                nll = comparison_nll(p, scored.y)
+                losses["all"][w] += float(nll.sum())
+                losses["disjoint"][w] += float(nll[keep].sum())
+        if n_scored[self.cv_pairs] == 0:
+            raise ValueError(
+                f"cross-validation of label_weight found no scored comparisons ({self.cv_pairs})"
+            )
+        return {
+            c: {w: v / max(n_scored[c], 1) for w, v in losses[c].items()} for c in CV_PAIRS
+        }
 
     def _sub(self, weight: float) -> LabelInformedECC:
         params = self.get_params()
@@ -275,10 +291,12 @@ class LabelInformedECC(ECC):
         lab = _labels_to_str(labels, comparisons.n_queries).astype(str)
         x = np.asarray(embeddings)
         if self.label_weight == "cv":
-            self.cv_scores_ = self._cross_validate(x, comparisons, lab)
+            self.cv_table_ = self._cross_validate(x, comparisons, lab)
+            self.cv_scores_ = self.cv_table_[self.cv_pairs]
             weight = min(self.cv_scores_, key=lambda w: (self.cv_scores_[w], w))
             logger.info("ecc_labels: label weight %.3g chosen by %d-fold CV", weight, self.cv_folds)
         else:
+            self.cv_table_ = {}
             self.cv_scores_ = {}
             weight = float(self.label_weight)
         cats, codes = np.unique(lab, return_inverse=True)
@@ -297,7 +315,8 @@ class LabelInformedECC(ECC):
     # -- inference ------------------------------------------------------------------------------
 
     def query_log_prior(self, labels, n: int) -> np.ndarray:
-        """``w * log pi_{c(q)}`` per query, zero rows for categories not seen in training.
+        """``w * (log pi_{c(q)} - log pi)`` per query, zero rows for categories not seen in
+        training.
 
         Parameters
         ----------
@@ -319,7 +338,7 @@ class LabelInformedECC(ECC):
         return out
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
-        """``softmax((l^probe + lam cos) / T + w log pi_{c(q)})`` for new queries.
+        """``softmax((l^probe + lam cos) / T + w (log pi_{c(q)} - log pi))`` for new queries.
 
         Parameters
         ----------
