@@ -1,19 +1,21 @@
-"""Label-informed ECC: human categories as evidence about capability clusters.
+"""Label-informed ECC: human categories as a learned prior over capability clusters.
 
 Beyond the ECC paper (``DESIGN.md`` section 5). Where queries carry a human category ``c(q)``
-(benchmark, subject), the category enters ECC's responsibilities as one more piece of evidence,
-its likelihood ratio ``P(c | k) / P(c) = pi_ck / pi_k`` (a pointwise mutual information between
-category and cluster), learned in the M-step:
+(benchmark, subject), the category enters ECC's responsibilities through a per-category
+distribution over clusters ``pi_c``, learned in the M-step:
 
-    r_qk = softmax_k((l_qk + lam * cos_qk) / T + w * (log pi_{c(q), k} - log pi_k))   (E-step)
+    r_qk = softmax_k((l_qk + lam * cos_qk) / T + w * log rho_{c(q), k})              (E-step)
     pi_ck = (sum_{q in c} r_qk + a) / (n_c + K a),  pi_k = (sum_q r_qk + a) / (n + K a)  (M-step)
 
-Using the ratio rather than ``pi_ck`` alone keeps ECC's implicit uniform prior over clusters: a
-category that says nothing about the clusters (``pi_ck = pi_k``) adds nothing, so with shuffled
-labels the method stays ECC (an absolute prior ``log pi_ck`` would also add the cluster
-proportions, a different change to ECC). Because the M-step does not maximise the ``- log pi_k``
-part, the recorded EM objective is not guaranteed to be monotone when ``w > 0``.
-``w = 0`` is plain ECC. ``w`` is chosen by K-fold cross-validation on
+with ``rho_ck = pi_ck`` (``prior="absolute"``, the default: the Bayesian prior ``P(k | c)``
+replacing ECC's implicit uniform prior over clusters) or ``rho_ck = pi_ck / pi_k``
+(``prior="relative"``: the category's likelihood ratio, a pointwise mutual information between
+category and cluster, which keeps ECC's uniform prior, so a category that says nothing about the
+clusters adds exactly nothing). With labels that carry no information, the absolute form still
+adds the overall cluster proportions ``pi_k`` (mixing weights that ECC lacks); the relative form
+adds nothing. With ``prior="absolute"`` and ``a -> 0`` the M-step maximises the EM objective of
+:mod:`ecc_lib.ecc`; the relative form does not maximise its ``- log pi_k`` part, so its recorded
+objective need not be monotone. ``w = 0`` is plain ECC. ``w`` is chosen by K-fold cross-validation on
 the *training* queries only: each fold is fitted on the other folds and scored the way the
 protocol scores test queries (the first ``n_probes`` comparisons of a held-out query are its
 probe, the others are scored by their NLL). With labels that carry no information, ``pi_c`` is
@@ -45,9 +47,10 @@ from ecc_lib.ecc import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LABEL_WEIGHTS: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+DEFAULT_LABEL_WEIGHTS: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 DEFAULT_CV_FOLDS = 3
 CV_PAIRS = ("all", "disjoint")
+PRIOR_FORMS = ("absolute", "relative")
 
 
 def disjoint_from_probe(scored: Comparisons, probe: Comparisons) -> np.ndarray:
@@ -75,7 +78,11 @@ def probe_models(probe: Comparisons) -> np.ndarray:
 
 
 def category_log_prior(
-    responsibilities: np.ndarray, codes: np.ndarray, n_categories: int, smoothing: float = 1.0
+    responsibilities: np.ndarray,
+    codes: np.ndarray,
+    n_categories: int,
+    smoothing: float = 1.0,
+    prior: str = "absolute",
 ) -> np.ndarray:
     """Per-category log prior over clusters from soft memberships.
 
@@ -87,13 +94,17 @@ def category_log_prior(
     n_categories : int
     smoothing : float, default 1.0
         Pseudo-count ``a`` added to every (category, cluster) cell.
+    prior : {"absolute", "relative"}, default "absolute"
 
     Returns
     -------
     ndarray, shape (n_categories, K)
-        ``log pi_ck - log pi_k`` with ``pi_ck = (sum_{q in c} r_qk + a) / (n_c + K a)`` and
+        ``log pi_ck`` (absolute) or ``log pi_ck - log pi_k`` (relative), with
+        ``pi_ck = (sum_{q in c} r_qk + a) / (n_c + K a)`` and
         ``pi_k = (sum_q r_qk + a) / (n + K a)``.
     """
+    if prior not in PRIOR_FORMS:
+        raise ValueError(f"prior must be one of {PRIOR_FORMS}, got {prior!r}")
     r = np.asarray(responsibilities, dtype=float)
     k = r.shape[1]
     sums = np.zeros((n_categories, k))
@@ -101,11 +112,13 @@ def category_log_prior(
     overall = r.sum(axis=0) + smoothing
     sums += smoothing
     log_pi = np.log(sums) - np.log(sums.sum(axis=1, keepdims=True))
+    if prior == "absolute":
+        return log_pi
     return log_pi - (np.log(overall) - np.log(overall.sum()))
 
 
 class LabelInformedECC(ECC):
-    """ECC with the category's learned likelihood ratio over clusters (method ``ecc_labels``).
+    """ECC with a learned per-category prior over clusters (method ``ecc_labels``).
 
     Parameters
     ----------
@@ -122,6 +135,8 @@ class LabelInformedECC(ECC):
         disjoint from the probe's models (the leak-free reading).
     smoothing : float, default 1.0
         Dirichlet pseudo-count of the prior (see :func:`category_log_prior`).
+    prior : {"absolute", "relative"}, default "absolute"
+        ``log pi_ck`` or ``log pi_ck - log pi_k`` (see the module docstring).
     n_clusters, lam, temperature, max_iter, tol, n_init, alpha, centroid_tol, objective_tol,
     patience, dtype, n_jobs, random_state
         As :class:`ecc_lib.ecc.ECC`.
@@ -138,7 +153,7 @@ class LabelInformedECC(ECC):
     categories_ : ndarray of str
         Categories seen in training, sorted.
     log_prior_ : ndarray (n_categories, K)
-        Learned ``log pi_ck - log pi_k``.
+        Learned ``log rho`` (see ``prior``).
     Other attributes as :class:`ecc_lib.ecc.ECC`.
     """
 
@@ -153,6 +168,7 @@ class LabelInformedECC(ECC):
         cv_probes: int = 1,
         cv_pairs: str = "all",
         smoothing: float = 1.0,
+        prior: str = "absolute",
         max_iter: int = 100,
         tol: float = KL_TOL,
         n_init: int = 1,
@@ -185,6 +201,7 @@ class LabelInformedECC(ECC):
         self.cv_probes = cv_probes
         self.cv_pairs = cv_pairs
         self.smoothing = smoothing
+        self.prior = prior
 
     # -- hooks into the EM of ECC -------------------------------------------------------------
 
@@ -194,9 +211,10 @@ class LabelInformedECC(ECC):
             return None
         codes, n_categories = self._codes_fit
         smoothing = float(self.smoothing)
+        form = self.prior
 
         def update(resp: np.ndarray) -> np.ndarray:
-            log_pi = category_log_prior(resp, codes, n_categories, smoothing)
+            log_pi = category_log_prior(resp, codes, n_categories, smoothing, form)
             return (weight * log_pi[codes]).astype(dtype)
 
         return update
@@ -216,6 +234,8 @@ class LabelInformedECC(ECC):
             raise ValueError(f"label_weight must be >= 0, got {self.label_weight}")
         if self.cv_pairs not in CV_PAIRS:
             raise ValueError(f"cv_pairs must be one of {CV_PAIRS}, got {self.cv_pairs!r}")
+        if self.prior not in PRIOR_FORMS:
+            raise ValueError(f"prior must be one of {PRIOR_FORMS}, got {self.prior!r}")
         if not float(self.smoothing) > 0:
             raise ValueError(f"smoothing must be > 0, got {self.smoothing}")
 
@@ -268,7 +288,7 @@ class LabelInformedECC(ECC):
 
     def _final_prior(self, codes: np.ndarray, n_categories: int) -> np.ndarray:
         return category_log_prior(
-            self.responsibilities_, codes, n_categories, float(self.smoothing)
+            self.responsibilities_, codes, n_categories, float(self.smoothing), self.prior
         )
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):
@@ -315,8 +335,7 @@ class LabelInformedECC(ECC):
     # -- inference ------------------------------------------------------------------------------
 
     def query_log_prior(self, labels, n: int) -> np.ndarray:
-        """``w * (log pi_{c(q)} - log pi)`` per query, zero rows for categories not seen in
-        training.
+        """``w * log rho_{c(q)}`` per query, zero rows for categories not seen in training.
 
         Parameters
         ----------
@@ -338,7 +357,7 @@ class LabelInformedECC(ECC):
         return out
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
-        """``softmax((l^probe + lam cos) / T + w (log pi_{c(q)} - log pi))`` for new queries.
+        """``softmax((l^probe + lam cos) / T + w log rho_{c(q)})`` for new queries.
 
         Parameters
         ----------

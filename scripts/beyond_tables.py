@@ -68,18 +68,20 @@ def labels_table(seeds: list[int]) -> pd.DataFrame:
             d = replace(data, labels=labels)
             fitted = dict(base)
             fitted.update(fit_methods(d, make_methods(random_state=seed, methods=("human",)))[0])
-            model = LabelInformedECC(random_state=seed, cv_pairs="disjoint")
-            fitted["ecc_labels[cv=disjoint]"] = model.fit(d.x_train, d.train, d.labels_train)
-            chosen = min(model.cv_table_["all"], key=lambda w: (model.cv_table_["all"][w], w))
-            if chosen == model.label_weight_:
-                fitted["ecc_labels[cv=all]"] = model
-            else:
-                other = LabelInformedECC(random_state=seed, label_weight=chosen)
-                fitted["ecc_labels[cv=all]"] = other.fit(d.x_train, d.train, d.labels_train)
             row = {"seed": seed, "labels": "shuffled" if shuffled else "true"}
+            for form in ("absolute", "relative"):
+                model = LabelInformedECC(random_state=seed, cv_pairs="disjoint", prior=form)
+                fitted[f"{form}[cv=disjoint]"] = model.fit(d.x_train, d.train, d.labels_train)
+                table = model.cv_table_["all"]
+                chosen = min(table, key=lambda w: (table[w], w))
+                if chosen == model.label_weight_:
+                    fitted[f"{form}[cv=all]"] = model
+                else:
+                    other = LabelInformedECC(random_state=seed, label_weight=chosen, prior=form)
+                    fitted[f"{form}[cv=all]"] = other.fit(d.x_train, d.train, d.labels_train)
+                row[f"w:{form}[cv=disjoint]"] = model.label_weight_
+                row[f"w:{form}[cv=all]"] = chosen
             row.update(_gains(d, fitted))
-            row["w[cv=disjoint]"] = model.label_weight_
-            row["w[cv=all]"] = chosen
             rows.append(row)
             print(json.dumps(row), flush=True)
     return pd.DataFrame(rows)

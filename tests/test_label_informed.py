@@ -46,10 +46,12 @@ def _fit(model, data, train, labels):
 
 def test_category_log_prior_matches_hand_computation():
     r = np.array([[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]])
+    absolute = np.log([[2.5 / 4, 1.5 / 4], [1 / 3, 2 / 3]])
     got = category_log_prior(r, np.array([0, 0, 1]), 2, smoothing=1.0)
+    np.testing.assert_allclose(got, absolute)
     overall = np.log([2.5 / 5, 2.5 / 5])
-    expected = np.log([[2.5 / 4, 1.5 / 4], [1 / 3, 2 / 3]]) - overall
-    np.testing.assert_allclose(got, expected)
+    got = category_log_prior(r, np.array([0, 0, 1]), 2, smoothing=1.0, prior="relative")
+    np.testing.assert_allclose(got, absolute - overall)
 
 
 def test_zero_weight_is_exactly_ecc(planted):
@@ -62,19 +64,34 @@ def test_zero_weight_is_exactly_ecc(planted):
     assert lab.label_weight_ == 0.0
 
 
-def test_informative_labels_help_and_shuffled_labels_are_ignored(planted):
+@pytest.mark.parametrize("prior", ["absolute", "relative"])
+def test_informative_labels_help_and_shuffled_labels_are_ignored(planted, prior):
     data, train, test = planted
     truth = np.array([f"c{k}" for k in data.capability])
     shuffled = np.random.default_rng(0).permutation(truth)
     reference = _fit(GlobalBT(), data, train, truth)
     ecc = _fit(ECC(n_clusters=4, random_state=0), data, train, truth)
     gain_ecc = _gain(ecc, reference, data, train, test, truth)
-    informed = _fit(LabelInformedECC(n_clusters=4, random_state=0), data, train, truth)
+    informed = _fit(LabelInformedECC(n_clusters=4, prior=prior, random_state=0), data, train, truth)
     assert informed.label_weight_ > 0
     assert _gain(informed, reference, data, train, test, truth) > gain_ecc + 1.0
-    blind = _fit(LabelInformedECC(n_clusters=4, random_state=0), data, train, shuffled)
+    blind = _fit(LabelInformedECC(n_clusters=4, prior=prior, random_state=0), data, train, shuffled)
     assert set(blind.cv_scores_) == set(blind.label_weights)
     assert abs(_gain(blind, reference, data, train, test, shuffled) - gain_ecc) <= 0.5
+
+
+def test_absolute_prior_with_tiny_smoothing_keeps_the_objective_non_decreasing(planted):
+    data, train, _ = planted
+    labels = np.array([f"c{k}" for k in data.capability])
+    model = _fit(
+        LabelInformedECC(n_clusters=4, label_weight=1.0, smoothing=1e-9, random_state=2),
+        data,
+        train,
+        labels,
+    )
+    history = np.asarray(model.objective_history_)
+    assert len(history) > 2
+    assert np.all(np.diff(history) >= -1e-6 * np.abs(history[1:]))
 
 
 def test_unknown_categories_get_no_prior(planted):
