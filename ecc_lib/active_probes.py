@@ -35,6 +35,7 @@ from ecc_lib.bradley_terry import log_sigmoid
 from ecc_lib.comparisons import Comparisons, split_probe
 from ecc_lib.ecc import comparison_nll, evidence
 from ecc_lib.label_informed import probe_models
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
 
 logger = logging.getLogger(__name__)
 
@@ -259,7 +260,11 @@ def select_probes(
     if strategy == "active":
         base = log_softmax(
             np.log(
-                np.clip(model.predict_responsibilities(embeddings, None, "embedding", labels), 1e-300, None)
+                np.clip(
+                    model.predict_responsibilities(embeddings, None, "embedding", labels),
+                    1e-300,
+                    None,
+                )
             ),
             axis=1,
         )
@@ -402,11 +407,152 @@ def compare_probe_strategies(
     return rows
 
 
+def probe_strategy_comparison(
+    data,
+    model,
+    reference,
+    strategy: str = "active",
+    n_probes: int = 1,
+    curve: tuple[int, ...] = (1, 2, 3),
+    criterion: str = "entropy",
+    n_boot: int = DEFAULT_N_BOOT,
+    random_state: int = 0,
+) -> dict:
+    """``strategy`` against ``"first"`` on the shared leak-free pairs, plus the strategy curve.
+
+    Parameters
+    ----------
+    data : ecc_lib.ecc_protocol.ProtocolData
+    model, reference : fitted estimators
+        The method whose probes are chosen (e.g. ECC) and the gain reference (global BT).
+    strategy : {"random", "active"}
+    n_probes : int, default 1
+        Probes of the headline comparison; its scored pairs are the test comparisons from position
+        ``n_probes`` on that share no model with either strategy's probes.
+    curve : tuple of int
+        Numbers of probes of the curve of all strategies (scored from position ``max(curve)``,
+        on pairs disjoint from every strategy's probes).
+    criterion : {"entropy", "predictive"}
+    n_boot : int
+    random_state : int
+
+    Returns
+    -------
+    dict
+        ``strategy, n_probes, n_shared_pairs, gain`` (by strategy), ``difference``
+        (strategy minus first, pp) with a paired bootstrap ``difference_ci95`` over test queries,
+        and ``curve`` (rows ``strategy, n_probes, n_shared_pairs, gain``).
+    """
+    if strategy not in PROBE_STRATEGIES or strategy == "first":
+        raise ValueError(f"strategy must be 'random' or 'active', got {strategy!r}")
+    rows = compare_probe_strategies(
+        data,
+        model,
+        reference,
+        ("first", strategy),
+        (n_probes,),
+        score_from=n_probes,
+        random_state=random_state,
+        criterion=criterion,
+    )
+    by = {r["strategy"]: r for r in rows}
+    ref = by["first"]["reference_by_query"]
+    index = bootstrap_indices(len(ref), n_boot, random_state)
+    ref_rep = ref[index].sum(axis=1)
+    gain_rep = {
+        s: 100.0 * (ref_rep - r["loss_by_query"][index].sum(axis=1)) / ref_rep
+        for s, r in by.items()
+    }
+    out = {
+        "strategy": strategy,
+        "criterion": criterion,
+        "n_probes": int(n_probes),
+        "n_shared_pairs": by["first"]["n_shared_pairs"],
+        "gain": {s: r["gain"] for s, r in by.items()},
+        "difference": by[strategy]["gain"] - by["first"]["gain"],
+        "difference_ci95": percentile_interval(gain_rep[strategy] - gain_rep["first"]),
+        "curve": [],
+    }
+    if curve:
+        for r in compare_probe_strategies(
+            data,
+            model,
+            reference,
+            PROBE_STRATEGIES,
+            tuple(curve),
+            score_from=max(curve),
+            random_state=random_state,
+            criterion=criterion,
+        ):
+            out["curve"].append(
+                {k: r[k] for k in ("strategy", "n_probes", "n_shared_pairs", "gain")}
+            )
+    return out
+
+
+def summarise_probe_strategy(per_seed: list[dict]) -> dict:
+    """Mean and sd over seeds of :func:`probe_strategy_comparison` results.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+
+    Returns
+    -------
+    dict
+        ``n_seeds``, ``n_shared_pairs`` (per seed and total), ``gain_mean`` / ``gain_sd`` by
+        strategy, ``difference_mean`` / ``difference_sd``, the curve's means by
+        (strategy, n_probes), and ``per_seed``.
+    """
+    if not per_seed:
+        raise ValueError("summarise_probe_strategy needs at least one seed's result")
+
+    def sd(values):
+        return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+    strategies = list(per_seed[0]["gain"])
+    out = {
+        "strategy": per_seed[0]["strategy"],
+        "criterion": per_seed[0]["criterion"],
+        "n_probes": per_seed[0]["n_probes"],
+        "n_seeds": len(per_seed),
+        "n_shared_pairs": [r["n_shared_pairs"] for r in per_seed],
+        "n_shared_pairs_total": int(sum(r["n_shared_pairs"] for r in per_seed)),
+        "gain_mean": {s: float(np.mean([r["gain"][s] for r in per_seed])) for s in strategies},
+        "gain_sd": {s: sd([r["gain"][s] for r in per_seed]) for s in strategies},
+        "difference_mean": float(np.mean([r["difference"] for r in per_seed])),
+        "difference_sd": sd([r["difference"] for r in per_seed]),
+        "curve": [],
+        "per_seed": per_seed,
+    }
+    keys = sorted({(c["strategy"], c["n_probes"]) for r in per_seed for c in r["curve"]})
+    for strategy, n in keys:
+        cells = [
+            c
+            for r in per_seed
+            for c in r["curve"]
+            if (c["strategy"], c["n_probes"]) == (strategy, n)
+        ]
+        gains = [c["gain"] for c in cells]
+        out["curve"].append(
+            {
+                "strategy": strategy,
+                "n_probes": n,
+                "n_shared_pairs_mean": float(np.mean([c["n_shared_pairs"] for c in cells])),
+                "gain_mean": float(np.mean(gains)),
+                "gain_sd": sd(gains),
+            }
+        )
+    return out
+
+
 __all__ = [
     "ACTIVE_CRITERIA",
     "PROBE_STRATEGIES",
     "candidate_pairs",
     "compare_probe_strategies",
     "expected_entropy",
+    "probe_strategy_comparison",
     "select_probes",
+    "summarise_probe_strategy",
 ]

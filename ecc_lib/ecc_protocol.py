@@ -43,6 +43,7 @@ from ecc_lib.serialization import to_jsonable
 logger = logging.getLogger(__name__)
 
 METHODS: tuple[str, ...] = ("global", "ecc", "emb_only", "comp_only", "human")
+LABEL_METHODS: tuple[str, ...] = ("human", "ecc_labels")  # need query categories
 MODES: tuple[str, ...] = ("both", "embedding", "probe")
 PAPER_N_PAIRS = 7
 PAPER_SEED = 42
@@ -118,6 +119,7 @@ def prepare_protocol(
     random_state: int = PAPER_SEED,
     min_pairs: int = 2,
     models: tuple[str, ...] | None = None,
+    evidence: str = "sampled",
 ) -> ProtocolData:
     """Sample comparisons and split queries as in the paper's protocol.
 
@@ -137,7 +139,13 @@ def prepare_protocol(
         Queries with fewer non-tie pairs are dropped (logged).
     models : tuple of str, optional
         Model order (default: sorted names).
+    evidence : {"sampled", "soft"}, default "sampled"
+        ``"soft"``: the same pairs, each with the probability that ``b`` beats ``a`` under the two
+        empirical score distributions (:func:`ecc_lib.soft_evidence.soft_outcomes`) as outcome,
+        for fitting and scoring; ``"sampled"``: the mean-score winner (the paper's protocol).
     """
+    if evidence not in ("sampled", "soft"):
+        raise ValueError(f"evidence must be 'sampled' or 'soft', got {evidence!r}")
     query_ids = queries["query_id"].astype(str).to_numpy()
     emb = np.asarray(embeddings)
     if emb.ndim != 2 or emb.shape[0] != len(query_ids):
@@ -166,6 +174,10 @@ def prepare_protocol(
             len(query_ids),
             min_pairs,
         )
+    if evidence == "soft":
+        from ecc_lib.soft_evidence import soft_outcomes
+
+        comparisons = soft_outcomes(outcomes, comparisons)
     rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
     labels = None
     if "category" in queries.columns and queries["category"].notna().any():
@@ -188,6 +200,7 @@ def prepare_protocol(
             "test_size": test_size,
             "random_state": random_state,
             "min_pairs": min_pairs,
+            "evidence": evidence,
         },
     )
 
@@ -205,8 +218,10 @@ def make_methods(
     **ecc_params,
 ) -> dict:
     """Unfitted estimators by method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
-    ``human``). Extra keyword arguments (``max_iter``, ``n_init``, ``tol`` ...) go to the three
-    EM-based methods."""
+    ``human``, ``ecc_labels``). Extra keyword arguments (``max_iter``, ``n_init``, ``tol`` ...) go
+    to the EM-based methods."""
+    from ecc_lib.label_informed import LabelInformedECC
+
     factories = {
         "global": lambda: GlobalBT(),
         "ecc": lambda: ECC(
@@ -227,6 +242,13 @@ def make_methods(
             n_clusters=n_clusters, temperature=temperature, random_state=random_state, **ecc_params
         ),
         "human": lambda: HumanLabelClusters(lam=lam, temperature=temperature),
+        "ecc_labels": lambda: LabelInformedECC(
+            n_clusters=n_clusters,
+            lam=lam,
+            temperature=temperature,
+            random_state=random_state,
+            **ecc_params,
+        ),
     }
     unknown = [m for m in methods if m not in factories]
     if unknown:
@@ -237,11 +259,11 @@ def make_methods(
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     """Fit every estimator on the training queries; returns ``(fitted, fit_seconds)``.
 
-    ``human`` is skipped (with a log line) when the data have no labels."""
+    ``human`` and ``ecc_labels`` are skipped (with a log line) when the data have no labels."""
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        if isinstance(estimator, HumanLabelClusters) and data.labels is None:
-            logger.info("no categories: the human-label baseline is skipped")
+        if name in LABEL_METHODS and data.labels is None:
+            logger.info("no categories: the method %r is skipped", name)
             continue
         start = time.perf_counter()
         estimator.fit(data.x_train, data.train, labels=data.labels_train)
@@ -464,15 +486,19 @@ def run_protocol(
     mode: str = "both",
     methods: tuple[str, ...] = METHODS,
     n_boot: int = DEFAULT_N_BOOT,
+    evidence: str = "sampled",
     **ecc_params,
 ) -> ECCEvaluation:
     """The whole paper protocol in one call: sample pairs, split, fit every method, score.
 
-    ``random_state`` seeds the pair draw, the split and the EM initialisations. ``human`` is
-    evaluated only when the queries have categories. Extra keyword arguments go to the EM-based
+    ``random_state`` seeds the pair draw, the split and the EM initialisations. ``human`` (and
+    ``ecc_labels``) are evaluated only when the queries have categories; ``evidence`` as
+    :func:`prepare_protocol`. Extra keyword arguments go to the EM-based
     estimators (see :func:`make_methods`).
     """
-    data = prepare_protocol(queries, outcomes, embeddings, n_pairs, test_size, random_state)
+    data = prepare_protocol(
+        queries, outcomes, embeddings, n_pairs, test_size, random_state, evidence=evidence
+    )
     estimators = make_methods(n_clusters, lam, temperature, random_state, methods, **ecc_params)
     fitted, seconds = fit_methods(data, estimators)
     result = score_methods(
@@ -484,9 +510,28 @@ def run_protocol(
     return result
 
 
+def default_methods(has_labels: bool) -> tuple[str, ...]:
+    """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
+    (``human`` and ``ecc_labels`` are left out without categories).
+
+    Parameters
+    ----------
+    has_labels : bool
+
+    Returns
+    -------
+    tuple of str
+    """
+    if has_labels:
+        return (*METHODS, "ecc_labels")
+    return tuple(m for m in METHODS if m not in LABEL_METHODS)
+
+
 __all__ = [
     "ECCEvaluation",
+    "LABEL_METHODS",
     "METHODS",
+    "default_methods",
     "MODES",
     "ProtocolData",
     "fit_methods",

@@ -35,12 +35,12 @@ import numpy as np
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.comparisons import Comparisons, split_probe
 from ecc_lib.ecc import (
+    CENTROID_TOL,
     ECC,
     KL_TOL,
     MISSING_LABEL,
     OBJECTIVE_PATIENCE,
     OBJECTIVE_TOL,
-    CENTROID_TOL,
     _labels_to_str,
     comparison_nll,
 )
@@ -225,7 +225,9 @@ class LabelInformedECC(ECC):
         super()._validate_params()
         if isinstance(self.label_weight, str):
             if self.label_weight != "cv":
-                raise ValueError(f"label_weight must be a number >= 0 or 'cv', got {self.label_weight!r}")
+                raise ValueError(
+                    f"label_weight must be a number >= 0 or 'cv', got {self.label_weight!r}"
+                )
             if len(self.label_weights) == 0 or min(self.label_weights) < 0:
                 raise ValueError("label_weights must be a non-empty tuple of numbers >= 0")
             if int(self.cv_folds) < 2:
@@ -277,9 +279,7 @@ class LabelInformedECC(ECC):
             raise ValueError(
                 f"cross-validation of label_weight found no scored comparisons ({self.cv_pairs})"
             )
-        return {
-            c: {w: v / max(n_scored[c], 1) for w, v in losses[c].items()} for c in CV_PAIRS
-        }
+        return {c: {w: v / max(n_scored[c], 1) for w, v in losses[c].items()} for c in CV_PAIRS}
 
     def _sub(self, weight: float) -> LabelInformedECC:
         params = self.get_params()

@@ -134,9 +134,7 @@ def soft_table(seeds: list[int], n_draws: int = 5) -> pd.DataFrame:
                 )
                 q, o, x = s.queries, s.outcomes, s.embeddings
                 truth = true_win_probability(s.truth.p)
-            r = soft_evidence_comparison(
-                q, o, x, n_draws=n_draws, truth=truth, random_state=seed
-            )
+            r = soft_evidence_comparison(q, o, x, n_draws=n_draws, truth=truth, random_state=seed)
             for target in ("logloss", "vs_truth"):
                 if target not in r:
                     continue

@@ -42,7 +42,12 @@ def _brute_force_choice(model, x, scores, test, chosen, score_from, q):
     ``predict_responsibilities`` on the revealed probes plus the candidate."""
     m = test.n_models
     scored = split_probe(test, score_from)[1]
-    used = {tuple(sorted(p)) for p in zip(scored.model_a[scored.query == q], scored.model_b[scored.query == q], strict=True)}
+    used = {
+        tuple(sorted(p))
+        for p in zip(
+            scored.model_a[scored.query == q], scored.model_b[scored.query == q], strict=True
+        )
+    }
     used |= {tuple(sorted(p)) for p in chosen}
     one = np.array(["q"])
 
@@ -68,15 +73,14 @@ def _brute_force_choice(model, x, scores, test, chosen, score_from, q):
             if (a, b) in used or scores[q, a] == scores[q, b]:
                 continue
             p_b = float(
-                current
-                @ (1.0 / (1.0 + np.exp(-(model.theta_[:, b] - model.theta_[:, a]))))
+                current @ (1.0 / (1.0 + np.exp(-(model.theta_[:, b] - model.theta_[:, a]))))
             )
             value = 0.0
             for y, weight in ((1.0, p_b), (0.0, 1.0 - p_b)):
                 pairs = [*chosen, (a, b)]
-                r = model.predict_responsibilities(
-                    x[q : q + 1], probe_of(pairs, [*revealed_y, y])
-                )[0]
+                r = model.predict_responsibilities(x[q : q + 1], probe_of(pairs, [*revealed_y, y]))[
+                    0
+                ]
                 value += weight * _entropy(r)
             if value < best_value - 1e-12:
                 best, best_value = (a, b), value
@@ -107,8 +111,14 @@ def test_expected_entropy_is_below_current_entropy_on_average(small):
     n = len(x)
     cand = candidate_pairs(protocol.scores[protocol.test_mask])
     value = expected_entropy(
-        model.theta_, base, np.zeros_like(base), np.zeros(n), model.temperature,
-        cand.query, cand.model_a, cand.model_b,
+        model.theta_,
+        base,
+        np.zeros_like(base),
+        np.zeros(n),
+        model.temperature,
+        cand.query,
+        cand.model_a,
+        cand.model_b,
     )
     r = np.exp(base)
     current = -(r * np.where(r > 0, base, 0)).sum(axis=1)
@@ -120,14 +130,28 @@ def test_expected_entropy_is_below_current_entropy_on_average(small):
 def test_candidate_pairs_exclude_scored_ties_and_missing():
     scores = np.array([[1.0, 0.0, 1.0, np.nan], [0.0, 0.5, 1.0, 0.2]])
     scored = Comparisons(
-        np.array([1]), np.array([2]), np.array([0]), np.array([0.0]), np.array(["a", "b"]),
+        np.array([1]),
+        np.array([2]),
+        np.array([0]),
+        np.array([0.0]),
+        np.array(["a", "b"]),
         ("m0", "m1", "m2", "m3"),
     )
     cand = candidate_pairs(scores, [scored])
     got = set(zip(cand.query, cand.model_a, cand.model_b, cand.y, strict=True))
-    assert got == {(0, 0, 1, 0.0), (0, 1, 2, 1.0), (1, 0, 1, 1.0), (1, 0, 3, 1.0), (1, 1, 2, 1.0), (1, 1, 3, 0.0), (1, 2, 3, 0.0)}
+    assert got == {
+        (0, 0, 1, 0.0),
+        (0, 1, 2, 1.0),
+        (1, 0, 1, 1.0),
+        (1, 0, 3, 1.0),
+        (1, 1, 2, 1.0),
+        (1, 1, 3, 0.0),
+        (1, 2, 3, 0.0),
+    }
     with_ties = candidate_pairs(scores, [scored], ties="half")
-    assert (0, 0, 2, 0.5) in set(zip(with_ties.query, with_ties.model_a, with_ties.model_b, with_ties.y, strict=True))
+    assert (0, 0, 2, 0.5) in set(
+        zip(with_ties.query, with_ties.model_a, with_ties.model_b, with_ties.y, strict=True)
+    )
 
 
 def test_first_is_the_protocol_probe_and_random_is_seeded(small):
@@ -140,7 +164,14 @@ def test_first_is_the_protocol_probe_and_random_is_seeded(small):
     two = select_probes(model, scores, protocol.test, 2, "random", random_state=3)
     np.testing.assert_array_equal(one.model_b, two.model_b)
     scored = split_probe(protocol.test, 2)[1]
-    scored_pairs = set(zip(scored.query, np.minimum(scored.model_a, scored.model_b), np.maximum(scored.model_a, scored.model_b), strict=True))
+    scored_pairs = set(
+        zip(
+            scored.query,
+            np.minimum(scored.model_a, scored.model_b),
+            np.maximum(scored.model_a, scored.model_b),
+            strict=True,
+        )
+    )
     assert not scored_pairs & set(zip(one.query, one.model_a, one.model_b, strict=True))
     with pytest.raises(ValueError, match="probe_strategy"):
         select_probes(model, scores, protocol.test, 1, "greedy")

@@ -58,7 +58,9 @@ def test_zero_weight_is_exactly_ecc(planted):
     data, train, _ = planted
     labels = np.array([f"c{k}" for k in data.capability])
     ecc = _fit(ECC(n_clusters=5, random_state=1), data, train, labels)
-    lab = _fit(LabelInformedECC(n_clusters=5, label_weight=0.0, random_state=1), data, train, labels)
+    lab = _fit(
+        LabelInformedECC(n_clusters=5, label_weight=0.0, random_state=1), data, train, labels
+    )
     np.testing.assert_array_equal(lab.theta_, ecc.theta_)
     np.testing.assert_array_equal(lab.responsibilities_, ecc.responsibilities_)
     assert lab.label_weight_ == 0.0
@@ -112,23 +114,33 @@ def test_unknown_categories_get_no_prior(planted):
 
 def test_disjoint_from_probe():
     probe = Comparisons(
-        np.array([0, 1]), np.array([0, 2]), np.array([1, 3]), np.array([1.0, 0.0]),
-        np.array(["q0", "q1"]), ("a", "b", "c", "d"),
+        np.array([0, 1]),
+        np.array([0, 2]),
+        np.array([1, 3]),
+        np.array([1.0, 0.0]),
+        np.array(["q0", "q1"]),
+        ("a", "b", "c", "d"),
     )
     scored = Comparisons(
-        np.array([0, 0, 1, 1]), np.array([2, 0, 0, 1]), np.array([3, 2, 1, 2]),
-        np.ones(4), np.array(["q0", "q1"]), ("a", "b", "c", "d"),
+        np.array([0, 0, 1, 1]),
+        np.array([2, 0, 0, 1]),
+        np.array([3, 2, 1, 2]),
+        np.ones(4),
+        np.array(["q0", "q1"]),
+        ("a", "b", "c", "d"),
     )
-    np.testing.assert_array_equal(
-        disjoint_from_probe(scored, probe), [True, False, True, False]
-    )
+    np.testing.assert_array_equal(disjoint_from_probe(scored, probe), [True, False, True, False])
 
 
 def test_bad_parameters_are_named():
     x = np.eye(3, dtype=np.float32)
     c = Comparisons(
-        np.array([0, 1, 2]), np.zeros(3, int), np.ones(3, int), np.ones(3),
-        np.array(["a", "b", "c"]), ("m0", "m1"),
+        np.array([0, 1, 2]),
+        np.zeros(3, int),
+        np.ones(3, int),
+        np.ones(3),
+        np.array(["a", "b", "c"]),
+        ("m0", "m1"),
     )
     with pytest.raises(ValueError, match="label_weight"):
         LabelInformedECC(label_weight="auto").fit(x, c, labels=["u", "v", "w"])

@@ -51,10 +51,21 @@ def test_soft_outcome_matches_hand_computation():
     st.lists(st.floats(0, 1), min_size=1, max_size=4),
 )
 def test_soft_outcome_equals_all_pairs_count(xa, xb, xc):
-    out = _outcomes({("q1", "a"): xa, ("q1", "b"): xb, ("q1", "c"): xc, ("q2", "a"): xc, ("q2", "b"): xa})
+    out = _outcomes(
+        {("q1", "a"): xa, ("q1", "b"): xb, ("q1", "c"): xc, ("q2", "a"): xc, ("q2", "b"): xa}
+    )
     pairs = make_comparisons(out, ties="half", query_ids=["q1", "q2"])
     soft = soft_outcomes(out, pairs)
-    obs = {k: np.asarray(v) for k, v in {("q1", "a"): xa, ("q1", "b"): xb, ("q1", "c"): xc, ("q2", "a"): xc, ("q2", "b"): xa}.items()}
+    obs = {
+        k: np.asarray(v)
+        for k, v in {
+            ("q1", "a"): xa,
+            ("q1", "b"): xb,
+            ("q1", "c"): xc,
+            ("q2", "a"): xc,
+            ("q2", "b"): xa,
+        }.items()
+    }
     for q, a, b, y in zip(soft.query, soft.model_a, soft.model_b, soft.y, strict=True):
         sa = obs[(soft.query_ids[q], soft.models[a])]
         sb = obs[(soft.query_ids[q], soft.models[b])]
@@ -97,7 +108,12 @@ def test_soft_evidence_comparison_on_repeated_data():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         r = soft_evidence_comparison(
-            s.queries, s.outcomes, s.embeddings, n_draws=2, n_clusters=3, n_boot=200,
+            s.queries,
+            s.outcomes,
+            s.embeddings,
+            n_draws=2,
+            n_clusters=3,
+            n_boot=200,
             truth=true_win_probability(s.truth.p),
         )
     for part in ("logloss", "vs_truth"):

@@ -47,6 +47,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=int, default=42, help="seed of pairs, split and EM (default 42)"
     )
+    parser.add_argument(
+        "--probe-strategy",
+        choices=("first", "random", "active"),
+        default="first",
+        help="how test queries choose their probe pairs; 'random' or 'active' adds a comparison "
+        "with 'first' on the scored pairs disjoint from both strategies' probes (default first)",
+    )
+    parser.add_argument(
+        "--evidence",
+        choices=("sampled", "soft"),
+        default="sampled",
+        help="pair outcomes: the mean-score winner (sampled, the paper) or the win probability "
+        "under the empirical score distributions (soft; needs repeated observations)",
+    )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
     parser.set_defaults(handler=run)
 
@@ -114,7 +128,7 @@ def format_result(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ecc_lib.ecc_protocol import METHODS, run_protocol
+    from ecc_lib.ecc_protocol import default_methods, run_protocol
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
@@ -125,7 +139,15 @@ def run(args: argparse.Namespace) -> int:
     queries, outcomes = _read_inputs(args)
     embeddings = _embeddings(args, queries)
     has_labels = "category" in queries.columns and bool(queries["category"].notna().any())
-    methods = METHODS if has_labels else tuple(m for m in METHODS if m != "human")
+    methods = default_methods(has_labels)
+    if args.evidence == "soft":
+        from ecc_lib.soft_evidence import has_repeats
+
+        if not has_repeats(outcomes):
+            raise ValueError(
+                f"--evidence soft needs repeated observations of some (query, model) pair; "
+                f"{args.outcomes} holds one observation per pair"
+            )
     result = run_protocol(
         queries,
         outcomes,
@@ -138,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         test_size=args.test_size,
         random_state=args.seed,
         methods=methods,
+        evidence=args.evidence,
     )
     print(format_result(result))
+    extra = _beyond(args, queries, outcomes, embeddings, result)
     if args.json:
         payload = result.to_dict()
         payload["inputs"] = {
@@ -148,6 +172,62 @@ def run(args: argparse.Namespace) -> int:
             "embeddings": str(args.embeddings) if args.embeddings else None,
             "n_input_queries": int(len(queries)),
         }
+        payload.update(extra)
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(payload, stream, indent=2)
     return 0
+
+
+def _beyond(args, queries, outcomes, embeddings, result) -> dict:
+    """Probe-strategy comparison and soft-evidence comparison (issue 17), printed and returned
+    for the JSON output."""
+    from ecc_lib.serialization import to_jsonable
+
+    extra = {}
+    if args.probe_strategy != "first":
+        from ecc_lib.active_probes import probe_strategy_comparison
+        from ecc_lib.ecc_protocol import prepare_protocol
+
+        if args.probes < 1:
+            raise ValueError("--probe-strategy needs --probes >= 1")
+        data = prepare_protocol(
+            queries,
+            outcomes,
+            embeddings,
+            args.pairs,
+            args.test_size,
+            args.seed,
+            evidence=args.evidence,
+        )
+        comparison = probe_strategy_comparison(
+            data,
+            result.fitted["ecc"],
+            result.fitted["global"],
+            args.probe_strategy,
+            n_probes=args.probes,
+            curve=tuple(range(1, min(3, args.pairs - 1) + 1)),
+            random_state=args.seed,
+        )
+        low, high = comparison["difference_ci95"]
+        print(
+            f"probe strategy {args.probe_strategy} vs first ({args.probes} probe(s), "
+            f"{comparison['n_shared_pairs']} shared leak-free pairs): "
+            f"{comparison['gain'][args.probe_strategy]:+.2f} vs {comparison['gain']['first']:+.2f} "
+            f"gain %, difference {comparison['difference']:+.2f} pp [{low:+.2f}, {high:+.2f}]"
+        )
+        extra["probe_strategy_comparison"] = comparison
+    if args.evidence == "soft":
+        from ecc_lib.soft_evidence import soft_evidence_comparison
+
+        soft = soft_evidence_comparison(
+            queries, outcomes, embeddings, n_clusters=args.k, random_state=args.seed
+        )
+        t = soft["logloss"]
+        low, high = t["sampled_minus_soft_ci95"]
+        print(
+            f"soft evidence on {soft['n_test']} held-out queries: log-loss {t['soft']:.4f} (soft) "
+            f"vs {t['sampled_mean']:.4f} +- {t['sampled_sd']:.4f} (sampled, {soft['n_draws']} "
+            f"draws); sampled - soft {t['sampled_minus_soft']:+.4f} [{low:+.4f}, {high:+.4f}]"
+        )
+        extra["soft_evidence"] = soft
+    return to_jsonable(extra)
