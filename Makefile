@@ -12,7 +12,7 @@ TORCH_PIP_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all lint format data embeddings benchmarks clean
+.PHONY: install run test test-all lint format data embeddings benchmarks wheel clean
 
 install: $(STAMP)
 
@@ -51,5 +51,11 @@ benchmarks: install
 	$(BIN)/python benchmarks/ecc_speed.py
 	$(BIN)/python benchmarks/dars_speed.py
 
+# The wheel and sdist carry notebooks/ and data/ (copied into ecc_lib/_bundle by setup.py).
+wheel: install
+	$(BIN)/python -m pip wheel . --no-deps --no-build-isolation -w dist
+	$(BIN)/python -m pip install --quiet "build>=1.0"
+	$(BIN)/python -m build --sdist --no-isolation --outdir dist .
+
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist .cache .pytest_cache .ruff_cache .hypothesis

@@ -407,6 +407,76 @@ def compare_probe_strategies(
     return rows
 
 
+def probe_active(
+    test: Comparisons,
+    n_probes: int,
+    candidates: np.ndarray,
+    model=None,
+    embeddings: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+    random_state: int | np.random.Generator | None = None,
+    criterion: str = "entropy",
+) -> np.ndarray:
+    """Probe strategy ``"active"`` of the protocol (signature of
+    :func:`ecc_lib.ecc_protocol.probe_first`): among a query's candidate rows of ``test``, greedily
+    the ones with the smallest expected posterior entropy (:func:`expected_entropy`) under
+    ``model``.
+
+    Parameters
+    ----------
+    test : Comparisons
+    n_probes : int
+    candidates : ndarray of bool, shape (len(test),)
+    model : fitted estimator
+        Needs ``theta_``, ``temperature`` and ``predict_responsibilities``; a model without
+        ``temperature`` (the global BT model) has nothing to choose and gets the first candidates.
+    embeddings, labels : ndarray, optional
+        Of the test queries.
+    random_state : ignored
+    criterion : {"entropy", "predictive"}
+
+    Returns
+    -------
+    ndarray of bool, shape (len(test),)
+    """
+    candidates = np.asarray(candidates, dtype=bool)
+    chosen = np.zeros(len(test), dtype=bool)
+    if model is None or not hasattr(model, "temperature") or n_probes < 1:
+        rows = np.flatnonzero(candidates)
+        starts = np.searchsorted(test.query[rows], test.query[rows], side="left")
+        chosen[rows[(np.arange(len(rows)) - starts) < n_probes]] = True
+        return chosen
+    n = test.n_queries
+    base = np.log(
+        np.clip(model.predict_responsibilities(embeddings, None, "embedding", labels), 1e-300, None)
+    )
+    base = log_softmax(base, axis=1)
+    loglik = np.zeros_like(base)
+    n_rev = np.zeros(n, dtype=np.int64)
+    for _ in range(n_probes):
+        rows = np.flatnonzero(candidates & ~chosen)
+        if len(rows) == 0:
+            break
+        key = expected_entropy(
+            model.theta_,
+            base,
+            loglik,
+            n_rev,
+            float(model.temperature),
+            test.query[rows],
+            test.model_a[rows],
+            test.model_b[rows],
+            criterion,
+        )
+        pick = _first_per_query(test.query[rows], key, n)
+        picked = rows[pick[pick >= 0]]
+        chosen[picked] = True
+        step = test.take(picked)
+        n_rev[step.query] += 1
+        loglik += evidence(model.theta_, step)
+    return chosen
+
+
 def probe_strategy_comparison(
     data,
     model,
@@ -490,6 +560,71 @@ def probe_strategy_comparison(
     return out
 
 
+def probe_strategy_over_seeds(
+    queries,
+    outcomes,
+    embeddings,
+    seeds,
+    strategy: str = "active",
+    n_probes: int = 1,
+    method: str = "ecc",
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    n_pairs: int = 7,
+    test_size: float = 0.2,
+    evidence: str = "sampled",
+    criterion: str = "entropy",
+    **ecc_params,
+) -> dict:
+    """:func:`probe_strategy_comparison` for each protocol seed, summarised over seeds.
+
+    Each seed redraws pairs, split and EM start (:func:`ecc_lib.ecc_protocol.prepare_protocol`),
+    fits ``method`` and the global reference, and compares ``strategy`` with ``"first"``.
+
+    Parameters
+    ----------
+    queries, outcomes, embeddings
+        As :func:`ecc_lib.ecc_protocol.prepare_protocol`.
+    seeds : sequence of int
+    strategy : {"random", "active"}
+    n_probes : int
+    method : str
+        The method whose probes are chosen (default ``"ecc"``).
+    n_clusters, lam, temperature, n_pairs, test_size, evidence, criterion, **ecc_params
+        Protocol and estimator parameters.
+
+    Returns
+    -------
+    dict
+        :func:`summarise_probe_strategy` of the per-seed results.
+    """
+    from ecc_lib.ecc_protocol import fit_methods, make_methods, prepare_protocol
+
+    per_seed = []
+    for seed in seeds:
+        data = prepare_protocol(
+            queries, outcomes, embeddings, n_pairs, test_size, int(seed), evidence=evidence
+        )
+        estimators = make_methods(
+            n_clusters, lam, temperature, int(seed), ("global", method), **ecc_params
+        )
+        fitted, _ = fit_methods(data, estimators)
+        per_seed.append(
+            probe_strategy_comparison(
+                data,
+                fitted[method],
+                fitted["global"],
+                strategy,
+                n_probes=n_probes,
+                curve=tuple(range(1, min(3, n_pairs - 1) + 1)),
+                criterion=criterion,
+                random_state=int(seed),
+            )
+        )
+    return summarise_probe_strategy(per_seed)
+
+
 def summarise_probe_strategy(per_seed: list[dict]) -> dict:
     """Mean and sd over seeds of :func:`probe_strategy_comparison` results.
 
@@ -552,7 +687,9 @@ __all__ = [
     "candidate_pairs",
     "compare_probe_strategies",
     "expected_entropy",
+    "probe_active",
     "probe_strategy_comparison",
+    "probe_strategy_over_seeds",
     "select_probes",
     "summarise_probe_strategy",
 ]

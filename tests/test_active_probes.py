@@ -186,3 +186,36 @@ def test_strategies_are_scored_on_the_same_pairs(small):
         assert len(counts) == 1 and counts.pop() > 0
         refs = {round(r["nll_reference"], 12) for r in rows if r["n_probes"] == n}
         assert len(refs) == 1
+
+
+def test_probe_active_strategy_of_the_protocol(small):
+    from ecc_lib.active_probes import probe_active
+    from ecc_lib.ecc_protocol import probe_candidate_rows
+
+    protocol, model, reference = small
+    candidates, _ = probe_candidate_rows(protocol, 1, score_from=3)
+    test = protocol.test
+    mask = probe_active(test, 1, candidates, model, protocol.x_test, None)
+    assert not (mask & ~candidates).any()
+    np.testing.assert_array_equal(np.bincount(test.query[mask]), 1)
+    rows = np.flatnonzero(candidates)
+    base = np.log(model.predict_responsibilities(protocol.x_test, None, "embedding"))
+    value = expected_entropy(
+        model.theta_,
+        base,
+        np.zeros_like(base),
+        np.zeros(test.n_queries),
+        model.temperature,
+        test.query[rows],
+        test.model_a[rows],
+        test.model_b[rows],
+    )
+    for q in range(5):
+        mine = rows[test.query[rows] == q]
+        best = mine[np.argmin(value[test.query[rows] == q])]
+        assert mask[best]
+    # the global model has no clusters to tell apart: it keeps the first candidate
+    first = probe_active(test, 1, candidates, reference, protocol.x_test, None)
+    np.testing.assert_array_equal(
+        first, candidates & (np.arange(len(test)) == np.searchsorted(test.query, test.query))
+    )

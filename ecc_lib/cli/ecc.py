@@ -3,7 +3,12 @@
 Fits the global BT model, ECC, the embedding-only, comparison-only and (when the queries have
 categories) human-label baselines on 80% of the queries and reports each method's NLL on the
 scored test pairs, its ranking quality gain over the global model with a bootstrap 95% interval
-over test queries, and its pairwise accuracy.
+over test queries, and its pairwise accuracy; beside it the gain on the scored pairs that touch
+the probe's models and on those disjoint from them (the probe's leak, issue 16).
+
+``--seeds S`` repeats the protocol over seeds ``--seed, --seed + 1, ...`` (each redraws pairs,
+split and EM start) and adds ``seeds``, ``gain_mean``, ``gain_sd``, ``per_seed`` and
+``difference_mean_sd`` to the JSON (issue 10); ``--routing`` adds the ``routing`` block.
 """
 
 from __future__ import annotations
@@ -48,18 +53,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=42, help="seed of pairs, split and EM (default 42)"
     )
     parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="number of protocol seeds: --seed, --seed+1, ... each redraw pairs, split and EM "
+        "start; the JSON adds mean and sd over seeds (default 1)",
+    )
+    parser.add_argument(
+        "--probe-evidence",
+        choices=("mean", "sum"),
+        default="mean",
+        help="how several probes count: 'mean' of their log-likelihoods (the authors' code) or "
+        "'sum' (Bayesian) (default mean)",
+    )
+    parser.add_argument(
         "--probe-strategy",
         choices=("first", "random", "active"),
         default="first",
-        help="how test queries choose their probe pairs; 'random' or 'active' adds a comparison "
-        "with 'first' on the scored pairs disjoint from both strategies' probes (default first)",
+        help="which candidate comparison of a test query is its probe (default first, the "
+        "paper); 'random' and 'active' also compare with 'first' on the scored pairs disjoint "
+        "from both strategies' probes, each choosing among all the query's non-tie pairs that "
+        "are not scored (JSON: probe_strategy_comparison)",
     )
     parser.add_argument(
         "--evidence",
         choices=("sampled", "soft"),
         default="sampled",
         help="pair outcomes: the mean-score winner (sampled, the paper) or the win probability "
-        "under the empirical score distributions (soft; needs repeated observations)",
+        "under the empirical score distributions (soft; needs repeated observations; adds the "
+        "held-out soft-vs-sampled comparison, JSON: soft_evidence)",
+    )
+    parser.add_argument(
+        "--leak-free",
+        action="store_true",
+        help="draw each test query's probe among pairs of models that appear in none of its "
+        "scored pairs (where the data allow), so the probe decides no scored pair",
+    )
+    parser.add_argument(
+        "--routing",
+        action="store_true",
+        help="also run the routing experiment (no probe, probe with the probe-winner baseline, "
+        "probe restricted to models outside the probe pair, probe with its cost)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
     parser.set_defaults(handler=run)
@@ -122,13 +156,71 @@ def format_result(result) -> str:
         lines.append(
             f"{name.replace('_minus_', ' - ')}: {diff['estimate']:+.2f} pp [{low:+.2f}, {high:+.2f}]"
         )
+    if result.gain_touching:
+        lines += [
+            "",
+            f"the probe's leak: {100 * result.probe_leak_share:.1f}% of scored pairs touch a "
+            "probe model",
+            f"{'method':<10} {'touching %':>11} {'95% CI':>18} {'disjoint %':>11} {'95% CI':>18}",
+        ]
+        for name in result.gain_touching:
+            t_low, t_high = result.ci95_touching[name]
+            d_low, d_high = result.ci95_disjoint[name]
+            lines.append(
+                f"{name:<10} {result.gain_touching[name]:>+11.2f} "
+                f"{f'[{t_low:+.2f}, {t_high:+.2f}]':>18} {result.gain_disjoint[name]:>+11.2f} "
+                f"{f'[{d_low:+.2f}, {d_high:+.2f}]':>18}"
+            )
     if not result.converged.get("ecc", True):
         lines.append("note: ECC did not converge within max_iter")
     return "\n".join(lines)
 
 
+def format_seeds(summary: dict) -> str:
+    """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`."""
+    seeds = summary["seeds"]
+    lines = [
+        f"over {len(seeds)} seeds {seeds}: mean +- sd (ddof 1) of the gain, %",
+        f"{'method':<10} {'all':>15} {'touching':>15} {'disjoint':>15}",
+    ]
+    for name, mean in summary["gain_mean"].items():
+        cells = [
+            f"{mean:+.2f} +- {summary['gain_sd'][name]:.2f}",
+            f"{summary['gain_touching_mean'][name]:+.2f} +- "
+            f"{summary['gain_touching_sd'][name]:.2f}",
+            f"{summary['gain_disjoint_mean'][name]:+.2f} +- "
+            f"{summary['gain_disjoint_sd'][name]:.2f}",
+        ]
+        lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
+    for name, (mean, sd) in summary["difference_mean_sd"].items():
+        lines.append(f"{name}: {mean:+.2f} +- {sd:.2f} pp")
+    lines.append(f"time: {summary['wall_seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU")
+    return "\n".join(lines)
+
+
+def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
+    """The printed routing table (mean routed score per setting and method)."""
+    lines = [
+        "",
+        "routing: mean score of the routed model [95% CI]"
+        + ("; mean +- sd over seeds" if over_seeds else ""),
+    ]
+    for setting in routing["settings"]:
+        lines.append(f"  {setting}")
+        for method, cell in routing[setting].items():
+            low, high = cell["ci95"]
+            text = f"    {method:<13} {cell['score']:.3f} [{low:.3f}, {high:.3f}]"
+            if cell["cost"] is not None and cell["cost"] == cell["cost"]:
+                text += f"  cost {cell['cost']:.3f}"
+            if over_seeds:
+                mean, sd = over_seeds[setting][method]["score"]
+                text += f"  ({mean:.3f} +- {sd:.3f})"
+            lines.append(text)
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
-    from ecc_lib.ecc_protocol import default_methods, run_protocol
+    from ecc_lib.ecc_protocol import default_methods, run_seeds
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
@@ -148,72 +240,90 @@ def run(args: argparse.Namespace) -> int:
                 f"--evidence soft needs repeated observations of some (query, model) pair; "
                 f"{args.outcomes} holds one observation per pair"
             )
-    result = run_protocol(
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if (args.routing or args.leak_free) and args.probes < 1:
+        raise ValueError("--routing and --leak-free need --probes >= 1")
+    multi = run_seeds(
         queries,
         outcomes,
         embeddings,
+        seeds=range(args.seed, args.seed + args.seeds),
         n_clusters=args.k,
         lam=args.lam,
         temperature=args.temperature,
         n_pairs=args.pairs,
         n_probes=args.probes,
         test_size=args.test_size,
-        random_state=args.seed,
         methods=methods,
+        probe_evidence=args.probe_evidence,
+        probe_strategy=args.probe_strategy,
+        leak_free=args.leak_free,
+        routing=args.routing,
         evidence=args.evidence,
     )
+    result = multi.first
     print(format_result(result))
-    extra = _beyond(args, queries, outcomes, embeddings, result)
+    payload = result.to_dict()
+    if args.seeds > 1:
+        summary = multi.summary()
+        print()
+        print(format_seeds(summary))
+        payload.update({k: v for k, v in summary.items() if not k.startswith("routing")})
+    if args.routing:
+        over = multi.summary()["routing_mean_sd"] if args.seeds > 1 else None
+        print(format_routing(multi.routing[0], over))
+        payload["routing"] = dict(multi.routing[0])
+        if over is not None:
+            payload["routing"]["mean_sd_over_seeds"] = over
+            payload["routing"]["per_seed"] = multi.routing
+    payload.update(_beyond(args, queries, outcomes, embeddings))
     if args.json:
-        payload = result.to_dict()
         payload["inputs"] = {
             "queries": str(args.queries),
             "outcomes": str(args.outcomes),
             "embeddings": str(args.embeddings) if args.embeddings else None,
             "n_input_queries": int(len(queries)),
         }
-        payload.update(extra)
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(payload, stream, indent=2)
     return 0
 
 
-def _beyond(args, queries, outcomes, embeddings, result) -> dict:
-    """Probe-strategy comparison and soft-evidence comparison (issue 17), printed and returned
-    for the JSON output."""
+def _beyond(args, queries, outcomes, embeddings) -> dict:
+    """Probe-strategy and soft-evidence comparisons (issue 17), printed and returned for the
+    JSON output."""
     from ecc_lib.serialization import to_jsonable
 
     extra = {}
+    seeds = range(args.seed, args.seed + args.seeds)
     if args.probe_strategy != "first":
-        from ecc_lib.active_probes import probe_strategy_comparison
-        from ecc_lib.ecc_protocol import prepare_protocol
+        from ecc_lib.active_probes import probe_strategy_over_seeds
 
         if args.probes < 1:
-            raise ValueError("--probe-strategy needs --probes >= 1")
-        data = prepare_protocol(
+            raise ValueError("--probe-strategy random/active needs --probes >= 1")
+        comparison = probe_strategy_over_seeds(
             queries,
             outcomes,
             embeddings,
-            args.pairs,
-            args.test_size,
-            args.seed,
-            evidence=args.evidence,
-        )
-        comparison = probe_strategy_comparison(
-            data,
-            result.fitted["ecc"],
-            result.fitted["global"],
+            seeds,
             args.probe_strategy,
             n_probes=args.probes,
-            curve=tuple(range(1, min(3, args.pairs - 1) + 1)),
-            random_state=args.seed,
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            test_size=args.test_size,
+            evidence=args.evidence,
         )
-        low, high = comparison["difference_ci95"]
+        s = args.probe_strategy
         print(
-            f"probe strategy {args.probe_strategy} vs first ({args.probes} probe(s), "
-            f"{comparison['n_shared_pairs']} shared leak-free pairs): "
-            f"{comparison['gain'][args.probe_strategy]:+.2f} vs {comparison['gain']['first']:+.2f} "
-            f"gain %, difference {comparison['difference']:+.2f} pp [{low:+.2f}, {high:+.2f}]"
+            f"\nprobe strategy {s} vs first ({args.probes} probe(s), scored pairs disjoint from "
+            f"both strategies' probes: {comparison['n_shared_pairs']} per seed), gain % mean +- sd "
+            f"over {comparison['n_seeds']} seed(s): {s} {comparison['gain_mean'][s]:+.2f} +- "
+            f"{comparison['gain_sd'][s]:.2f}, first {comparison['gain_mean']['first']:+.2f} +- "
+            f"{comparison['gain_sd']['first']:.2f}, difference "
+            f"{comparison['difference_mean']:+.2f} +- {comparison['difference_sd']:.2f} pp"
         )
         extra["probe_strategy_comparison"] = comparison
     if args.evidence == "soft":
@@ -225,9 +335,10 @@ def _beyond(args, queries, outcomes, embeddings, result) -> dict:
         t = soft["logloss"]
         low, high = t["sampled_minus_soft_ci95"]
         print(
-            f"soft evidence on {soft['n_test']} held-out queries: log-loss {t['soft']:.4f} (soft) "
-            f"vs {t['sampled_mean']:.4f} +- {t['sampled_sd']:.4f} (sampled, {soft['n_draws']} "
-            f"draws); sampled - soft {t['sampled_minus_soft']:+.4f} [{low:+.4f}, {high:+.4f}]"
+            f"\nsoft evidence on {soft['n_test']} held-out queries: log-loss {t['soft']:.4f} "
+            f"(soft) vs {t['sampled_mean']:.4f} +- {t['sampled_sd']:.4f} (sampled, "
+            f"{soft['n_draws']} draws); sampled - soft {t['sampled_minus_soft']:+.4f} "
+            f"[{low:+.4f}, {high:+.4f}]"
         )
         extra["soft_evidence"] = soft
     return to_jsonable(extra)
