@@ -41,6 +41,7 @@ from ecc_lib.ecc import (
     MISSING_LABEL,
     OBJECTIVE_PATIENCE,
     OBJECTIVE_TOL,
+    _dask_requested,
     _labels_to_str,
     comparison_nll,
 )
@@ -308,6 +309,8 @@ class LabelInformedECC(ECC):
         self._validate_params()
         if labels is None:
             raise ValueError("LabelInformedECC.fit needs labels (one category per query)")
+        if _dask_requested(embeddings):
+            raise ValueError("LabelInformedECC fits in memory only (its prior is not partitioned)")
         lab = _labels_to_str(labels, comparisons.n_queries).astype(str)
         x = np.asarray(embeddings)
         if self.label_weight == "cv":
