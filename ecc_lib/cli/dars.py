@@ -189,9 +189,15 @@ def format_summary(summary: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
+    from ecc_lib.data_checks import apply_data_policy, check_utility_weights
+
+    check_utility_weights(args.lambda_, args.beta)
     if args.draws < 1:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     outcomes = _read(args.outcomes)
+    _, outcomes, report = apply_data_policy(None, outcomes, dataset=str(args.outcomes))
+    for note in report.notes:
+        print(f"note: {note}")
     summary = dars_summary(
         outcomes,
         args.lambda_,
@@ -201,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         source=str(args.outcomes),
         validate=False,  # read_outcomes has validated the table
     )
+    summary["data_policy"] = _clean(report.to_dict())
     print(format_summary(summary))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as stream:
