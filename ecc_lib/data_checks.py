@@ -398,6 +398,27 @@ def record_data_policy(run_dir, report: DataPolicyReport) -> None:
     run_folder.record_metrics(context, "data_policy", values)
 
 
+def recorded_policy(run_dir, label: str) -> dict:
+    """The policy report recorded for dataset ``label`` in a run folder (``{}`` when none).
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+    label : str
+
+    Returns
+    -------
+    dict
+        :meth:`DataPolicyReport.to_dict` as recorded by :func:`record_data_policy`.
+    """
+    from ecc_lib import run_folder
+
+    path = run_folder.run_context(run_dir).metrics_dir / "data_policy.json"
+    if not path.exists():
+        return {}
+    return run_folder._read_json(path).get("values", {}).get(str(label), {})
+
+
 __all__ = [
     "DataPolicyError",
     "DataPolicyReport",
@@ -412,6 +433,7 @@ __all__ = [
     "no_repeats_reason",
     "protocol_notes",
     "record_data_policy",
+    "recorded_policy",
     "small_data_warning",
     "two_models_note",
 ]
