@@ -258,17 +258,17 @@ def cost_reason(outcomes: pd.DataFrame | None = None) -> str:
     )
 
 
-def check_utility_weights(lambda_: float, beta: float) -> None:
+def check_utility_weights(cost_weight: float, beta: float) -> None:
     """Raise :class:`DataPolicyError` unless lambda and beta are finite numbers >= 0.
 
     Parameters
     ----------
-    lambda_ : float
+    cost_weight : float
         Cost weight of the DARS utility.
     beta : float
         Risk weight on the score spread.
     """
-    for name, value in (("lambda", lambda_), ("beta", beta)):
+    for name, value in (("lambda", cost_weight), ("beta", beta)):
         try:
             number = float(value)
         except (TypeError, ValueError):

@@ -18,6 +18,13 @@ import json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``ecc`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "ecc",
         help="evidence-calibrated clustering: the paper protocol with every baseline",
@@ -85,6 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "probe restricted to models outside the probe pair, probe with its cost)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    parser.add_argument(
+        "--scheduler",
+        metavar="local|ADDRESS",
+        help="fit the ECC-family methods on Dask partitions: 'local' starts a local cluster, "
+        "anything else is a scheduler address (default: in memory)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -128,7 +141,17 @@ def _embeddings(args: argparse.Namespace, queries):
 
 
 def format_result(result) -> str:
-    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`."""
+    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`.
+
+    Parameters
+    ----------
+    result : ECCEvaluation
+        Result of :func:`ecc_lib.ecc_protocol.run_protocol`.
+
+    Returns
+    -------
+    str
+    """
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
         f"({result.n_input_queries - result.n_queries} with fewer than "
@@ -176,6 +199,27 @@ def format_result(result) -> str:
     return "\n".join(lines)
 
 
+def _mean_sd(mean, sd) -> str:
+    """``+m.mm +- s.ss``, with ``n/a`` for a missing value (NaN turned None in JSON)."""
+    if mean is None or mean != mean:
+        return "n/a"
+    return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
+
+
+def _scheduler(scheduler: str | None):
+    """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
+    import contextlib
+
+    if scheduler is None:
+        return contextlib.nullcontext()
+    from ecc_lib.distributed import dask_client, use_dask
+
+    stack = contextlib.ExitStack()
+    client = stack.enter_context(dask_client(scheduler))
+    stack.enter_context(use_dask(client))
+    return stack
+
+
 def format_seeds(summary: dict) -> str:
     """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`."""
     seeds = summary["seeds"]
@@ -185,15 +229,14 @@ def format_seeds(summary: dict) -> str:
     ]
     for name, mean in summary["gain_mean"].items():
         cells = [
-            f"{mean:+.2f} +- {summary['gain_sd'][name]:.2f}",
-            f"{summary['gain_touching_mean'][name]:+.2f} +- "
-            f"{summary['gain_touching_sd'][name]:.2f}",
-            f"{summary['gain_disjoint_mean'][name]:+.2f} +- "
-            f"{summary['gain_disjoint_sd'][name]:.2f}",
+            _mean_sd(mean, summary["gain_sd"][name]),
+            _mean_sd(summary["gain_touching_mean"][name], summary["gain_touching_sd"][name]),
+            _mean_sd(summary["gain_disjoint_mean"][name], summary["gain_disjoint_sd"][name]),
         ]
         lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
     for name, (mean, sd) in summary["difference_mean_sd"].items():
-        lines.append(f"{name}: {mean:+.2f} +- {sd:.2f} pp")
+        d_mean, d_sd = summary["difference_disjoint_mean_sd"][name]
+        lines.append(f"{name}: {_mean_sd(mean, sd)} pp (disjoint pairs: {_mean_sd(d_mean, d_sd)})")
     lines.append(f"time: {summary['wall_seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU")
     return "\n".join(lines)
 
@@ -220,6 +263,18 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     from ecc_lib.ecc_protocol import METHODS, run_seeds
 
     if args.k < 1:
@@ -244,23 +299,24 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if (args.routing or args.leak_free) and args.probes < 1:
         raise ValueError("--routing and --leak-free need --probes >= 1")
-    multi = run_seeds(
-        queries,
-        outcomes,
-        embeddings,
-        seeds=range(args.seed, args.seed + args.seeds),
-        n_clusters=args.k,
-        lam=args.lam,
-        temperature=args.temperature,
-        n_pairs=args.pairs,
-        n_probes=args.probes,
-        test_size=args.test_size,
-        methods=methods,
-        probe_evidence=args.probe_evidence,
-        probe_strategy=args.probe_strategy,
-        leak_free=args.leak_free,
-        routing=args.routing,
-    )
+    with _scheduler(getattr(args, "scheduler", None)):
+        multi = run_seeds(
+            queries,
+            outcomes,
+            embeddings,
+            seeds=range(args.seed, args.seed + args.seeds),
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            n_probes=args.probes,
+            test_size=args.test_size,
+            methods=methods,
+            probe_evidence=args.probe_evidence,
+            probe_strategy=args.probe_strategy,
+            leak_free=args.leak_free,
+            routing=args.routing,
+        )
     result = multi.first
     print(format_result(result))
     payload = result.to_dict()
