@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ecc_lib import data_checks
 from ecc_lib.active_probes import probe_active
 from ecc_lib.comparisons import (
     Comparisons,
@@ -186,6 +187,7 @@ def prepare_protocol(
             f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
             f"({len(query_ids)} rows, in its order)"
         )
+    data_checks.check_embedding_dims(emb.shape[1])
     comparisons = make_comparisons(
         outcomes,
         n_pairs=n_pairs,
@@ -196,9 +198,10 @@ def prepare_protocol(
         random_state=random_state,
     )
     if comparisons.n_queries < 2:
+        two = data_checks.two_models_note(int(outcomes["model"].nunique()))
         raise ValueError(
             f"only {comparisons.n_queries} query(ies) have at least {min_pairs} non-tie pairs; "
-            "the protocol needs at least 2"
+            "the protocol needs at least 2" + (f" ({two})" if two else "")
         )
     if len(comparisons.dropped_query_ids):
         logger.info(
@@ -217,6 +220,7 @@ def prepare_protocol(
         labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
     scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
     train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
+    notes = data_checks.protocol_notes(outcomes, labels, int(train_mask.sum()))
     return ProtocolData(
         comparisons=comparisons,
         embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
@@ -233,6 +237,7 @@ def prepare_protocol(
             "test_size": test_size,
             "random_state": random_state,
             "min_pairs": min_pairs,
+            "warnings": notes,
             "evidence": evidence,
         },
     )
@@ -645,12 +650,18 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     fit_seconds : dict
         Wall seconds of each fit.
     """
+    data_checks.check_protocol_sizes(
+        data.train.n_queries,
+        data.test.n_queries,
+        data.embeddings.shape[1],
+        [m.n_clusters for m in methods.values() if getattr(m, "n_clusters", None) is not None],
+    )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
         if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and (
-            data.labels is None
+            data_checks.human_baseline_reason(data.labels)
         ):
-            logger.info("no categories: the method %r is skipped", name)
+            logger.info("%s (%s skipped)", data_checks.human_baseline_reason(data.labels), name)
             continue
         start = time.perf_counter()
         estimator.fit(data.x_train, data.train, labels=data.labels_train)

@@ -58,6 +58,10 @@ def test_three_questions_from_the_local_model_are_collected_scored_and_resumed(
     queries = _queries()
     settings = {
         "n_rewrites": 1,
+        # llama-cpp-python's grammar sampling (JSON mode) runs at well under 1 token/s on a loaded
+        # 2-core machine: here the rewrites come as plain text and the tolerant parser reads them
+        "rewrite_format": "none",
+        "rewriter": "smollm2@max_tokens=160",
         "max_tokens": 160,
         "concurrency": 2,
         "timeout": 300.0,
@@ -66,12 +70,17 @@ def test_three_questions_from_the_local_model_are_collected_scored_and_resumed(
     }
     first = collect(queries, MODELS, local_server.base_url, tmp_path, n_decodes=1, **settings)
     assert first.n_planned == 3 * 2 * 2 * 1
-    assert first.n_rewrite_calls >= 3 and first.rewrite_format is not None
+    assert first.n_rewrite_calls >= 3 and first.rewrite_format == "none"
+    assert first.n_rewrite_structured + first.n_rewrite_fallback + first.n_rewrite_unusable >= 3
     # resume: more decodes only add what is missing
     second = collect(queries, MODELS, local_server.base_url, tmp_path, n_decodes=2, **settings)
     assert second.n_skipped == first.n_done
     assert second.n_done == second.n_skipped + second.n_collected
-    assert second.n_done >= 0.9 * second.n_planned, second.as_dict()
+    # a 135M model's rewrites are often unusable (refused, or nothing readable): the answers of
+    # a missing variant are not asked for, every other planned answer is in the store
+    assert second.n_failed == 0, second.as_dict()
+    assert second.n_done + second.n_missing_variants * 2 * 2 == second.n_planned
+    assert second.n_done >= 3 * 2 * 2  # every original, every model, both decodes
     # a third identical run asks only for what is still missing
     third = collect(queries, MODELS, local_server.base_url, tmp_path, n_decodes=2, **settings)
     assert third.n_skipped == second.n_done

@@ -120,6 +120,16 @@ def _read_inputs(args: argparse.Namespace):
     return queries, outcomes
 
 
+def _apply_policy(args: argparse.Namespace, queries, outcomes):
+    """The shared imperfect-data policy (:mod:`ecc_lib.data_checks`); prints what it left out."""
+    from ecc_lib.data_checks import apply_data_policy
+
+    kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
+    if report.left_out:
+        print(report.notes[0])
+    return kept, outcomes, report
+
+
 def _embeddings(args: argparse.Namespace, queries):
     import numpy as np
 
@@ -138,7 +148,7 @@ def _embeddings(args: argparse.Namespace, queries):
         return emb
     from ecc_lib.embeddings import embed_texts
 
-    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True)
+    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True, return_check=True)
 
 
 def format_result(result) -> str:
@@ -196,6 +206,7 @@ def format_result(result) -> str:
             )
     if not result.converged.get("ecc", True):
         lines.append("note: ECC did not converge within max_iter")
+    lines += [f"warning: {note}" for note in result.params.get("warnings", [])]
     return "\n".join(lines)
 
 
@@ -283,10 +294,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--pairs must be >= 2 (one probe and one scored pair), got {args.pairs}")
     if args.probes < 0 or args.probes >= args.pairs:
         raise ValueError(f"--probes must lie in [0, --pairs), got {args.probes}")
+    from ecc_lib.data_checks import human_baseline_reason
+
     queries, outcomes = _read_inputs(args)
     embeddings = _embeddings(args, queries)
-    has_labels = "category" in queries.columns and bool(queries["category"].notna().any())
-    methods = default_methods(has_labels)
+    check = None
+    if isinstance(embeddings, tuple):
+        embeddings, check = embeddings
+    kept, outcomes, report = _apply_policy(args, queries, outcomes)
+    embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
+    queries = kept
+    no_human = human_baseline_reason(queries.get("category"))
+    methods = default_methods(not no_human)
     if args.evidence == "soft":
         from ecc_lib.soft_evidence import has_repeats
 
@@ -339,8 +358,13 @@ def run(args: argparse.Namespace) -> int:
             "queries": str(args.queries),
             "outcomes": str(args.outcomes),
             "embeddings": str(args.embeddings) if args.embeddings else None,
-            "n_input_queries": int(len(queries)),
+            "n_input_queries": int(report.n_input_queries),
         }
+        payload["embedding_check"] = None if check is None else check.to_dict()
+        payload["data_policy"] = report.to_dict()
+        if no_human:
+            payload["ranking_quality_gain"]["human"] = None
+            payload["human_skipped"] = no_human
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(payload, stream, indent=2)
     return 0

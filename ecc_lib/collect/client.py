@@ -517,7 +517,7 @@ class ChatClient:
             )
         if self._consecutive_errors >= self.max_consecutive_errors:
             raise EndpointUnreachableError(
-                f"stopped after {self._consecutive_errors} consecutive connection errors or "
+                f"stopped after {self.max_consecutive_errors} consecutive connection errors or "
                 f"timeouts from {self.public_url} (last, for model '{model}': {failure.reason}). "
                 "Is the server running and answering? (Raise --timeout for slow models.)",
                 status=None,
