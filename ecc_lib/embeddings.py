@@ -375,7 +375,11 @@ def _tokenizer(model_name: str | None) -> tuple[object, int]:
             _loaded_tokenizers[name] = _default_tokenizer()
         else:
             model = load_model(name)
-            _loaded_tokenizers[name] = (model.tokenizer, int(model.max_seq_length))
+            tokenizer = getattr(model, "tokenizer", None)
+            max_length = getattr(model, "max_seq_length", None)
+            if tokenizer is None or not max_length:
+                return None, int(max_length or 256)
+            _loaded_tokenizers[name] = (tokenizer, int(max_length))
     return _loaded_tokenizers[name]
 
 
@@ -443,9 +447,11 @@ def text_views(
     keep = max_length - 2
     # a word piece covers at least one character: texts of at most `keep` characters always fit
     candidates = [i for i, t in enumerate(texts) if len(t) > keep]
-    if not candidates and canonical_model_name(model_name) == DEFAULT_MODEL:
+    if not candidates:  # nothing can be too long for a model reading at least 256 word pieces
         return texts, too_long, max_length
     tokenizer, max_length = _tokenizer(model_name)
+    if tokenizer is None:  # a model without a tokenizer we can read: embed as given
+        return texts, too_long, max_length
     keep = max_length - 2  # [CLS] and [SEP]
     candidates = [i for i, t in enumerate(texts) if len(t) > keep]
     if not candidates:

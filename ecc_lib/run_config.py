@@ -315,6 +315,11 @@ def resolve_parameters(
         chosen.update(sections.get(stem, {}))
         if dataset is not None and "dataset" in params:
             chosen["dataset"] = dataset
+            # --dataset is a complete switch: prices come from that dataset too, unless the
+            # configuration names a cost dataset explicitly
+            explicit = "cost_dataset" in globals_ or "cost_dataset" in sections.get(stem, {})
+            if "cost_dataset" in params and not explicit:
+                chosen["cost_dataset"] = ""
         for key, value in chosen.items():
             _check_type(stem, key, value, params[key])
             if key in PATH_PARAMETERS:

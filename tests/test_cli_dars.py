@@ -145,7 +145,6 @@ def test_single_observation_data_reports_not_applicable(tmp_path):
     [
         (lambda f: f.drop(columns="score"), "score"),
         (lambda f: f.assign(cost=np.where(f.index == 0, -1.0, 1.0)), "cost"),
-        (lambda f: f[~((f.query_id == "q2") & (f.model == "B"))], "single model"),
     ],
 )
 def test_errors_exit_1(tmp_path, capsys, change, message):

@@ -289,11 +289,17 @@ def run(args: argparse.Namespace) -> int:
     int
         Exit status.
     """
+    from ecc_lib.data_checks import apply_data_policy, check_utility_weights
+
+    check_utility_weights(args.cost_weight, args.beta)
     if args.draws < 1:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     if args.change_draws is not None and args.change_draws < 1:
         raise ValueError(f"--change-draws must be >= 1, got {args.change_draws}")
     outcomes = _read(args.outcomes)
+    _, outcomes, report = apply_data_policy(None, outcomes, dataset=str(args.outcomes))
+    for note in report.notes:
+        print(f"note: {note}")
     summary = dars_summary(
         outcomes,
         args.cost_weight,
@@ -304,6 +310,7 @@ def run(args: argparse.Namespace) -> int:
         validate=False,  # read_outcomes has validated the table
         change_draws=args.change_draws,
     )
+    summary["data_policy"] = _clean(report.to_dict())
     print(format_summary(summary))
     if getattr(args, "scheduler", None):
         summary["dask"] = _dask_summary(outcomes, args)

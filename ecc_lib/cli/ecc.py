@@ -75,9 +75,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--probe-strategy",
-        choices=("first", "random"),
+        choices=("first", "random", "active"),
         default="first",
-        help="which candidate comparison of a test query is its probe (default first, the paper)",
+        help="which candidate comparison of a test query is its probe (default first, the "
+        "paper); 'random' and 'active' also compare with 'first' on the scored pairs disjoint "
+        "from both strategies' probes, each choosing among all the query's non-tie pairs that "
+        "are not scored (JSON: probe_strategy_comparison)",
+    )
+    parser.add_argument(
+        "--evidence",
+        choices=("sampled", "soft"),
+        default="sampled",
+        help="pair outcomes: the mean-score winner (sampled, the paper) or the win probability "
+        "under the empirical score distributions (soft; needs repeated observations; adds the "
+        "held-out soft-vs-sampled comparison, JSON: soft_evidence)",
     )
     parser.add_argument(
         "--leak-free",
@@ -109,6 +120,16 @@ def _read_inputs(args: argparse.Namespace):
     return queries, outcomes
 
 
+def _apply_policy(args: argparse.Namespace, queries, outcomes):
+    """The shared imperfect-data policy (:mod:`ecc_lib.data_checks`); prints what it left out."""
+    from ecc_lib.data_checks import apply_data_policy
+
+    kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
+    if report.left_out:
+        print(report.notes[0])
+    return kept, outcomes, report
+
+
 def _embeddings(args: argparse.Namespace, queries):
     import numpy as np
 
@@ -127,7 +148,7 @@ def _embeddings(args: argparse.Namespace, queries):
         return emb
     from ecc_lib.embeddings import embed_texts
 
-    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True)
+    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True, return_check=True)
 
 
 def format_result(result) -> str:
@@ -185,6 +206,7 @@ def format_result(result) -> str:
             )
     if not result.converged.get("ecc", True):
         lines.append("note: ECC did not converge within max_iter")
+    lines += [f"warning: {note}" for note in result.params.get("warnings", [])]
     return "\n".join(lines)
 
 
@@ -264,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
     int
         Exit status.
     """
-    from ecc_lib.ecc_protocol import METHODS, run_seeds
+    from ecc_lib.ecc_protocol import default_methods, run_seeds
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
@@ -272,10 +294,26 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--pairs must be >= 2 (one probe and one scored pair), got {args.pairs}")
     if args.probes < 0 or args.probes >= args.pairs:
         raise ValueError(f"--probes must lie in [0, --pairs), got {args.probes}")
+    from ecc_lib.data_checks import human_baseline_reason
+
     queries, outcomes = _read_inputs(args)
     embeddings = _embeddings(args, queries)
-    has_labels = "category" in queries.columns and bool(queries["category"].notna().any())
-    methods = METHODS if has_labels else tuple(m for m in METHODS if m != "human")
+    check = None
+    if isinstance(embeddings, tuple):
+        embeddings, check = embeddings
+    kept, outcomes, report = _apply_policy(args, queries, outcomes)
+    embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
+    queries = kept
+    no_human = human_baseline_reason(queries.get("category"))
+    methods = default_methods(not no_human)
+    if args.evidence == "soft":
+        from ecc_lib.soft_evidence import has_repeats
+
+        if not has_repeats(outcomes):
+            raise ValueError(
+                f"--evidence soft needs repeated observations of some (query, model) pair; "
+                f"{args.outcomes} holds one observation per pair"
+            )
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if (args.routing or args.leak_free) and args.probes < 1:
@@ -297,6 +335,7 @@ def run(args: argparse.Namespace) -> int:
             probe_strategy=args.probe_strategy,
             leak_free=args.leak_free,
             routing=args.routing,
+            evidence=args.evidence,
         )
     result = multi.first
     print(format_result(result))
@@ -313,13 +352,73 @@ def run(args: argparse.Namespace) -> int:
         if over is not None:
             payload["routing"]["mean_sd_over_seeds"] = over
             payload["routing"]["per_seed"] = multi.routing
+    payload.update(_beyond(args, queries, outcomes, embeddings))
     if args.json:
         payload["inputs"] = {
             "queries": str(args.queries),
             "outcomes": str(args.outcomes),
             "embeddings": str(args.embeddings) if args.embeddings else None,
-            "n_input_queries": int(len(queries)),
+            "n_input_queries": int(report.n_input_queries),
         }
+        payload["embedding_check"] = None if check is None else check.to_dict()
+        payload["data_policy"] = report.to_dict()
+        if no_human:
+            payload["ranking_quality_gain"]["human"] = None
+            payload["human_skipped"] = no_human
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(payload, stream, indent=2)
     return 0
+
+
+def _beyond(args, queries, outcomes, embeddings) -> dict:
+    """Probe-strategy and soft-evidence comparisons (issue 17), printed and returned for the
+    JSON output."""
+    from ecc_lib.serialization import to_jsonable
+
+    extra = {}
+    seeds = range(args.seed, args.seed + args.seeds)
+    if args.probe_strategy != "first":
+        from ecc_lib.active_probes import probe_strategy_over_seeds
+
+        if args.probes < 1:
+            raise ValueError("--probe-strategy random/active needs --probes >= 1")
+        comparison = probe_strategy_over_seeds(
+            queries,
+            outcomes,
+            embeddings,
+            seeds,
+            args.probe_strategy,
+            n_probes=args.probes,
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            test_size=args.test_size,
+            evidence=args.evidence,
+        )
+        s = args.probe_strategy
+        print(
+            f"\nprobe strategy {s} vs first ({args.probes} probe(s), scored pairs disjoint from "
+            f"both strategies' probes: {comparison['n_shared_pairs']} per seed), gain % mean +- sd "
+            f"over {comparison['n_seeds']} seed(s): {s} {comparison['gain_mean'][s]:+.2f} +- "
+            f"{comparison['gain_sd'][s]:.2f}, first {comparison['gain_mean']['first']:+.2f} +- "
+            f"{comparison['gain_sd']['first']:.2f}, difference "
+            f"{comparison['difference_mean']:+.2f} +- {comparison['difference_sd']:.2f} pp"
+        )
+        extra["probe_strategy_comparison"] = comparison
+    if args.evidence == "soft":
+        from ecc_lib.soft_evidence import soft_evidence_comparison
+
+        soft = soft_evidence_comparison(
+            queries, outcomes, embeddings, n_clusters=args.k, random_state=args.seed
+        )
+        t = soft["logloss"]
+        low, high = t["sampled_minus_soft_ci95"]
+        print(
+            f"\nsoft evidence on {soft['n_test']} held-out queries: log-loss {t['soft']:.4f} "
+            f"(soft) vs {t['sampled_mean']:.4f} +- {t['sampled_sd']:.4f} (sampled, "
+            f"{soft['n_draws']} draws); sampled - soft {t['sampled_minus_soft']:+.4f} "
+            f"[{low:+.4f}, {high:+.4f}]"
+        )
+        extra["soft_evidence"] = soft
+    return to_jsonable(extra)

@@ -80,6 +80,8 @@ def handler(args: argparse.Namespace) -> int:
     from ecc_lib.notebook_execution import NotebookExecutionError
     from ecc_lib.pipeline import run_pipeline
 
+    if args.timeout is not None and not args.timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     try:
         result = run_pipeline(
             config=args.config,
