@@ -71,7 +71,16 @@ def disjoint_from_probe(scored: Comparisons, probe: Comparisons) -> np.ndarray:
 
 
 def probe_models(probe: Comparisons) -> np.ndarray:
-    """Boolean ``(n_queries, M)`` matrix: which models appear in each query's probe."""
+    """Which models appear in each query's probe.
+
+    Parameters
+    ----------
+    probe : Comparisons
+
+    Returns
+    -------
+    ndarray of bool, shape (n_queries, M)
+    """
     touched = np.zeros((probe.n_queries, probe.n_models), dtype=bool)
     touched[probe.query, probe.model_a] = True
     touched[probe.query, probe.model_b] = True
