@@ -12,7 +12,7 @@ TORCH_PIP_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all lint format data embeddings benchmarks clean
+.PHONY: install run test test-all lint format data embeddings benchmarks clean report-check
 
 install: $(STAMP)
 
@@ -50,6 +50,16 @@ embeddings: install
 benchmarks: install
 	$(BIN)/python benchmarks/ecc_speed.py
 	$(BIN)/python benchmarks/dars_speed.py
+
+# Render RUN's report.html in headless Chromium (Debian's package, installed when missing) and write
+# full-page screenshots under RUN/screenshots/: make report-check RUN=runs/NAME
+REPORT_PY = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+report-check:
+	@test -n "$(RUN)" || { echo "usage: make report-check RUN=runs/NAME"; exit 2; }
+	@command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y chromium; }
+	$(REPORT_PY) scripts/report_check.py $(RUN)
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache .hypothesis
