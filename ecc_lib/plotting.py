@@ -1160,6 +1160,9 @@ def plot_estimates(
     ax.set_ylim(len(table) - 0.5, -0.5)
     if xlim is not None:
         ax.set_xlim(*xlim)
+        if xlim[1] > 1 >= np.nanmax(table["high"].to_numpy(float)):
+            # room on the right is for the labels: no ticks beyond 1 for quantities in [0, 1]
+            ax.set_xticks([t for t in ax.get_xticks() if xlim[0] <= t <= 1.0 + 1e-9])
     ax.axvline(0, color="black", linewidth=0.6)
     ax.grid(axis="x", alpha=0.3)
     ax.set_xlabel(xlabel)

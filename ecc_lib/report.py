@@ -244,35 +244,45 @@ def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> lis
     def is_used(key: str) -> bool:
         return any(key == u or key.startswith(u + ".") for u in used)
 
+    def row(base: str, estimate: str, unit: str, suffix: str = "") -> dict[str, str]:
+        return {
+            "dataset": dataset,
+            "measure": humanise(base) + suffix,
+            "estimate": estimate,
+            "unit": UNIT_TEXT.get(unit, ""),
+        }
+
     rows = []
     for key, value in values.items():
         if is_used(key) or not _finite(value):
             continue
         unit = guess_unit(key)
-        if key.endswith("_mean"):
-            base = key[: -len("_mean")]
-            if base + "_sd" in values:
-                n = values.get(base + "_n_seeds") or values.get(base + "_n")
+        # mean and sd over seeds: x_mean / x_sd (x_n_seeds) or x.mean / x.sd (x.n)
+        sep = "_" if key.endswith("_mean") else "." if key.endswith(".mean") else ""
+        if sep:
+            base = key[: -len(sep + "mean")]
+            sd = values.get(base + sep + "sd")
+            if sd is not None:
+                n = next(
+                    (
+                        values[base + sep + k]
+                        for k in ("n_seeds", "n")
+                        if _finite(values.get(base + sep + k))
+                    ),
+                    None,
+                )
                 rows.append(
-                    {
-                        "dataset": dataset,
-                        "measure": humanise(base) + " (mean over seeds)",
-                        "estimate": format_mean_sd(value, values[base + "_sd"], unit, n),
-                        "unit": UNIT_TEXT.get(unit, ""),
-                    }
+                    row(base, format_mean_sd(value, sd, unit, n), unit, " (mean over seeds)")
                 )
             continue
-        ci = ci_of(values, key)
-        if ci is None:
+        # {"estimate": x, "ci95": [low, high]}
+        if key.endswith(".estimate"):
+            base = key[: -len(".estimate")]
+            rows.append(row(base, format_interval(value, values.get(base + ".ci95"), unit), unit))
             continue
-        rows.append(
-            {
-                "dataset": dataset,
-                "measure": humanise(key),
-                "estimate": format_interval(value, ci, unit),
-                "unit": UNIT_TEXT.get(unit, ""),
-            }
-        )
+        ci = ci_of(values, key)
+        if ci is not None:
+            rows.append(row(key, format_interval(value, ci, unit), unit))
     return rows
 
 
@@ -769,7 +779,17 @@ def _ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None
         )
     best = max(gain, key=lambda m: gain[m] if _finite(gain[m]) else -math.inf) if gain else None
     if best and best != "ecc" and _finite(gain.get(best)):
-        text.append(f"The largest gain is that of {method_label(best)}, not ECC.")
+        versus = differences.get(f"ecc_minus_{best}")
+        ci = versus.get("ci95") if isinstance(versus, Mapping) else None
+        text.append(
+            f"The largest point estimate is that of {method_label(best)} "
+            f"({format_number(gain[best], 'pct')}), not ECC"
+            + (
+                "; the two are not distinguishable."
+                if ci and all(_finite(b) for b in ci) and float(ci[0]) <= 0 <= float(ci[1])
+                else "."
+            )
+        )
     if values.get("ecc_converged") is False:
         text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
     section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."

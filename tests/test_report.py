@@ -166,7 +166,10 @@ def test_report_sections_findings_and_skips(fake_run):
     ecc = by_number["03"]
     # the negative result is said plainly
     assert "does worse than embedding-only clusters" in ecc.findings
-    assert "The largest gain is that of embedding-only clusters, not ECC." in ecc.findings
+    assert (
+        "The largest point estimate is that of embedding-only clusters (9.0%), not ECC."
+        in ecc.findings
+    )
     assert "5.0% [1.0, 9.0]" in ecc.findings
     # new keys with intervals or seed spreads appear without code changes
     text = "\n".join(t.frame.to_string() for t in ecc.tables)
@@ -208,3 +211,16 @@ def test_export_sets_title_and_alt_text(tmp_path, fake_run):
     assert "<title>ecc_lib report: alpha, run run-x</title>" in html
     assert "No description has been provided" not in html
     assert "report-table" in html and "NaN" not in html
+
+
+def test_generic_rows_read_nested_seed_summaries_and_estimates():
+    values = report.flatten(
+        {
+            "gain_seeds": {"ecc": {"mean": 28.0, "sd": 1.5, "n": 5}},
+            "leak_free": {"estimate": 0.1, "ci95": [0.05, 0.15]},
+        }
+    )
+    rows = {r["measure"]: r["estimate"] for r in report.generic_rows(values, set(), "d")}
+    assert rows["gain seeds: ECC (mean over seeds)"] == "28.0% \u00b1 1.5 (5 seeds)"
+    assert rows["leak free"] == "0.100 [0.050, 0.150]"
+    assert len(rows) == 2
