@@ -206,21 +206,30 @@ _NO_ALT = "No description has been provided for this image"
 
 
 def _first_heading(notebook) -> str:
-    """Text of the first level-1 heading in the notebook's outputs (or markdown cells)."""
+    """Text of the first level-1 heading the notebook shows: in its outputs first (the report's
+    own title), else in its markdown cells."""
     import re
 
-    pattern = re.compile(r"<h1[^>]*>(.*?)</h1>|^# (.+)$", re.S | re.M)
+    html_h1 = re.compile(r"<h1[^>]*>(.*?)</h1>", re.S)
+    markdown_h1 = re.compile(r"^# (.+)$", re.M)
+
+    def heading(text: str) -> str:
+        found = html_h1.search(text) or markdown_h1.search(text)
+        return re.sub(r"<[^>]+>", "", found.group(1)).strip() if found else ""
+
     for cell in notebook.cells:
-        texts = [cell.source] if cell.cell_type == "markdown" else []
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            texts += [data.get("text/html", ""), data.get("text/markdown", "")]
-        for text in texts:
-            text = "".join(text) if isinstance(text, list) else str(text)
-            found = pattern.search(text)
+            for kind in ("text/html", "text/markdown"):
+                text = data.get(kind, "")
+                found = heading("".join(text) if isinstance(text, list) else str(text))
+                if found:
+                    return found
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            found = heading(cell.source)
             if found:
-                heading = found.group(1) or found.group(2)
-                return re.sub(r"<[^>]+>", "", heading).strip()
+                return found
     return ""
 
 
