@@ -12,7 +12,7 @@ TORCH_PIP_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all lint format data embeddings benchmarks clean report-check
+.PHONY: install run test test-all lint format data embeddings benchmarks wheel clean report-check
 
 install: $(STAMP)
 
@@ -61,5 +61,11 @@ report-check:
 		$$SUDO apt-get update && $$SUDO apt-get install -y chromium; }
 	$(REPORT_PY) scripts/report_check.py $(RUN)
 
+# The wheel and sdist carry notebooks/ and data/ (copied into ecc_lib/_bundle by setup.py).
+wheel: install
+	$(BIN)/python -m pip wheel . --no-deps --no-build-isolation -w dist
+	$(BIN)/python -m pip install --quiet "build>=1.0"
+	$(BIN)/python -m build --sdist --no-isolation --outdir dist .
+
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist .cache .pytest_cache .ruff_cache .hypothesis

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -20,8 +21,6 @@ from ecc_lib.comparisons import (
     split_probe,
 )
 from ecc_lib.ecc import (
-    ECC,
-    GlobalBT,
     _labels_to_str,
     comparison_nll,
     evidence,
@@ -32,13 +31,18 @@ from ecc_lib.ecc_protocol import (
     PAPER_SEED,
     PAPER_TEST_SIZE,
     ECCEvaluation,
+    ProbeStrategy,
     ProtocolData,
     fit_methods,
     make_methods,
+    mean_sd,
     prepare_protocol,
+    probe_responsibilities,
     score_methods,
+    select_probes,
 )
 from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
 HIDDEN_EXAMPLE_CATEGORIES: tuple[str, ...] = ("gpqa",)
@@ -89,7 +93,10 @@ def sweep_probes(
     **kwargs,
 ) -> pd.DataFrame:
     """Gain versus the number of probes. All values score the same pairs (those after
-    ``max(n_probes)``), so rows are comparable."""
+    ``max(n_probes)``), so rows are comparable. Keyword arguments go to
+    :func:`~ecc_lib.ecc_protocol.score_methods`, among them ``probe_evidence="mean"`` (the
+    authors' code: probe log-likelihoods averaged) or ``"sum"`` (added: the Bayesian choice), and
+    ``probe_strategy``."""
     score_from = max(n_probes)
     rows = []
     for n in n_probes:
@@ -310,6 +317,277 @@ def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state
 
 
 # --------------------------------------------------------------------------------------------------
+# routing with the clusterings (the paper's routing experiment, with and without the probe)
+
+ROUTING_SETTINGS: tuple[str, ...] = ("no_probe", "probe", "probe_outside", "probe_cost")
+
+
+def _cost_matrix(outcomes: pd.DataFrame | None, data: ProtocolData) -> np.ndarray | None:
+    """Mean cost per (test query, model), or None when the outcomes carry no cost."""
+    if outcomes is None or "cost" not in outcomes.columns or outcomes["cost"].isna().all():
+        return None
+    frame = outcomes[["query_id", "model", "cost"]].rename(columns={"cost": "score"})
+    costs, _, _ = score_matrix(frame, data.test.query_ids, data.models)
+    return costs
+
+
+def _argmax_allowed(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Index of the best allowed model per row (-1 where no model is allowed)."""
+    masked = np.where(allowed, scores, -np.inf)
+    choice = np.argmax(masked, axis=1)
+    return np.where(allowed.any(axis=1), choice, -1)
+
+
+def probe_winner(probe: Comparisons | None, n_queries: int, n_models: int) -> np.ndarray:
+    """The model that won most of a query's probe comparisons (lowest index among equals; -1
+    for a query without a probe). Ties (``y = 0.5``) count half a win for each side."""
+    wins = np.zeros((n_queries, n_models))
+    if probe is None or len(probe) == 0:
+        return np.full(n_queries, -1)
+    np.add.at(wins, (probe.query, probe.model_b), probe.y)
+    np.add.at(wins, (probe.query, probe.model_a), 1.0 - probe.y)
+    has = np.bincount(probe.query, minlength=n_queries) > 0
+    return np.where(has, np.argmax(wins, axis=1), -1)
+
+
+def route_choices(
+    data: ProtocolData,
+    fitted: dict,
+    setting: str = "no_probe",
+    n_probes: int = 1,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
+    random_state: int = 0,
+) -> dict:
+    """The model each fitted clustering routes every test query to, in one setting.
+
+    ``no_probe``: responsibilities from the embedding (and the human label, where the method uses
+    labels): what a router knows before calling any model; nothing of the test outcomes is read.
+    ``probe`` and ``probe_cost``: the ECC formula with the query's probe (embedding + probe
+    evidence). ``probe_outside``: as ``probe``, but the choice is restricted to models outside the
+    probe's pair(s). A method routes to ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')``
+    among the models with an outcome on the query (the paper's routing rule).
+
+    Returns
+    -------
+    dict
+        ``{method: ndarray of model index per test query}`` (-1 where no model is allowed), plus
+        ``"probe_winner"`` in the probe settings. Also returns the allowed mask under key
+        ``"_allowed"``.
+    """
+    if setting not in ROUTING_SETTINGS:
+        raise ValueError(f"setting must be one of {ROUTING_SETTINGS}, got {setting!r}")
+    n_test, m = data.test.n_queries, data.test.n_models
+    # which models answered a query: presence only, never the values
+    allowed = np.isfinite(data.scores[data.test_mask])
+    reference_probe = None
+    if setting != "no_probe":
+        if n_probes < 1:
+            raise ValueError(f"the {setting!r} setting needs n_probes >= 1")
+        reference_probe = select_probes(data, None, n_probes, None, probe_strategy, random_state)[0]
+    if setting == "probe_outside":
+        in_probe = np.zeros((n_test, m), dtype=bool)
+        in_probe[reference_probe.query, reference_probe.model_a] = True
+        in_probe[reference_probe.query, reference_probe.model_b] = True
+        allowed = allowed & ~in_probe
+    choices = {}
+    for name, model in fitted.items():
+        if setting == "no_probe":
+            resp = probe_responsibilities(
+                model, data.x_test, None, "embedding", data.labels_test, probe_evidence
+            )
+        else:
+            probe = select_probes(data, model, n_probes, None, probe_strategy, random_state)[0]
+            resp = probe_responsibilities(
+                model, data.x_test, probe, "both", data.labels_test, probe_evidence
+            )
+        choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), allowed)
+    if setting in ("probe", "probe_cost"):
+        choices["probe_winner"] = probe_winner(reference_probe, n_test, m)
+    choices["_allowed"] = allowed
+    choices["_probe"] = reference_probe
+    return choices
+
+
+@dataclass
+class RoutingResult:
+    """Mean score of the routed model per setting and method, with bootstrap intervals.
+
+    Attributes
+    ----------
+    table : DataFrame
+        ``setting, method, score, score_low, score_high, cost, n_queries`` (``cost`` NaN without
+        costs; in ``probe_cost`` it includes the two probe calls).
+    choices : dict
+        ``{setting: {method: model index per test query}}``.
+    has_costs : bool
+    params : dict
+    """
+
+    table: pd.DataFrame
+    choices: dict = field(repr=False)
+    has_costs: bool = False
+    params: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``{setting: {method: {"score", "ci95", "cost"}}}`` plus top-level
+        ``oracle`` and ``probe_winner`` (the ``routing`` block of ``ecc-lab ecc --routing``)."""
+        out: dict = {"settings": list(ROUTING_SETTINGS)}
+        for row in self.table.itertuples():
+            out.setdefault(row.setting, {})[row.method] = {
+                "score": row.score,
+                "ci95": [row.score_low, row.score_high],
+                "cost": row.cost,
+                "n_queries": row.n_queries,
+            }
+        out["oracle"] = out["probe"]["oracle"]
+        out["probe_winner"] = out["probe"]["probe_winner"]
+        out["has_costs"] = self.has_costs
+        out["params"] = self.params
+        return to_jsonable(out)
+
+
+def routing_experiment(
+    data: ProtocolData,
+    fitted: dict,
+    outcomes: pd.DataFrame | None = None,
+    n_probes: int = 1,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int = 0,
+) -> RoutingResult:
+    """The paper's routing experiment for every fitted clustering, with and without the probe.
+
+    Each test query is routed to one model and scored by that model's mean score on the query.
+    Rows per setting (see :func:`route_choices`): every fitted method (``global`` is the best
+    model of the global ranking), ``random`` (the expected score of a uniform choice among the
+    allowed models) and ``oracle`` (the best allowed model); in ``probe`` and ``probe_cost`` also
+    ``probe_winner`` (the model that won the probe, nothing else: with binary scores it scored 1,
+    so it is an upper bound of what the probe alone reveals). ``probe_outside`` restricts every
+    choice, the random and the oracle to the models outside the probe's pair(s), so no router is
+    judged on an outcome it has read. ``probe_cost`` charges the probe: cost = cost of the probe's
+    models + cost of the routed model unless it is one of them (its answer is already paid for).
+
+    Parameters
+    ----------
+    data : ProtocolData
+    fitted : dict
+        Fitted estimators by name (must hold ``"global"``).
+    outcomes : DataFrame, optional
+        Long outcomes with a ``cost`` column, for the costs (NaN without).
+    n_probes, probe_evidence, probe_strategy
+        As in :func:`ecc_lib.ecc_protocol.score_methods`.
+    n_boot, confidence, random_state
+        Bootstrap over test queries (the same resamples for every row).
+
+    Returns
+    -------
+    RoutingResult
+    """
+    if "global" not in fitted:
+        raise ValueError("routing_experiment needs the fitted 'global' model")
+    scores = data.scores[data.test_mask]
+    costs = _cost_matrix(outcomes, data)
+    n_test = scores.shape[0]
+    index = bootstrap_indices(n_test, n_boot, random_state)
+    rows, all_choices = [], {}
+
+    def add(setting, method, per_query_score, per_query_cost):
+        ok = np.isfinite(per_query_score)
+        if not ok.any():
+            return
+        vals = np.where(ok, per_query_score, 0.0)
+        reps = vals[index].sum(axis=1) / np.maximum(ok[index].sum(axis=1), 1)
+        low, high = percentile_interval(reps, confidence)
+        cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
+        rows.append(
+            {
+                "setting": setting,
+                "method": method,
+                "score": float(per_query_score[ok].mean()),
+                "score_low": low,
+                "score_high": high,
+                "cost": cost,
+                "n_queries": int(ok.sum()),
+            }
+        )
+
+    def picked(matrix, choice):
+        if matrix is None:
+            return None
+        safe = np.maximum(choice, 0)
+        return np.where(choice >= 0, matrix[np.arange(n_test), safe], np.nan)
+
+    for setting in ROUTING_SETTINGS:
+        choices = route_choices(
+            data, fitted, setting, n_probes, probe_evidence, probe_strategy, random_state
+        )
+        allowed = choices.pop("_allowed")
+        probe = choices.pop("_probe")
+        charge = np.zeros(n_test)
+        in_probe = np.zeros_like(allowed)
+        if probe is not None:
+            in_probe[probe.query, probe.model_a] = True
+            in_probe[probe.query, probe.model_b] = True
+            if costs is not None and setting == "probe_cost":
+                charge = np.nansum(np.where(in_probe, costs, 0.0), axis=1)
+
+        def charged(choice, charge=charge, in_probe=in_probe, setting=setting):
+            if costs is None:
+                return None
+            own = picked(costs, choice)
+            if setting != "probe_cost":
+                return own
+            already = in_probe[np.arange(n_test), np.maximum(choice, 0)] & (choice >= 0)
+            return charge + np.where(already, 0.0, own)
+
+        all_choices[setting] = choices
+        for name, choice in choices.items():
+            add(setting, name, picked(scores, choice), charged(choice))
+        with np.errstate(invalid="ignore"):
+            masked = np.where(allowed, scores, np.nan)
+            n_allowed = allowed.sum(axis=1)
+            random_score = np.where(n_allowed > 0, np.nansum(masked, axis=1) / n_allowed, np.nan)
+            random_cost = None
+            if costs is not None:
+                random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
+                if setting == "probe_cost":
+                    random_cost = charge + random_cost
+        add(setting, "random", random_score, random_cost)
+        oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
+        if setting != "probe_cost":
+            add(setting, "oracle", picked(scores, oracle), picked(costs, oracle))
+    params = {
+        "n_probes": n_probes,
+        "probe_evidence": probe_evidence,
+        "probe_strategy": probe_strategy if isinstance(probe_strategy, str) else "custom",
+        "n_boot": n_boot,
+        "random_state": random_state,
+    }
+    return RoutingResult(
+        table=pd.DataFrame(rows), choices=all_choices, has_costs=costs is not None, params=params
+    )
+
+
+def routing_over_seeds(per_seed: list[dict]) -> dict:
+    """Mean and sd (ddof = 1) over seeds of every routed score (and cost) in
+    :meth:`RoutingResult.to_dict` outputs: ``{setting: {method: {"score": [mean, sd],
+    "cost": [mean, sd]}}}``."""
+    out: dict = {}
+    for setting in ROUTING_SETTINGS:
+        methods = [m for m in per_seed[0].get(setting, {})]
+        for method in methods:
+            values = [d[setting][method] for d in per_seed if method in d.get(setting, {})]
+            out.setdefault(setting, {})[method] = {
+                "score": list(mean_sd([v["score"] for v in values])),
+                "cost": list(mean_sd([v["cost"] for v in values])),
+            }
+    return to_jsonable(out)
+
+
+# --------------------------------------------------------------------------------------------------
 # new-model ranking with a comparison budget
 
 
@@ -319,18 +597,18 @@ def _refit_with_extra(
     responsibilities: np.ndarray,
     alpha: float,
     theta0: np.ndarray,
+    budget_weight: float = 1.0,
 ) -> np.ndarray:
-    """One ECC M-step (BT part) over ``train + extra`` with responsibilities held fixed."""
-    combined = Comparisons(
-        query=np.concatenate([train.query, extra.query]),
-        model_a=np.concatenate([train.model_a, extra.model_a]),
-        model_b=np.concatenate([train.model_b, extra.model_b]),
-        y=np.concatenate([train.y, extra.y]),
-        query_ids=train.query_ids,
-        models=extra.models,
-    )
-    counts = count_matrix(combined, normalize=True)
-    m = combined.n_models
+    """One M-step (BT part) over the training comparisons plus budget comparisons, with
+    responsibilities held fixed.
+
+    A training comparison of query ``q`` weighs ``r_qk / N_q`` in profile ``k`` (as in ECC); a
+    budget comparison weighs ``r_qk * budget_weight``.
+    """
+    counts = count_matrix(train, normalize=True)
+    if len(extra):
+        counts = counts + budget_weight * count_matrix(extra, normalize=False)
+    m = train.n_models
     k = responsibilities.shape[1]
     wins = np.asarray(counts.T @ responsibilities).T.reshape(k, m, m)
     return fit_bt_counts(wins, alpha=alpha, theta0=theta0)
@@ -350,25 +628,50 @@ def new_model_experiment(
     test_size: float = PAPER_TEST_SIZE,
     random_state: int = PAPER_SEED,
     n_boot: int = DEFAULT_N_BOOT,
+    budget_weight: float = 1.0,
     **ecc_params,
 ) -> pd.DataFrame:
-    """Rank a new model from a small budget of comparisons: ECC versus global opponent choice.
+    """Rank a new model from a small budget of comparisons: ECC, embedding-only and global
+    opponent choice.
 
-    ECC is fitted on the old models (paper protocol without ``new_model``). For a budget ``B``,
-    ``B`` random training queries each get one comparison of the new model against an opponent:
-    the median-ranked old model of the query's (most responsible) cluster (``ecc`` arm) or the
-    median-ranked model of the global BT fit (``global`` arm). Each arm refits the cluster profiles
-    with the new model (responsibilities held fixed) and is scored by the NLL of every
-    (new model, old model) non-tie pair on the test queries, whose responsibilities come from their
-    embedding and probe. Gain = ``(NLL_global_arm - NLL_ecc_arm) / NLL_global_arm`` in percent,
-    with a bootstrap interval over test queries.
+    The clusterings are fitted on the old models (paper protocol without ``new_model``). For a
+    budget ``B``, ``B`` random training queries each get one comparison of the new model against
+    an opponent, and the arm refits its cluster profiles with the new model (responsibilities held
+    fixed). The three arms (the paper's new-model experiment, ``DESIGN.md`` section 3):
+
+    - ``ecc``: ECC clusters; the opponent is the median-ranked old model of the query's (most
+      responsible) ECC cluster;
+    - ``emb_only``: embedding-only clusters; the opponent is the median-ranked old model of the
+      query's embedding cluster (the paper's baseline);
+    - ``global``: ECC clusters, but every budget comparison is spent against the median-ranked
+      model of the global BT fit (the reference of the gain).
+
+    **Weighting of the budget comparisons.** In ECC's M-step a training comparison of query ``q``
+    weighs ``r_qk / N_q`` (every query counts once), against a unit Gaussian prior on the scores.
+    Budget comparisons weighed that way (``1/8`` each on a query with 7 pairs) barely move the new
+    model's score: on dcrouter ``B = 100`` moved a cluster score by 0.21 where the
+    maximum-likelihood move is 1.39, and no budget could separate the arms. The new model has no
+    other evidence, so here each budget comparison counts as one full observation: weight
+    ``budget_weight * r_qk`` (default ``budget_weight = 1``), so that ``B`` comparisons spread over
+    ``K`` clusters give each profile about ``B / K`` observations of the new model against the
+    unit prior. ``budget_weight = 1 / (N_q + 1)`` recovers the old behaviour.
+
+    Each arm is scored by the NLL of every (new model, old model) non-tie pair on the test
+    queries, whose responsibilities come from the arm's clustering with the query's embedding and
+    probe. Gain of an arm = ``(NLL_global - NLL_arm) / NLL_global`` in percent; all intervals are
+    percentile bootstraps over test queries with the same resamples.
 
     Returns
     -------
     DataFrame
-        One row per budget: ``budget, nll_ecc_opponent, nll_global_opponent, nll_no_budget,
-        gain_pct, gain_low, gain_high, n_test_pairs``.
+        One row per budget: ``budget, nll_ecc_opponent, nll_emb_opponent, nll_global_opponent``
+        (with ``_low`` / ``_high`` intervals), ``nll_no_budget``, ``gain_pct, gain_low,
+        gain_high`` (ECC against global), ``gain_emb_pct, gain_emb_low, gain_emb_high``
+        (embedding-only against global), ``ecc_minus_emb_pct, ecc_minus_emb_low,
+        ecc_minus_emb_high`` (paired difference of the two gains, pp), ``n_test_pairs``.
     """
+    if budget_weight <= 0:
+        raise ValueError(f"budget_weight must be > 0, got {budget_weight}")
     all_models = sorted(outcomes["model"].astype(str).unique())
     if new_model not in all_models:
         raise ValueError(f"new_model {new_model!r} is not in the outcomes")
@@ -379,14 +682,18 @@ def new_model_experiment(
     data = prepare_protocol(
         queries, old_outcomes, embeddings, n_pairs, test_size, random_state, models=old_models
     )
-    ecc = ECC(
-        n_clusters=n_clusters,
-        lam=lam,
-        temperature=temperature,
-        random_state=random_state,
-        **ecc_params,
-    ).fit(data.x_train, data.train)
-    global_bt = GlobalBT(alpha=ecc.alpha).fit(None, data.train)
+    fitted, _ = fit_methods(
+        data,
+        make_methods(
+            n_clusters,
+            lam,
+            temperature,
+            random_state,
+            ("global", "ecc", "emb_only"),
+            **ecc_params,
+        ),
+    )
+    ecc, emb, global_bt = fitted["ecc"], fitted["emb_only"], fitted["global"]
     models = (*old_models, new_model)
     new_index = len(old_models)
     new_scores, _, _ = score_matrix(outcomes, data.comparisons.query_ids, models)
@@ -395,14 +702,21 @@ def new_model_experiment(
 
     # opponents: median-ranked old model of each training query's cluster / of the global fit
     median_pos = (len(old_models) - 1) // 2
-    cluster_median = np.argsort(-ecc.theta_, axis=1)[:, median_pos]
-    hard = ecc.responsibilities_.argmax(axis=1)
-    ecc_opponent = cluster_median[hard]
-    global_opponent = np.full(len(hard), np.argsort(-global_bt.theta_[0])[median_pos])
+    n_train = data.train.n_queries
+
+    def cluster_opponent(model) -> np.ndarray:
+        cluster_median = np.argsort(-model.theta_, axis=1)[:, median_pos]
+        return cluster_median[model.responsibilities_.argmax(axis=1)]
+
+    global_median = np.argsort(-global_bt.theta_[0])[median_pos]
+    arms = {
+        "ecc": (ecc, cluster_opponent(ecc)),
+        "emb_only": (emb, cluster_opponent(emb)),
+        "global": (ecc, np.full(n_train, global_median)),
+    }
 
     # test pairs: new model against every old model, non-tie outcomes
     probe, _ = split_probe(data.test, n_probes)
-    resp_test = ecc.predict_responsibilities(data.x_test, probe if n_probes else None, "both")
     n_test = data.test.n_queries
     tq, to = np.nonzero(
         np.isfinite(test_scores[:, :new_index])
@@ -420,26 +734,32 @@ def new_model_experiment(
         data.train.query_ids,
         models,
     )
-    theta0 = np.concatenate([ecc.theta_, np.zeros((ecc.theta_.shape[0], 1))], axis=1)
+    resp_test = {
+        model_id: model.predict_responsibilities(data.x_test, probe if n_probes else None, "both")
+        for model_id, model in ((id(ecc), ecc), (id(emb), emb))
+    }
 
-    def test_nll(theta: np.ndarray) -> np.ndarray:
+    def test_nll(model, theta: np.ndarray) -> np.ndarray:
         diff = theta[:, new_index][:, None] - theta[:, to]
-        p = np.einsum("nk,kn->n", resp_test[tq], 1.0 / (1.0 + np.exp(-diff)))
+        p = np.einsum("nk,kn->n", resp_test[id(model)][tq], 1.0 / (1.0 + np.exp(-diff)))
         return np.bincount(tq, weights=comparison_nll(p, test_y), minlength=n_test)
+
+    def start(model) -> np.ndarray:
+        return np.concatenate([model.theta_, np.zeros((model.theta_.shape[0], 1))], axis=1)
 
     rng = np.random.default_rng(random_state)
     usable = np.isfinite(train_scores[:, new_index])
-    candidates = np.flatnonzero(usable)
-    order = rng.permutation(candidates)
-    no_budget = test_nll(theta0)
+    order = rng.permutation(np.flatnonzero(usable))
+    no_budget = test_nll(ecc, start(ecc))
     pair_counts = np.bincount(tq, minlength=n_test)
     has = pair_counts > 0
     index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    total = float(pair_counts.sum())
     rows = []
     for budget in budgets:
         chosen = order[: min(int(budget), len(order))]
-        arms = {}
-        for arm, opponent in (("ecc", ecc_opponent), ("global", global_opponent)):
+        nll = {}
+        for arm, (model, opponent) in arms.items():
             opp = opponent[chosen]
             s_new = train_scores[chosen, new_index]
             s_opp = train_scores[chosen, opp]
@@ -454,26 +774,37 @@ def new_model_experiment(
                 models=models,
             )
             theta = _refit_with_extra(
-                train_ext, extra, ecc.responsibilities_, float(ecc.alpha), theta0
+                train_ext,
+                extra,
+                model.responsibilities_,
+                float(model.alpha),
+                start(model),
+                budget_weight,
             )
-            arms[arm] = test_nll(theta)
-        e, g = arms["ecc"][has], arms["global"][has]
-        total = float(pair_counts.sum())
-        reps = 100.0 * (g[index].sum(axis=1) - e[index].sum(axis=1)) / g[index].sum(axis=1)
-        low, high = percentile_interval(reps, 0.95)
-        rows.append(
-            {
-                "new_model": new_model,
-                "budget": int(len(chosen)),
-                "nll_ecc_opponent": float(e.sum() / total),
-                "nll_global_opponent": float(g.sum() / total),
-                "nll_no_budget": float(no_budget[has].sum() / total),
-                "gain_pct": float(100.0 * (g.sum() - e.sum()) / g.sum()),
-                "gain_low": low,
-                "gain_high": high,
-                "n_test_pairs": int(total),
-            }
-        )
+            nll[arm] = test_nll(model, theta)[has]
+        row = {"new_model": new_model, "budget": int(len(chosen))}
+        for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
+            reps = nll[arm][index].sum(axis=1) / pair_counts[has][index].sum(axis=1)
+            low, high = percentile_interval(reps, 0.95)
+            row[f"nll_{column}_opponent"] = float(nll[arm].sum() / total)
+            row[f"nll_{column}_opponent_low"] = low
+            row[f"nll_{column}_opponent_high"] = high
+        row["nll_no_budget"] = float(no_budget[has].sum() / total)
+        g = nll["global"]
+        reps_g = g[index].sum(axis=1)
+        gain_reps = {}
+        for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
+            e = nll[arm]
+            gain_reps[arm] = 100.0 * (reps_g - e[index].sum(axis=1)) / reps_g
+            low, high = percentile_interval(gain_reps[arm], 0.95)
+            row[f"{prefix}_pct"] = float(100.0 * (g.sum() - e.sum()) / g.sum())
+            row[f"{prefix}_low"], row[f"{prefix}_high"] = low, high
+        low, high = percentile_interval(gain_reps["ecc"] - gain_reps["emb_only"], 0.95)
+        row["ecc_minus_emb_pct"] = row["gain_pct"] - row["gain_emb_pct"]
+        row["ecc_minus_emb_low"], row["ecc_minus_emb_high"] = low, high
+        row["n_test_pairs"] = int(total)
+        row["budget_weight"] = budget_weight
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -483,6 +814,12 @@ __all__ = [
     "diagnostics",
     "evaluate_modes",
     "new_model_experiment",
+    "probe_winner",
+    "route_choices",
+    "routing_experiment",
+    "routing_over_seeds",
+    "ROUTING_SETTINGS",
+    "RoutingResult",
     "sweep_clusters",
     "sweep_probes",
     "within_cluster_consistency",

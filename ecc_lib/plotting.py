@@ -350,83 +350,127 @@ SIDE_LABELS = {
 }
 
 
+READING_LABELS = {
+    "pairwise": "pairwise: two draws name different winners",
+    "strict": "strict: two draws' top sets are disjoint",
+    "change": "change: winner not the same in all R draws",
+}
+_READING_KEYS = {
+    "pairwise": "winner_flip_rate",
+    "strict": "winner_flip_rate_strict",
+    "change": "winner_change_rate",
+}
+
+
 def flip_rate_table(diagnostics) -> pd.DataFrame:
-    """Winner flip rates per side from :func:`ecc_lib.dars_diagnostics.label_instability` output.
+    """The three flip-rate readings per side from :func:`ecc_lib.dars_diagnostics.label_instability`.
 
     Parameters
     ----------
     diagnostics : mapping
         ``{"input" | "output" | "both": SubsetDiagnostics or None}``; a ``None`` side (no pair
-        with two observations there) gives a row of NaN.
+        with two observations there) gives rows of NaN.
 
     Returns
     -------
-    DataFrame with ``side``, ``label``, ``flip_rate``, ``low``, ``high``, ``n_queries``.
+    DataFrame
+        One row per (side, reading): ``side``, ``label``, ``reading`` (``pairwise``, ``strict``,
+        ``change``), ``flip_rate``, ``low``, ``high`` (95 % bootstrap interval over queries),
+        ``chance`` (the same statistic for identical models with every score tied),
+        ``change_draws`` (``R`` of the change reading) and ``n_queries``.
     """
     rows = []
     for side, found in diagnostics.items():
         summary = getattr(found, "summary", None) if found is not None else None
-        if summary is None:
-            rows.append(
-                {
-                    "side": side,
-                    "label": SIDE_LABELS.get(side, side),
-                    "flip_rate": np.nan,
-                    "low": np.nan,
-                    "high": np.nan,
-                    "n_queries": 0,
-                }
-            )
-            continue
-        low, high = summary["winner_flip_rate_ci95"]
-        rows.append(
-            {
+        for reading, key in _READING_KEYS.items():
+            row = {
                 "side": side,
                 "label": SIDE_LABELS.get(side, side),
-                "flip_rate": summary["winner_flip_rate"],
-                "low": low,
-                "high": high,
-                "n_queries": summary["n_queries"],
+                "reading": reading,
+                "flip_rate": np.nan,
+                "low": np.nan,
+                "high": np.nan,
+                "chance": np.nan,
+                "change_draws": np.nan,
+                "n_queries": 0,
             }
-        )
+            if summary is not None:
+                low, high = summary[f"{key}_ci95"]
+                row.update(
+                    flip_rate=summary[key],
+                    low=low,
+                    high=high,
+                    chance=summary["flip_rate_chance"][reading],
+                    change_draws=summary["winner_change_rate_r"],
+                    n_queries=summary["n_queries"],
+                )
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
 @_styled
 def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
-    """Winner flip rate per source of randomness, with confidence intervals.
+    """The three flip-rate readings per source of randomness, with intervals and chance levels.
 
     Parameters
     ----------
     table : DataFrame
-        Columns ``label`` (or ``side``), ``flip_rate``, ``low``, ``high``; optional ``n_queries``.
-        A row with a NaN rate is drawn as "n/a" (no repeated observations on that side).
+        :func:`flip_rate_table` output: columns ``side`` (or ``label``), ``reading``,
+        ``flip_rate``, ``low``, ``high``, ``chance``; optional ``n_queries`` and
+        ``change_draws``. A side with NaN rates is drawn as "n/a" (no repeated observations).
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    Figure
     """
-    fig, ax = _axes(ax, (7.0, 4.2))
-    x = np.arange(len(table))
-    rate = table["flip_rate"].to_numpy(float)
-    err = np.vstack([rate - table["low"].to_numpy(float), table["high"].to_numpy(float) - rate])
-    err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
-    shown = np.where(np.isfinite(rate), rate, 0.0)
-    bars = ax.bar(x, shown, yerr=err, capsize=6, color=plt.get_cmap("Set2")(x))
-    ax.bar_label(
-        bars,
-        labels=[f"{v:.3f}" if np.isfinite(v) else "n/a\n(no repeats)" for v in rate],
-        padding=3,
-    )
-    ax.set_xticks(x)
-    labels = list(table["label"] if "label" in table else table["side"])
-    if "n_queries" in table:
+    fig, ax = _axes(ax, (9.0, 4.8))
+    sides = list(dict.fromkeys(table["side"]))
+    readings = [r for r in _READING_KEYS if r in set(table["reading"])]
+    width = 0.8 / max(len(readings), 1)
+    colours = plt.get_cmap("Set2")(np.arange(len(readings)))
+    draws = table["change_draws"].dropna() if "change_draws" in table else pd.Series(dtype=float)
+    r_text = f" (R = {int(draws.iloc[0])})" if len(draws) and draws.nunique() == 1 else ""
+    chance_drawn = False
+    for j, reading in enumerate(readings):
+        part = table[table["reading"] == reading].set_index("side").reindex(sides)
+        x = np.arange(len(sides)) + (j - (len(readings) - 1) / 2) * width
+        rate = part["flip_rate"].to_numpy(float)
+        err = np.vstack([rate - part["low"].to_numpy(float), part["high"].to_numpy(float) - rate])
+        err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+        label = READING_LABELS[reading] + (r_text if reading == "change" else "")
+        bars = ax.bar(
+            x, np.where(np.isfinite(rate), rate, 0.0), width, yerr=err, capsize=4,
+            color=colours[j], label=label,
+        )  # fmt: skip
+        ax.bar_label(
+            bars, labels=[f"{v:.3f}" if np.isfinite(v) else "n/a" for v in rate], padding=2,
+            fontsize=8,
+        )  # fmt: skip
+        chance = part["chance"].to_numpy(float)
+        for xi, level in zip(x, chance, strict=True):
+            if np.isfinite(level):
+                ax.hlines(
+                    level, xi - width / 2, xi + width / 2, colors="black", linestyles="--",
+                    linewidth=1.2, label=None if chance_drawn else "chance (identical tied models)",
+                )  # fmt: skip
+                chance_drawn = True
+    ax.set_xticks(np.arange(len(sides)))
+    first = table.drop_duplicates("side").set_index("side").reindex(sides)
+    labels = [SIDE_LABELS.get(s, s) for s in sides]
+    if "n_queries" in first:
         labels = [
-            f"{s}\nn={int(n):,} queries" if n else s
-            for s, n in zip(labels, table["n_queries"], strict=True)
+            f"{s}\nn={int(n):,} queries" if n else f"{s}\n(no repeats)"
+            for s, n in zip(labels, first["n_queries"], strict=True)
         ]
     ax.set_xticklabels(labels)
-    top = np.nanmax(table["high"].to_numpy(float)) if np.isfinite(rate).any() else 0.1
-    ax.set_ylim(0, min(1.05, max(0.1, float(top) * 1.3)))
+    ax.set_ylim(0, 1.25)
+    ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_xlabel("source of randomness in the single-shot label")
-    ax.set_ylabel("winner flip rate (probability, 0-1)")
-    ax.set_title(title or "Winner flip rate between two single-shot draws (95% CI)")
+    ax.set_ylabel("rate over single-shot draws (0-1)")
+    ax.legend(loc="upper left", fontsize=8, ncol=2, frameon=False)
+    ax.set_title(title or "Three readings of the winner flip rate (95% CI), beside chance")
     return fig
 
 

@@ -105,8 +105,12 @@ def subsample_queries(
 
 
 def dataset_label(name: str) -> str:
-    """Short label of a dataset: the bundled name, or the folder's name."""
-    return Path(str(name)).name or str(name)
+    """Short label of a dataset: the bundled name, or the folder's name (``"."`` and ``"../x/"``
+    give the name of the folder they point to)."""
+    path = Path(str(name)).expanduser()
+    if path.name in ("", ".", "..") and path.is_dir():
+        path = path.resolve()
+    return path.name or str(name)
 
 
 def load_dataset(
@@ -114,8 +118,10 @@ def load_dataset(
     run_dir: str | os.PathLike | RunContext | None = None,
     max_queries: int | None = 0,
     random_state: int | np.random.Generator | None = 0,
+    policy: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Load a dataset with :func:`ecc_lib.loaders.load_dataset`, subsample it, record its hashes.
+    """Load a dataset with :func:`ecc_lib.loaders.load_dataset`, apply the imperfect-data policy,
+    subsample it, record its hashes.
 
     Parameters
     ----------
@@ -128,6 +134,10 @@ def load_dataset(
     max_queries : int, default 0
         Keep at most this many queries (seeded draw); 0 keeps all.
     random_state : int or Generator, optional
+    policy : bool, default True
+        Apply :func:`ecc_lib.data_checks.apply_data_policy` (queries seen for fewer than 2 models
+        are left out, logged); with ``run_dir`` its report is recorded as
+        ``data_policy.<dataset label>`` in ``metrics.json``.
 
     Returns
     -------
@@ -135,10 +145,17 @@ def load_dataset(
         Validated, in the ecc_lib data model.
     """
     loaders = importlib.import_module("ecc_lib.loaders")
+    label = dataset_label(name)
     queries, outcomes = loaders.load_dataset(str(name))
+    if policy:
+        from ecc_lib.data_checks import apply_data_policy, record_data_policy
+
+        queries, outcomes, report = apply_data_policy(queries, outcomes, dataset=label)
+        if run_dir is not None:
+            record_data_policy(run_dir, report)
     queries, outcomes = subsample_queries(queries, outcomes, max_queries, random_state)
     if run_dir is not None:
-        record_dataset(run_dir, dataset_label(name), dataset_fingerprint(str(name)))
+        record_dataset(run_dir, label, dataset_fingerprint(str(name)))
     return queries, outcomes
 
 

@@ -38,6 +38,10 @@ class ParameterTypeError(ValueError):
     """A configured value does not have the type of the notebook's default."""
 
 
+class ConfigError(ValueError):
+    """A configuration file cannot be read (YAML syntax); the message names the file and line."""
+
+
 # --------------------------------------------------------------------------------------------
 # notebooks and parameters
 
@@ -104,12 +108,65 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[st
     import yaml
 
     path = Path(config)
-    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not path.is_file():
+        raise FileNotFoundError(f"no such configuration file: {path}")
+    try:
+        loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_config_loader())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "?"
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"{path}: YAML error at {where}: {problem}") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, Mapping):
         raise ValueError(f"{path}: the configuration must be a mapping of parameters")
     return {str(key): value for key, value in loaded.items()}
+
+
+def _config_loader():
+    """A safe YAML loader that keeps mapping keys as written: ``03:`` names notebook 03 (plain
+    YAML would read it as the octal number 3), ``1e1:`` stays a string."""
+    import yaml
+
+    class KeyPreservingLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                self.flatten_mapping(node)
+            mapping = {}
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    key = key_node.value
+                else:
+                    key = self.construct_object(key_node, deep=deep)
+                mapping[key] = self.construct_object(value_node, deep=deep)
+            return mapping
+
+    KeyPreservingLoader.add_constructor(
+        "tag:yaml.org,2002:map", KeyPreservingLoader.construct_mapping
+    )
+    return KeyPreservingLoader
+
+
+PATH_PARAMETERS: tuple[str, ...] = ("dataset", "datasets", "cost_dataset", "collect_queries")
+"""Notebook parameters that may name files or folders (resolved from the caller's directory)."""
+
+
+def resolve_path_value(value: Any, cwd: str | os.PathLike | None = None) -> Any:
+    """An existing relative path made absolute from ``cwd`` (default: the working directory).
+
+    Notebooks run inside the run folder, so ``--dataset my_data`` must be resolved where the user
+    typed it. A value that names no existing file or folder (a bundled or public dataset name) is
+    returned unchanged; a list is resolved item by item.
+    """
+    if isinstance(value, list):
+        return [resolve_path_value(item, cwd) for item in value]
+    if not isinstance(value, str) or not value:
+        return value
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = Path(cwd or os.getcwd()) / path
+    return str(path.resolve()) if path.exists() else value
 
 
 _TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list,)}
@@ -152,6 +209,8 @@ def resolve_parameters(
         run, so that a shared configuration stays valid with ``--only``).
     dataset : str, optional
         Sets ``dataset`` in every notebook that declares it (overrides the configuration).
+        Values of :data:`PATH_PARAMETERS` that name an existing relative path are made absolute
+        from the working directory (the notebooks run inside the run folder).
 
     Raises
     ------
@@ -160,6 +219,13 @@ def resolve_parameters(
     ParameterTypeError
         A value of another type than the notebook's declared type.
     """
+    if dataset is not None:
+        looks_like_path = os.sep in dataset or "/" in dataset or dataset.startswith(".")
+        if looks_like_path and not Path(dataset).expanduser().exists():
+            raise FileNotFoundError(
+                f"--dataset {dataset!r}: no such folder (relative paths are taken from "
+                f"{os.getcwd()})"
+            )
     stems = list(declared)
     known_anywhere = sorted({name for params in declared.values() for name in params})
     globals_: dict[str, Any] = {}
@@ -204,5 +270,7 @@ def resolve_parameters(
             chosen["dataset"] = dataset
         for key, value in chosen.items():
             _check_type(stem, key, value, params[key])
+            if key in PATH_PARAMETERS:
+                chosen[key] = resolve_path_value(value)
         resolved[stem] = chosen
     return resolved

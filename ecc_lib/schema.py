@@ -15,10 +15,13 @@ outcomes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+
+logger = logging.getLogger(__name__)
 
 QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "source")
 REQUIRED_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text")
@@ -52,6 +55,20 @@ def _first_row(frame: pd.DataFrame, mask: np.ndarray | pd.Series) -> str:
     row = frame.iloc[position].to_dict()
     shown = {key: row[key] for key in list(row)[:6]}
     return f"row {position} (0-based, after the header) {shown}"
+
+
+def id_strings(values: pd.Series) -> pd.Series:
+    """Query ids as strings, the same whichever file format they came from.
+
+    Strings are kept as written (``"001"`` stays ``"001"``); integer-valued floats (a numeric id
+    column with a missing cell, read by pandas as float) lose their ``".0"``.
+    """
+    if pd.api.types.is_float_dtype(values.dtype):
+        numbers = values.to_numpy(dtype=float)
+        integral = np.isfinite(numbers) & (numbers % 1 == 0)
+        if integral.all():
+            return pd.Series(numbers.astype(np.int64).astype(str), index=values.index)
+    return values.astype(str)
 
 
 def _require_columns(
@@ -99,7 +116,7 @@ def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.Dat
                 f"{_where(source)}queries column '{column}' has {int(missing.sum())} missing "
                 f"value(s); first at {_first_row(frame, missing)}"
             )
-    frame["query_id"] = frame["query_id"].astype(str)
+    frame["query_id"] = id_strings(frame["query_id"])
     frame["text"] = frame["text"].astype(str)
     duplicated = frame["query_id"].duplicated(keep="first").to_numpy()
     if duplicated.any():
@@ -160,7 +177,7 @@ def validate_outcomes(
                 f"{_where(source)}outcomes column '{column}' has {int(missing.sum())} missing "
                 f"value(s); first at {_first_row(frame, missing)}"
             )
-    frame["query_id"] = frame["query_id"].astype(str)
+    frame["query_id"] = id_strings(frame["query_id"])
     frame["model"] = frame["model"].astype(str)
 
     score = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
@@ -179,13 +196,18 @@ def validate_outcomes(
     frame["score"] = score
 
     if "cost" in frame.columns:
+        given = frame["cost"].notna().to_numpy() & (frame["cost"].astype(str).str.strip() != "")
         cost = pd.to_numeric(frame["cost"], errors="coerce").to_numpy(dtype=float)
-        bad = np.isfinite(cost) & (cost < 0)
-        if bad.any():
-            raise DataValidationError(
-                f"{_where(source)}outcomes column 'cost' must be >= 0; {int(bad.sum())} negative "
-                f"value(s); first at {_first_row(frame, bad)}"
-            )
+        for bad, what in (
+            (given & np.isnan(cost), "text (not a number)"),
+            (np.isinf(cost), "infinite"),
+            (np.isfinite(cost) & (cost < 0), "negative"),
+        ):
+            if bad.any():
+                raise DataValidationError(
+                    f"{_where(source)}outcomes column 'cost' must hold numbers >= 0 or be empty; "
+                    f"{int(bad.sum())} value(s) are {what}; first at {_first_row(frame, bad)}"
+                )
         frame["cost"] = cost
     else:
         frame["cost"] = np.nan
@@ -198,7 +220,19 @@ def validate_outcomes(
                     f"{_where(source)}outcomes column '{column}' must hold integers; first bad "
                     f"value at {_first_row(frame, bad)}"
                 )
-            frame[column] = values.astype(np.int64)
+            values = values.astype(np.int64)
+            low = int(values.min()) if len(values) else 0
+            if low != 0:
+                # ids numbered from 1 (or any other start): the smallest is the original (0)
+                logger.info(
+                    "%soutcomes column '%s' starts at %d; renumbered from 0 (the smallest id is "
+                    "the original query / the first decode)",
+                    _where(source),
+                    column,
+                    low,
+                )
+                values = values - low
+            frame[column] = values
         else:
             frame[column] = np.int64(0)
     if "observation_type" in frame.columns:

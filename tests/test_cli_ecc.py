@@ -51,12 +51,19 @@ def test_help_lists_the_contract_flags():
         "--test-size",
         "--seed",
         "--json",
+        "--seeds",
+        "--probe-evidence",
+        "--probe-strategy",
+        "--leak-free",
+        "--routing",
     }
     assert expected <= flags
     assert flags - expected <= {"-h", "--help"}
     args = parser.parse_args(["ecc", "--outcomes", "o", "--queries", "q"])
     assert (args.k, args.lam, args.temperature, args.pairs, args.probes) == (30, 3.0, 0.1, 7, 1)
     assert (args.test_size, args.seed, args.embeddings, args.json) == (0.2, 42, None, None)
+    assert (args.seeds, args.probe_evidence, args.probe_strategy) == (1, "mean", "first")
+    assert not args.leak_free and not args.routing
 
 
 def test_runs_and_writes_json(files, capsys):
@@ -202,3 +209,87 @@ def test_single_model_and_missing_file_fail_clearly(files, tmp_path, capsys):
     )
     assert code == 1
     assert "--probes" in capsys.readouterr().err
+
+
+def _base(files, *extra):
+    return [
+        "ecc",
+        "--outcomes",
+        files["outcomes"],
+        "--queries",
+        files["queries"],
+        "--embeddings",
+        files["embeddings"],
+        "--k",
+        "4",
+        *extra,
+    ]
+
+
+def test_seeds_add_the_contract_keys(files, tmp_path, capsys):
+    one, three = tmp_path / "one.json", tmp_path / "three.json"
+    assert main(_base(files, "--seed", "5", "--json", str(one))) == 0
+    assert main(_base(files, "--seed", "5", "--seeds", "3", "--json", str(three))) == 0
+    printed = capsys.readouterr().out
+    assert "over 3 seeds [5, 6, 7]" in printed
+    single, multi = json.loads(one.read_text()), json.loads(three.read_text())
+    # --seeds 1 adds none of the multi-seed keys; the first seed's numbers stay on top
+    assert "seeds" not in single and "per_seed" not in single
+    assert multi["ranking_quality_gain"] == single["ranking_quality_gain"]
+    assert multi["ci95"] == single["ci95"]
+    assert multi["seeds"] == [5, 6, 7]
+    names = set(single["ranking_quality_gain"])
+    assert set(multi["gain_mean"]) == set(multi["gain_sd"]) == names
+    assert [row["seed"] for row in multi["per_seed"]] == [5, 6, 7]
+    for row in multi["per_seed"]:
+        assert set(row["ranking_quality_gain"]) == names and "global" in row["nll"]
+    gains = np.array([row["ranking_quality_gain"]["ecc"] for row in multi["per_seed"]])
+    assert multi["gain_mean"]["ecc"] == pytest.approx(gains.mean())
+    assert multi["gain_sd"]["ecc"] == pytest.approx(gains.std(ddof=1))
+    # each seed redraws pairs, split and EM start: the gains differ
+    assert len(set(gains.round(10))) == 3
+    diff = [
+        r["ranking_quality_gain"]["ecc"] - r["ranking_quality_gain"]["emb_only"]
+        for r in multi["per_seed"]
+    ]
+    mean, sd = multi["difference_mean_sd"]["ecc - emb_only"]
+    assert mean == pytest.approx(np.mean(diff)) and sd == pytest.approx(np.std(diff, ddof=1))
+
+
+def test_leak_keys_and_leak_free_flag(files, tmp_path):
+    paper, free = tmp_path / "paper.json", tmp_path / "free.json"
+    assert main(_base(files, "--json", str(paper))) == 0
+    assert main(_base(files, "--leak-free", "--json", str(free))) == 0
+    p, f = json.loads(paper.read_text()), json.loads(free.read_text())
+    names = set(p["ranking_quality_gain"])
+    for key in ("ranking_quality_gain_disjoint", "ranking_quality_gain_touching"):
+        assert set(p[key]) == names
+    assert 0.0 < p["probe_leak_share"] < 1.0
+    assert p["n_scored_touching"] + p["n_scored_disjoint"] == p["n_scored"]
+    # the leak-free protocol scores the same pairs, none of them touching a probe model
+    assert f["probe_leak_share"] == 0.0 and f["n_scored"] == p["n_scored"]
+    assert f["params"]["leak_free"] is True
+
+
+def test_routing_block_and_probe_evidence(files, tmp_path, capsys):
+    out = tmp_path / "routing.json"
+    code = main(
+        _base(files, "--routing", "--probes", "2", "--probe-evidence", "sum", "--json", str(out))
+    )
+    assert code == 0
+    assert "probe_winner" in capsys.readouterr().out
+    payload = json.loads(out.read_text())
+    routing = payload["routing"]
+    assert payload["params"]["probe_evidence"] == "sum"
+    for key in ("no_probe", "probe", "probe_outside", "probe_cost", "oracle", "probe_winner"):
+        assert key in routing
+    assert "probe_winner" in routing["probe"] and "oracle" in routing["probe"]
+    for setting in ("no_probe", "probe", "probe_outside"):
+        cells = routing[setting]
+        assert {"global", "ecc", "emb_only", "comp_only", "human", "random"} <= set(cells)
+        for cell in cells.values():
+            assert cell["score"] <= cells["oracle"]["score"] + 1e-12
+            low, high = cell["ci95"]
+            assert low <= cell["score"] <= high
+    with pytest.raises(SystemExit):
+        main(_base(files, "--probe-evidence", "max"))

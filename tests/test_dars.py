@@ -389,3 +389,198 @@ def test_select_queries_keeps_grouping():
     full = dars.capability_distributions(obs)
     np.testing.assert_allclose(dars.capability_distributions(part).mu_q, full.mu_q[mask])
     np.testing.assert_allclose(dars.capability_distributions(part).mu_c, full.mu_c[mask])
+
+
+# ------------------------------------------------------------------ the three flip readings
+
+
+def brute_force_readings(p: np.ndarray, n_draws: int) -> dict[str, np.ndarray]:
+    """Pairwise, strict and change readings by enumerating success patterns (and pairs of them).
+
+    Independent of the library's closed forms: every pattern's top set and winner distribution is
+    spelled out, and the strict reading sums over all pairs of patterns.
+    """
+    n_q, n_m = p.shape
+    patterns = np.array(list(itertools.product((0, 1), repeat=n_m)), dtype=bool)  # (P, M)
+    prob = np.prod(np.where(patterns[None], p[:, None, :], 1 - p[:, None, :]), axis=2)  # (Q, P)
+    top = np.where(patterns.any(axis=1, keepdims=True), patterns, True)  # ties at 0: all models
+    win = top / top.sum(axis=1, keepdims=True)  # uniform among the top set
+    w = prob @ win
+    disjoint = ~(top[:, None, :] & top[None, :, :]).any(axis=2)  # (P, P)
+    strict = np.einsum("qk,kl,ql->q", prob, disjoint.astype(float), prob)
+    # change: P(all R independent draws name model m) = (enumerated w_m)^R, summed over m
+    same = np.zeros(n_q)
+    for m in range(n_m):
+        same += (prob @ win[:, m]) ** n_draws
+    return {"pairwise": 1 - np.sum(w**2, axis=1), "strict": strict, "change": 1 - same}
+
+
+def outcomes_from_successes(successes: np.ndarray, n_obs: int) -> pd.DataFrame:
+    """Binary outcomes with ``successes[q, m]`` ones among ``n_obs`` observations of each pair."""
+    n_q, n_m = successes.shape
+    q, m, v = np.meshgrid(np.arange(n_q), np.arange(n_m), np.arange(n_obs), indexing="ij")
+    score = (v < successes[:, :, None]).astype(float)
+    return pd.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in q.ravel()],
+            "model": [f"m{j}" for j in m.ravel()],
+            "score": score.ravel(),
+            "variant_id": v.ravel(),
+            "decode_id": 0,
+        }
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_models=st.integers(2, 4),
+    n_obs=st.integers(1, 5),
+    n_draws=st.integers(1, 6),
+    data=st.data(),
+)
+def test_three_readings_match_brute_force(n_models, n_obs, n_draws, data):
+    successes = data.draw(arrays(np.int64, (3, n_models), elements=st.integers(0, n_obs)))
+    frame = outcomes_from_successes(successes, n_obs)
+    winners = dars_diagnostics.single_shot_winners(frame, change_draws=n_draws)
+    assert winners.method == "exact" and winners.change_draws == n_draws
+    expected = brute_force_readings(successes / n_obs, n_draws)
+    np.testing.assert_allclose(winners.flip, expected["pairwise"], atol=1e-12)
+    np.testing.assert_allclose(winners.strict, expected["strict"], atol=1e-12)
+    np.testing.assert_allclose(winners.change, expected["change"], atol=1e-12)
+    # orderings that hold for every query: strict <= pairwise <= change (R >= 2)
+    assert np.all(winners.strict <= winners.flip + 1e-12)
+    if n_draws >= 2:
+        assert np.all(winners.flip <= winners.change + 1e-12)
+
+
+def enumerate_observation_combos(frame: pd.DataFrame, n_draws: int) -> dict[str, np.ndarray]:
+    """Exact readings for any scores: every combination of one observation per model, equally
+    likely, compared in float64 (small data only)."""
+    out = {"pairwise": [], "strict": [], "change": []}
+    for _, group in frame.groupby("query_id", sort=False):
+        per_model = [g["score"].to_numpy(float) for _, g in group.groupby("model", sort=True)]
+        tops, wins = [], []
+        for combo in itertools.product(*per_model):
+            combo = np.array(combo)
+            top = combo == combo.max()
+            tops.append(top)
+            wins.append(top / top.sum())
+        tops, wins = np.array(tops), np.array(wins)
+        w = wins.mean(axis=0)
+        disjoint = ~(tops[:, None, :] & tops[None, :, :]).any(axis=2)
+        out["pairwise"].append(1 - np.sum(w**2))
+        out["strict"].append(disjoint.mean())
+        out["change"].append(1 - np.sum(w**n_draws))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def test_monte_carlo_readings_match_enumeration_on_continuous_scores():
+    rng = np.random.default_rng(5)
+    rows = []
+    for q in range(4):
+        for m in "ABC":
+            # coarse grid: many exact ties, plus a near-tie that float32 would merge
+            scores = rng.choice([0.0, 0.25, 0.5, 0.5 + 1e-9, 1.0], size=3)
+            rows += [
+                {"query_id": f"q{q}", "model": m, "score": s, "variant_id": v}
+                for v, s in enumerate(scores)
+            ]
+    frame = pd.DataFrame(rows)
+    mc = dars_diagnostics.single_shot_winners(
+        frame, method="monte_carlo", n_draws=20000, random_state=2, change_draws=3
+    )
+    expected = enumerate_observation_combos(frame, 3)
+    # 20000 pairs (40000 draws): the sd of each estimate is below 0.0036
+    np.testing.assert_allclose(mc.flip, expected["pairwise"], atol=0.015)
+    np.testing.assert_allclose(mc.strict, expected["strict"], atol=0.015)
+    np.testing.assert_allclose(mc.change, expected["change"], atol=0.015)
+
+
+def test_near_equal_scores_are_not_ties():
+    # B beats A by 1e-9 on every draw: never a flip in any reading (float32 would tie them)
+    frame = long_frame({("q", "A"): [0.5, 0.5], ("q", "B"): [0.5 + 1e-9, 0.5 + 1e-9]})
+    mc = dars_diagnostics.single_shot_winners(frame, n_draws=500, change_draws=4)
+    assert mc.method == "monte_carlo"
+    np.testing.assert_array_equal([mc.flip, mc.strict, mc.change, mc.tied_top], 0.0)
+
+
+@pytest.mark.parametrize("method", ["exact", "monte_carlo"])
+@pytest.mark.parametrize("n_models", [2, 3, 5])
+def test_identical_tied_models_sit_at_chance(method, n_models):
+    frame = long_frame({("q", f"m{j}"): [1, 1, 1] for j in range(n_models)})
+    winners = dars_diagnostics.single_shot_winners(
+        frame, method=method, n_draws=5000, random_state=1, change_draws=4
+    )
+    chance = dars_diagnostics.chance_flip_rates(n_models, 4)
+    assert chance["pairwise"] == pytest.approx(1 - 1 / n_models)
+    assert chance["strict"] == 0.0
+    assert chance["change"] == pytest.approx(1 - n_models ** (1 - 4))
+    tol = 1e-12 if method == "exact" else 0.02
+    np.testing.assert_allclose(winners.flip, chance["pairwise"], atol=tol)
+    np.testing.assert_allclose(winners.strict, chance["strict"], atol=tol)
+    np.testing.assert_allclose(winners.change, chance["change"], atol=tol)
+
+
+def test_change_with_two_draws_is_pairwise_and_monte_carlo_tracks_exact():
+    data = make_repeated_outcomes(n_queries=60, n_models=4, n_rewrites=1, n_decodes=6)
+    exact = dars_diagnostics.single_shot_winners(data.outcomes, method="exact", change_draws=2)
+    np.testing.assert_allclose(exact.change, exact.flip, atol=1e-12)
+    mc = dars_diagnostics.single_shot_winners(
+        data.outcomes, method="monte_carlo", n_draws=2000, random_state=0, change_draws=2
+    )
+    np.testing.assert_allclose(mc.change, mc.flip, atol=1e-12)  # same U-statistic
+    for field in ("flip", "strict", "change"):
+        # mean over 60 queries of 4000-draw estimates: sd well below 0.005
+        assert getattr(mc, field).mean() == pytest.approx(getattr(exact, field).mean(), abs=0.01)
+
+
+def test_default_change_draws_is_median_count():
+    frame = long_frame({("q", "A"): [1, 0, 1, 0, 1], ("q", "B"): [1, 0, 1]})
+    frame2 = long_frame({("r", "A"): [1, 0, 1], ("r", "B"): [0, 1, 1]})
+    winners = dars_diagnostics.single_shot_winners(pd.concat([frame, frame2]))
+    assert winners.change_draws == 3  # counts 5, 3, 3, 3
+    with pytest.raises(ValueError, match="change_draws"):
+        dars_diagnostics.single_shot_winners(frame, change_draws=0)
+    with pytest.raises(ValueError, match="n_draws"):
+        dars_diagnostics.single_shot_winners(
+            long_frame({("q", "A"): [0.3, 0.4], ("q", "B"): [0.5, 0.2]}), n_draws=2, change_draws=9
+        )
+
+
+def test_label_instability_reports_three_readings_with_chance():
+    data = make_repeated_outcomes(n_queries=80, n_models=3, n_rewrites=2, n_decodes=3)
+    diagnostics = dars_diagnostics.label_instability(data.outcomes, n_boot=200)
+    for side in ("input", "output", "both"):
+        summary = diagnostics[side].summary
+        assert summary["winner_change_rate_r"] == 6  # median of all observations, every side
+        assert summary["flip_rate_chance"] == pytest.approx(
+            {"pairwise": 2 / 3, "strict": 0.0, "change": 1 - 3.0**-5}
+        )
+        for key in ("winner_flip_rate", "winner_flip_rate_strict", "winner_change_rate"):
+            low, high = summary[f"{key}_ci95"]
+            assert low <= summary[key] <= high
+        assert summary["winner_flip_rate_strict"] <= summary["winner_flip_rate"]
+
+
+def test_flip_rate_table_and_figure_show_three_readings_with_chance():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ecc_lib import plotting
+
+    frame = long_frame(
+        {("q1", "A"): [1, 0], ("q1", "B"): [0, 1], ("q2", "A"): [1, 1], ("q2", "B"): [0, 0]}
+    )
+    diagnostics = dars_diagnostics.label_instability(frame, n_boot=100)
+    table = plotting.flip_rate_table(diagnostics)
+    assert len(table) == 9  # 3 sides x 3 readings
+    both = table[table["side"] == "both"].set_index("reading")
+    assert both.loc["pairwise", "flip_rate"] == pytest.approx(0.25)
+    assert both.loc["strict", "flip_rate"] == pytest.approx(0.0625)
+    assert both.loc["change", "chance"] == pytest.approx(0.5)  # M = 2, R = 2
+    assert table[table["side"] == "output"]["flip_rate"].isna().all()  # one decode per pair
+    fig = plotting.plot_flip_rates(table)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 9
+    assert any("chance" in text.get_text() for text in ax.get_legend().get_texts())
+    matplotlib.pyplot.close(fig)

@@ -158,6 +158,23 @@ def test_routing_table_structure_and_references(synthetic):
     assert result.info["n_test"] == 60
     text = ev.format_routing_table(result).to_string()
     assert "±" in text
+    # the paired table: one row per family, estimates equal the table's differences
+    paired = result.paired.set_index("router")
+    assert list(paired.index) == ["kNN", "Avengers-Pro"]
+    for name in ("kNN", "Avengers-Pro"):
+        for metric in ("score", "utility"):
+            diff = table.loc[(name, "DARS"), metric] - table.loc[(name, "single-shot"), metric]
+            assert paired.loc[name, f"{metric}_diff"] == pytest.approx(diff)
+            low, high = paired.loc[name, [f"{metric}_diff_ci_low", f"{metric}_diff_ci_high"]]
+            assert low <= paired.loc[name, f"{metric}_diff"] <= high
+        for arm, supervision in (("dars", "DARS"), ("single_shot", "single-shot")):
+            assert paired.loc[name, f"gap_closed_{arm}"] == pytest.approx(
+                table.loc[(name, supervision), "gap_closed"]
+            )
+    assert len(result.versus_fixed) == 4
+    assert isinstance(result.info["no_router_beats_best_fixed"], bool)
+    assert "best fixed model" in result.info["headline"]
+    assert "[" in ev.format_paired_differences(result.paired).to_string()
 
 
 def test_routing_table_is_deterministic(synthetic):
@@ -180,3 +197,96 @@ def test_routing_table_errors(synthetic):
             routers=["nope"],
             n_runs=1,
         )
+
+
+# ------------------------------------------------ paired differences and the joint bootstrap
+
+
+def per_query_arms(dars_u, single_u, fixed_u, oracle_u, name="kNN"):
+    """A ``per_query`` mapping with score = utility, for :func:`ev.paired_differences`."""
+
+    def metrics(u):
+        u = np.asarray(u, float)
+        return {"score": u, "utility": u}
+
+    return {
+        ("Oracle", "reference"): [metrics(oracle_u)],
+        ("Best fixed model", "reference"): [metrics(fixed_u)],
+        (name, "DARS"): [metrics(dars_u)],
+        (name, "single-shot"): [metrics(u) for u in single_u],
+    }
+
+
+def test_joint_bootstrap_weights():
+    q, r = ev.joint_bootstrap_weights(7, 3, n_boot=50, random_state=1)
+    assert q.shape == (50, 7) and r.shape == (50, 3)
+    np.testing.assert_allclose(q.sum(axis=1), 1.0)
+    np.testing.assert_allclose(r.sum(axis=1), 1.0)
+    # multiples of 1 / n_units, and resampled (not all equal to the identity)
+    np.testing.assert_allclose(q * 7, np.round(q * 7))
+    assert np.ptp(r, axis=0).max() > 0
+    q2, r2 = ev.joint_bootstrap_weights(7, 3, n_boot=50, random_state=1)
+    np.testing.assert_array_equal(q, q2)
+    np.testing.assert_array_equal(r, r2)
+
+
+def test_paired_difference_hand_case():
+    fixed = np.array([0.2, 0.4, 0.6, 0.8])
+    oracle = fixed + 0.2
+    single = [fixed + 0.05, fixed + 0.05, fixed + 0.05]
+    # DARS = single-shot + 0.1 on every query of every run: the difference is exactly 0.1
+    paired, versus = ev.paired_differences(
+        per_query_arms(fixed + 0.15, single, fixed, oracle), ["kNN"], n_boot=200
+    )
+    row = paired.iloc[0]
+    assert row["n_runs"] == 3
+    for metric in ("score", "utility"):
+        assert row[f"{metric}_diff"] == pytest.approx(0.1)
+        assert row[f"{metric}_diff_ci_low"] == pytest.approx(0.1)
+        assert row[f"{metric}_diff_ci_high"] == pytest.approx(0.1)
+    # oracle - fixed = 0.2 on every query: gap closed 0.75 (DARS), 0.25 (single-shot)
+    assert row["gap_closed_dars"] == pytest.approx(0.75)
+    assert row["gap_closed_single_shot"] == pytest.approx(0.25)
+    assert row["gap_closed_diff"] == pytest.approx(0.5)
+    assert row["gap_closed_diff_ci_low"] == pytest.approx(0.5)
+    versus = versus.set_index("supervision")
+    assert versus.loc["DARS", "utility_minus_fixed"] == pytest.approx(0.15)
+    assert bool(versus.loc["DARS", "beats_best_fixed"])
+
+
+def test_paired_interval_covers_the_single_shot_runs():
+    # every query alike, so resampling queries alone gives a zero-width interval; the runs
+    # differ, so the joint interval must be wide
+    base = np.full(30, 0.5)
+    single = [base + shift for shift in (-0.1, 0.0, 0.1, -0.05, 0.05)]
+    paired, _ = ev.paired_differences(
+        per_query_arms(base, single, base - 0.2, base + 0.3), ["kNN"], n_boot=400
+    )
+    row = paired.iloc[0]
+    assert row["utility_diff"] == pytest.approx(0.0, abs=1e-12)
+    assert row["utility_diff_ci_high"] - row["utility_diff_ci_low"] > 0.05
+    assert row["utility_diff_ci_low"] < 0 < row["utility_diff_ci_high"]
+
+
+def test_headline_says_when_no_router_beats_best_fixed():
+    rng = np.random.default_rng(0)
+    fixed = rng.uniform(0.5, 0.9, 40)
+    worse = fixed - 0.1
+    per_query = per_query_arms(worse, [worse, worse - 0.01], fixed, fixed + 0.1)
+    paired, versus = ev.paired_differences(per_query, ["kNN"], n_boot=200)
+    result = ev.RoutingTable(
+        table=pd.DataFrame(),
+        runs=pd.DataFrame(),
+        curves=pd.DataFrame(),
+        info={"best_fixed_model": "m0"},
+        paired=paired,
+        versus_fixed=versus,
+    )
+    headline = ev.routing_headline(result)
+    assert headline["no_router_beats_best_fixed"] is True
+    assert headline["n_routers_beating_best_fixed"] == 0
+    assert headline["sentence"].startswith("No router beats the best fixed model (m0)")
+    assert headline["best_router"] == "kNN (DARS)"
+    assert headline["best_router_utility_minus_fixed"] == pytest.approx(-0.1)
+    # gap closed below 0 when the routers trail the best fixed model
+    assert paired.iloc[0]["gap_closed_dars"] == pytest.approx(-1.0)

@@ -14,7 +14,7 @@ import sys
 
 from ecc_lib.schema import DataValidationError
 
-SUBCOMMAND_MODULES = ("datasets", "ecc", "dars", "collect", "run")
+SUBCOMMAND_MODULES = ("datasets", "ecc", "dars", "collect", "run", "init")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,10 +3,16 @@
 Contract::
 
     ecc-lab dars --outcomes FILE [--lambda 0.05] [--beta 0.2] [--draws 1000] [--seed 0]
-                 [--json OUT.json]
+                 [--change-draws R] [--json OUT.json]
 
 reads a generic long CSV/Parquet (``query_id,model,score[,cost,variant_id,decode_id,
 observation_type]``), prints a table and optionally writes a JSON summary.
+
+The winner flip rate has three readings (``shared/DESIGN.md`` section 4), each with ``_ci95``:
+``winner_flip_rate`` (pairwise: two draws name different winners), ``winner_flip_rate_strict``
+(the two draws' top sets are disjoint) and ``winner_change_rate`` (the winner is not the same in
+all of ``winner_change_rate_r`` draws); ``flip_rate_chance`` holds the same three statistics for
+identical models with every score tied.
 """
 
 from __future__ import annotations
@@ -53,6 +59,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the Monte Carlo draws and bootstrap"
     )
+    parser.add_argument(
+        "--change-draws",
+        dest="change_draws",
+        type=int,
+        default=None,
+        metavar="R",
+        help="draws R of the winner change rate (default: observations per (query, model) pair, "
+        "the median when they differ)",
+    )
     parser.add_argument("--json", metavar="OUT.json", help="also write the summary as JSON")
     parser.set_defaults(handler=run)
 
@@ -91,15 +106,41 @@ def dars_summary(
     seed: int = 0,
     source: str | None = None,
     validate: bool = True,
+    change_draws: int | None = None,
 ) -> dict:
-    """The JSON summary written by ``ecc-lab dars`` (top-level keys describe all observations;
-    ``subsets`` holds ``input`` / ``output`` / ``both``, ``None`` where not applicable)."""
+    """The JSON summary written by ``ecc-lab dars``.
+
+    Parameters
+    ----------
+    outcomes : DataFrame or RepeatedObservations
+        Long outcomes.
+    lambda_, beta : float
+        Utility weights.
+    draws : int
+        Monte Carlo draw pairs per query (non-binary scores).
+    seed : int
+        Seed of the Monte Carlo draws and the bootstrap.
+    source : str, optional
+        File name for error messages.
+    validate : bool
+        Validate the outcomes table first.
+    change_draws : int, optional
+        ``R`` of the winner change rate; default the median observations per pair.
+
+    Returns
+    -------
+    dict
+        Top-level keys describe all observations; ``subsets`` holds ``input`` / ``output`` /
+        ``both``, ``None`` where not applicable.
+    """
     from ecc_lib.dars import capability_distributions, label_shares
     from ecc_lib.dars import repeated_observations as group
     from ecc_lib.dars_diagnostics import label_instability
 
     obs = group(outcomes, source=source, validate=validate)
-    diagnostics = label_instability(obs, lambda_, beta, n_draws=draws, random_state=seed)
+    diagnostics = label_instability(
+        obs, lambda_, beta, n_draws=draws, random_state=seed, change_draws=change_draws
+    )
     dist = capability_distributions(obs)
     both = diagnostics["both"].summary if diagnostics["both"] is not None else None
     summary = {
@@ -118,6 +159,12 @@ def dars_summary(
     keys = (
         "winner_flip_rate",
         "winner_flip_rate_ci95",
+        "winner_flip_rate_strict",
+        "winner_flip_rate_strict_ci95",
+        "winner_change_rate",
+        "winner_change_rate_ci95",
+        "winner_change_rate_r",
+        "flip_rate_chance",
         "flip_rate_method",
         "flip_rate_draws",
         "tied_top_share",
@@ -162,7 +209,9 @@ def format_summary(summary: dict) -> str:
     if summary.get("cost_note"):
         lines.append(summary["cost_note"])
     rows = (
-        ("winner flip rate", "winner_flip_rate"),
+        ("flip rate: pairwise", "winner_flip_rate"),
+        ("flip rate: strict", "winner_flip_rate_strict"),
+        ("winner change over R draws", "winner_change_rate"),
         ("tied top share", "tied_top_share"),
         ("disagreement with argmax U", "single_vs_distribution_disagreement"),
         ("unstable pair share", "unstable_pair_share"),
@@ -181,6 +230,13 @@ def format_summary(summary: dict) -> str:
         lines.append(f"{label:<28}" + "".join(f"{c:>26}" for c in cells))
     methods = [f"{name}: {s['flip_rate_method']}" for name, s in subsets.items() if s is not None]
     lines.append("flip rate method: " + (", ".join(methods) if methods else "n/a"))
+    chance = summary.get("flip_rate_chance")
+    if chance:
+        lines.append(
+            f"chance (identical models, all tied): pairwise {chance['pairwise']:.3f}, strict "
+            f"{chance['strict']:.3f}, change over R = {summary['winner_change_rate_r']} draws "
+            f"{chance['change']:.3f}"
+        )
     lines += ["", f"{'model':<40}{'mean score':>12}{'argmax U share':>16}"]
     for model, share in sorted(summary["labels"].items(), key=lambda kv: -kv[1]):
         lines.append(f"{model:<40}{summary['mean_mu_q'][model]:>12.3f}{share:>16.3f}")
@@ -191,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
     if args.draws < 1:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
+    if args.change_draws is not None and args.change_draws < 1:
+        raise ValueError(f"--change-draws must be >= 1, got {args.change_draws}")
     outcomes = _read(args.outcomes)
     summary = dars_summary(
         outcomes,
@@ -200,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
         args.seed,
         source=str(args.outcomes),
         validate=False,  # read_outcomes has validated the table
+        change_draws=args.change_draws,
     )
     print(format_summary(summary))
     if args.json:

@@ -3,7 +3,12 @@
 Fits the global BT model, ECC, the embedding-only, comparison-only and (when the queries have
 categories) human-label baselines on 80% of the queries and reports each method's NLL on the
 scored test pairs, its ranking quality gain over the global model with a bootstrap 95% interval
-over test queries, and its pairwise accuracy.
+over test queries, and its pairwise accuracy; beside it the gain on the scored pairs that touch
+the probe's models and on those disjoint from them (the probe's leak, issue 16).
+
+``--seeds S`` repeats the protocol over seeds ``--seed, --seed + 1, ...`` (each redraws pairs,
+split and EM start) and adds ``seeds``, ``gain_mean``, ``gain_sd``, ``per_seed`` and
+``difference_mean_sd`` to the JSON (issue 10); ``--routing`` adds the ``routing`` block.
 """
 
 from __future__ import annotations
@@ -46,6 +51,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--seed", type=int, default=42, help="seed of pairs, split and EM (default 42)"
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="number of protocol seeds: --seed, --seed+1, ... each redraw pairs, split and EM "
+        "start; the JSON adds mean and sd over seeds (default 1)",
+    )
+    parser.add_argument(
+        "--probe-evidence",
+        choices=("mean", "sum"),
+        default="mean",
+        help="how several probes count: 'mean' of their log-likelihoods (the authors' code) or "
+        "'sum' (Bayesian) (default mean)",
+    )
+    parser.add_argument(
+        "--probe-strategy",
+        choices=("first", "random"),
+        default="first",
+        help="which candidate comparison of a test query is its probe (default first, the paper)",
+    )
+    parser.add_argument(
+        "--leak-free",
+        action="store_true",
+        help="draw each test query's probe among pairs of models that appear in none of its "
+        "scored pairs (where the data allow), so the probe decides no scored pair",
+    )
+    parser.add_argument(
+        "--routing",
+        action="store_true",
+        help="also run the routing experiment (no probe, probe with the probe-winner baseline, "
+        "probe restricted to models outside the probe pair, probe with its cost)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
     parser.set_defaults(handler=run)
@@ -108,13 +145,71 @@ def format_result(result) -> str:
         lines.append(
             f"{name.replace('_minus_', ' - ')}: {diff['estimate']:+.2f} pp [{low:+.2f}, {high:+.2f}]"
         )
+    if result.gain_touching:
+        lines += [
+            "",
+            f"the probe's leak: {100 * result.probe_leak_share:.1f}% of scored pairs touch a "
+            "probe model",
+            f"{'method':<10} {'touching %':>11} {'95% CI':>18} {'disjoint %':>11} {'95% CI':>18}",
+        ]
+        for name in result.gain_touching:
+            t_low, t_high = result.ci95_touching[name]
+            d_low, d_high = result.ci95_disjoint[name]
+            lines.append(
+                f"{name:<10} {result.gain_touching[name]:>+11.2f} "
+                f"{f'[{t_low:+.2f}, {t_high:+.2f}]':>18} {result.gain_disjoint[name]:>+11.2f} "
+                f"{f'[{d_low:+.2f}, {d_high:+.2f}]':>18}"
+            )
     if not result.converged.get("ecc", True):
         lines.append("note: ECC did not converge within max_iter")
     return "\n".join(lines)
 
 
+def format_seeds(summary: dict) -> str:
+    """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`."""
+    seeds = summary["seeds"]
+    lines = [
+        f"over {len(seeds)} seeds {seeds}: mean +- sd (ddof 1) of the gain, %",
+        f"{'method':<10} {'all':>15} {'touching':>15} {'disjoint':>15}",
+    ]
+    for name, mean in summary["gain_mean"].items():
+        cells = [
+            f"{mean:+.2f} +- {summary['gain_sd'][name]:.2f}",
+            f"{summary['gain_touching_mean'][name]:+.2f} +- "
+            f"{summary['gain_touching_sd'][name]:.2f}",
+            f"{summary['gain_disjoint_mean'][name]:+.2f} +- "
+            f"{summary['gain_disjoint_sd'][name]:.2f}",
+        ]
+        lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
+    for name, (mean, sd) in summary["difference_mean_sd"].items():
+        lines.append(f"{name}: {mean:+.2f} +- {sd:.2f} pp")
+    lines.append(f"time: {summary['wall_seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU")
+    return "\n".join(lines)
+
+
+def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
+    """The printed routing table (mean routed score per setting and method)."""
+    lines = [
+        "",
+        "routing: mean score of the routed model [95% CI]"
+        + ("; mean +- sd over seeds" if over_seeds else ""),
+    ]
+    for setting in routing["settings"]:
+        lines.append(f"  {setting}")
+        for method, cell in routing[setting].items():
+            low, high = cell["ci95"]
+            text = f"    {method:<13} {cell['score']:.3f} [{low:.3f}, {high:.3f}]"
+            if cell["cost"] is not None and cell["cost"] == cell["cost"]:
+                text += f"  cost {cell['cost']:.3f}"
+            if over_seeds:
+                mean, sd = over_seeds[setting][method]["score"]
+                text += f"  ({mean:.3f} +- {sd:.3f})"
+            lines.append(text)
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
-    from ecc_lib.ecc_protocol import METHODS, run_protocol
+    from ecc_lib.ecc_protocol import METHODS, run_seeds
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
@@ -126,22 +221,43 @@ def run(args: argparse.Namespace) -> int:
     embeddings = _embeddings(args, queries)
     has_labels = "category" in queries.columns and bool(queries["category"].notna().any())
     methods = METHODS if has_labels else tuple(m for m in METHODS if m != "human")
-    result = run_protocol(
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if (args.routing or args.leak_free) and args.probes < 1:
+        raise ValueError("--routing and --leak-free need --probes >= 1")
+    multi = run_seeds(
         queries,
         outcomes,
         embeddings,
+        seeds=range(args.seed, args.seed + args.seeds),
         n_clusters=args.k,
         lam=args.lam,
         temperature=args.temperature,
         n_pairs=args.pairs,
         n_probes=args.probes,
         test_size=args.test_size,
-        random_state=args.seed,
         methods=methods,
+        probe_evidence=args.probe_evidence,
+        probe_strategy=args.probe_strategy,
+        leak_free=args.leak_free,
+        routing=args.routing,
     )
+    result = multi.first
     print(format_result(result))
+    payload = result.to_dict()
+    if args.seeds > 1:
+        summary = multi.summary()
+        print()
+        print(format_seeds(summary))
+        payload.update({k: v for k, v in summary.items() if not k.startswith("routing")})
+    if args.routing:
+        over = multi.summary()["routing_mean_sd"] if args.seeds > 1 else None
+        print(format_routing(multi.routing[0], over))
+        payload["routing"] = dict(multi.routing[0])
+        if over is not None:
+            payload["routing"]["mean_sd_over_seeds"] = over
+            payload["routing"]["per_seed"] = multi.routing
     if args.json:
-        payload = result.to_dict()
         payload["inputs"] = {
             "queries": str(args.queries),
             "outcomes": str(args.outcomes),

@@ -31,16 +31,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out",
         metavar="runs/NAME",
-        help="run folder (default: runs/<time stamp>); an existing one is reused",
+        help="run folder (default: runs/<time stamp>); an earlier run folder is reused, "
+        "a non-empty folder that is not one (or notebooks/) is refused",
     )
     parser.add_argument(
         "--dataset",
         metavar="NAME",
         help="set the 'dataset' parameter of every notebook that declares it "
-        "(a bundled name or a folder with queries/outcomes tables)",
+        "(a folder with queries.* and outcomes.* tables, relative to the current directory, or "
+        "a bundled or public name; an existing folder wins)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=None, metavar="SECONDS", help="per-cell time limit"
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="per-cell time limit; a cell that runs longer stops the run with a message",
+    )
+    parser.add_argument(
+        "--notebooks",
+        metavar="DIR",
+        help="run the notebooks in DIR (e.g. a folder made by 'ecc-lab init') instead of the "
+        "package's own",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(handler=handler)
@@ -57,12 +69,20 @@ def handler(args: argparse.Namespace) -> int:
             only=args.only,
             out=args.out,
             dataset=args.dataset,
+            notebooks_dir=args.notebooks,
             progress=not args.no_progress,
             timeout=args.timeout,
         )
     except NotebookExecutionError as error:
         print(f"ecc-lab run: error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(
+            "ecc-lab run: interrupted; the executed copy of the running notebook is marked as "
+            "incomplete and run.json says 'interrupted'",
+            file=sys.stderr,
+        )
+        return 130
     print(f"run folder: {result.run_dir}")
     if result.metrics_path is not None:
         print(f"metrics:    {result.metrics_path}")
