@@ -340,8 +340,10 @@ class ReportSection:
 
     def to_html(self, figure_start: int = 1) -> str:
         """The section as HTML (findings first, then tables, figures, notes)."""
-        parts = [f'<section class="report-section" id="section-{self.number}">']
-        parts.append(f"<h2>{html.escape(self.number)} {html.escape(self.title)}</h2>")
+        anchor = self.number or re.sub(r"\W+", "-", self.title.lower())
+        parts = [f'<section class="report-section" id="section-{anchor}">']
+        heading = f"{self.number} {self.title}" if self.number else self.title
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
         if self.skipped:
             parts.append(f'<p class="skipped">{html.escape(self.skipped)}</p></section>')
             return "\n".join(parts)
@@ -596,20 +598,29 @@ def _dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
     side = values.get("winner_flip_rate_side") or "both"
     by_side = values.get("by_side") or {}
     n_models = next((s.get("n_models") for s in by_side.values() if s), None)
-    for key, label in (
-        ("winner_flip_rate", f"winner flip rate ({side})"),
-        ("single_vs_distribution_disagreement", "single-shot label differs from argmax U"),
-    ):
+    chance = values.get("flip_rate_chance") or {}
+    if not chance and n_models:
+        chance = {"pairwise": 1 - 1 / int(n_models)}
+    r = values.get("winner_change_rate_r")
+    readings = (
+        ("winner_flip_rate", "pairwise", f"two single-shot labels name different winners ({side})"),
+        ("winner_flip_rate_strict", "strict", "strict flip: the two draws' top sets are disjoint"),
+        ("winner_change_rate", "change", f"the winner changes within {r or 'R'} draws"),
+        ("single_vs_distribution_disagreement", None, "single-shot label differs from argmax U"),
+    )
+    for key, reading, label in readings:
         if _finite(values.get(key)):
             used |= {key, key + "_ci95"}
+            level = chance.get(reading) if reading else None
             rows.append(
                 _row(
                     dataset,
-                    label,
+                    label + (f" (chance {format_number(level, '%')})" if _finite(level) else ""),
                     format_interval(values[key], values.get(key + "_ci95"), "%"),
                     "% of queries",
                 )
             )
+    used |= {"flip_rate_chance", "winner_change_rate_r"}
     side_rows = []
     missing = [name for name, summary in by_side.items() if not summary]
     sources = {"input": "rewrites", "output": "decodes", "both": "rewrites and decodes"}
@@ -662,10 +673,30 @@ def _dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
         f"randomness from {origin}) name different best models "
         f"{format_interval(rate, ci, '%')} of the time"
     )
-    if n_models:
-        chance = 1 - 1 / int(n_models)
-        text += f"; a label drawn uniformly at random among the {n_models} models would flip {100 * chance:.1f}% of the time"
+    if _finite(chance.get("pairwise")):
+        text += (
+            f"; with {n_models or 'these'} models that always tie, a random tie-break would flip "
+            f"{format_number(chance['pairwise'], '%')} of the time"
+        )
     text += "."
+    strict, change = values.get("winner_flip_rate_strict"), values.get("winner_change_rate")
+    if _finite(strict):
+        text += (
+            f" Counting a flip only when the two draws' sets of top-scoring models are disjoint "
+            f"(no tie involved), the rate is {format_interval(strict, values.get('winner_flip_rate_strict_ci95'), '%')}"
+            + (
+                f"; the winner changes within {r} draws for "
+                f"{format_interval(change, values.get('winner_change_rate_ci95'), '%')} of queries"
+                + (
+                    f" (chance {format_number(chance.get('change'), '%')})"
+                    if _finite(chance.get("change"))
+                    else ""
+                )
+                if _finite(change)
+                else ""
+            )
+            + "."
+        )
     dis = values.get("single_vs_distribution_disagreement")
     if _finite(dis):
         text += (
@@ -1040,7 +1071,12 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
                 "routing": lambda v, s: _routing_section(v, s, parameters.get("routing", {})),
             }[key]
             builder(values, section)
+        if key == "data" and not section.skipped:
+            section.notes += data_notes(metrics.get("data_policy") or {})
         sections.append(section)
+    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy"}
+    for key in sorted(k for k in metrics if k not in known):
+        sections.append(other_section(key, metrics[key]))
     n_tables = len(run_folder.list_tables(run))
     intro = (
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
@@ -1063,6 +1099,57 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
         sections=sections,
         appendix_html=appendix_html(metrics, run),
     )
+
+
+def data_notes(policy: Mapping[str, Any]) -> list[str]:
+    """The data checks' notes per dataset (``metrics.json["data_policy"]``) as sentences."""
+    notes = []
+    for name, entry in policy.items():
+        if not isinstance(entry, Mapping):
+            continue
+        for note in entry.get("notes") or []:
+            text = str(note).strip()
+            notes.append(
+                f"{name}: {text[0].upper() + text[1:] if text else text}".rstrip(".") + "."
+            )
+    return notes
+
+
+def other_section(key: str, values: Any) -> ReportSection:
+    """A section for metrics no builder knows: every value with an interval or a seed spread.
+
+    Parameters
+    ----------
+    key : str
+        Section name in ``metrics.json``.
+    values : mapping
+
+    Returns
+    -------
+    ReportSection
+    """
+    section = ReportSection("", key.replace("_", " ").capitalize())
+    reasons = skip_reasons(values)
+    if "" in reasons or "skipped" in reasons:
+        section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
+        return section
+    dataset = str(values.get("dataset", "")) if isinstance(values, Mapping) else ""
+    rows = generic_rows(flatten(values), set(), dataset)
+    if rows:
+        section.tables.append(
+            HeadlineTable(f"05_{key}_headline", f"{key}: values with 95% intervals", _frame(rows))
+        )
+        section.findings = (
+            f"This run recorded {len(rows)} {key.replace('_', ' ')} value"
+            f"{'s' if len(rows) != 1 else ''} with an interval or a spread over seeds"
+            + (f" on {dataset}" if dataset else "")
+            + "; the table lists them."
+        )
+    else:
+        section.findings = (
+            f"This run recorded {key.replace('_', ' ')} values without intervals; see metrics.json."
+        )
+    return section
 
 
 def _compact(value: Any) -> str:

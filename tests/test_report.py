@@ -224,3 +224,16 @@ def test_generic_rows_read_nested_seed_summaries_and_estimates():
     assert rows["gain seeds: ECC (mean over seeds)"] == "28.0% \u00b1 1.5 (5 seeds)"
     assert rows["leak free"] == "0.100 [0.050, 0.150]"
     assert len(rows) == 2
+
+
+def test_unknown_sections_and_data_notes_are_reported(fake_run):
+    run_folder.record_metrics(
+        fake_run, "active_probes", {"dataset": "alpha", "gain": 3.0, "gain_ci95": [1.0, 5.0]}
+    )
+    run_folder.record_metrics(fake_run, "data_policy", {"alpha": {"notes": ["no cost column"]}})
+    document = report.build_report(fake_run)
+    other = document.sections[-1]
+    assert other.title == "Active probes" and other.findings.startswith("This run recorded 1 ")
+    assert other.tables[0].frame["estimate"].tolist() == ["3.0% [1.0, 5.0]"]
+    data = next(s for s in document.sections if s.number == "01")
+    assert "alpha: No cost column." in data.notes
