@@ -78,6 +78,8 @@ def format_number(value: Any, unit: str = "") -> str:
         return f"{v:.1f}%"
     if unit == "pp":
         return f"{v:+.1f} pp"
+    if unit == "pp_share":
+        return f"{100 * v:+.1f} pp"
     if unit == "count":
         return f"{round(v):,}"
     if unit == "signed":
@@ -91,6 +93,8 @@ def _bare(value: float, unit: str) -> str:
         return f"{100 * value:.1f}"
     if unit in ("pct", "pp"):
         return f"{value:.1f}" if unit == "pct" else f"{value:+.1f}"
+    if unit == "pp_share":
+        return f"{100 * value:+.1f}"
     if unit == "signed":
         return f"{value:+.3f}"
     return f"{value:.3f}"
@@ -909,24 +913,62 @@ def _routing_section(
         "gap_closed",
         "dataset",
         "best_fixed_model",
+        "best_router",
+        "best_router_utility_minus_fixed",
+        "best_router_utility_minus_fixed_ci95",
+        "n_routers_beating_best_fixed",
+        "no_router_beats_best_fixed",
         "pareto_area",
+        "dars_minus_single_shot",
         "dars_minus_single_shot_utility",
+        "dars_minus_single_shot_utility_ci95",
     }
-    extra = []
-    for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
-        extra.append(
-            _row(
-                dataset,
-                f"DARS minus single-shot utility: {name}",
-                format_interval(
-                    value,
-                    (headline.get("dars_minus_single_shot_utility_ci95") or {}).get(name),
-                    "signed",
-                ),
-                "score units",
+    paired = headline.get("dars_minus_single_shot") or {}
+    if isinstance(paired, Mapping) and paired:
+        paired_rows = []
+        for name, d in paired.items():
+            if not isinstance(d, Mapping):
+                continue
+            gap_ss, gap_dars = d.get("gap_closed_single_shot"), d.get("gap_closed_dars")
+            paired_rows.append(
+                {
+                    "dataset": dataset,
+                    "router": name,
+                    "score: DARS minus single-shot": format_interval(
+                        d.get("score"), d.get("score_ci95"), "signed"
+                    ),
+                    "utility: DARS minus single-shot": format_interval(
+                        d.get("utility"), d.get("utility_ci95"), "signed"
+                    ),
+                    "gap closed: single-shot to DARS": (
+                        f"{format_number(gap_ss, '%')} to {format_number(gap_dars, '%')} "
+                        f"({format_interval(d.get('gap_closed_diff'), d.get('gap_closed_diff_ci95'), 'pp_share')})"
+                    ),
+                }
+            )
+        section.tables.append(
+            HeadlineTable(
+                "05_routing_dars_minus_single_shot",
+                f"DARS targets minus single-shot labels, paired per router family on {dataset} "
+                "(score and utility in score units; 95% intervals over test queries and single-shot runs)",
+                pd.DataFrame(paired_rows),
             )
         )
-    used.add("dars_minus_single_shot_utility_ci95")
+    extra = []
+    if not paired:
+        for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
+            extra.append(
+                _row(
+                    dataset,
+                    f"DARS minus single-shot utility: {name}",
+                    format_interval(
+                        value,
+                        (headline.get("dars_minus_single_shot_utility_ci95") or {}).get(name),
+                        "signed",
+                    ),
+                    "score units",
+                )
+            )
     cost_dataset = str(
         (parameters or {}).get("cost_dataset") or values.get("cost_dataset") or "the cost dataset"
     )
@@ -972,8 +1014,31 @@ def _routing_section(
                     else "."
                 )
             )
+        margin = headline.get("best_router_utility_minus_fixed")
+        if _finite(margin):
+            text.append(
+                f"The best router's utility minus the best fixed model's is "
+                f"{format_interval(margin, headline.get('best_router_utility_minus_fixed_ci95'), 'signed')}."
+            )
     diffs = headline.get("dars_minus_single_shot_utility") or {}
-    if diffs:
+    if isinstance(paired, Mapping) and paired:
+        parts, better, worse = [], 0, 0
+        for name, d in paired.items():
+            if isinstance(d, Mapping) and _finite(d.get("utility")):
+                ci = d.get("utility_ci95")
+                parts.append(f"{name} {format_interval(d['utility'], ci, 'signed')}")
+                if ci and all(_finite(b) for b in ci):
+                    better += float(ci[0]) > 0
+                    worse += float(ci[1]) < 0
+        if parts:
+            text.append(
+                "Training on DARS targets instead of single-shot labels changes the held-out utility by "
+                + ", ".join(parts)
+                + f": {better} of {len(parts)} router families gain measurably"
+                + (f", {worse} lose" if worse else "")
+                + (", the others are within noise." if better + worse < len(parts) else ".")
+            )
+    elif diffs:
         parts = ", ".join(f"{k} {float(v):+.3f}" for k, v in diffs.items() if _finite(v))
         positive = sum(float(v) > 0 for v in diffs.values() if _finite(v))
         text.append(
