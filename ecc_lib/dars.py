@@ -143,6 +143,15 @@ class RepeatedObservations:
 
         Queries where some model has no observation left are dropped (logged, listed in
         ``dropped_query_ids``). The cost scale of the full dataset is kept.
+
+        Parameters
+        ----------
+        name : {"input", "output", "both"}
+            The subset.
+
+        Returns
+        -------
+        RepeatedObservations
         """
         if name not in SUBSETS:
             raise ValueError(f"subset must be one of {SUBSETS}, got {name!r}")
@@ -154,7 +163,17 @@ class RepeatedObservations:
         return _regroup(self, keep, name)
 
     def select_queries(self, query_mask: np.ndarray) -> RepeatedObservations:
-        """Keep the queries where ``query_mask`` (aligned to :attr:`query_ids`) is true."""
+        """Keep the queries where ``query_mask`` (aligned to :attr:`query_ids`) is true.
+
+        Parameters
+        ----------
+        query_mask : ndarray of bool, shape (n_queries,)
+            Queries to keep.
+
+        Returns
+        -------
+        RepeatedObservations
+        """
         query_mask = np.asarray(query_mask, dtype=bool)
         if query_mask.shape != (self.n_queries,):
             raise ValueError(f"query_mask must have shape ({self.n_queries},)")
@@ -163,7 +182,13 @@ class RepeatedObservations:
         return replace(out, dropped_query_ids=())
 
     def to_frame(self) -> pd.DataFrame:
-        """Observations as a long outcomes table (cost normalised)."""
+        """Observations as a long outcomes table (cost normalised).
+
+        Returns
+        -------
+        DataFrame
+            ``query_id, model, score, cost, variant_id, decode_id``.
+        """
         models = np.asarray(self.models, dtype=object)
         return pd.DataFrame(
             {
@@ -390,6 +415,16 @@ def observation_subsets(
 
     ``"input"``: rewrites (``decode_id == 0``); ``"output"``: decodes of the original
     (``variant_id == 0``); ``"both"``: all observations.
+
+    Parameters
+    ----------
+    outcomes : DataFrame or RepeatedObservations
+        Long outcomes table or grouped observations.
+
+    Returns
+    -------
+    dict
+        ``{"input", "output", "both"}`` to :class:`RepeatedObservations` or None.
     """
     obs = repeated_observations(outcomes)
     out: dict[str, RepeatedObservations | None] = {}
@@ -445,12 +480,36 @@ class CapabilityDistributions:
         """Number of models."""
         return len(self.models)
 
-    def utility(self, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA) -> np.ndarray:
-        """``U = mu_q - lambda * mu_c - beta * sigma_q``, shape (n_queries, n_models)."""
-        return utility(self.mu_q, self.mu_c, self.sigma_q, lambda_=lambda_, beta=beta)
+    def utility(
+        self, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    ) -> np.ndarray:
+        """``U = mu_q - lambda * mu_c - beta * sigma_q``, shape (n_queries, n_models).
+
+        Parameters
+        ----------
+        cost_weight : float, default 0.05
+            Cost weight lambda.
+        beta : float, default 0.2
+            Weight of the score spread.
+
+        Returns
+        -------
+        ndarray, shape (n_queries, n_models)
+        """
+        return utility(self.mu_q, self.mu_c, self.sigma_q, cost_weight=cost_weight, beta=beta)
 
     def select_queries(self, query_mask: np.ndarray) -> CapabilityDistributions:
-        """Keep the queries where ``query_mask`` is true (rows in the same order)."""
+        """Keep the queries where ``query_mask`` is true (rows in the same order).
+
+        Parameters
+        ----------
+        query_mask : ndarray of bool, shape (n_queries,)
+            Queries to keep.
+
+        Returns
+        -------
+        CapabilityDistributions
+        """
         mask = np.asarray(query_mask)
         return replace(
             self,
@@ -462,7 +521,12 @@ class CapabilityDistributions:
         )
 
     def to_frame(self) -> pd.DataFrame:
-        """Long table ``query_id, model, n_obs, mu_q, sigma_q, mu_c``."""
+        """Long table ``query_id, model, n_obs, mu_q, sigma_q, mu_c``.
+
+        Returns
+        -------
+        DataFrame
+        """
         q, m = self.n_queries, self.n_models
         return pd.DataFrame(
             {
@@ -522,30 +586,78 @@ def utility(
     mu_q: np.ndarray,
     mu_c: np.ndarray,
     sigma_q: np.ndarray,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
 ) -> np.ndarray:
-    """Risk-aware utility ``U = mu_q - lambda * mu_c - beta * sigma_q`` (DARS, section 3)."""
+    """Risk-aware utility ``U = mu_q - lambda * mu_c - beta * sigma_q`` (DARS, section 3).
+
+    Parameters
+    ----------
+    mu_q, mu_c, sigma_q : ndarray
+        Mean score, mean normalised cost and score spread (same shape).
+    cost_weight : float, default 0.05
+        Cost weight lambda.
+    beta : float, default 0.2
+        Weight of the score spread.
+
+    Returns
+    -------
+    ndarray
+    """
     return (
         np.asarray(mu_q, float)
-        - lambda_ * np.asarray(mu_c, float)
+        - cost_weight * np.asarray(mu_c, float)
         - beta * np.asarray(sigma_q, float)
     )
 
 
 def hard_labels(utilities: np.ndarray) -> np.ndarray:
-    """``argmax_m U`` per row (ties go to the first model, as :func:`numpy.argmax`)."""
+    """``argmax_m U`` per row (ties go to the first model, as :func:`numpy.argmax`).
+
+    Parameters
+    ----------
+    utilities : ndarray, shape (n_queries, n_models)
+        Utilities ``U``.
+
+    Returns
+    -------
+    ndarray of int, shape (n_queries,)
+    """
     return np.argmax(np.asarray(utilities, float), axis=-1)
 
 
 def argmax_sets(utilities: np.ndarray, tol: float = _TIE_TOL) -> np.ndarray:
-    """Boolean mask of the models whose utility is within ``tol`` of the row maximum."""
+    """Boolean mask of the models whose utility is within ``tol`` of the row maximum.
+
+    Parameters
+    ----------
+    utilities : ndarray, shape (n_queries, n_models)
+        Utilities ``U``.
+    tol : float, default 1e-12
+        Tolerance of a tie.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_queries, n_models)
+    """
     u = np.asarray(utilities, float)
     return u >= u.max(axis=-1, keepdims=True) - tol
 
 
 def soft_labels(utilities: np.ndarray, tau: float = DEFAULT_TAU) -> np.ndarray:
-    """``softmax(U / tau)`` per row; rows sum to one."""
+    """``softmax(U / tau)`` per row; rows sum to one.
+
+    Parameters
+    ----------
+    utilities : ndarray, shape (n_queries, n_models)
+        Utilities ``U``.
+    tau : float, default 0.1
+        Temperature (> 0).
+
+    Returns
+    -------
+    ndarray, shape (n_queries, n_models)
+    """
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     z = np.asarray(utilities, float) / tau
@@ -555,14 +667,37 @@ def soft_labels(utilities: np.ndarray, tau: float = DEFAULT_TAU) -> np.ndarray:
 
 
 def label_shares(utilities: np.ndarray, models: tuple[str, ...] | list[str]) -> dict[str, float]:
-    """Share of queries where each model is ``argmax U``; a tie among k models gives each 1/k."""
+    """Share of queries where each model is ``argmax U``; a tie among k models gives each 1/k.
+
+    Parameters
+    ----------
+    utilities : ndarray, shape (n_queries, n_models)
+        Utilities ``U``.
+    models : sequence of str
+        Model names, in column order.
+
+    Returns
+    -------
+    dict of str to float
+        Shares summing to one.
+    """
     sets = argmax_sets(utilities).astype(float)
     shares = (sets / sets.sum(axis=1, keepdims=True)).mean(axis=0)
     return {str(name): float(v) for name, v in zip(models, shares, strict=True)}
 
 
 def regression_targets(distributions: CapabilityDistributions) -> dict[str, np.ndarray]:
-    """The three regression targets ``mu_q``, ``mu_c``, ``sigma_q`` (each n_queries x n_models)."""
+    """The three regression targets ``mu_q``, ``mu_c``, ``sigma_q`` (each n_queries x n_models).
+
+    Parameters
+    ----------
+    distributions : CapabilityDistributions
+        DARS or single-shot distributions.
+
+    Returns
+    -------
+    dict of str to ndarray
+    """
     return {
         "mu_q": distributions.mu_q,
         "mu_c": distributions.mu_c,
@@ -592,6 +727,17 @@ def single_shot_draws(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw one observation per (query, model), uniformly among the pair's observations, R times.
 
+    Parameters
+    ----------
+    outcomes : DataFrame or RepeatedObservations
+        Long outcomes table or grouped observations.
+    n_draws : int, default 1
+        Independent draws R.
+    random_state : int, Generator or None, default 0
+        Seed of the draws.
+    subset : {"both", "input", "output"}, default "both"
+        Observations drawn from (see :meth:`RepeatedObservations.subset_of`).
+
     Returns
     -------
     scores, costs : ndarray, shape (n_draws, n_queries, n_models)
@@ -614,6 +760,20 @@ def single_shot_distributions(
 
     Drop-in replacement for :func:`capability_distributions`, so routers train on single-shot or
     DARS targets through the same code path.
+
+    Parameters
+    ----------
+    outcomes : DataFrame or RepeatedObservations
+        Long outcomes table or grouped observations.
+    random_state : int, Generator or None, default 0
+        Seed of the draw.
+    subset : {"both", "input", "output"}, default "both"
+        Observations drawn from (see :meth:`RepeatedObservations.subset_of`).
+
+    Returns
+    -------
+    CapabilityDistributions
+        ``kind`` records the single-shot origin.
     """
     obs = repeated_observations(outcomes).subset_of(subset)
     scores, costs = single_shot_draws(obs, 1, random_state)

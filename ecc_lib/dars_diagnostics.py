@@ -111,6 +111,15 @@ def tied_top_probability_exact(p: np.ndarray) -> np.ndarray:
     """Probability that the single-shot top score is shared by two or more models (binary scores).
 
     Equals ``1 - P(exactly one success)``: with no success every model ties at 0.
+
+    Parameters
+    ----------
+    p : ndarray, shape (..., n_models)
+        Success probability of each model (binary scores).
+
+    Returns
+    -------
+    ndarray, shape (...)
     """
     p = np.asarray(p, dtype=float)
     exactly_one = (p * _leave_one_out_product(1.0 - p, axis=1)).sum(axis=1)
@@ -118,7 +127,18 @@ def tied_top_probability_exact(p: np.ndarray) -> np.ndarray:
 
 
 def flip_probability(winner_probabilities: np.ndarray) -> np.ndarray:
-    """``P(winner1 != winner2) = 1 - sum_m P(winner = m)^2`` for two independent draws."""
+    """``P(winner1 != winner2) = 1 - sum_m P(winner = m)^2`` for two independent draws.
+
+    Parameters
+    ----------
+    winner_probabilities : ndarray, shape (..., n_models)
+        ``P(winner = m)`` of one draw.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        Clipped at 0 against rounding.
+    """
     w = np.asarray(winner_probabilities, float)
     return np.clip(1.0 - np.sum(w * w, axis=-1), 0.0, None)
 
@@ -493,7 +513,7 @@ class SubsetDiagnostics:
 
 def subset_diagnostics(
     obs: RepeatedObservations,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
     method: str = "auto",
     n_draws: int = DEFAULT_N_DRAWS,
@@ -507,7 +527,7 @@ def subset_diagnostics(
     ----------
     obs : RepeatedObservations
         One subset's observations.
-    lambda_, beta : float
+    cost_weight, beta : float
         Utility weights of the distribution-aware label.
     method : {"auto", "exact", "monte_carlo"}
         Flip-rate computation (see :func:`single_shot_winners`).
@@ -525,7 +545,7 @@ def subset_diagnostics(
     SubsetDiagnostics
     """
     dist = capability_distributions(obs, subset=obs.subset)
-    u = dist.utility(lambda_, beta)
+    u = dist.utility(cost_weight, beta)
     winners = single_shot_winners(
         obs, u, method=method, n_draws=n_draws, random_state=random_state, change_draws=change_draws
     )
@@ -591,7 +611,7 @@ def subset_diagnostics(
 
 def label_instability(
     outcomes: pd.DataFrame | RepeatedObservations,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
     method: str = "auto",
     n_draws: int = DEFAULT_N_DRAWS,
@@ -614,10 +634,27 @@ def label_instability(
       (the same for identical, always tied models); exact for binary scores, Monte Carlo
       (``n_draws`` seeded draw pairs) otherwise, named in ``flip_rate_method``;
     - share of single-shot draws whose top score is tied;
-    - disagreement of the single-shot winner with ``argmax U`` at ``lambda_``, ``beta``.
+    - disagreement of the single-shot winner with ``argmax U`` at ``cost_weight``, ``beta``.
 
     ``change_draws`` (``R``) defaults to the median number of observations per (query, model) pair
     over all observations and is the same on every side, so the sides compare.
+
+    Parameters
+    ----------
+    outcomes : DataFrame or RepeatedObservations
+        Repeated observations of every (query, model) pair.
+    cost_weight : float, default 0.05
+        Cost weight lambda of the utility ``U = mu_q - lambda mu_c - beta sigma_q``.
+    beta : float, default 0.2
+        Weight of the score spread in the utility.
+    method : {"auto", "exact", "monte_carlo"}
+        Flip-rate computation (see :func:`single_shot_winners`).
+    n_draws : int
+        Monte Carlo draw pairs per query.
+    n_boot : int
+        Bootstrap resamples of queries for the 95% intervals.
+    random_state : int or None, default 0
+        Seed of draws and bootstraps.
 
     Returns
     -------
@@ -634,7 +671,7 @@ def label_instability(
             None
             if part is None
             else subset_diagnostics(
-                part, lambda_, beta, method, n_draws, n_boot, random_state, change_draws
+                part, cost_weight, beta, method, n_draws, n_boot, random_state, change_draws
             )
         )
     return out

@@ -258,17 +258,17 @@ def cost_reason(outcomes: pd.DataFrame | None = None) -> str:
     )
 
 
-def check_utility_weights(lambda_: float, beta: float) -> None:
+def check_utility_weights(cost_weight: float, beta: float) -> None:
     """Raise :class:`DataPolicyError` unless lambda and beta are finite numbers >= 0.
 
     Parameters
     ----------
-    lambda_ : float
+    cost_weight : float
         Cost weight of the DARS utility.
     beta : float
         Risk weight on the score spread.
     """
-    for name, value in (("lambda", lambda_), ("beta", beta)):
+    for name, value in (("lambda", cost_weight), ("beta", beta)):
         try:
             number = float(value)
         except (TypeError, ValueError):
@@ -315,14 +315,11 @@ def check_protocol_sizes(
         )
     if n_test < 1:
         raise DataPolicyError(f"{what}: the split leaves no test query (use a larger test size)")
-    if embedding_dim is not None and embedding_dim < MIN_EMBEDDING_DIMS:
-        raise DataPolicyError(
-            f"{what}: embeddings have {embedding_dim} dimension(s); at least "
-            f"{MIN_EMBEDDING_DIMS} are needed"
-        )
+    if embedding_dim is not None:
+        check_embedding_dims(embedding_dim)
     if n_clusters is not None:
         ks = [n_clusters] if isinstance(n_clusters, (int, np.integer)) else list(n_clusters)
-        too_many = [int(k) for k in ks if int(k) > n_train]
+        too_many = sorted({int(k) for k in ks if int(k) > n_train})
         if too_many:
             raise DataPolicyError(
                 f"{what}: K = {too_many} clusters exceed the {n_train} training queries; "
@@ -334,6 +331,44 @@ def check_protocol_sizes(
         logger.warning("%s: %s", what, note)
         warnings.append(note)
     return warnings
+
+
+def check_embedding_dims(embedding_dim: int) -> None:
+    """Raise :class:`DataPolicyError` for embeddings with fewer than 2 dimensions.
+
+    Parameters
+    ----------
+    embedding_dim : int
+    """
+    if int(embedding_dim) < MIN_EMBEDDING_DIMS:
+        raise DataPolicyError(
+            f"embeddings have {int(embedding_dim)} dimension(s); at least {MIN_EMBEDDING_DIMS} are "
+            "needed"
+        )
+
+
+def protocol_notes(outcomes: pd.DataFrame, labels: np.ndarray | None, n_train: int) -> list[str]:
+    """The warnings that go beside the ECC numbers: two models, no human baseline, small data.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes (for the number of models).
+    labels : ndarray of str or None
+        Human categories of the kept queries.
+    n_train : int
+        Training queries of the split.
+
+    Returns
+    -------
+    list of str
+    """
+    notes = [
+        two_models_note(int(outcomes["model"].nunique())),
+        human_baseline_reason(labels),
+        small_data_warning(n_train),
+    ]
+    return [note for note in notes if note]
 
 
 def small_data_warning(n_train: int) -> str | None:
@@ -363,10 +398,32 @@ def record_data_policy(run_dir, report: DataPolicyReport) -> None:
     run_folder.record_metrics(context, "data_policy", values)
 
 
+def recorded_policy(run_dir, label: str) -> dict:
+    """The policy report recorded for dataset ``label`` in a run folder (``{}`` when none).
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+    label : str
+
+    Returns
+    -------
+    dict
+        :meth:`DataPolicyReport.to_dict` as recorded by :func:`record_data_policy`.
+    """
+    from ecc_lib import run_folder
+
+    path = run_folder.run_context(run_dir).metrics_dir / "data_policy.json"
+    if not path.exists():
+        return {}
+    return run_folder._read_json(path).get("values", {}).get(str(label), {})
+
+
 __all__ = [
     "DataPolicyError",
     "DataPolicyReport",
     "apply_data_policy",
+    "check_embedding_dims",
     "check_protocol_sizes",
     "check_utility_weights",
     "cost_reason",
@@ -374,7 +431,9 @@ __all__ = [
     "human_baseline_reason",
     "models_per_query",
     "no_repeats_reason",
+    "protocol_notes",
     "record_data_policy",
+    "recorded_policy",
     "small_data_warning",
     "two_models_note",
 ]

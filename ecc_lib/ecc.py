@@ -22,9 +22,12 @@ never increases the penalised BT loss, i.e. never decreases ``G``. The logsumexp
 the prior) is *not* monotone, because the M-step trades likelihood against the prior.
 
 Speed: with binary outcomes a comparison's log-likelihood depends only on (winner, loser), so the
-data enter through a sparse ``(n_queries, M*M)`` matrix ``C`` of win counts divided by ``N_q``.
-The evidence is ``C @ log P`` (``M*M x K``), the M-step statistics are ``C^T R`` and ``R^T X``, and
-the ``K`` BT fits are one batched Newton solve on ``M x M`` (:func:`ecc_lib.bradley_terry.fit_bt_counts`).
+data enter through a sparse ``(n_queries, U)`` matrix ``C`` of win counts divided by ``N_q``, one
+column per ordered (winner, loser) pair that occurs in the data (``U <= 2 x comparisons``, never
+``M^2``; :func:`ecc_lib.bradley_terry.pair_counts`). The evidence is ``C @ log P`` (``U x K``), the
+M-step statistics are ``C^T R`` and ``R^T X``, and the ``K`` BT fits are one batched solve on the
+observed pairs (:func:`ecc_lib.bradley_terry.fit_bt_pairs`: dense Newton for up to 128 models,
+Newton-CG with Hessian-vector products above).
 The E-step runs over blocks of rows so that the dense float32 products ``X @ C^T`` and ``R^T X``,
 the sparse products and the softmax of a block share the cache; nothing loops over pairs or
 queries in Python.
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -50,13 +54,16 @@ import scipy.sparse as sp
 from scipy.special import expit, log_softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
 from ecc_lib.bradley_terry import (
     DEFAULT_ALPHA,
-    count_matrix,
-    fit_bt_counts,
+    PairCounts,
+    fit_bt_pairs,
     log_sigmoid,
+    pair_counts,
+    pair_log_probs,
     win_probability,
 )
 from ecc_lib.comparisons import Comparisons
@@ -162,8 +169,20 @@ def comparison_nll(p_b_wins: np.ndarray, y: np.ndarray) -> np.ndarray:
 def evidence(theta: np.ndarray, comparisons: Comparisons) -> np.ndarray:
     """ECC evidence ``l_qk``: per-comparison average log-likelihood of each query's comparisons
     under each profile; zero for queries without comparisons. Shape ``(n_queries, K)``."""
-    c = count_matrix(comparisons, normalize=True)
-    return np.asarray(c @ log_prob_table(np.asarray(theta, dtype=float)))
+    c = pair_counts(comparisons, normalize=True)
+    return np.asarray(c.matrix @ pair_log_probs(theta, c.winner, c.loser))
+
+
+def _fit_profiles(
+    comparisons: Comparisons, resp: np.ndarray, alpha: float, theta0=None, dtype=np.float64
+) -> np.ndarray:
+    """BT profiles of the soft assignment ``resp`` (n_queries, K): comparison weights
+    ``r_qk / N_q``, fitted on the observed pairs (:func:`ecc_lib.bradley_terry.fit_bt_pairs`)."""
+    counts = pair_counts(comparisons, normalize=True, dtype=dtype)
+    wins = np.asarray(counts.matrix.T @ resp, dtype=float)
+    return fit_bt_pairs(
+        counts.winner, counts.loser, wins.T, counts.n_models, alpha=float(alpha), theta0=theta0
+    )
 
 
 def _labels_to_str(labels, n: int) -> np.ndarray:
@@ -202,78 +221,159 @@ def _blocks(counts: sp.csr_matrix, block_rows: int) -> list[tuple[int, int, sp.c
     ]
 
 
-def _statistics(x, blocks, resp, pool):
-    """M-step statistics of ``resp``: weighted win counts ``(K, M, M)`` and centroid sums."""
-    k = resp.shape[1]
-    mm = blocks[0][2].shape[1]
+def _block_statistics(xb: np.ndarray, cb: sp.csr_matrix, rb: np.ndarray):
+    """M-step statistics of one block of queries: weighted win counts per observed pair
+    ``C_b^T R_b`` (n_pairs, K) and centroid sums ``X_b^T R_b`` (d, K)."""
+    return cb.T @ rb, xb.T @ rb
 
-    def work(block):
-        i0, i1, cb = block
-        rb = resp[i0:i1]
-        return cb.T @ rb, x[i0:i1].T @ rb
 
-    wins = np.zeros((mm, k))
-    sums_t = np.zeros((x.shape[1], k))
-    for w, s in pool.map(work, blocks):
+def _scores(xb, cb, table, cen):
+    """Scaled scores ``(l + lam cos) / T`` of a block, shifted by their row maximum."""
+    s = xb @ cen
+    if table is not None:
+        s += cb @ table
+    shift = s.max(axis=1)
+    s -= shift[:, None]
+    return s, shift
+
+
+def _softmax_into(s: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Row softmax of shifted scores ``s`` written into ``out``; returns ``log sum exp(s)``."""
+    np.exp(s, out=out)
+    total = np.einsum("ij->i", out)
+    log_total = np.log(total)
+    out *= (1.0 / total)[:, None]
+    return log_total
+
+
+def _softmax_rows(xb, cb, table, cen, out: np.ndarray) -> np.ndarray:
+    """Responsibilities of a block written into ``out``; returns their ``sum_k r log r``
+    (what :func:`_block_e_step` leaves behind, recomputed from the same parameters)."""
+    s, _ = _scores(xb, cb, table, cen)
+    log_total = _softmax_into(s, out)
+    return np.einsum("ij,ij->i", out, s) - log_total
+
+
+def _block_e_step(
+    xb: np.ndarray,
+    cb: sp.csr_matrix,
+    table: np.ndarray | None,
+    cen: np.ndarray,
+    old_resp: np.ndarray,
+    old_neg_entropy: np.ndarray,
+    out_resp: np.ndarray,
+    out_neg_entropy: np.ndarray,
+):
+    """E-step of one block of queries; the maths shared by the in-memory and the Dask fits.
+
+    Parameters
+    ----------
+    xb : ndarray (n_b, d)
+        Unit embeddings of the block.
+    cb : csr_matrix (n_b, n_pairs)
+        Normalised win counts of the block over the observed pairs.
+    table : ndarray (n_pairs, K) or None
+        ``log P_k(w beats l) / T`` per observed pair (None: no evidence term).
+    cen : ndarray (d, K)
+        Centroids times ``lam / T``, transposed.
+    old_resp, old_neg_entropy : ndarray
+        Responsibilities before the step and their ``sum_k r log r`` per row.
+    out_resp, out_neg_entropy : ndarray
+        Where the new values go (may be ``old_resp`` / ``old_neg_entropy`` themselves: the old
+        values are read before they are overwritten).
+
+    Returns
+    -------
+    lse : float
+        Sum over the block of ``logsumexp_k`` of the scaled scores.
+    kl : float
+        Sum over the block of ``KL(r_old || r_new)``.
+    wins, sums : ndarray
+        :func:`_block_statistics` of the new responsibilities.
+    """
+    s, shift = _scores(xb, cb, table, cen)
+    cross = np.einsum("ij,ij->i", old_resp, s)
+    rb = out_resp
+    log_total = _softmax_into(s, rb)
+    new_neg_entropy = np.einsum("ij,ij->i", rb, s) - log_total
+    # KL(old || new) = sum_k r_old (log r_old - log r_new), log r_new = s - log_total
+    kl = float(np.sum(old_neg_entropy - cross + log_total, dtype=np.float64))
+    out_neg_entropy[:] = new_neg_entropy
+    lse = float(np.sum(shift, dtype=np.float64) + np.sum(log_total, dtype=np.float64))
+    wins, sums = _block_statistics(xb, cb, rb)
+    return lse, kl, wins, sums
+
+
+def _neg_entropy(resp: np.ndarray) -> np.ndarray:
+    """``sum_k r_qk log r_qk`` per row (0 log 0 = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logr = np.where(resp > 0, np.log(resp), 0.0)
+    return np.einsum("ij,ij->i", resp, logr)
+
+
+def _sum_statistics(parts, n_pairs: int, dim: int, k: int):
+    """Add up per-block ``(lse, kl, wins, sums)`` (or ``(wins, sums)``) tuples."""
+    wins = np.zeros((n_pairs, k))
+    sums_t = np.zeros((dim, k))
+    scalars = None
+    for part in parts:
+        *head, w, s = part
         wins += w
         sums_t += s
-    m = int(round(np.sqrt(mm)))
-    return wins.T.reshape(k, m, m), sums_t.T
+        scalars = list(head) if scalars is None else [a + b for a, b in zip(scalars, head)]
+    return (*(scalars or []), wins, sums_t)
 
 
-def _e_step(
-    x, blocks, resp, neg_entropy, theta, centroids, lam, temperature, use_evidence, dtype, pool
-):
-    """One blocked pass: new responsibilities (written into ``resp``), the objective's logsumexp
-    sum, the summed KL(old || new), and the next M-step's statistics.
+class _LocalData:
+    """In-memory queries for :func:`_run_em`: blocks of rows processed on a thread pool (NumPy,
+    BLAS and scipy.sparse release the GIL); each block writes its own rows of ``resp``."""
 
-    Blocks run on the thread pool (NumPy, BLAS and scipy.sparse release the GIL); each block
-    writes its own rows of ``resp`` and ``neg_entropy``.
-    """
-    k = resp.shape[1]
-    mm = blocks[0][2].shape[1]
-    table = (log_prob_table(theta) / temperature).astype(dtype) if use_evidence else None
-    cen = np.ascontiguousarray((centroids * (lam / temperature)).T, dtype=dtype)
+    def __init__(self, x: np.ndarray, blocks, resp: np.ndarray, pool):
+        self.x = x
+        self.blocks = blocks
+        self.resp = resp
+        self.pool = pool
+        self.neg_entropy = _neg_entropy(resp).astype(resp.dtype)
+        self.n_pairs = blocks[0][2].shape[1]
 
-    def work(block):
-        i0, i1, cb = block
-        xb = x[i0:i1]
-        s = xb @ cen
-        if use_evidence:
-            s += cb @ table
-        shift = s.max(axis=1)
-        s -= shift[:, None]
-        rb = resp[i0:i1]
-        cross = np.einsum("ij,ij->i", rb, s)
-        np.exp(s, out=rb)
-        total = np.einsum("ij->i", rb)
-        log_total = np.log(total)
-        rb *= (1.0 / total)[:, None]
-        new_neg_entropy = np.einsum("ij,ij->i", rb, s) - log_total
-        # KL(old || new) = sum_k r_old (log r_old - log r_new), log r_new = s - log_total
-        kl = float(np.sum(neg_entropy[i0:i1] - cross + log_total, dtype=np.float64))
-        neg_entropy[i0:i1] = new_neg_entropy
-        lse = float(np.sum(shift, dtype=np.float64) + np.sum(log_total, dtype=np.float64))
-        return lse, kl, cb.T @ rb, xb.T @ rb
+    def statistics(self):
+        x, resp = self.x, self.resp
+        parts = self.pool.map(
+            lambda b: _block_statistics(x[b[0] : b[1]], b[2], resp[b[0] : b[1]]), self.blocks
+        )
+        return _sum_statistics(parts, self.n_pairs, x.shape[1], resp.shape[1])
 
-    wins = np.zeros((mm, k))
-    sums_t = np.zeros((x.shape[1], k))
-    lse_sum = 0.0
-    kl_sum = 0.0
-    for lse, kl, w, st in pool.map(work, blocks):
-        lse_sum += lse
-        kl_sum += kl
-        wins += w
-        sums_t += st
-    m = int(round(np.sqrt(mm)))
-    return lse_sum, kl_sum, wins.T.reshape(k, m, m), sums_t.T
+    def e_step(self, table, cen):
+        x, resp, ne = self.x, self.resp, self.neg_entropy
+
+        def work(block):
+            i0, i1, cb = block
+            return _block_e_step(
+                x[i0:i1], cb, table, cen, resp[i0:i1], ne[i0:i1], resp[i0:i1], ne[i0:i1]
+            )
+
+        return _sum_statistics(
+            self.pool.map(work, self.blocks), self.n_pairs, x.shape[1], resp.shape[1]
+        )
+
+    def responsibilities(self):
+        return self.resp
+
+
+def _dask_requested(embeddings) -> bool:
+    """Whether a fit runs on Dask partitions (inside ``ecc_lib.distributed.use_dask`` or on a
+    dask array); never imports Dask otherwise."""
+    module = sys.modules.get("ecc_lib.distributed")
+    if module is None and type(embeddings).__module__.startswith("dask"):
+        import ecc_lib.distributed as module
+    return module is not None and module.active(embeddings)
 
 
 def _run_em(
-    x: np.ndarray,
-    blocks,
-    resp: np.ndarray,
+    data,
+    pairs: PairCounts,
     *,
+    n_queries: int,
     lam: float,
     temperature: float,
     alpha: float,
@@ -284,41 +384,39 @@ def _run_em(
     patience: int,
     use_evidence: bool,
     dtype,
-    pool,
 ) -> _EMRun:
-    n, k = resp.shape
-    m = int(round(np.sqrt(blocks[0][2].shape[1])))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logr = np.where(resp > 0, np.log(resp), 0.0)
-    neg_entropy = np.einsum("ij,ij->i", resp, logr).astype(dtype)
-    wins, sums = _statistics(x, blocks, resp, pool)
+    """The EM loop, whatever holds the queries.
+
+    ``data`` runs the per-block maths (:class:`_LocalData` in memory, or the Dask partitions of
+    :mod:`ecc_lib.distributed`): ``statistics()`` gives the sufficient statistics of the starting
+    responsibilities, ``e_step(table, cen)`` runs one E-step and returns ``(lse, kl, wins,
+    sums)`` summed over all queries, ``responsibilities()`` the final ones. The M-step here only
+    sees those sums: ``wins`` (n_pairs, K) feed the batched BT fit, ``sums`` (d, K) the centroids.
+    """
+    wins, sums = data.statistics()
+    k = wins.shape[1]
+    m = pairs.n_models
     theta = np.zeros((k, m))
     centroids = None
-    run = _EMRun(theta, np.zeros((k, x.shape[1])), resp, -np.inf)
+    run = _EMRun(theta, np.zeros((k, sums.shape[0])), None, -np.inf)
     small = 0
     for it in range(1, max_iter + 1):
         start, start_cpu = time.perf_counter(), time.process_time()
-        theta = fit_bt_counts(wins, alpha=alpha, theta0=theta)
-        new_centroids = _normalise_rows(sums)
+        theta = fit_bt_pairs(pairs.winner, pairs.loser, wins.T, m, alpha=alpha, theta0=theta)
+        new_centroids = _normalise_rows(sums.T)
         shift = (
             np.inf
             if centroids is None
             else float(np.linalg.norm(new_centroids - centroids, axis=1).max())
         )
         centroids = new_centroids
-        lse_sum, kl_sum, wins, sums = _e_step(
-            x,
-            blocks,
-            resp,
-            neg_entropy,
-            theta,
-            centroids,
-            lam,
-            temperature,
-            use_evidence,
-            dtype,
-            pool,
+        table = (
+            (pair_log_probs(theta, pairs.winner, pairs.loser) / temperature).astype(dtype)
+            if use_evidence
+            else None
         )
+        cen = np.ascontiguousarray((centroids * (lam / temperature)).T, dtype=dtype)
+        lse_sum, kl_sum, wins, sums = data.e_step(table, cen)
         objective = temperature * lse_sum
         if use_evidence:
             objective -= 0.5 * alpha * float(np.sum(theta**2))
@@ -327,7 +425,7 @@ def _run_em(
         previous = run.history[-1] if run.history else None
         run.history.append(objective)
         run.n_iter = it
-        mean_kl = kl_sum / n
+        mean_kl = kl_sum / n_queries
         if mean_kl < tol and shift < centroid_tol:
             run.converged = True
             break
@@ -339,7 +437,7 @@ def _run_em(
                 break
     run.theta = theta
     run.centroids = centroids
-    run.responsibilities = resp
+    run.responsibilities = data.responsibilities()
     run.objective = run.history[-1]
     return run
 
@@ -352,8 +450,9 @@ class _ProfileMixture(BaseEstimator):
     """Inference shared by every clustering: responsibilities, win probabilities, rankings."""
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "theta_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        """Raise :class:`~sklearn.exceptions.NotFittedError` before ``fit`` (an
+        ``AttributeError``, so ``hasattr(ECC(), "n_clusters_")`` is False)."""
+        check_is_fitted(self, "theta_")
 
     def _n_rows(self, embeddings, probe, labels) -> int:
         if embeddings is not None:
@@ -522,6 +621,15 @@ class _ProfileMixture(BaseEstimator):
 class ECC(_ProfileMixture):
     """Evidence-calibrated clustering of queries with Bradley-Terry capability profiles.
 
+    A scikit-learn estimator (``get_params``/``set_params``, ``clone``) with one difference from
+    the usual ``fit(X, y)``: :meth:`fit` takes the query embeddings and a
+    :class:`~ecc_lib.comparisons.Comparisons` object (the pairwise outcomes of each query, built
+    by :func:`~ecc_lib.comparisons.make_comparisons`), not a target vector, because the evidence
+    is a variable number of comparisons per query. The scikit-learn checks that feed ``fit``
+    arrays (``check_estimator``'s fitting checks) therefore do not apply; the parameter, clone
+    and unfitted checks pass (``tests/test_estimator_checks.py``). Before ``fit`` every method
+    raises :class:`~sklearn.exceptions.NotFittedError`.
+
     Parameters
     ----------
     n_clusters : int, default 30
@@ -628,13 +736,17 @@ class ECC(_ProfileMixture):
         -------
         self
         """
+        if _dask_requested(embeddings):
+            from ecc_lib.distributed import fit_partitioned
+
+            return fit_partitioned(self, embeddings, comparisons)
         self._validate_params()
         _check_comparisons(comparisons, "comparisons")
         dtype = np.dtype(self.dtype)
         x = _check_embeddings(embeddings, comparisons.n_queries, dtype)
-        counts = count_matrix(comparisons, normalize=True, dtype=dtype)
+        counts = pair_counts(comparisons, normalize=True, dtype=dtype)
         n_jobs = _n_jobs(self.n_jobs, x.shape[0])
-        blocks = _blocks(counts, _block_rows(x.shape[0], n_jobs))
+        blocks = _blocks(counts.matrix, _block_rows(x.shape[0], n_jobs))
         n_jobs = min(n_jobs, len(blocks))
         rng = np.random.default_rng(self.random_state)
         k = int(self.n_clusters)
@@ -644,20 +756,10 @@ class ECC(_ProfileMixture):
             for _ in range(int(self.n_init)):
                 resp = rng.dirichlet(np.ones(k), size=x.shape[0]).astype(dtype)
                 run = _run_em(
-                    x,
-                    blocks,
-                    resp,
-                    lam=float(self.lam),
-                    temperature=float(self.temperature),
-                    alpha=float(self.alpha),
-                    max_iter=int(self.max_iter),
-                    tol=float(self.tol),
-                    centroid_tol=float(self.centroid_tol),
-                    objective_tol=float(self.objective_tol),
-                    patience=int(self.patience),
-                    use_evidence=self._use_evidence,
-                    dtype=dtype,
-                    pool=pool,
+                    _LocalData(x, blocks, resp, pool),
+                    counts,
+                    n_queries=x.shape[0],
+                    **self._em_params(dtype),
                 )
                 if best is None or run.objective > best.objective:
                     best = run
@@ -670,6 +772,21 @@ class ECC(_ProfileMixture):
                 stacklevel=2,
             )
         return self
+
+    def _em_params(self, dtype) -> dict:
+        """Keyword arguments of :func:`_run_em` taken from the estimator's parameters."""
+        return dict(
+            lam=float(self.lam),
+            temperature=float(self.temperature),
+            alpha=float(self.alpha),
+            max_iter=int(self.max_iter),
+            tol=float(self.tol),
+            centroid_tol=float(self.centroid_tol),
+            objective_tol=float(self.objective_tol),
+            patience=int(self.patience),
+            use_evidence=self._use_evidence,
+            dtype=dtype,
+        )
 
     def _store(self, run: _EMRun, comparisons: Comparisons, x: np.ndarray) -> None:
         self.theta_ = run.theta
@@ -685,7 +802,17 @@ class ECC(_ProfileMixture):
         self.n_features_in_ = int(x.shape[1])
 
     def evidence(self, comparisons: Comparisons) -> np.ndarray:
-        """Evidence ``l_qk`` of ``comparisons`` under the fitted profiles, ``(n_queries, K)``."""
+        """Evidence ``l_qk`` of ``comparisons`` under the fitted profiles, ``(n_queries, K)``.
+
+        Parameters
+        ----------
+        comparisons : Comparisons
+            Comparisons of the queries, in the fitted model order.
+
+        Returns
+        -------
+        ndarray, shape (n_queries, n_clusters)
+        """
         self._check_fitted()
         return evidence(self.theta_, comparisons)
 
@@ -693,7 +820,15 @@ class ECC(_ProfileMixture):
 class ComparisonOnlyECC(ECC):
     """ECC without the cosine term (``lam = 0`` in fit and inference): clusters from comparison
     evidence alone. Centroids are still computed (weighted mean embeddings) but unused; with
-    ``mode="embedding"`` responsibilities are uniform."""
+    ``mode="embedding"`` responsibilities are uniform.
+
+    Parameters
+    ----------
+    n_clusters, temperature, max_iter, tol, n_init, alpha, centroid_tol, objective_tol, patience, dtype, n_jobs, random_state
+        As in :class:`ECC`.
+    lam : float, default 0.0
+        Must stay 0 (a :class:`ECC` with a cosine term is the other method).
+    """
 
     def __init__(
         self,
@@ -748,11 +883,9 @@ class EmbeddingClusters(ECC):
         super().fit(embeddings, comparisons, labels)
         # profiles for the final responsibilities (the loop fitted them one step behind)
         dtype = np.dtype(self.dtype)
-        counts = count_matrix(comparisons, normalize=True, dtype=dtype)
-        wins = np.asarray(counts.T @ self.responsibilities_.astype(dtype), dtype=float)
-        m = comparisons.n_models
-        wins = wins.T.reshape(-1, m, m)
-        self.theta_ = fit_bt_counts(wins, alpha=float(self.alpha), theta0=self.theta_)
+        self.theta_ = _fit_profiles(
+            comparisons, self.responsibilities_.astype(dtype), self.alpha, self.theta_, dtype
+        )
         return self
 
 
@@ -774,14 +907,25 @@ class GlobalBT(_ProfileMixture):
         self.alpha = alpha
 
     def fit(self, embeddings, comparisons: Comparisons, labels=None) -> GlobalBT:
-        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None)."""
+        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None).
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n_queries, d) or None
+            Query embeddings aligned to ``comparisons.query_ids`` (ignored; may be None).
+        comparisons : Comparisons
+            Training comparisons.
+        labels : array-like, optional
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
         _check_comparisons(comparisons, "comparisons")
         if embeddings is not None and np.shape(embeddings)[0] != comparisons.n_queries:
             _check_embeddings(embeddings, comparisons.n_queries, np.float32)
-        counts = count_matrix(comparisons, normalize=True)
-        m = comparisons.n_models
-        wins = np.asarray(counts.sum(axis=0)).reshape(1, m, m)
-        self.theta_ = fit_bt_counts(wins, alpha=float(self.alpha))
+        self.theta_ = _fit_profiles(comparisons, np.ones((comparisons.n_queries, 1)), self.alpha)
         self.centroids_ = None
         self.responsibilities_ = np.ones((comparisons.n_queries, 1))
         self.models_ = tuple(comparisons.models)
@@ -790,7 +934,23 @@ class GlobalBT(_ProfileMixture):
         return self
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
-        """All ones, shape ``(n, 1)``."""
+        """All ones, shape ``(n, 1)``.
+
+        Parameters
+        ----------
+        embeddings : ndarray, optional
+            Embeddings of the new queries.
+        probe : Comparisons, optional
+            Probe comparisons of the new queries.
+        mode : {"both", "embedding", "probe"}
+            Checked, otherwise ignored.
+        labels : array-like, optional
+            Ignored.
+
+        Returns
+        -------
+        ndarray, shape (n, 1)
+        """
         self._check_fitted()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -822,7 +982,21 @@ class HumanLabelClusters(_ProfileMixture):
         self.temperature = temperature
 
     def fit(self, embeddings, comparisons: Comparisons, labels=None) -> HumanLabelClusters:
-        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``)."""
+        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``).
+
+        Parameters
+        ----------
+        embeddings : ndarray, shape (n_queries, d) or None
+            Query embeddings aligned to ``comparisons.query_ids`` (optional; they give the category centroids).
+        comparisons : Comparisons
+            Training comparisons.
+        labels : array-like, optional
+            Category per query (required).
+
+        Returns
+        -------
+        self
+        """
         _check_comparisons(comparisons, "comparisons")
         if labels is None:
             raise ValueError("HumanLabelClusters.fit needs labels (one category per query)")
@@ -831,10 +1005,7 @@ class HumanLabelClusters(_ProfileMixture):
         categories, index = np.unique(lab.astype(str), return_inverse=True)
         resp = np.zeros((n, len(categories)))
         resp[np.arange(n), index] = 1.0
-        counts = count_matrix(comparisons, normalize=True)
-        m = comparisons.n_models
-        wins = np.asarray(counts.T @ resp).T.reshape(len(categories), m, m)
-        self.theta_ = fit_bt_counts(wins, alpha=float(self.alpha))
+        self.theta_ = _fit_profiles(comparisons, resp, self.alpha)
         if embeddings is not None:
             x = _check_embeddings(embeddings, n, np.float32)
             self.centroids_ = _normalise_rows(resp.T @ x.astype(float))
@@ -855,7 +1026,24 @@ class HumanLabelClusters(_ProfileMixture):
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
         """One-hot rows for queries with a known label (modes ``"both"`` and ``"embedding"``);
-        the ECC formula over category profiles otherwise (always in mode ``"probe"``)."""
+        the ECC formula over category profiles otherwise (always in mode ``"probe"``).
+
+        Parameters
+        ----------
+        embeddings : ndarray, optional
+            Embeddings of the new queries.
+        probe : Comparisons, optional
+            Probe comparisons of the new queries.
+        mode : {"both", "embedding", "probe"}
+            Which evidence to use.
+        labels : array-like, optional
+            Categories of the new queries.
+
+        Returns
+        -------
+        ndarray, shape (n, n_categories)
+            Rows sum to one.
+        """
         self._check_fitted()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

@@ -77,7 +77,25 @@ def evaluate_modes(
     n_probes: int = 1,
     **kwargs,
 ) -> pd.DataFrame:
-    """Gain of every method under each inference mode (one row per mode and method)."""
+    """Gain of every method under each inference mode (one row per mode and method).
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    fitted : dict
+        Fitted estimators by method name (:func:`fit_methods`).
+    modes : tuple of str
+        Inference modes.
+    n_probes : int, default 1
+        Probe comparisons per test query.
+    **kwargs
+        Passed to :func:`~ecc_lib.ecc_protocol.score_methods`.
+
+    Returns
+    -------
+    DataFrame
+    """
     rows = []
     for mode in modes:
         result = score_methods(data, fitted, n_probes=n_probes, mode=mode, **kwargs)
@@ -96,7 +114,26 @@ def sweep_probes(
     ``max(n_probes)``), so rows are comparable. Keyword arguments go to
     :func:`~ecc_lib.ecc_protocol.score_methods`, among them ``probe_evidence="mean"`` (the
     authors' code: probe log-likelihoods averaged) or ``"sum"`` (added: the Bayesian choice), and
-    ``probe_strategy``."""
+    ``probe_strategy``.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    fitted : dict
+        Fitted estimators by method name (:func:`fit_methods`).
+    n_probes : tuple of int
+        Probe counts.
+    mode : str, default "both"
+        Inference mode.
+    **kwargs
+        Passed to :func:`~ecc_lib.ecc_protocol.score_methods`.
+
+    Returns
+    -------
+    DataFrame
+        One row per probe count and method.
+    """
     score_from = max(n_probes)
     rows = []
     for n in n_probes:
@@ -121,6 +158,30 @@ def sweep_clusters(
 
     ``ecc_params`` (``max_iter``, ``n_init``, ``tol`` ...) go to :func:`make_methods`; other
     keyword arguments (``n_boot``, ``confidence`` ...) to :func:`score_methods`.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    ks : tuple of int
+        Cluster counts.
+    methods : tuple of str
+        Methods refitted for each K.
+    lam, temperature, random_state
+        As in :func:`~ecc_lib.ecc_protocol.make_methods`.
+    n_probes : int, default 1
+        Probe comparisons per test query.
+    mode : str, default "both"
+        Inference mode.
+    ecc_params : dict, optional
+        EM settings.
+    **kwargs
+        Passed to :func:`~ecc_lib.ecc_protocol.score_methods`.
+
+    Returns
+    -------
+    DataFrame
+        One row per K and method.
     """
     rows = []
     for k in ks:
@@ -166,6 +227,21 @@ def within_cluster_consistency(
     ``n_folds`` random folds, one BT profile is fitted per fold (all folds of all clusters in one
     batched solve), and the Kendall tau-b between every pair of fold profiles is averaged. High
     values mean the cluster's queries agree on the model ranking.
+
+    Parameters
+    ----------
+    model : fitted clustering
+        An ECC-style estimator with ``theta_`` and ``responsibilities_``.
+    comparisons : Comparisons
+        The comparisons it was fitted on.
+    n_folds : int, default 5
+        Folds per cluster.
+    responsibilities : ndarray, optional
+        Instead of the fitted ones.
+    alpha : float, default 1.0
+        BT prior precision of the fold profiles.
+    random_state : int, default 0
+        Seed of the folds.
 
     Returns
     -------
@@ -216,6 +292,20 @@ def cross_cluster_nll_gap(
     For each query with comparisons: ``own`` = NLL per comparison under its most responsible
     cluster, ``other`` = mean NLL per comparison under the other clusters. Returns the means and
     ``gap = other - own`` (larger = better separated profiles); NaN with one cluster.
+
+    Parameters
+    ----------
+    model : fitted clustering
+        An ECC-style estimator.
+    comparisons : Comparisons
+        Comparisons of the queries scored.
+    responsibilities : ndarray, optional
+        Instead of the fitted ones.
+
+    Returns
+    -------
+    dict
+        ``own_nll, other_nll, gap`` (means over queries).
     """
     resp = model.responsibilities_ if responsibilities is None else responsibilities
     hard = np.asarray(resp).argmax(axis=1)
@@ -249,6 +339,28 @@ def cluster_summary(
     Examples are the most responsible queries of the cluster, shortened to ``max_chars``; queries
     of a category containing any of ``hidden_categories`` (default ``gpqa``, whose authors ask
     that examples not be posted) are never shown.
+
+    Parameters
+    ----------
+    model : fitted clustering
+        An ECC-style estimator.
+    texts : ndarray of str
+        Query texts, aligned to the responsibilities.
+    categories : ndarray of str, optional
+        Human categories.
+    responsibilities : ndarray, optional
+        Instead of the fitted ones.
+    n_top_models, n_top_categories, n_examples : int
+        How many of each to list.
+    max_chars : int, default 120
+        Example length.
+    hidden_categories : tuple of str
+        Categories never quoted.
+
+    Returns
+    -------
+    DataFrame
+        One row per cluster.
     """
     resp = np.asarray(model.responsibilities_ if responsibilities is None else responsibilities)
     texts = np.asarray(texts, dtype=object)
@@ -296,7 +408,23 @@ def _shorten(text: str, max_chars: int) -> str:
 def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state: int = 0):
     """Within-cluster consistency and cross-cluster NLL gap of every fitted clustering, on the
     training queries. Returns a DataFrame with ``method, n_clusters, mean_tau, own_nll,
-    other_nll, nll_gap``."""
+    other_nll, nll_gap``.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    fitted : dict
+        Fitted estimators by method name (:func:`fit_methods`).
+    n_folds : int, default 5
+        Folds of the consistency check.
+    random_state : int, default 0
+        Seed of the folds.
+
+    Returns
+    -------
+    DataFrame
+    """
     rows = []
     for name, model in fitted.items():
         consistency = within_cluster_consistency(
@@ -571,6 +699,65 @@ def routing_experiment(
     )
 
 
+def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = None) -> pd.DataFrame:
+    """The routing experiment over seeds as one table.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+        :meth:`RoutingResult.to_dict` of each seed.
+    seeds : list of int, optional
+        Labels of the seeds (default 0, 1, ...).
+
+    Returns
+    -------
+    DataFrame
+        ``setting, method, score_mean, score_sd, cost_mean, n_seeds, score, score_low,
+        score_high, per_seed`` (``score``, ``score_low``, ``score_high``: the first seed's estimate
+        and bootstrap interval; ``per_seed``: list of ``(seed, score, low, high)``).
+    """
+    if not per_seed:
+        raise ValueError("clustering_routing_table needs at least one seed's routing result")
+    seeds = list(range(len(per_seed))) if seeds is None else list(seeds)
+    rows = []
+    for setting in ROUTING_SETTINGS:
+        for method, cell in per_seed[0].get(setting, {}).items():
+            cells = [(s, d[setting][method]) for s, d in zip(seeds, per_seed, strict=True)]
+            mean, sd = mean_sd([c["score"] for _, c in cells])
+            costs = [c["cost"] for _, c in cells if c["cost"] is not None]
+            rows.append(
+                {
+                    "setting": setting,
+                    "method": method,
+                    "score_mean": mean,
+                    "score_sd": sd,
+                    "cost_mean": float(np.mean(costs)) if costs else float("nan"),
+                    "n_seeds": len(cells),
+                    "score": cell["score"],
+                    "score_low": cell["ci95"][0],
+                    "score_high": cell["ci95"][1],
+                    "per_seed": [(s, c["score"], *c["ci95"]) for s, c in cells],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def routing_metrics(table: pd.DataFrame) -> dict:
+    """:func:`clustering_routing_table` as nested metrics: ``{setting: {method: {"score_mean",
+    "score_sd", "score", "ci95", "cost_mean"}}}`` (``score`` and ``ci95``: the first seed's estimate and
+    bootstrap interval)."""
+    out: dict = {}
+    for row in table.itertuples():
+        out.setdefault(row.setting, {})[row.method] = {
+            "score_mean": row.score_mean,
+            "score_sd": row.score_sd,
+            "score": row.score,
+            "ci95": [row.score_low, row.score_high],
+            "cost_mean": row.cost_mean,
+        }
+    return to_jsonable(out)
+
+
 def routing_over_seeds(per_seed: list[dict]) -> dict:
     """Mean and sd (ddof = 1) over seeds of every routed score (and cost) in
     :meth:`RoutingResult.to_dict` outputs: ``{setting: {method: {"score": [mean, sd],
@@ -660,6 +847,19 @@ def new_model_experiment(
     queries, whose responsibilities come from the arm's clustering with the query's embedding and
     probe. Gain of an arm = ``(NLL_global - NLL_arm) / NLL_global`` in percent; all intervals are
     percentile bootstraps over test queries with the same resamples.
+
+    Parameters
+    ----------
+    queries, outcomes, embeddings
+        As in :func:`~ecc_lib.ecc_protocol.run_protocol`.
+    new_model : str
+        The model left out and ranked from the budget.
+    budgets : tuple of int
+        Comparison budgets.
+    n_clusters, lam, temperature, n_pairs, n_probes, test_size, random_state, n_boot
+        As in :func:`~ecc_lib.ecc_protocol.run_protocol`.
+    **ecc_params
+        Further arguments of :class:`~ecc_lib.ecc.ECC`.
 
     Returns
     -------
@@ -817,7 +1017,9 @@ __all__ = [
     "probe_winner",
     "route_choices",
     "routing_experiment",
+    "routing_metrics",
     "routing_over_seeds",
+    "clustering_routing_table",
     "ROUTING_SETTINGS",
     "RoutingResult",
     "sweep_clusters",

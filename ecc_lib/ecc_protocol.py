@@ -10,8 +10,9 @@ global model and of the method are resampled jointly).
 
 Beyond the paper (``DESIGN.md`` section 3, issues 10 and 16):
 
-- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs, the
-  split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap interval.
+- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs,
+  the split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap
+  interval.
 - **The probe's leak**: pairs are drawn among non-tie pairs, so with binary scores a probe "A beat
   B" decides every scored pair that contains A or B. :func:`score_methods` also reports the gain on
   the scored pairs that *touch* a probe model and on those *disjoint* from it, and the share of
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ecc_lib import data_checks
 from ecc_lib.comparisons import (
     Comparisons,
     make_comparisons,
@@ -111,22 +113,27 @@ class ProtocolData:
 
     @property
     def x_train(self) -> np.ndarray:
+        """Embeddings of the training queries."""
         return self.embeddings[self.train_mask]
 
     @property
     def x_test(self) -> np.ndarray:
+        """Embeddings of the test queries."""
         return self.embeddings[self.test_mask]
 
     @property
     def labels_train(self) -> np.ndarray | None:
+        """Human categories of the training queries (None without labels)."""
         return None if self.labels is None else self.labels[self.train_mask]
 
     @property
     def labels_test(self) -> np.ndarray | None:
+        """Human categories of the test queries (None without labels)."""
         return None if self.labels is None else self.labels[self.test_mask]
 
     @property
     def models(self) -> tuple[str, ...]:
+        """Model names, in the comparisons' coding."""
         return self.comparisons.models
 
 
@@ -158,6 +165,10 @@ def prepare_protocol(
         Queries with fewer non-tie pairs are dropped (logged).
     models : tuple of str, optional
         Model order (default: sorted names).
+
+    Returns
+    -------
+    ProtocolData
     """
     query_ids = queries["query_id"].astype(str).to_numpy()
     emb = np.asarray(embeddings)
@@ -166,6 +177,7 @@ def prepare_protocol(
             f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
             f"({len(query_ids)} rows, in its order)"
         )
+    data_checks.check_embedding_dims(emb.shape[1])
     comparisons = make_comparisons(
         outcomes,
         n_pairs=n_pairs,
@@ -176,9 +188,10 @@ def prepare_protocol(
         random_state=random_state,
     )
     if comparisons.n_queries < 2:
+        two = data_checks.two_models_note(int(outcomes["model"].nunique()))
         raise ValueError(
             f"only {comparisons.n_queries} query(ies) have at least {min_pairs} non-tie pairs; "
-            "the protocol needs at least 2"
+            "the protocol needs at least 2" + (f" ({two})" if two else "")
         )
     if len(comparisons.dropped_query_ids):
         logger.info(
@@ -193,6 +206,7 @@ def prepare_protocol(
         labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
     scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
     train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
+    notes = data_checks.protocol_notes(outcomes, labels, int(train_mask.sum()))
     return ProtocolData(
         comparisons=comparisons,
         embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
@@ -209,6 +223,7 @@ def prepare_protocol(
             "test_size": test_size,
             "random_state": random_state,
             "min_pairs": min_pairs,
+            "warnings": notes,
         },
     )
 
@@ -497,7 +512,13 @@ def probe_responsibilities(
     n_q = probe.pairs_per_query().astype(float)
     if np.all(n_q <= 1):
         return resp
-    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(model.temperature)
+    temperature = getattr(model, "temperature", None)
+    if temperature is None:
+        raise ValueError(
+            f"probe_evidence='sum' needs the estimator's temperature; {type(model).__name__} has "
+            "none"
+        )
+    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(temperature)
     with np.errstate(divide="ignore"):
         score = np.log(resp) + extra
     score -= score.max(axis=1, keepdims=True)
@@ -576,11 +597,34 @@ def make_methods(
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     """Fit every estimator on the training queries; returns ``(fitted, fit_seconds)``.
 
-    ``human`` is skipped (with a log line) when the data have no labels."""
+    ``human`` is skipped (with a log line) when the data have no labels.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    methods : dict
+        Unfitted estimators by name (:func:`make_methods`).
+
+    Returns
+    -------
+    fitted : dict
+        Fitted estimators by name.
+    fit_seconds : dict
+        Wall seconds of each fit.
+    """
+    data_checks.check_protocol_sizes(
+        data.train.n_queries,
+        data.test.n_queries,
+        data.embeddings.shape[1],
+        [m.n_clusters for m in methods.values() if getattr(m, "n_clusters", None) is not None],
+    )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        if isinstance(estimator, HumanLabelClusters) and data.labels is None:
-            logger.info("no categories: the human-label baseline is skipped")
+        if isinstance(estimator, HumanLabelClusters) and data_checks.human_baseline_reason(
+            data.labels
+        ):
+            logger.info("%s", data_checks.human_baseline_reason(data.labels))
             continue
         start = time.perf_counter()
         estimator.fit(data.x_train, data.train, labels=data.labels_train)
@@ -607,6 +651,29 @@ class ECCEvaluation:
     ``ci95_disjoint`` their intervals, same resamples); ``probe_leak_share`` the share of scored
     pairs that touch a probe model (of ECC's probe; ``probe_leak_share_by_method`` for each method,
     which differ only under a model-dependent probe strategy).
+
+    Attributes
+    ----------
+    n_queries, n_models, n_train, n_test, n_scored : int
+        Kept queries, models, split sizes and scored comparisons.
+    mode : str
+        Inference mode (``both``, ``embedding`` or ``probe``).
+    n_input_queries : int
+        Queries before dropping those with too few pairs.
+    n_probes : int
+        Probe comparisons per test query.
+    nll, nll_ci95, gain, ci95, accuracy : dict
+        Per method: mean NLL and its interval, gain (%) and its interval, accuracy.
+    differences : dict
+        Paired intervals of gain differences between methods (pp).
+    fit_seconds, n_iter, converged : dict
+        Per method fit facts.
+    per_query : DataFrame
+        Per test query NLL of every method.
+    params : dict
+        Protocol parameters.
+    fitted : dict
+        The fitted estimators.
     """
 
     n_queries: int
@@ -638,7 +705,13 @@ class ECCEvaluation:
     n_scored_touching: int = 0
 
     def table(self) -> pd.DataFrame:
-        """One row per method (with the touching / disjoint gains and their intervals)."""
+        """One row per method (with the touching / disjoint gains and their intervals).
+
+        Returns
+        -------
+        DataFrame
+            ``method, nll, nll_low, nll_high, gain_pct, ...``.
+        """
         rows = []
         nan2 = (np.nan, np.nan)
         for name in self.nll:
@@ -665,7 +738,12 @@ class ECCEvaluation:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
-        """JSON-ready summary (the ``ecc-lab ecc`` output)."""
+        """JSON-ready summary (the ``ecc-lab ecc`` output).
+
+        Returns
+        -------
+        dict
+        """
         return to_jsonable(
             {
                 "n_queries": self.n_queries,
@@ -918,6 +996,29 @@ def run_protocol(
     evaluated only when the queries have categories. ``leak_free=True`` redraws the probes with
     :func:`make_leak_free`. Extra keyword arguments go to the EM-based estimators (see
     :func:`make_methods`); ``probe_evidence`` and ``probe_strategy`` to :func:`score_methods`.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id, text[, category]``.
+    outcomes : DataFrame
+        Long outcomes ``query_id, model, score``.
+    embeddings : ndarray, shape (len(queries), d)
+        Rows follow the queries table.
+    n_clusters, lam, temperature
+        As in :func:`make_methods`.
+    n_pairs, test_size, random_state
+        As in :func:`prepare_protocol`.
+    n_probes, mode, n_boot
+        As in :func:`score_methods`.
+    methods : tuple of str
+        Methods to evaluate.
+    **ecc_params
+        Further arguments of :class:`~ecc_lib.ecc.ECC`.
+
+    Returns
+    -------
+    ECCEvaluation
     """
     data, fitted, seconds = _prepare_and_fit(
         queries,
@@ -1001,6 +1102,8 @@ class MultiSeedEvaluation:
         ``to_dict()``); empty when routing was not run.
     cpu_seconds, wall_seconds : float
         Process CPU time and wall time of the whole run.
+    data : ProtocolData or None
+        The first seed's protocol data (pairs, split), for further experiments on it.
     """
 
     seeds: list
@@ -1008,6 +1111,7 @@ class MultiSeedEvaluation:
     routing: list = field(default_factory=list)
     cpu_seconds: float = float("nan")
     wall_seconds: float = float("nan")
+    data: ProtocolData | None = field(default=None, repr=False)
 
     @property
     def first(self) -> ECCEvaluation:
@@ -1028,7 +1132,7 @@ class MultiSeedEvaluation:
         touching = self._over_seeds("gain_touching")
         disjoint = self._over_seeds("gain_disjoint")
         names = list(gain)
-        differences = {}
+        differences, differences_disjoint = {}, {}
         for first in ("ecc",):
             if first not in names:
                 continue
@@ -1038,7 +1142,7 @@ class MultiSeedEvaluation:
                 diff = [r.gain[first] - r.gain[second] for r in self.results]
                 differences[f"{first} - {second}"] = list(mean_sd(diff))
                 diff_d = [r.gain_disjoint[first] - r.gain_disjoint[second] for r in self.results]
-                differences[f"{first} - {second} (disjoint)"] = list(mean_sd(diff_d))
+                differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
         per_seed = [
             {
                 "seed": seed,
@@ -1065,6 +1169,7 @@ class MultiSeedEvaluation:
             "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
             "probe_leak_share_mean_sd": list(leak),
             "difference_mean_sd": differences,
+            "difference_disjoint_mean_sd": differences_disjoint,
             "per_seed": per_seed,
             "cpu_seconds": self.cpu_seconds,
             "wall_seconds": self.wall_seconds,
@@ -1085,6 +1190,41 @@ class MultiSeedEvaluation:
             t["probe_leak_share"] = r.probe_leak_share
             frames.append(t)
         return pd.concat(frames, ignore_index=True)
+
+    def summary_table(self) -> pd.DataFrame:
+        """Per method and reading (``all``, ``touching``, ``disjoint``): mean and sd (ddof = 1)
+        over seeds, and every seed's estimate with its bootstrap interval.
+
+        Returns
+        -------
+        DataFrame
+            ``method, reading, mean, sd, n_seeds, per_seed`` where ``per_seed`` is a list of
+            ``(seed, estimate, low, high)``.
+        """
+        readings = {
+            "all": ("gain", "ci95"),
+            "touching": ("gain_touching", "ci95_touching"),
+            "disjoint": ("gain_disjoint", "ci95_disjoint"),
+        }
+        rows = []
+        for name in self.first.gain:
+            for reading, (value, interval) in readings.items():
+                per_seed = [
+                    (seed, getattr(r, value)[name], *getattr(r, interval)[name])
+                    for seed, r in zip(self.seeds, self.results, strict=True)
+                ]
+                mean, sd = mean_sd([p[1] for p in per_seed])
+                rows.append(
+                    {
+                        "method": name,
+                        "reading": reading,
+                        "mean": mean,
+                        "sd": sd,
+                        "n_seeds": len(per_seed),
+                        "per_seed": per_seed,
+                    }
+                )
+        return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
         """The first seed's :meth:`ECCEvaluation.to_dict` plus :meth:`summary`."""
@@ -1187,6 +1327,8 @@ def run_seeds(
             )
         if i > 0:
             result.fitted = {}
+        else:
+            first_data = data
         results.append(result)
     return MultiSeedEvaluation(
         seeds=seeds,
@@ -1194,6 +1336,7 @@ def run_seeds(
         routing=routes,
         cpu_seconds=time.process_time() - cpu,
         wall_seconds=time.perf_counter() - wall,
+        data=first_data,
     )
 
 

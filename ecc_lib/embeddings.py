@@ -69,25 +69,66 @@ def _offline() -> bool:
 
 
 def canonical_model_name(model_name: str | None) -> str:
-    """The cache key of a model: the default model's aliases all map to one name."""
+    """The cache key of a model: the default model's aliases all map to one name.
+
+    Parameters
+    ----------
+    model_name : str or None
+        A sentence-transformers model name; None means the offline default (all-MiniLM-L6-v2).
+
+    Returns
+    -------
+    str
+    """
     if model_name is None or model_name in _DEFAULT_ALIASES:
         return DEFAULT_MODEL
     return model_name
 
 
 def model_slug(model_name: str | None) -> str:
-    """File-system-safe name of a model, used as its cache folder."""
+    """File-system-safe name of a model, used as its cache folder.
+
+    Parameters
+    ----------
+    model_name : str or None
+        A sentence-transformers model name; None means the offline default (all-MiniLM-L6-v2).
+
+    Returns
+    -------
+    str
+    """
     return re.sub(r"[^A-Za-z0-9._-]+", "__", canonical_model_name(model_name))
 
 
 def text_digests(texts: Sequence[str]) -> np.ndarray:
-    """sha256 of each text (UTF-8) as an array of shape (n, 32), dtype uint8."""
+    """sha256 of each text (UTF-8) as an array of shape (n, 32), dtype uint8.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        Texts to hash.
+
+    Returns
+    -------
+    ndarray of uint8, shape (n, 32)
+    """
     joined = b"".join(hashlib.sha256(str(t).encode("utf-8")).digest() for t in texts)
     return np.frombuffer(joined, dtype=np.uint8).reshape(len(texts), 32)
 
 
 def load_model(model_name: str | None = None, device: str | None = "cpu"):
     """Load a sentence-transformers model (the offline default when ``model_name`` is None).
+
+    Parameters
+    ----------
+    model_name : str or None
+        A sentence-transformers model name; None means the offline default (all-MiniLM-L6-v2).
+    device : str or None, default "cpu"
+        Torch device.
+
+    Returns
+    -------
+    SentenceTransformer
 
     Raises
     ------
@@ -228,6 +269,11 @@ class EmbeddingCache:
     def lookup(self, digests: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
         """Cached vectors of ``digests``.
 
+        Parameters
+        ----------
+        digests : ndarray of uint8, shape (n, 32)
+            :func:`text_digests` of the texts.
+
         Returns
         -------
         vectors : ndarray of float32 (n, d) or None
@@ -246,7 +292,20 @@ class EmbeddingCache:
         return vectors, found
 
     def add(self, digests: np.ndarray, vectors: np.ndarray) -> Path | None:
-        """Store new vectors in a new shard of the writable layer; return its path."""
+        """Store new vectors in a new shard of the writable layer; return its path.
+
+        Parameters
+        ----------
+        digests : ndarray of uint8, shape (n, 32)
+            :func:`text_digests` of the texts.
+        vectors : ndarray, shape (n, d)
+            Their embeddings.
+
+        Returns
+        -------
+        Path or None
+            The new shard; None when ``digests`` is empty.
+        """
         if len(digests) == 0:
             return None
         self.write_dir.mkdir(parents=True, exist_ok=True)
@@ -316,7 +375,11 @@ def _tokenizer(model_name: str | None) -> tuple[object, int]:
             _loaded_tokenizers[name] = _default_tokenizer()
         else:
             model = load_model(name)
-            _loaded_tokenizers[name] = (model.tokenizer, int(model.max_seq_length))
+            tokenizer = getattr(model, "tokenizer", None)
+            max_length = getattr(model, "max_seq_length", None)
+            if tokenizer is None or not max_length:
+                return None, int(max_length or 256)
+            _loaded_tokenizers[name] = (tokenizer, int(max_length))
     return _loaded_tokenizers[name]
 
 
@@ -384,9 +447,11 @@ def text_views(
     keep = max_length - 2
     # a word piece covers at least one character: texts of at most `keep` characters always fit
     candidates = [i for i, t in enumerate(texts) if len(t) > keep]
-    if not candidates and canonical_model_name(model_name) == DEFAULT_MODEL:
+    if not candidates:  # nothing can be too long for a model reading at least 256 word pieces
         return texts, too_long, max_length
     tokenizer, max_length = _tokenizer(model_name)
+    if tokenizer is None:  # a model without a tokenizer we can read: embed as given
+        return texts, too_long, max_length
     keep = max_length - 2  # [CLS] and [SEP]
     candidates = [i for i, t in enumerate(texts) if len(t) > keep]
     if not candidates:

@@ -52,6 +52,15 @@ ID_COLUMNS: tuple[str, ...] = ("query_id", "sample_id", "id", "key", "question_i
 def read_table(path: str | Path) -> pd.DataFrame:
     """Read a CSV, TSV, Parquet, JSONL/JSON or pickle file by its extension.
 
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+
+    Returns
+    -------
+    DataFrame
+
     Raises
     ------
     FileNotFoundError
@@ -84,7 +93,20 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write a table as CSV, Parquet or JSONL, chosen by the extension of ``path``."""
+    """Write a table as CSV, Parquet or JSONL, chosen by the extension of ``path``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The table.
+    path : str or Path
+        ``.csv``, ``.parquet`` or ``.jsonl`` file.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
@@ -100,7 +122,18 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
 
 
 def read_queries(path: str | Path) -> pd.DataFrame:
-    """Read and validate a queries file (``query_id, text[, category, source]``)."""
+    """Read and validate a queries file (``query_id, text[, category, source]``).
+
+    Parameters
+    ----------
+    path : str or Path
+        Queries file.
+
+    Returns
+    -------
+    DataFrame
+        Validated queries.
+    """
     return validate_queries(read_table(path), source=str(path))
 
 
@@ -114,6 +147,20 @@ def read_outcomes(
     A file with a ``model`` or ``score`` column is long (one row per observation). Otherwise it is
     read as wide: ``query_id`` plus one score column per model (``model_columns``, or every numeric
     column but ``query_id``, ``variant_id``, ``decode_id`` and ``cost``), see :func:`from_wide`.
+
+    Parameters
+    ----------
+    path : str or Path
+        Outcomes file.
+    queries : DataFrame, optional
+        Queries the outcomes must refer to.
+    model_columns : sequence of str, optional
+        Score columns of a wide table.
+
+    Returns
+    -------
+    DataFrame
+        Long, validated outcomes.
     """
     frame = read_table(path)
     if {"model", "score"} & set(frame.columns):
@@ -308,6 +355,18 @@ def load_bundled(
     """Load a bundled dataset: ``"dcrouter"``, ``"re2"`` or ``"mmlu2"``.
 
     Returns validated ``(queries, outcomes)``. See ``data/README.md`` for origins and licences.
+
+    Parameters
+    ----------
+    name : str
+        Dataset name.
+    data_dir : path, optional
+        Folder holding the bundled datasets (default: the package's).
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Validated tables in the package's schema.
     """
     if name not in BUNDLED_DATASETS:
         raise ValueError(
@@ -331,7 +390,17 @@ def load_bundled(
 
 
 def bundled_files(name: str) -> list[Path]:
-    """The data files of a bundled dataset (for provenance hashes)."""
+    """The data files of a bundled dataset (for provenance hashes).
+
+    Parameters
+    ----------
+    name : str
+        A bundled dataset.
+
+    Returns
+    -------
+    list of Path
+    """
     folder = paths.data_dir() / name
     return [folder / "queries.parquet", folder / "outcomes.parquet"]
 
@@ -340,7 +409,20 @@ def from_routerbench(
     frame: pd.DataFrame, source: str = "routerbench"
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """RouterBench's wide table: ``sample_id``, ``prompt``, ``eval_name``, one score column per
-    model and ``<model>|total_cost`` (other ``<model>|...`` columns are ignored)."""
+    model and ``<model>|total_cost`` (other ``<model>|...`` columns are ignored).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The release table as read from its files.
+    source : str
+        Named in validation errors.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Validated tables in the package's schema.
+    """
     required = ("sample_id", "prompt", "eval_name")
     missing = [c for c in required if c not in frame.columns]
     if missing:
@@ -362,7 +444,20 @@ def from_routerbench(
 def from_sprout(frame: pd.DataFrame, source: str = "sprout") -> tuple[pd.DataFrame, pd.DataFrame]:
     """SPROUT: one row per query, one column per model holding a dict with ``score`` (and
     optionally token counts or cost). The query text is in ``prompt`` (or another text column), the
-    benchmark in ``dataset`` or ``category``, the id in ``id`` / ``query_id`` (row number if none)."""
+    benchmark in ``dataset`` or ``category``, the id in ``id`` / ``query_id`` (row number if none).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The release table as read from its files.
+    source : str
+        Named in validation errors.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Validated tables in the package's schema.
+    """
     model_columns = [
         c
         for c in frame.columns
@@ -404,7 +499,20 @@ def from_dars_release(
     frame: pd.DataFrame, source: str = "dars-release"
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The DARS release JSONL: one row per observation with ``query_id``, ``model``, ``score``,
-    ``cost``, ``prompt_variant_id``, ``decode_id``, ``observation_type`` and question fields."""
+    ``cost``, ``prompt_variant_id``, ``decode_id``, ``observation_type`` and question fields.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The release table as read from its files.
+    source : str
+        Named in validation errors.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Validated tables in the package's schema.
+    """
     required = ("query_id", "model", "score", "prompt_variant_id", "decode_id")
     missing = [c for c in required if c not in frame.columns]
     if missing:
@@ -432,6 +540,20 @@ def download_public(
     """Download a public dataset's files from the Hugging Face Hub; return the local folder.
 
     ``name`` is a key of :data:`PUBLIC_DATASETS` or a Hub dataset id (``owner/name``).
+
+    Parameters
+    ----------
+    name : str
+        A public dataset key or a Hub dataset id.
+    cache_dir : path, optional
+        Hugging Face cache folder (default: the Hub's).
+    patterns : sequence of str, optional
+        File patterns to fetch (default: the dataset's, else every file).
+
+    Returns
+    -------
+    Path
+        The local folder.
 
     Raises
     ------
@@ -463,7 +585,20 @@ def download_public(
 def load_public(
     name: str, cache_dir: str | Path | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Download (when online) and parse a public dataset: ``"routerbench"`` or ``"sprout"``."""
+    """Download (when online) and parse a public dataset: ``"routerbench"`` or ``"sprout"``.
+
+    Parameters
+    ----------
+    name : str
+        ``"routerbench"`` or ``"sprout"``.
+    cache_dir : path, optional
+        Download cache.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Validated tables in the package's schema.
+    """
     if name not in PUBLIC_DATASETS:
         raise ValueError(f"unknown public dataset '{name}'; choose one of {list(PUBLIC_DATASETS)}")
     folder = download_public(name, cache_dir)
@@ -490,7 +625,18 @@ def dataset_files(folder: str | Path) -> dict[str, Path] | None:
 def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Load by name: a folder holding ``queries.*`` and ``outcomes.*`` files in the generic
     format (a relative path is taken from the current working directory; an existing folder wins
-    over a bundled or public name), a bundled dataset, or a public one (downloaded)."""
+    over a bundled or public name), a bundled dataset, or a public one (downloaded).
+
+    Parameters
+    ----------
+    name_or_path : str
+        Bundled name, public name, or folder.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        Validated tables in the package's schema.
+    """
     folder = Path(name_or_path).expanduser()
     found = dataset_files(folder)
     if found is not None:  # an existing local folder wins over a bundled or public name

@@ -13,7 +13,21 @@ _BLOCK_ELEMENTS = 8_000_000
 def bootstrap_indices(
     n_units: int, n_boot: int = DEFAULT_N_BOOT, random_state: int | np.random.Generator | None = 0
 ) -> np.ndarray:
-    """Resampling indices of shape ``(n_boot, n_units)``, drawn with replacement (seeded)."""
+    """Resampling indices, drawn with replacement (seeded).
+
+    Parameters
+    ----------
+    n_units : int
+        Number of units resampled (at least 1).
+    n_boot : int
+        Number of resamples.
+    random_state : int, Generator or None, default 0
+        Seed of the draws.
+
+    Returns
+    -------
+    ndarray of int, shape (n_boot, n_units)
+    """
     if n_units < 1:
         raise ValueError("bootstrap needs at least one unit")
     rng = np.random.default_rng(random_state)

@@ -25,6 +25,13 @@ NOTEBOOK_TITLES = {
 class NotebookExecutionError(RuntimeError):
     """A notebook failed; the message names the notebook, the cell and the exception.
 
+    Parameters
+    ----------
+    notebook, cell_index, execution_count, ename, evalue, executed_path
+        Stored as the attributes below.
+    first_line : str, optional
+        First line of the failing cell, quoted in the message.
+
     Attributes
     ----------
     notebook : str
@@ -141,6 +148,16 @@ def kernel_environment(blas_threads: int | None = 1) -> dict[str, str]:
     on a small shared machine multi-threaded OpenBLAS spins and runs several times slower than one
     thread (the routers and the 2-D map in 04 and 03 took three times as long on a busy 2-core
     machine). ``None`` leaves it to OpenBLAS.
+
+    Parameters
+    ----------
+    blas_threads : int or None, default 1
+        OpenBLAS threads (None leaves the variable alone).
+
+    Returns
+    -------
+    dict of str to str
+        Variables to add to the kernel's environment.
     """
     env: dict[str, str] = {}
     if blas_threads is not None and "OPENBLAS_NUM_THREADS" not in os.environ:
@@ -159,6 +176,16 @@ def interpreter_kernel_manager_class(env: Mapping[str, str] | None = None):
     ----------
     env : mapping, optional
         Extra environment variables of the kernel process (see :func:`kernel_environment`).
+
+    Parameters
+    ----------
+    env : mapping, optional
+        Extra environment variables of the kernel.
+
+    Returns
+    -------
+    type
+        A subclass of ``jupyter_client.AsyncKernelManager``.
     """
     from jupyter_client import AsyncKernelManager
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
@@ -207,6 +234,23 @@ def execute_notebook(
     """Execute one notebook with papermill in the current interpreter.
 
     ``blas_threads`` limits OpenBLAS threads in the kernel (see :func:`kernel_environment`).
+
+    Parameters
+    ----------
+    notebook : path
+        Source notebook.
+    output : path
+        Executed copy written here.
+    parameters : mapping
+        Values injected after the ``parameters`` cell.
+    cwd : path, optional
+        Working directory of the kernel.
+    timeout : float, optional
+        Seconds allowed per cell (None: no limit).
+    start_timeout : float, default 120
+        Seconds allowed for the kernel to start.
+    blas_threads : int or None, default 1
+        OpenBLAS threads in the kernel.
 
     Raises
     ------

@@ -107,7 +107,21 @@ def _sigterm_interrupts():
 
 @dataclass
 class RunResult:
-    """What :func:`run_pipeline` wrote."""
+    """What :func:`run_pipeline` wrote.
+
+    Attributes
+    ----------
+    run_dir : Path
+        The run folder.
+    executed : list of Path
+        Executed notebooks, in order.
+    metrics_path, report_path : Path or None
+        ``metrics.json`` and the report, when written.
+    parameters : dict
+        Parameters injected into each notebook.
+    durations : dict of str to float
+        Seconds per notebook.
+    """
 
     run_dir: Path
     executed: list[Path] = field(default_factory=list)

@@ -183,7 +183,19 @@ def text_colour(rgba) -> str:
 
 
 def scores_by_category_table(queries: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Mean score of each model (rows) in each category (columns) plus ``all``, best model first."""
+    """Mean score of each model (rows) in each category (columns) plus ``all``, best model first.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id`` and ``category``.
+    outcomes : DataFrame
+        Long outcomes table.
+
+    Returns
+    -------
+    DataFrame
+    """
     frame = outcomes[["query_id", "model", "score"]].merge(
         queries[["query_id", "category"]], on="query_id", how="left"
     )
@@ -208,6 +220,11 @@ def plot_scores_by_category(
     queries : DataFrame with ``query_id`` and ``category``
     outcomes : DataFrame with ``query_id``, ``model``, ``score``
     title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = scores_by_category_table(queries, outcomes)
     n_rows, n_cols = table.shape
@@ -238,6 +255,19 @@ def model_score_table(
     Repeated observations of a (query, model) pair are averaged first, so each query counts once.
     Returns columns ``model``, ``score``, ``low``, ``high``, ``n_queries`` (and ``dataset`` when
     ``outcomes`` has that column).
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes table (optionally with ``dataset``).
+    n_boot : int, default 1000
+        Bootstrap resamples of queries.
+    random_state : int or None, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    DataFrame
     """
     from ecc_lib.metrics import bootstrap_ci
 
@@ -266,6 +296,11 @@ def plot_model_scores(
     table : DataFrame
         Columns ``model``, ``score``, ``low``, ``high``; an optional ``dataset`` column draws one
         bar per dataset and model.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = table.copy()
     if "dataset" not in table:
@@ -306,6 +341,20 @@ def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None,
     """Bars: how many (query, model) pairs have 1, 2, ... observations (rewrites x decodes).
 
     ``outcomes`` may carry a ``dataset`` column: one bar colour per dataset.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes table.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     frame = outcomes.copy()
     if "dataset" not in frame:
@@ -369,7 +418,8 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
     ----------
     diagnostics : mapping
         ``{"input" | "output" | "both": SubsetDiagnostics or None}``; a ``None`` side (no pair
-        with two observations there) gives rows of NaN.
+        with two observations there) gives rows of NaN. Summaries that hold only the pairwise
+        reading (written before the strict and change readings) give only its rows.
 
     Returns
     -------
@@ -379,10 +429,21 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
         ``chance`` (the same statistic for identical models with every score tied),
         ``change_draws`` (``R`` of the change reading) and ``n_queries``.
     """
+    summaries = {
+        side: (getattr(found, "summary", None) if found is not None else None)
+        for side, found in diagnostics.items()
+    }
+    present = [s for s in summaries.values() if s is not None]
+    # the readings the summaries hold (all three unless they predate the strict and change ones)
+    readings = [
+        reading
+        for reading, key in _READING_KEYS.items()
+        if not present or any(key in summary for summary in present)
+    ]
     rows = []
-    for side, found in diagnostics.items():
-        summary = getattr(found, "summary", None) if found is not None else None
-        for reading, key in _READING_KEYS.items():
+    for side, summary in summaries.items():
+        for reading in readings:
+            key = _READING_KEYS[reading]
             row = {
                 "side": side,
                 "label": SIDE_LABELS.get(side, side),
@@ -394,14 +455,14 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
                 "change_draws": np.nan,
                 "n_queries": 0,
             }
-            if summary is not None:
+            if summary is not None and key in summary:
                 low, high = summary[f"{key}_ci95"]
                 row.update(
                     flip_rate=summary[key],
                     low=low,
                     high=high,
-                    chance=summary["flip_rate_chance"][reading],
-                    change_draws=summary["winner_change_rate_r"],
+                    chance=(summary.get("flip_rate_chance") or {}).get(reading, np.nan),
+                    change_draws=summary.get("winner_change_rate_r", np.nan),
                     n_queries=summary["n_queries"],
                 )
             rows.append(row)
@@ -484,6 +545,11 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
         Columns ``model`` and ``sigma`` or ``sigma_q`` (sample standard deviation of a pair's
         scores), e.g. :meth:`ecc_lib.dars.CapabilityDistributions.to_frame` restricted to pairs
         with two or more observations.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     if "sigma" not in table and "sigma_q" in table:
         table = table.rename(columns={"sigma_q": "sigma"})
@@ -563,6 +629,11 @@ def plot_label_disagreement(
         index and the single-shot winner as columns; shown as fractions of all queries.
     rate : float, optional
         Overall disagreement rate, shown in the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     matrix = confusion.to_numpy(float)
     total = matrix.sum()
@@ -615,7 +686,17 @@ def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def method_label(name: str) -> str:
-    """Display name of a clustering method."""
+    """Display name of a clustering method.
+
+    Parameters
+    ----------
+    name : str
+        Method key (``ecc``, ``emb_only`` ...).
+
+    Returns
+    -------
+    str
+    """
     return METHOD_LABELS.get(str(name), str(name))
 
 
@@ -629,6 +710,11 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
         Columns ``method``, ``gain`` (percent), ``low``, ``high`` (or ``gain_pct``, ``gain_low``,
         ``gain_high`` as in :meth:`ecc_lib.ecc_protocol.ECCEvaluation.table`). The ``global``
         row (the reference, gain 0 by definition) is left out.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = _gain_columns(table)
     table = table[table["method"] != "global"].reset_index(drop=True)
@@ -688,6 +774,11 @@ def plot_gain_curve(
         Column of the knob.
     xlabel : str
         Axis label of the knob, with units.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = _gain_columns(table)
     if "method" not in table:
@@ -778,6 +869,11 @@ def plot_cluster_profiles(
         Row names (e.g. :func:`cluster_names`: dominant category and size).
     ylabel : str, optional
         Axis label of the rows.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     theta = np.asarray(theta, dtype=float)
     centred = theta - theta.mean(axis=1, keepdims=True)
@@ -819,7 +915,24 @@ def plot_cluster_category(
     title: str | None = None,
     ax=None,
 ):
-    """Heatmap of the share of each cluster's queries (rows) in each human category (columns)."""
+    """Heatmap of the share of each cluster's queries (rows) in each human category (columns).
+
+    Parameters
+    ----------
+    labels : sequence of int
+        Cluster of each query.
+    categories : sequence of str
+        Human category of each query.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
+    """
     frame = pd.DataFrame({"cluster": np.asarray(labels), "category": np.asarray(categories)})
     frame["category"] = frame["category"].astype(object).where(frame["category"].notna(), "(none)")
     if frame["category"].nunique() < 2 and ax is None:
@@ -849,7 +962,20 @@ def plot_cluster_category(
 
 
 def project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First two principal components of ``embeddings`` and their explained variance ratios."""
+    """First two principal components of ``embeddings`` and their explained variance ratios.
+
+    Parameters
+    ----------
+    embeddings : ndarray, shape (n, d)
+        Points to project.
+
+    Returns
+    -------
+    coords : ndarray, shape (n, 2)
+        Principal component scores.
+    ratios : ndarray, shape (2,)
+        Explained variance ratios.
+    """
     from threadpoolctl import threadpool_limits
 
     matrix = np.asarray(embeddings, dtype=float)
@@ -880,13 +1006,22 @@ def plot_query_map(
     Parameters
     ----------
     embeddings : ndarray, shape (n, d)
+        Query embeddings.
     labels : sequence of int
         Hard cluster of each query.
     title : str, optional
+        Axes title.
     max_labelled : int, default 10
         Clusters drawn in colour (at most ``len(CLUSTER_COLORS)``), the largest first.
+    ax : matplotlib Axes, optional
+        Axes to draw on (default: a new figure).
     names : sequence of str, optional
         Name of each cluster id (e.g. :func:`cluster_names`) for the legend.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     coords, ratio = project_2d(embeddings)
     labels = np.asarray(labels)
@@ -951,6 +1086,11 @@ def plot_cost_quality(
         fixed model) are drawn as dashed grey references.
     cost_label : str
         Axis label of the cost, with its unit.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     curves = curves.rename(columns={"quality": "score"}).copy()
     if "supervision" in curves:
@@ -1078,6 +1218,11 @@ def plot_routing_table(
         ``value``; optional ``<value>_ci_low`` / ``<value>_ci_high`` (95% CI, drawn as error bars)
         and ``<value>_std`` (shown in the bar label), as in
         :attr:`ecc_lib.routing_evaluation.RoutingTable.table`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes (saving is the caller's job).
     """
     table = table.reset_index(drop=True).copy()
     if "supervision" not in table:
@@ -1212,4 +1357,235 @@ def plot_estimates(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(label)
     ax.set_title(title or "Estimates with 95% intervals")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# the probe's leak and routing with the clusterings (issue 16)
+
+LEAK_READING_COLORS = {"all": "tab:gray", "touching": "tab:orange", "disjoint": "tab:blue"}
+LEAK_READING_LABELS = {
+    "all": "all scored pairs (paper)",
+    "touching": "pairs touching a probe model",
+    "disjoint": "pairs disjoint from the probe",
+}
+
+
+@_styled
+def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
+    """Gain of each method on all scored pairs, on those touching the probe's models and on
+    those disjoint from them, as grouped bars.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per (method, reading): ``method``, ``reading`` (``all``, ``touching``,
+        ``disjoint``), ``mean`` (gain in percent, the mean over seeds), ``sd`` (over seeds; NaN
+        with one seed) and ``per_seed`` (list of ``(seed, estimate, low, high)``), as
+        :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary_table`. ``global`` rows are left
+        out. Whiskers: +- sd over seeds, or the bootstrap interval with a single seed; dots: the
+        seeds' estimates.
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    Figure
+    """
+    table = table[table["method"] != "global"].reset_index(drop=True)
+    methods = list(dict.fromkeys(table["method"]))
+    readings = [r for r in LEAK_READING_COLORS if r in set(table["reading"])]
+    fig, ax = _axes(ax, (8.5, max(3.5, 0.9 * len(methods) + 1.5)))
+    height = 0.8 / max(len(readings), 1)
+    for j, reading in enumerate(readings):
+        part = table[table["reading"] == reading].set_index("method").reindex(methods)
+        y = np.arange(len(methods)) + (j - (len(readings) - 1) / 2) * height
+        mean = part["mean"].to_numpy(float)
+        sd = part["sd"].to_numpy(float)
+        err = np.vstack([sd, sd])
+        for i, seeds in enumerate(part["per_seed"]):
+            if not np.isfinite(sd[i]) and isinstance(seeds, list) and len(seeds) == 1:
+                err[:, i] = [mean[i] - seeds[0][2], seeds[0][3] - mean[i]]
+        err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+        ax.barh(
+            y,
+            mean,
+            height=height * 0.9,
+            xerr=err,
+            color=LEAK_READING_COLORS[reading],
+            capsize=3,
+            label=LEAK_READING_LABELS[reading],
+        )
+        for i, seeds in enumerate(part["per_seed"]):
+            if isinstance(seeds, list) and len(seeds) > 1:
+                ax.plot(
+                    [s[1] for s in seeds],
+                    [y[i]] * len(seeds),
+                    "o",
+                    color="black",
+                    markersize=2.5,
+                )
+            ax.annotate(
+                f"{mean[i]:+.1f}",
+                (max(mean[i], 0) + err[1, i], y[i]),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=FONT_SIZE - 3,
+            )
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(np.arange(len(methods)))
+    ax.set_yticklabels([method_label(m) for m in methods])
+    ax.invert_yaxis()
+    ax.set_xlabel("ranking quality gain over global BT (% of its held-out NLL)")
+    ax.set_ylabel("clustering method")
+    ax.set_title(title or "Ranking quality gain and the probe's leak")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)
+    return fig
+
+
+ROUTING_METHOD_LABELS = {
+    "global": "best model of the global ranking",
+    "random": "random model",
+    "oracle": "oracle (best model per query)",
+    "probe_winner": "the probe's winner, nothing else",
+}
+ROUTING_SETTING_LABELS = {
+    "no_probe": "no probe (embedding / label only)",
+    "probe": "with the probe (paper)",
+    "probe_outside": "with the probe, models outside the probe pair",
+}
+
+
+@_styled
+def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
+    """Mean score of the routed model per method, one panel per routing setting.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``setting, method, score_mean, score_sd, score_low, score_high`` as
+        :func:`ecc_lib.ecc_experiments.clustering_routing_table`. Dots: the mean over seeds;
+        thick whiskers: +- sd over seeds; thin whiskers: the first seed's 95% bootstrap
+        interval. The ``probe_cost`` setting (same scores, other costs) is not drawn here.
+    title : str, optional
+
+    Returns
+    -------
+    Figure
+    """
+    settings = [s for s in ROUTING_SETTING_LABELS if s in set(table["setting"])]
+    methods = list(dict.fromkeys(table[table["setting"].isin(settings)]["method"]))
+    fig, axes = plt.subplots(
+        1,
+        len(settings),
+        figsize=(4.2 * len(settings) + 1, 0.45 * len(methods) + 2),
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, setting in zip(axes[0], settings, strict=True):
+        part = table[table["setting"] == setting].set_index("method").reindex(methods)
+        y = np.arange(len(methods))
+        mean = part["score_mean"].to_numpy(float)
+        low = part["score_low"].to_numpy(float)
+        high = part["score_high"].to_numpy(float)
+        sd = np.nan_to_num(part["score_sd"].to_numpy(float))
+        first = part["score"].to_numpy(float)
+        ok = np.isfinite(mean)
+        colors = [
+            "tab:red"
+            if m == "ecc"
+            else "tab:green"
+            if m in ("oracle", "probe_winner")
+            else "tab:gray"
+            for m in methods
+        ]
+        ax.errorbar(
+            first[ok],
+            y[ok],
+            xerr=np.clip(np.vstack([first - low, high - first])[:, ok], 0, None),
+            fmt="none",
+            ecolor="black",
+            elinewidth=0.8,
+            capsize=3,
+        )
+        ax.errorbar(mean[ok], y[ok], xerr=sd[ok], fmt="none", ecolor="black", elinewidth=2.5)
+        ax.scatter(mean[ok], y[ok], c=[c for c, k in zip(colors, ok, strict=True) if k], zorder=3)
+        for i in np.flatnonzero(ok):
+            ax.annotate(
+                f"{mean[i]:.3f}",
+                (mean[i], y[i]),
+                xytext=(0, 7),
+                textcoords="offset points",
+                ha="center",
+                fontsize=FONT_SIZE - 4,
+            )
+        ax.set_title(ROUTING_SETTING_LABELS[setting], fontsize=FONT_SIZE)
+        ax.set_xlabel("mean score of the routed model")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(np.arange(len(methods)))
+    names = {**ROUTING_METHOD_LABELS}
+    axes[0][0].set_yticklabels([names.get(m, method_label(m)) for m in methods])
+    axes[0][0].invert_yaxis()
+    fig.suptitle(title or "Routing with each clustering, with and without the probe")
+    return fig
+
+
+@_styled
+def plot_routing_cost_quality(
+    table: pd.DataFrame,
+    cost_label: str = "mean cost per test query",
+    title: str | None = None,
+    ax=None,
+):
+    """Cost-quality plane of routing with each clustering: without the probe and with the probe
+    charged.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``setting, method, score_mean, cost_mean`` as
+        :func:`ecc_lib.ecc_experiments.clustering_routing_table`; the ``no_probe`` and
+        ``probe_cost`` rows are drawn (circles and triangles), one colour per method, a grey line
+        joining each method's two points.
+    cost_label : str
+        Axis label of the cost, with its unit.
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    Figure
+    """
+    part = table[table["setting"].isin(["no_probe", "probe_cost"])]
+    part = part[np.isfinite(part["cost_mean"].to_numpy(float))]
+    fig, ax = _axes(ax, (8.5, 5.5))
+    palette = plt.get_cmap("tab10")
+    methods = list(dict.fromkeys(part["method"]))
+    markers = {"no_probe": "o", "probe_cost": "^"}
+    for i, method in enumerate(methods):
+        rows = part[part["method"] == method].set_index("setting")
+        color = palette(i % 10)
+        if len(rows) == 2:
+            ax.plot(rows["cost_mean"], rows["score_mean"], color="lightgray", zorder=1)
+        for setting, row in rows.iterrows():
+            ax.scatter(
+                row["cost_mean"],
+                row["score_mean"],
+                marker=markers[setting],
+                s=60,
+                color=color,
+                zorder=2,
+                label=ROUTING_METHOD_LABELS.get(method, method_label(method))
+                if setting == rows.index[0]
+                else None,
+            )
+    for setting, marker in markers.items():
+        ax.scatter([], [], marker=marker, color="black", label=f"{setting.replace('_', ' ')}")
+    ax.set_xlabel(cost_label)
+    ax.set_ylabel("mean score of the routed model")
+    ax.grid(alpha=0.3)
+    ax.set_title(title or "Routing with each clustering: cost and quality")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)
     return fig

@@ -55,7 +55,19 @@ PACKAGES = (
 
 
 def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
-    """Hex sha256 of a file."""
+    """Hex sha256 of a file.
+
+    Parameters
+    ----------
+    path : path
+        A file.
+    chunk_size : int, default 1 MiB
+        Bytes read at a time.
+
+    Returns
+    -------
+    str
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(chunk_size), b""):
@@ -68,6 +80,15 @@ def dataset_fingerprint(name: str) -> dict[str, str]:
 
     A bundled dataset contributes its bundled files, a folder every file in it; anything else
     (a public dataset downloaded on demand) gives ``{}``.
+
+    Parameters
+    ----------
+    name : str
+        A bundled dataset name or a folder.
+
+    Returns
+    -------
+    dict of str to str
     """
     loaders = importlib.import_module("ecc_lib.loaders")
     folder = Path(name).expanduser()
@@ -91,6 +112,22 @@ def subsample_queries(
     """At most ``max_queries`` queries drawn without replacement (seeded), with their outcomes.
 
     ``max_queries`` of 0 or None keeps everything. Queries keep their original order.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        Queries table.
+    outcomes : DataFrame
+        Long outcomes table.
+    max_queries : int or None
+        Queries kept at most.
+    random_state : int, Generator or None, default 0
+        Seed of the draw.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        The kept queries and their outcomes.
     """
     if not max_queries or max_queries >= len(queries):
         return queries, outcomes
@@ -106,7 +143,17 @@ def subsample_queries(
 
 def dataset_label(name: str) -> str:
     """Short label of a dataset: the bundled name, or the folder's name (``"."`` and ``"../x/"``
-    give the name of the folder they point to)."""
+    give the name of the folder they point to).
+
+    Parameters
+    ----------
+    name : str
+        A bundled dataset name or a folder.
+
+    Returns
+    -------
+    str
+    """
     path = Path(str(name)).expanduser()
     if path.name in ("", ".", "..") and path.is_dir():
         path = path.resolve()
@@ -162,7 +209,22 @@ def load_dataset(
 def record_dataset(
     run_dir: str | os.PathLike | RunContext, label: str, fingerprint: Mapping[str, str]
 ) -> Path:
-    """Store the file hashes of a dataset a notebook used (``provenance/datasets.json``)."""
+    """Store the file hashes of a dataset a notebook used (``provenance/datasets.json``).
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+    label : str
+        Dataset label.
+    fingerprint : mapping of str to str
+        File name to sha256 (:func:`dataset_fingerprint`).
+
+    Returns
+    -------
+    Path
+        The updated ``provenance/datasets.json``.
+    """
     context = run_context(run_dir)
     path = context.provenance_dir / "datasets.json"
     recorded = _read_json(path) if path.exists() else {}
@@ -172,7 +234,17 @@ def record_dataset(
 
 
 def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str | None]:
-    """Installed version of each package (None when absent)."""
+    """Installed version of each package (None when absent).
+
+    Parameters
+    ----------
+    packages : iterable of str
+        Distribution names.
+
+    Returns
+    -------
+    dict of str to str or None
+    """
     from importlib import metadata
 
     versions: dict[str, str | None] = {}
@@ -185,7 +257,17 @@ def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str | None
 
 
 def git_state(repo: str | os.PathLike | None = None) -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` of the repository (read-only git calls)."""
+    """``{"commit": sha or None, "dirty": bool or None}`` of the repository (read-only git calls).
+
+    Parameters
+    ----------
+    repo : path, optional
+        Repository folder (default: the project's).
+
+    Returns
+    -------
+    dict
+    """
     repo = Path(repo or paths.REPO_ROOT)
 
     def git(*args: str) -> str | None:
@@ -203,7 +285,18 @@ def git_state(repo: str | os.PathLike | None = None) -> dict[str, Any]:
 
 
 def provenance(run_dir: str | os.PathLike | RunContext) -> dict[str, Any]:
-    """Package versions, dataset fingerprints recorded by the notebooks, git commit, Python."""
+    """Package versions, dataset fingerprints recorded by the notebooks, git commit, Python.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+
+    Returns
+    -------
+    dict
+        JSON-safe provenance record.
+    """
     context = (
         RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
     )
@@ -217,7 +310,18 @@ def provenance(run_dir: str | os.PathLike | RunContext) -> dict[str, Any]:
 
 
 def write_metrics(run_dir: str | os.PathLike | RunContext) -> Path:
-    """Merge the fragments and the provenance into ``metrics.json`` (sorted keys, no times)."""
+    """Merge the fragments and the provenance into ``metrics.json`` (sorted keys, no times).
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+
+    Returns
+    -------
+    Path
+        ``metrics.json``.
+    """
     context = run_context(run_dir)
     merged = collect_metrics(context)
     merged["provenance"] = provenance(context)

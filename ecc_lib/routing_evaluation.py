@@ -99,7 +99,18 @@ def _align(dist: CapabilityDistributions, query_ids: np.ndarray) -> CapabilityDi
 
 
 def held_out_truth(test: RepeatedObservations) -> HeldOut:
-    """Capability distributions of the test queries, overall and per observation subset."""
+    """Capability distributions of the test queries, overall and per observation subset.
+
+    Parameters
+    ----------
+    test : RepeatedObservations
+        Observations of the test queries.
+
+    Returns
+    -------
+    HeldOut
+        All observations, and the rewrite / decode subsets where the data hold them.
+    """
     both = capability_distributions(test)
     rewrites = decodes = None
     if test.has_rewrites:
@@ -112,10 +123,19 @@ def held_out_truth(test: RepeatedObservations) -> HeldOut:
 def evaluate_choices(
     choice: np.ndarray,
     truth: HeldOut,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
 ) -> dict[str, np.ndarray]:
     """Per-query metrics of the chosen models (one model index per test query).
+
+    Parameters
+    ----------
+    choice : ndarray of int, shape (n_test,)
+        Index of the chosen model per test query.
+    truth : HeldOut
+        Held-out truth (:func:`held_out_truth`).
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
 
     Returns
     -------
@@ -136,7 +156,7 @@ def evaluate_choices(
         "score_decode": truth.decodes.mu_q[rows, choice] if truth.decodes else nan,
         "decode_instability": nan,
         "cost": both.mu_c[rows, choice],
-        "utility": both.utility(lambda_, beta)[rows, choice],
+        "utility": both.utility(cost_weight, beta)[rows, choice],
     }
     if truth.decodes is not None:
         repeated = truth.decodes.n_obs[rows, choice] >= 2
@@ -145,39 +165,100 @@ def evaluate_choices(
 
 
 def expected_random_metrics(
-    truth: HeldOut, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> dict[str, np.ndarray]:
-    """Per-query metrics of a uniformly random choice, as exact expectations over models."""
+    """Per-query metrics of a uniformly random choice, as exact expectations over models.
+
+    Parameters
+    ----------
+    truth : HeldOut
+        Held-out truth.
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+
+    Returns
+    -------
+    dict
+        The metrics of :func:`evaluate_choices`, averaged over the models.
+    """
     per_model = [
-        evaluate_choices(np.full(len(truth.query_ids), m), truth, lambda_, beta)
+        evaluate_choices(np.full(len(truth.query_ids), m), truth, cost_weight, beta)
         for m in range(truth.both.n_models)
     ]
     return {key: np.mean([pm[key] for pm in per_model], axis=0) for key in METRICS}
 
 
 def oracle_choices(
-    truth: HeldOut, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> np.ndarray:
-    """Per-query oracle: ``argmax`` of the held-out utility."""
-    return np.argmax(truth.both.utility(lambda_, beta), axis=1)
+    """Per-query oracle: ``argmax`` of the held-out utility.
+
+    Parameters
+    ----------
+    truth : HeldOut
+        Held-out truth.
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+
+    Returns
+    -------
+    ndarray of int, shape (n_test,)
+    """
+    return np.argmax(truth.both.utility(cost_weight, beta), axis=1)
 
 
 def best_fixed_model(
-    train: CapabilityDistributions, lambda_: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    train: CapabilityDistributions, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> int:
-    """Index of the model with the highest mean training utility."""
-    return int(np.argmax(train.utility(lambda_, beta).mean(axis=0)))
+    """Index of the model with the highest mean training utility.
+
+    Parameters
+    ----------
+    train : CapabilityDistributions
+        Training targets.
+    cost_weight, beta : float
+        Utility weights of ``U = mu_q - cost_weight mu_c - beta sigma_q``.
+
+    Returns
+    -------
+    int
+    """
+    return int(np.argmax(train.utility(cost_weight, beta).mean(axis=0)))
 
 
 def gap_closed(value: float, fixed: float, oracle: float) -> float:
-    """``(value - fixed) / (oracle - fixed)``: 0 at the best fixed model, 1 at the oracle."""
+    """``(value - fixed) / (oracle - fixed)``: 0 at the best fixed model, 1 at the oracle.
+
+    Parameters
+    ----------
+    value, fixed, oracle : float
+        Mean utility of a router, of the best fixed model and of the oracle.
+
+    Returns
+    -------
+    float
+        NaN when the oracle does no better than the best fixed model.
+    """
     span = oracle - fixed
     return float((value - fixed) / span) if abs(span) > 1e-12 else float("nan")
 
 
 def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
-    """Boolean mask of the points no other point dominates (lower or equal cost and higher or equal
-    quality, one of them strictly)."""
+    """Points that no other point dominates.
+
+    A point is dominated when another has lower or equal cost and higher or equal quality, one of
+    them strictly.
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n,)
+        Coordinates of the points.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        True on the front.
+    """
     cost = np.asarray(cost, float)
     quality = np.asarray(quality, float)
     le_cost = cost[None, :] <= cost[:, None]
@@ -194,6 +275,18 @@ def pareto_area(
     The front is read as a step function: at budget ``c`` the best quality of a point with
     ``cost <= c`` (0 below the cheapest point). Its integral over ``cost_range`` (normalised by the
     range's width) is the mean best quality over budgets, in [0, 1] for scores in [0, 1].
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n,)
+        Coordinates of the points (non-finite points are ignored).
+    cost_range : (float, float), default (0, 1)
+        Budgets integrated over.
+
+    Returns
+    -------
+    float
+        NaN without finite points.
     """
     cost = np.asarray(cost, float)
     quality = np.asarray(quality, float)
@@ -218,8 +311,22 @@ def cost_quality_curve(
     lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,
     beta: float = DEFAULT_BETA,
 ) -> pd.DataFrame:
-    """Mean held-out cost and score of a router routing at each ``lambda`` (router fitted with
-    ``target="components"``, so one prediction serves every lambda).
+    """Mean held-out cost and score of a router routing at each cost weight.
+
+    The router must be fitted with ``target="components"``, so one prediction serves every weight.
+
+    Parameters
+    ----------
+    router : Router
+        A fitted router.
+    query_embeddings : ndarray, shape (n_test, n_features)
+        Features of the test queries, aligned to ``truth``.
+    truth : HeldOut
+        Held-out truth.
+    lambdas : sequence of float
+        Cost weights swept.
+    beta : float
+        Weight of the score spread.
 
     Returns
     -------
@@ -228,7 +335,7 @@ def cost_quality_curve(
     """
     rows = []
     for lam in lambdas:
-        choice = router.route(query_embeddings, lambda_=lam, beta=beta)
+        choice = router.route(query_embeddings, cost_weight=lam, beta=beta)
         metrics = evaluate_choices(choice, truth, lam, beta)
         rows.append(
             {
@@ -304,7 +411,7 @@ def routing_table(
     routers: Sequence[str] | None = None,
     router_kwargs: dict[str, dict] | None = None,
     n_runs: int = 10,
-    lambda_: float = DEFAULT_LAMBDA,
+    cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
     test_size: float = 0.2,
     split_seed: int = 42,
@@ -329,7 +436,7 @@ def routing_table(
     n_runs : int, default 10
         Single-shot repetitions (draw seed and router seed ``random_state + run``). DARS targets
         are deterministic and are fitted once (router seed ``random_state``).
-    lambda_, beta : float
+    cost_weight, beta : float
         Utility weights for routing and for the utility metric.
     test_size, split_seed : float, int
         Query split (:func:`ecc_lib.comparisons.split_queries`).
@@ -356,18 +463,18 @@ def routing_table(
     names = list(families) if routers is None else list(routers)
     router_kwargs = router_kwargs or {}
 
-    fixed = best_fixed_model(dars_train, lambda_, beta)
+    fixed = best_fixed_model(dars_train, cost_weight, beta)
     per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]] = {}
     curves: list[pd.DataFrame] = []
 
     n_test = len(truth.query_ids)
     per_query[("Oracle", "reference")] = [
-        evaluate_choices(oracle_choices(truth, lambda_, beta), truth, lambda_, beta)
+        evaluate_choices(oracle_choices(truth, cost_weight, beta), truth, cost_weight, beta)
     ]
     per_query[("Best fixed model", "reference")] = [
-        evaluate_choices(np.full(n_test, fixed), truth, lambda_, beta)
+        evaluate_choices(np.full(n_test, fixed), truth, cost_weight, beta)
     ]
-    per_query[("Random", "reference")] = [expected_random_metrics(truth, lambda_, beta)]
+    per_query[("Random", "reference")] = [expected_random_metrics(truth, cost_weight, beta)]
     fixed_curve = []
     for lam in lambdas:
         choice = np.full(n_test, best_fixed_model(dars_train, lam, beta))
@@ -402,7 +509,7 @@ def routing_table(
     for name in names:
         if name not in families:
             raise ValueError(f"unknown router {name!r}; choose from {sorted(families)}")
-        kwargs = dict(router_kwargs.get(name, {}))
+        kwargs = {"cost_weight": cost_weight, "beta": beta, **router_kwargs.get(name, {})}
         plans = [("DARS", 0, dars_train)] + [("single-shot", run, None) for run in range(n_runs)]
         for supervision, run, targets in plans:
             if targets is None:
@@ -413,9 +520,9 @@ def routing_table(
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
                 router.fit(x_train, targets)
-            choice = router.route(x_test, lambda_=lambda_, beta=beta)
+            choice = router.route(x_test, cost_weight=cost_weight, beta=beta)
             per_query.setdefault((name, supervision), []).append(
-                evaluate_choices(choice, truth, lambda_, beta)
+                evaluate_choices(choice, truth, cost_weight, beta)
             )
             if router.fitted_target_ == "components":
                 curve = cost_quality_curve(router, x_test, truth, lambdas, beta)
@@ -474,7 +581,7 @@ def routing_table(
         "n_observations": obs.n_observations,
         "n_train": int(train_mask.sum()),
         "n_test": int(test_mask.sum()),
-        "lambda": lambda_,
+        "lambda": cost_weight,
         "beta": beta,
         "n_runs": n_runs,
         "best_fixed_model": obs.models[fixed],
@@ -740,13 +847,17 @@ def routing_headline(result: RoutingTable) -> dict:
     if len(beating) == 0:
         sentence = (
             f"No router beats the best fixed model ({fixed_name}) on held-out utility: the best, "
-            f"{label}, is {diff:+.3f} from it (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])."
+            f"{label}, is {diff:+.3f} from it (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])"
         )
+        if ci[0] == ci[1] == 0.0:
+            sentence += ", matching its utility on every test query"
+        sentence += "."
     else:
-        names = ", ".join(f"{r.router} ({r.supervision})" for r in beating.itertuples())
+        names = [f"{r.router} ({r.supervision})" for r in beating.itertuples()]
+        listed = f": {', '.join(names)}" if len(names) <= 4 else ""
         sentence = (
             f"{len(beating)} of {len(versus)} routers beat the best fixed model ({fixed_name}) "
-            f"on held-out utility (95% CI above 0): {names}; the best, {label}, by {diff:+.3f} "
+            f"on held-out utility (95% CI above 0){listed}; the best, {label}, by {diff:+.3f} "
             f"(95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])."
         )
     return {
@@ -801,28 +912,52 @@ def format_routing_table(
     result: RoutingTable | pd.DataFrame,
     metrics: Sequence[str] = ("score", "score_rewrite", "score_decode", "cost", "utility"),
     digits: int = 3,
+    intervals: bool = False,
 ) -> pd.DataFrame:
-    """Readable table: ``mean +- std`` over runs where there are several runs, NaN shown as ``-``."""
+    """Readable table: ``mean +- std`` over runs where there are several runs, NaN shown as ``-``.
+
+    Parameters
+    ----------
+    result : RoutingTable or DataFrame
+        A :func:`routing_table` result or its ``table``.
+    metrics : sequence of str
+        Metric columns to show (``gap_closed`` and ``pareto_area`` are always added when present).
+    digits : int, default 3
+        Decimals.
+    intervals : bool, default False
+        Append the 95% bootstrap interval ``[low, high]`` of each metric that has one.
+
+    Returns
+    -------
+    DataFrame
+        ``router, supervision, n_runs`` and one text column per metric.
+    """
     table = result.table if isinstance(result, RoutingTable) else result
     out = table[["router", "supervision", "n_runs"]].copy()
     columns = list(metrics) + ["gap_closed", "pareto_area"]
+    nan = pd.Series(np.nan, index=table.index)
+
+    def fmt(mean: float, sd: float, low: float, high: float) -> str:
+        if not np.isfinite(mean):
+            return "-"
+        text = f"{mean:.{digits}f}"
+        if np.isfinite(sd):
+            text += f" ± {sd:.{digits}f}"
+        if intervals and np.isfinite(low) and np.isfinite(high):
+            text += f" [{low:.{digits}f}, {high:.{digits}f}]"
+        return text
+
     for key in columns:
         if key not in table or table[key].isna().all():
             continue
-        std = table.get(f"{key}_std")
-
-        def fmt(mean: float, sd: float) -> str:
-            if not np.isfinite(mean):
-                return "-"
-            text = f"{mean:.{digits}f}"
-            if np.isfinite(sd):
-                text += f" ± {sd:.{digits}f}"
-            return text
-
         out[key] = [
-            fmt(m, s)
-            for m, s in zip(
-                table[key], std if std is not None else [np.nan] * len(table), strict=True
+            fmt(m, s, lo, hi)
+            for m, s, lo, hi in zip(
+                table[key],
+                table.get(f"{key}_std", nan),
+                table.get(f"{key}_ci_low", nan),
+                table.get(f"{key}_ci_high", nan),
+                strict=True,
             )
         ]
     return out

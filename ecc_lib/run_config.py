@@ -47,7 +47,17 @@ class ConfigError(ValueError):
 
 
 def discover_notebooks(notebooks_dir: str | os.PathLike | None = None) -> list[Path]:
-    """The pipeline notebooks ``NN_name.ipynb`` in order."""
+    """The pipeline notebooks ``NN_name.ipynb`` in order.
+
+    Parameters
+    ----------
+    notebooks_dir : path, optional
+        Folder of the notebooks (default: the project's or the installed copy).
+
+    Returns
+    -------
+    list of Path
+    """
     folder = Path(notebooks_dir) if notebooks_dir else paths.notebooks_dir()
     found = sorted(p for p in folder.glob("*.ipynb") if re.match(r"^\d{2}_", p.name))
     if not found:
@@ -56,7 +66,19 @@ def discover_notebooks(notebooks_dir: str | os.PathLike | None = None) -> list[P
 
 
 def select_notebooks(notebooks: Sequence[Path], only: str | Iterable[str] | None) -> list[Path]:
-    """The notebooks named by ``only`` ("02,03", ["02", "03_clustering"]), in pipeline order."""
+    """The notebooks named by ``only`` ("02,03", ["02", "03_clustering"]), in pipeline order.
+
+    Parameters
+    ----------
+    notebooks : sequence of Path
+        All pipeline notebooks.
+    only : str, iterable of str or None
+        Prefixes or stems; None keeps every notebook.
+
+    Returns
+    -------
+    list of Path
+    """
     if only is None or only == "" or only == []:
         return list(notebooks)
     wanted = [part.strip() for part in only.split(",")] if isinstance(only, str) else list(only)
@@ -81,6 +103,16 @@ def notebook_parameters(notebook: str | os.PathLike) -> dict[str, dict[str, Any]
     """Parameters declared in the ``parameters`` cell: name -> {default, type, help}.
 
     ``default`` is the Python value of the literal, ``type`` the annotated type name.
+
+    Parameters
+    ----------
+    notebook : path
+        A notebook with a cell tagged ``parameters``.
+
+    Returns
+    -------
+    dict of str to dict
+        ``{name: {"default", "type", "help"}}`` in declaration order.
     """
     import papermill
 
@@ -100,7 +132,17 @@ def notebook_parameters(notebook: str | os.PathLike) -> dict[str, dict[str, Any]
 
 
 def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[str, Any]:
-    """Read a YAML configuration (a path) or copy a mapping; None gives ``{}``."""
+    """Read a YAML configuration (a path) or copy a mapping; None gives ``{}``.
+
+    Parameters
+    ----------
+    config : path, mapping or None
+        A YAML file, a mapping or nothing.
+
+    Returns
+    -------
+    dict
+    """
     if config is None:
         return {}
     if isinstance(config, Mapping):
@@ -212,6 +254,11 @@ def resolve_parameters(
         Values of :data:`PATH_PARAMETERS` that name an existing relative path are made absolute
         from the working directory (the notebooks run inside the run folder).
 
+    Returns
+    -------
+    dict of str to dict
+        Notebook stem to the parameters injected into it.
+
     Raises
     ------
     UnknownParameterError
@@ -268,6 +315,11 @@ def resolve_parameters(
         chosen.update(sections.get(stem, {}))
         if dataset is not None and "dataset" in params:
             chosen["dataset"] = dataset
+            # --dataset is a complete switch: prices come from that dataset too, unless the
+            # configuration names a cost dataset explicitly
+            explicit = "cost_dataset" in globals_ or "cost_dataset" in sections.get(stem, {})
+            if "cost_dataset" in params and not explicit:
+                chosen["cost_dataset"] = ""
         for key, value in chosen.items():
             _check_type(stem, key, value, params[key])
             if key in PATH_PARAMETERS:

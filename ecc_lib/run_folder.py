@@ -74,54 +74,103 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 @dataclass(frozen=True)
 class RunContext:
-    """Folders of one run; :func:`run_context` creates them."""
+    """Folders of one run; :func:`run_context` creates them.
+
+    Parameters
+    ----------
+    run_dir : Path
+        The run folder.
+    """
 
     run_dir: Path
 
     @property
     def figures_dir(self) -> Path:
+        """``figures/`` of the run."""
         return self.run_dir / FIGURES
 
     @property
     def tables_dir(self) -> Path:
+        """``tables/`` of the run."""
         return self.run_dir / TABLES
 
     @property
     def metrics_dir(self) -> Path:
+        """``metrics/`` of the run (one JSON fragment per notebook section)."""
         return self.run_dir / METRICS
 
     @property
     def provenance_dir(self) -> Path:
+        """``provenance/`` of the run."""
         return self.run_dir / PROVENANCE
 
     @property
     def metrics_path(self) -> Path:
+        """``metrics.json`` of the run."""
         return self.run_dir / METRICS_FILE
 
     @property
     def report_path(self) -> Path:
+        """The HTML report of the run."""
         return self.run_dir / REPORT_FILE
 
     def create(self) -> RunContext:
+        """Create the run folder and its sub-folders.
+
+        Returns
+        -------
+        RunContext
+            ``self``.
+        """
         for folder in (self.figures_dir, self.tables_dir, self.metrics_dir, self.provenance_dir):
             folder.mkdir(parents=True, exist_ok=True)
         return self
 
 
 def default_run_name(now: _dt.datetime | None = None) -> str:
-    """A time stamp such as ``20260521-143005`` (local time)."""
+    """A time stamp such as ``20260521-143005`` (local time).
+
+    Parameters
+    ----------
+    now : datetime, optional
+        Time stamped (default: now).
+
+    Returns
+    -------
+    str
+    """
     return (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
 
 
 def resolve_run_dir(run_dir: str | os.PathLike | None) -> Path:
-    """``run_dir`` as an absolute path; empty or None means ``runs/interactive``."""
+    """``run_dir`` as an absolute path; empty or None means ``runs/interactive``.
+
+    Parameters
+    ----------
+    run_dir : path or None
+        A run folder, relative or absolute.
+
+    Returns
+    -------
+    Path
+    """
     if run_dir is None or str(run_dir) == "":
         return (paths.runs_dir() / "interactive").resolve()
     return Path(run_dir).expanduser().resolve()
 
 
 def run_context(run_dir: str | os.PathLike | RunContext | None) -> RunContext:
-    """The :class:`RunContext` of ``run_dir`` with its folders created."""
+    """The :class:`RunContext` of ``run_dir`` with its folders created.
+
+    Parameters
+    ----------
+    run_dir : path, RunContext or None
+        The run folder (None or empty: ``runs/interactive``).
+
+    Returns
+    -------
+    RunContext
+    """
     if isinstance(run_dir, RunContext):
         return run_dir.create()
     return RunContext(resolve_run_dir(run_dir)).create()
@@ -230,7 +279,23 @@ def save_table(
     name: str,
     index: bool = False,
 ) -> Path:
-    """Write ``table`` as ``tables/NAME.csv`` of the run and return the path."""
+    """Write ``table`` as ``tables/NAME.csv`` of the run and return the path.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The table.
+    run_dir : path or RunContext
+        The run folder.
+    name : str
+        File stem.
+    index : bool, default False
+        Write the index too.
+
+    Returns
+    -------
+    Path
+    """
     context = run_context(run_dir)
     _check_name(name)
     if not isinstance(table, pd.DataFrame):
@@ -315,7 +380,17 @@ def record_metrics(
 
 
 def collect_metrics(run_dir: str | os.PathLike | RunContext) -> dict:
-    """Merge the fragments under ``metrics/`` into ``{section: values, "parameters": {...}}``."""
+    """Merge the fragments under ``metrics/`` into ``{section: values, "parameters": {...}}``.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+
+    Returns
+    -------
+    dict
+    """
     context = (
         RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
     )
@@ -330,7 +405,19 @@ def collect_metrics(run_dir: str | os.PathLike | RunContext) -> dict:
 
 
 def flatten_metrics(metrics: Mapping[str, Any], prefix: str = "") -> pd.DataFrame:
-    """Nested metrics as a two-column table ``metric`` (dotted key), ``value`` (scalars only)."""
+    """Nested metrics as a two-column table ``metric`` (dotted key), ``value`` (scalars only).
+
+    Parameters
+    ----------
+    metrics : mapping
+        Nested metrics (:func:`collect_metrics`).
+    prefix : str, default ""
+        Prepended to every key.
+
+    Returns
+    -------
+    DataFrame
+    """
     rows: list[tuple[str, Any]] = []
 
     def walk(node: Any, key: str) -> None:
@@ -355,6 +442,18 @@ def headline_metrics(
     ``a.b.c_ci95`` that exists, so ``ecc.ranking_quality_gain.ecc`` is paired with
     ``ecc.ranking_quality_gain_ci95.ecc`` and ``dars.winner_flip_rate`` with
     ``dars.winner_flip_rate_ci95``.
+
+    Parameters
+    ----------
+    metrics : mapping
+        Nested metrics (:func:`collect_metrics`).
+    prefixes : sequence of str
+        Dotted prefixes of the headline metrics.
+
+    Returns
+    -------
+    DataFrame
+        ``metric, value, ci95``.
     """
     flat = flatten_metrics(
         {k: v for k, v in metrics.items() if k not in ("parameters", "provenance")}
@@ -385,7 +484,19 @@ def _short_number(value: Any) -> str:
 
 
 def get_metric(metrics: Mapping[str, Any], dotted_key: str) -> Any:
-    """The value at ``"ecc.ranking_quality_gain.over_global"``-style keys (KeyError names the key)."""
+    """The value at ``"ecc.ranking_quality_gain.over_global"``-style keys (KeyError names the key).
+
+    Parameters
+    ----------
+    metrics : mapping
+        Nested metrics (:func:`collect_metrics`).
+    dotted_key : str
+        Keys joined by dots.
+
+    Returns
+    -------
+    object
+    """
     node: Any = metrics
     for part in dotted_key.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -398,6 +509,15 @@ def list_figures(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
     """The run's figures: ``name``, ``notebook`` (prefix), ``png``, ``pdf``, ``caption``.
 
     Ordered by notebook, then in the order the notebook saved them.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+
+    Returns
+    -------
+    DataFrame
     """
     context = (
         RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
@@ -424,7 +544,17 @@ def list_figures(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
 
 
 def list_tables(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
-    """The run's tables: ``name``, ``notebook`` (prefix), ``csv``."""
+    """The run's tables: ``name``, ``notebook`` (prefix), ``csv``.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+
+    Returns
+    -------
+    DataFrame
+    """
     context = (
         RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
     )

@@ -274,7 +274,22 @@ def validate_outcomes(
 def check_models_have_observations(
     outcomes: pd.DataFrame, models: Iterable[str], source: str | None = None
 ) -> None:
-    """Raise when a model the caller expects (a wide-table column, a price-table entry) has no rows."""
+    """Raise when a model the caller expects (a wide-table column, a price-table entry) has no rows.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes table with a ``model`` column.
+    models : iterable of str
+        Models that must have rows.
+    source : str, optional
+        File or table named in the error message.
+
+    Raises
+    ------
+    DataValidationError
+        Naming the models without observations.
+    """
     present = set(outcomes["model"].astype(str))
     empty = [m for m in models if m not in present]
     if empty:
@@ -284,7 +299,21 @@ def check_models_have_observations(
 
 
 def summarise(queries: pd.DataFrame, outcomes: pd.DataFrame) -> dict:
-    """Counts of a dataset: queries, models, observations, categories, mean score per model."""
+    """Counts of a dataset: queries, models, observations, categories, mean score per model.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        Validated queries table.
+    outcomes : DataFrame
+        Validated long outcomes table.
+
+    Returns
+    -------
+    dict
+        ``n_queries, n_models, n_observations, n_categories, n_variants`` and further counts, and
+        the mean score per model.
+    """
     categories = queries["category"].dropna() if "category" in queries else pd.Series([])
     return {
         "n_queries": int(queries["query_id"].nunique()),

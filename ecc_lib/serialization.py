@@ -18,6 +18,16 @@ def to_jsonable(value: Any) -> Any:
     """``value`` with numpy/pandas scalars and arrays turned into JSON types.
 
     Floats are rounded to 10 significant digits; NaN and infinities become ``None``.
+
+    Parameters
+    ----------
+    value : object
+        Nested mappings, sequences, numpy or pandas values, paths, plain scalars.
+
+    Returns
+    -------
+    object
+        The same structure built from dict, list, str, int, float, bool and None.
     """
     if isinstance(value, Mapping):
         return {str(key): to_jsonable(item) for key, item in value.items()}

@@ -17,7 +17,15 @@ Faults, applied in this order to the n-th chat call (0-based, counted over all m
   for every call of that model): that status with an OpenAI-style error body (429 with
   ``Retry-After: retry_after`` when given);
 - ``slow_calls`` (call numbers) sleep ``slow_seconds`` before answering, beyond a client's timeout;
-- ``delay`` seconds before every answer (to make a run last long enough to be killed).
+- ``faults[n]`` (or ``fault`` for every call): ``"hang"`` never answers (until the server stops),
+  ``"close"`` closes the connection without a response, ``"null"`` answers ``content: null`` with
+  ``finish_reason: "length"``, ``"empty"`` answers ``content: ""`` with ``finish_reason: "stop"``;
+- ``delay`` seconds before every answer (to make a run last long enough to be killed);
+- ``response_formats``: the ``response_format`` types accepted (others are refused; ``None`` accepts
+  any; refused with ``format_refusal_status``, 400 by default, 500 as llama-cpp-python does); a
+  rewriting request without an accepted format is answered in ``rewrite_style``:
+  ``"json"``, ``"numbered"`` (a numbered list after a preamble, as small models write) or
+  ``"prose"`` (nothing usable).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import argparse
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -33,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 LETTERS = "ABCDEFGHIJ"
+FAULTS: tuple[str, ...] = ("hang", "close", "null", "empty")
 Responder = Callable[[str, list, dict], str]
 
 
@@ -60,6 +70,17 @@ def rewrite_response(model: str, messages: list) -> str:
     offset = len(re.findall(r"^- ", text, re.M))  # existing rewrites to differ from
     rewrites = [f"Rephrasing {offset + k + 1} by {model}: {stem}" for k in range(count)]
     return json.dumps({"rewrites": rewrites})
+
+
+def restyle_rewrites(content: str, style: str) -> str:
+    """A JSON rewriting answer as a small model without structured output might write it."""
+    if style == "json":
+        return content
+    if style == "prose":
+        return "I think the question is already clear as it is."
+    rewrites = json.loads(content)["rewrites"]
+    lines = [f"{k + 1}. {text}" for k, text in enumerate(rewrites)]
+    return "Here are the rewrites:\n" + "\n".join(lines)
 
 
 def default_answer(model: str, messages: list) -> str:
@@ -115,6 +136,11 @@ class FakeOpenAIServer:
         slow_calls: Iterable[int] = (),
         slow_seconds: float = 2.0,
         delay: float = 0.0,
+        faults: dict[int, str] | None = None,
+        fault: str | None = None,
+        response_formats: Iterable[str] | None = None,
+        rewrite_style: str = "json",
+        format_refusal_status: int = 400,
         report_cost: bool = False,
         port: int = 0,
     ) -> None:
@@ -129,8 +155,20 @@ class FakeOpenAIServer:
         self.slow_calls = set(slow_calls)
         self.slow_seconds = slow_seconds
         self.delay = delay
+        self.faults = dict(faults or {})
+        self.fault = fault
+        for name in [*self.faults.values(), fault]:
+            if name is not None and name not in FAULTS:
+                raise ValueError(f"unknown fault {name!r}; one of {FAULTS}")
+        self.stopped = threading.Event()
+        self.response_formats = set(response_formats) if response_formats is not None else None
+        if rewrite_style not in ("json", "numbered", "prose"):
+            raise ValueError(f"unknown rewrite_style {rewrite_style!r}")
+        self.rewrite_style = rewrite_style
+        self.format_refusal_status = format_refusal_status
         self.report_cost = report_cost
         self.requests: list[dict[str, Any]] = []
+        self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._port = port
         self._server: ThreadingHTTPServer | None = None
@@ -155,6 +193,7 @@ class FakeOpenAIServer:
             return [r["status"] for r in self.requests]
 
     def start(self) -> FakeOpenAIServer:
+        self.stopped.clear()
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = _Server(("127.0.0.1", self._port), handler)
         host, port = self._server.server_address[:2]
@@ -166,10 +205,19 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and drop open connections (as a dead server would)."""
+        self.stopped.set()  # wakes hanging handlers
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
@@ -186,7 +234,8 @@ class FakeOpenAIServer:
             return entry["index"]
 
     def handle_chat(self, headers: dict, body: dict) -> tuple[int, dict, dict]:
-        """``(status, json_body, extra_headers)`` for one chat call."""
+        """``(status, json_body, extra_headers)`` for one chat call; status 0 means "close the
+        connection without answering"."""
         model = str(body.get("model", ""))
         entry = {
             "model": model,
@@ -214,14 +263,38 @@ class FakeOpenAIServer:
             status = self.fail_models.get(model)
         if status is not None and status != 200:
             return error(status, f"injected fault {status} on call {index}", "server_error")
+        response_format = body.get("response_format")
+        if response_format is not None and self.response_formats is not None:
+            kind = response_format.get("type") if isinstance(response_format, dict) else None
+            if kind not in self.response_formats:
+                return error(
+                    self.format_refusal_status,
+                    f"body.response_format.type: {kind!r} is not supported",
+                    "invalid_request_error",
+                )
+        fault = self.faults.get(index, self.fault)
+        if fault == "hang":
+            entry["status"] = "hang"
+            self.stopped.wait()
+            return 0, {}, {}
+        if fault == "close":
+            entry["status"] = "close"
+            return 0, {}, {}
         if index in self.slow_calls:
             time.sleep(self.slow_seconds)
         if self.delay:
             time.sleep(self.delay)
         messages = body.get("messages", [])
         content = self.responder(model, messages, body)
+        if is_rewrite_request(messages) and response_format is None:
+            content = restyle_rewrites(content, self.rewrite_style)
+        finish_reason = "stop"
+        if fault == "null":
+            content, finish_reason = None, "length"
+        elif fault == "empty":
+            content = ""
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
-        completion_tokens = len(content.split())
+        completion_tokens = len((content or "").split()) or (16 if fault == "null" else 0)
         usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -241,7 +314,7 @@ class FakeOpenAIServer:
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
+                        "finish_reason": finish_reason,
                     }
                 ],
                 "usage": usage,
@@ -265,6 +338,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.fake._lock:
+            self.fake._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.fake._lock:
+            self.fake._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
 
     def _send(self, status: int, payload: dict, extra: dict | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -301,6 +387,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
         status, payload, extra = self.fake.handle_chat(headers, body)
+        if status == 0:  # a fault: drop the connection without a response
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
         self._send(status, payload, extra)
 
 
@@ -309,8 +402,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--api-key", default=None)
+    parser.add_argument("--fault", choices=FAULTS, default=None, help="fault of every call")
     args = parser.parse_args()
-    server = FakeOpenAIServer(port=args.port, delay=args.delay, api_key=args.api_key).start()
+    server = FakeOpenAIServer(
+        port=args.port, delay=args.delay, api_key=args.api_key, fault=args.fault
+    ).start()
     print(f"serving {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True:

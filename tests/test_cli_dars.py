@@ -59,7 +59,7 @@ def run_cli(tmp_path, frame: pd.DataFrame, *extra: str, suffix: str = ".csv"):
 def test_parser_contract():
     parser = build_parser()
     args = parser.parse_args(["dars", "--outcomes", "f.csv"])
-    assert (args.lambda_, args.beta, args.draws, args.seed, args.json, args.change_draws) == (
+    assert (args.cost_weight, args.beta, args.draws, args.seed, args.json, args.change_draws) == (
         0.05,
         0.2,
         1000,
@@ -71,7 +71,7 @@ def test_parser_contract():
     args = parser.parse_args(
         "dars --outcomes f.csv --lambda 0.1 --beta 0.3 --draws 2000 --seed 4 --json o.json".split()
     )
-    assert (args.lambda_, args.beta, args.draws, args.seed, args.json) == (
+    assert (args.cost_weight, args.beta, args.draws, args.seed, args.json) == (
         0.1,
         0.3,
         2000,
@@ -145,7 +145,6 @@ def test_single_observation_data_reports_not_applicable(tmp_path):
     [
         (lambda f: f.drop(columns="score"), "score"),
         (lambda f: f.assign(cost=np.where(f.index == 0, -1.0, 1.0)), "cost"),
-        (lambda f: f[~((f.query_id == "q2") & (f.model == "B"))], "single model"),
     ],
 )
 def test_errors_exit_1(tmp_path, capsys, change, message):

@@ -56,6 +56,7 @@ def test_help_lists_the_contract_flags():
         "--probe-strategy",
         "--leak-free",
         "--routing",
+        "--scheduler",
     }
     assert expected <= flags
     assert flags - expected <= {"-h", "--help"}
@@ -259,7 +260,7 @@ def test_seeds_add_the_contract_keys(files, tmp_path, capsys):
 def test_leak_keys_and_leak_free_flag(files, tmp_path):
     paper, free = tmp_path / "paper.json", tmp_path / "free.json"
     assert main(_base(files, "--json", str(paper))) == 0
-    assert main(_base(files, "--leak-free", "--json", str(free))) == 0
+    assert main(_base(files, "--leak-free", "--seeds", "2", "--json", str(free))) == 0
     p, f = json.loads(paper.read_text()), json.loads(free.read_text())
     names = set(p["ranking_quality_gain"])
     for key in ("ranking_quality_gain_disjoint", "ranking_quality_gain_touching"):
@@ -269,6 +270,8 @@ def test_leak_keys_and_leak_free_flag(files, tmp_path):
     # the leak-free protocol scores the same pairs, none of them touching a probe model
     assert f["probe_leak_share"] == 0.0 and f["n_scored"] == p["n_scored"]
     assert f["params"]["leak_free"] is True
+    # no pair touches the probe: the touching reading does not exist (null), over seeds too
+    assert all(v is None for v in f["gain_touching_mean"].values())
 
 
 def test_routing_block_and_probe_evidence(files, tmp_path, capsys):

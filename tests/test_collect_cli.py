@@ -101,3 +101,20 @@ def test_export_of_a_missing_store_is_a_clear_error(tmp_path, capsys):
     status = main(["collect-export", "--store", str(tmp_path / "none"), "--out", "o.csv"])
     assert status == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_export_to_a_folder_gives_a_dataset_every_loader_reads(tmp_path, capsys):
+    from test_collect_support import fast
+
+    from ecc_lib.collect import collect
+    from ecc_lib.loaders import load_dataset
+
+    store, folder = tmp_path / "store", tmp_path / "export"
+    with FakeOpenAIServer(responder=responder()) as server:
+        collect(QUERIES, ["m1", "m2"], server.base_url, store, **fast(n_rewrites=1, n_decodes=2))
+    assert run(["collect-export", "--store", str(store), "--out", str(folder)]) == 0
+    assert "use it with --dataset" in capsys.readouterr().out
+    queries, outcomes = load_dataset(str(folder))
+    assert sorted(queries["query_id"]) == ["q1", "q2", "q3"]
+    assert len(outcomes) == 3 * 2 * 2 * 2
+    assert set(outcomes["variant_id"]) == {0, 1} and set(outcomes["decode_id"]) == {0, 1}

@@ -9,7 +9,13 @@ import pytest
 from fake_openai_server import FakeOpenAIServer
 
 from ecc_lib.collect.client import ChatClient, public_url
-from ecc_lib.collect.errors import EndpointAuthError, EndpointError, EndpointNotFoundError
+from ecc_lib.collect.errors import (
+    EndpointAuthError,
+    EndpointConfigError,
+    EndpointError,
+    EndpointNotFoundError,
+    EndpointUnreachableError,
+)
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
 
@@ -69,12 +75,34 @@ def test_retries_exhausted_names_endpoint_model_and_last_error():
     assert server.base_url in str(error) and "'m1'" in str(error) and "500" in str(error)
 
 
-def test_connection_refused_is_retried_then_reported():
+def test_connection_refused_before_any_answer_fails_at_once():
     server = FakeOpenAIServer().start()
     base_url = server.base_url
     server.stop()
-    with pytest.raises(EndpointError, match="connection error"):
-        chat(base_url, max_retries=1)
+    started = time.perf_counter()
+    with pytest.raises(EndpointUnreachableError, match="connection refused") as caught:
+        chat(base_url, max_retries=5, backoff_base=1.0)  # no retry, so no backoff wait
+    assert time.perf_counter() - started < 1.0
+    assert caught.value.model == "m1" and base_url in str(caught.value)
+
+
+def test_connection_refused_after_answers_is_retried_up_to_the_consecutive_limit():
+    async def run(server):
+        async with ChatClient(
+            server.base_url, backoff_base=0.01, backoff_max=0.02, max_consecutive_errors=3
+        ) as client:
+            first = await client.chat("m1", MESSAGES)
+            server.stop()  # the server goes away mid-run
+            try:
+                await client.chat("m1", MESSAGES)
+            except EndpointUnreachableError as error:
+                return first, error
+        return first, None
+
+    server = FakeOpenAIServer().start()
+    first, error = asyncio.run(run(server))
+    assert first.attempts == 1
+    assert error is not None and "3 consecutive" in str(error)
 
 
 def test_401_is_not_retried_and_names_endpoint_model_and_env_but_not_the_key():
@@ -132,3 +160,20 @@ def test_openai_key_goes_only_to_openai_host():
     assert _is_openai_host("https://api.openai.com/v1")
     assert not _is_openai_host("https://openrouter.ai/api/v1")
     assert not _is_openai_host("http://127.0.0.1:8000/v1")
+
+
+def test_base_url_and_api_key_checks():
+    from ecc_lib.collect.client import check_api_key, check_base_url, redact
+
+    assert check_base_url(" http://h:8000/v1/ ") == "http://h:8000/v1"
+    for bad, match in [("h:8000/v1", "no scheme"), ("ftp://h/v1", "scheme 'ftp'"),
+                       ("http:///v1", "no host")]:  # fmt: skip
+        with pytest.raises(EndpointConfigError, match=match):
+            check_base_url(bad)
+    assert check_api_key(" sk-abc\n", "K") == "sk-abc"
+    assert check_api_key("  ", "K") is None
+    with pytest.raises(EndpointConfigError, match="environment variable K") as caught:
+        check_api_key("sk-a\tb", "K")
+    assert "sk-a" not in str(caught.value)
+    text = "b'Bearer sk-abc\\n' and \"sk-abc\\n\""  # repr and JSON forms of "sk-abc\n"
+    assert "sk-abc" not in redact(text, ["sk-abc\n"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pandas as pd
 import pytest
@@ -138,3 +139,51 @@ def test_prompts_keep_options_and_passage_verbatim():
 )
 def test_parse_rewrites(content, expected):
     assert parse_rewrites(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "finish_reason", "rewrites", "method", "problem"),
+    [
+        ('{"rewrites": ["How many eggs?", "What count?"]}', "stop",
+         ["How many eggs?", "What count?"], "json", None),
+        ('```json\n{"rewrites": ["How many eggs?", "What is the cou', "length",
+         ["How many eggs?"], "truncated_json", None),
+        ("Here are 2 rewrites:\n**Rewrite 1:** How many eggs?\nRewrite 2: What egg count?",
+         "stop", ["How many eggs?", "What egg count?"], "numbered_list", None),
+        ("Sure! Here are the rewrites:\nHow many eggs does she eat in four weeks?\n\n"
+         "In 4 weeks, how many dozens of eggs does Claire eat?", "stop",
+         ["How many eggs does she eat in four weeks?",
+          "In 4 weeks, how many dozens of eggs does Claire eat?"], "lines", None),
+        (None, "length", [], "none", "empty reply (content null, finish_reason 'length')"),
+        ("  ", "stop", [], "none", "empty reply (content empty, finish_reason 'stop')"),
+        ("I cannot do that.", "stop", [], "none", "nothing readable as rewrites"),
+    ],
+)  # fmt: skip
+def test_read_rewrites_says_how_it_read_the_reply(
+    content, finish_reason, rewrites, method, problem
+):
+    from ecc_lib.collect.prompts import read_rewrites
+
+    parsed = read_rewrites(content, finish_reason)
+    assert (parsed.rewrites, parsed.method, parsed.problem) == (rewrites, method, problem)
+    assert parsed.fallback == (method in ("truncated_json", "numbered_list", "lines"))
+
+
+def test_the_shipped_demo_queries_read_with_answers_and_scorers():
+    from pathlib import Path
+
+    from ecc_lib.collect.queries import read_queries_file
+    from ecc_lib.collect.runner import _prepare_queries
+
+    path = Path(__file__).resolve().parents[1] / "data" / "collect-demo" / "queries.jsonl"
+    table = read_queries_file(path)
+    prepared = _prepare_queries(table, None, 0.7, 1.0, 256)
+    assert len(prepared) == 20 and all(q.answer not in (None, "") for q in prepared)
+    assert Counter(q.scorer_name for q in prepared) == {"numeric": 10, "multiple_choice": 10}
+    for query in prepared:
+        if query.scorer_name == "multiple_choice":
+            assert len(query.choices) == 5 and query.answer in "ABCDE"
+            right = f"Final answer: {query.answer}"
+        else:
+            right = f"So it is {query.answer}.\nFinal answer: {query.answer}"
+        assert query.scorer(right, query.answer, choices=query.choices) == 1.0

@@ -61,10 +61,16 @@ def test_injected_429_500_and_slow_responses_are_retried_and_the_run_completes(t
         "fail_status": 429,
         "status_plan": {10: 500, 11: 503, 20: 502},
         "slow_calls": {15, 30},
-        "slow_seconds": 1.5,
+        "slow_seconds": 4.0,  # beyond the timeout even on a loaded machine
     }
     with FakeOpenAIServer(responder=responder(), **faults) as server:
-        summary = collect(QUERIES, MODELS, server.base_url, tmp_path, **fast(timeout=0.4))
+        summary = collect(
+            QUERIES,
+            MODELS,
+            server.base_url,
+            tmp_path,
+            **fast(timeout=1.5, max_consecutive_errors=50),
+        )
         statuses = server.statuses()
     assert summary.complete and summary.n_failed == 0 and summary.n_collected == 54
     assert statuses[:3] == [429, 429, 429] and {500, 502, 503} <= set(statuses)

@@ -174,7 +174,7 @@ def test_capability_distributions_hand_case():
     np.testing.assert_allclose(dist.sigma_q, [[np.std([1, 0, 1], ddof=1), 0], [0, 0]])
     # pair mean costs 2, 3, 2, 5 -> min-max over the dataset -> 0, 1/3, 0, 1
     np.testing.assert_allclose(dist.mu_c, [[0, 1 / 3], [0, 1]])
-    u = dist.utility(lambda_=0.5, beta=0.2)
+    u = dist.utility(cost_weight=0.5, beta=0.2)
     np.testing.assert_allclose(u, dist.mu_q - 0.5 * dist.mu_c - 0.2 * dist.sigma_q)
     frame_out = dist.to_frame()
     assert list(frame_out.columns) == ["query_id", "model", "n_obs", "mu_q", "sigma_q", "mu_c"]

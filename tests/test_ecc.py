@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, softmax
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
 from ecc_lib import ecc as ecc_module
@@ -365,8 +365,9 @@ def test_sklearn_conventions():
     assert model.get_params()["lam"] == 2.0
     copy = clone(model)
     assert copy.get_params() == model.get_params()
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         model.predict_responsibilities(np.ones((2, 3)))
+    assert not hasattr(model, "n_clusters_")
     x, c = random_problem(n=30, seed=18)
     assert fit_quiet(model, x, c) is model
     assert model.theta_.shape == (5, 4) and model.centroids_.shape == (5, 5)

@@ -109,3 +109,16 @@ def test_damaged_shard_is_named_skipped_and_rebuilt(tmp_path, monkeypatch, caplo
     caplog.clear()
     embed_texts(["a", "b"], cache_dir=tmp_path, read_dirs=[], show_progress=False)
     assert len(calls) == 2 and "damaged" not in caplog.text  # rebuilt: the next run is clean
+
+
+@pytest.mark.parametrize("name", ["dcrouter", "mmlu2"])
+def test_shipped_cache_covers_the_default_view_of_long_bundled_texts(monkeypatch, name):
+    from ecc_lib.loaders import load_bundled
+
+    monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: pytest.fail("not cached"))
+    texts = sorted(set(load_bundled(name)[0]["text"]))
+    views, too_long, _ = text_views(texts)
+    assert too_long.sum() > 100  # long prompts exist and are embedded through their tails
+    cache = EmbeddingCache(None, write_dir="/nonexistent-write-dir")
+    _, found = cache.lookup(text_digests(views))
+    assert found.all()

@@ -192,11 +192,11 @@ def test_policy_notes_no_repeats_one_category_and_two_models():
 
 
 @pytest.mark.parametrize(
-    ("lambda_", "beta"), [(-0.1, 0.2), (0.05, -1.0), (float("nan"), 0.2), (0.05, float("inf"))]
+    ("cost_weight", "beta"), [(-0.1, 0.2), (0.05, -1.0), (float("nan"), 0.2), (0.05, float("inf"))]
 )
-def test_utility_weights_must_be_finite_and_non_negative(lambda_, beta):
+def test_utility_weights_must_be_finite_and_non_negative(cost_weight, beta):
     with pytest.raises(DataPolicyError, match="finite number >= 0"):
-        data_checks.check_utility_weights(lambda_, beta)
+        data_checks.check_utility_weights(cost_weight, beta)
     data_checks.check_utility_weights(0.0, 0.0)
 
 

@@ -127,7 +127,7 @@ TINY_CONFIG = {
     "02_label_instability": {"n_draws": 100},
     "03_clustering": {"n_clusters": 3, "k_sweep": [2, 3], "probe_sweep": [0, 1, 2], "max_iter": 30},
     "04_routing": {
-        "routers": ["kNN", "ECC"],
+        "routers": ["kNN", "ECC", "Softmax-ranking", "GraphRouter"],
         "ecc_router_clusters": 3,
         "cost_routers": ["kNN"],
         "n_runs": 2,
@@ -146,6 +146,8 @@ FIGURES = {
         "03_cluster_profiles",
         "03_cluster_category",
         "03_query_map",
+        "03_leak_gains",
+        "03_routing",
     ],
     "04_routing": ["04_routing_scores", "04_routing_utility", "04_cost_quality"],
 }
@@ -259,6 +261,8 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert metrics["data"]["datasets"]["tiny"]["n_queries"] == 60
     assert "kNN (DARS)" in metrics["routing"]["headline"]["score"]
     assert "ECC (single-shot)" in metrics["routing"]["headline"]["score"]
+    assert "Softmax-ranking (single-shot)" in metrics["routing"]["headline"]["score"]
+    assert "GraphRouter (DARS)" in metrics["routing"]["headline"]["score"]
     assert metrics["parameters"]["ecc"]["n_clusters"] == 3
     assert metrics["parameters"]["ecc"]["seed"] == config["seed"]
     assert metrics["parameters"]["dars"]["dataset"] == str(folder)

@@ -170,3 +170,9 @@ def test_mark_interrupted_is_idempotent(tmp_path, slow_notebooks):
     mark_interrupted(copy, "test")
     nb = nbformat.read(copy, as_version=4)
     assert sum("interrupted" in c.metadata.get("tags", []) for c in nb.cells) == 1
+
+
+def test_timeout_must_be_positive(tmp_path, capsys):
+    assert main(["run", "--timeout", "0", "--out", str(tmp_path / "r"), "--no-progress"]) == 1
+    assert "--timeout must be a positive number" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

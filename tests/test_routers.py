@@ -6,7 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.optimize import check_grad
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from ecc_lib import dars, routers
 from ecc_lib.comparisons import split_queries
@@ -18,8 +19,10 @@ FAST = {
     "EmbedLLM-MF": {"n_iter": 150},
     "MIRT": {"n_iter": 150},
     "Avengers-Pro": {"n_clusters": 8, "n_init": 1},
+    "GraphRouter": {"n_iter": 150},
 }
-ALL = {**FAST, "ECC": {"n_clusters": 8}}
+ALL = {**FAST, "ECC": {"n_clusters": 8}, "Softmax-ranking": {}}
+UTILITY_ONLY = {"ECC", "Softmax-ranking"}
 
 
 @pytest.fixture(scope="module")
@@ -86,21 +89,21 @@ def test_router_interface_and_determinism(planted, name):
     for value in pred.values():
         assert value.shape == (n_test, 4)
     np.testing.assert_allclose(pred["mu_q"], b.predict(planted["x_test"])["mu_q"])
-    u = a.predict_utility(planted["x_test"], lambda_=0.3, beta=0.1)
+    u = a.predict_utility(planted["x_test"], cost_weight=0.3, beta=0.1)
     np.testing.assert_allclose(u, pred["mu_q"] - 0.3 * pred["mu_c"] - 0.1 * pred["sigma_q"])
     np.testing.assert_array_equal(
-        a.route(planted["x_test"], lambda_=0.3, beta=0.1), np.argmax(u, axis=1)
+        a.route(planted["x_test"], cost_weight=0.3, beta=0.1), np.argmax(u, axis=1)
     )
     assert a.models_ == planted["train"].models
 
 
 def test_utility_target_refuses_other_lambda(planted):
-    router = routers.KNNRouter(target="utility", lambda_=0.1, beta=0.2)
+    router = routers.KNNRouter(target="utility", cost_weight=0.1, beta=0.2)
     router.fit(planted["x_train"], planted["train"])
     assert set(router.predict(planted["x_test"])) == {"utility"}
     router.route(planted["x_test"])  # the fit's weights work
-    with pytest.raises(ValueError, match="lambda"):
-        router.route(planted["x_test"], lambda_=0.5)
+    with pytest.raises(ValueError, match="cost_weight"):
+        router.route(planted["x_test"], cost_weight=0.5)
 
 
 def test_plain_utility_matrix_target():
@@ -149,7 +152,7 @@ def test_cluster_router_caps_clusters():
 
 def test_errors():
     router = routers.KNNRouter()
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         router.predict(np.zeros((1, 2)))
     with pytest.raises(ValueError, match="embeddings but"):
         router.fit(np.zeros((3, 2)), np.zeros((2, 2)))
@@ -162,34 +165,6 @@ def test_errors():
         router.predict(np.zeros((1, 3)))
 
 
-def test_mf_and_mirt_gradients():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((7, 5))
-    z = rng.random((7, 6))
-    shapes_mf = {"W": (5, 3), "V": (6, 3), "b": (6,)}
-    onehot = np.eye(2)[np.repeat([0, 1], 3)]
-    shapes_mirt = {"A": (5, 3), "theta": (6, 3), "w": (5, 2), "b": (6,)}
-    for shapes, fn in (
-        (shapes_mf, lambda p: routers.mf_loss_and_grad(p, x, z)),
-        (shapes_mirt, lambda p: routers.mirt_loss_and_grad(p, x, z, onehot)),
-    ):
-        sizes = [int(np.prod(v)) for v in shapes.values()]
-
-        def unpack(flat, shapes=shapes, sizes=sizes):
-            parts = np.split(flat, np.cumsum(sizes)[:-1])
-            return {k: a.reshape(v) for (k, v), a in zip(shapes.items(), parts, strict=True)}
-
-        def loss(flat, fn=fn, unpack=unpack):
-            return fn(unpack(flat))[0]
-
-        def grad(flat, fn=fn, unpack=unpack, shapes=shapes):
-            grads = fn(unpack(flat))[1]
-            return np.concatenate([grads[k].reshape(-1) for k in shapes])
-
-        point = 0.5 * rng.standard_normal(sum(sizes))
-        assert check_grad(loss, grad, point) < 1e-6
-
-
 def test_mf_and_mirt_beat_constant_predictor(planted):
     """Training ends below the loss of the best constant (per column) predictor."""
     y, _, _ = routers.target_matrix(planted["train"])
@@ -198,7 +173,7 @@ def test_mf_and_mirt_beat_constant_predictor(planted):
     # standardised targets: the best constant has mean squared error 1 (per non-constant column)
     assert mf.loss_history_[-1] < 0.9 * mf.loss_history_[0] <= 1.0
     mirt = routers.MIRTRouter(n_iter=100, random_state=0).fit(planted["x_train"], planted["train"])
-    z = np.clip(mirt.scaler_.forward(y), 0, 1)
+    z = mirt.scaler_.transform(y)
     mean = np.clip(z.mean(axis=0), 1e-3, 1 - 1e-3)
     logit = np.log(mean / (1 - mean))
     constant_loss = np.mean(np.logaddexp(0.0, logit) - z * logit)
@@ -207,7 +182,7 @@ def test_mf_and_mirt_beat_constant_predictor(planted):
 
 
 def test_ecc_router(planted):
-    router = routers.ECCRouter(n_clusters=6, random_state=0, lambda_=0.05, beta=0.2)
+    router = routers.ECCRouter(n_clusters=6, random_state=0, cost_weight=0.05, beta=0.2)
     router.fit(planted["x_train"], planted["train"])
     assert router.fitted_target_ == "utility"
     assert router.ecc_.theta_.shape == (6, 4)
@@ -215,9 +190,115 @@ def test_ecc_router(planted):
     u = router.predict_utility(planted["x_test"])
     strength = router._strength(planted["x_test"])
     np.testing.assert_array_equal(np.argmax(u, axis=1), np.argmax(strength, axis=1))
-    with pytest.raises(ValueError, match="lambda"):
-        router.route(planted["x_test"], lambda_=1.0)
+    with pytest.raises(ValueError, match="cost_weight"):
+        router.route(planted["x_test"], cost_weight=1.0)
     again = routers.ECCRouter(n_clusters=6, random_state=0).fit(
         planted["x_train"], planted["train"]
     )
     np.testing.assert_allclose(again.predict_utility(planted["x_test"]), u)
+
+
+# --------------------------------------------------------------------------------------------
+# scikit-learn estimator API, torch hygiene, the two listwise / graph families
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_routers_are_sklearn_estimators(planted, name):
+    router = routers.make_router(name, random_state=4, **ALL[name])
+    params = router.get_params()
+    assert params["random_state"] == 4 and "cost_weight" in params
+    copy = clone(router)
+    assert copy.get_params() == params and copy is not router
+    assert router.set_params(beta=0.3) is router and router.beta == 0.3
+    assert repr(router).startswith(type(router).__name__ + "(")
+    assert not any(k.endswith("_") for k in vars(router))
+    with pytest.raises(NotFittedError):
+        router.route(planted["x_test"])
+
+
+@pytest.mark.parametrize("name", ["EmbedLLM-MF", "MIRT", "Softmax-ranking", "GraphRouter"])
+def test_torch_routers_leave_global_state_alone(planted, name):
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.manual_seed(123)
+    expected_next = torch.rand(3)
+    torch.manual_seed(123)
+    kwargs = {**ALL[name], "n_iter": 20}
+    a = routers.make_router(name, random_state=7, **kwargs).fit(
+        planted["x_train"], planted["train"]
+    )
+    # the fit drew its weights from its own generator, not torch's global one
+    np.testing.assert_array_equal(torch.rand(3).numpy(), expected_next.numpy())
+    assert torch.get_num_threads() == threads
+    b = routers.make_router(name, random_state=7, **kwargs).fit(
+        planted["x_train"], planted["train"]
+    )
+    np.testing.assert_array_equal(
+        a.predict_utility(planted["x_test"]), b.predict_utility(planted["x_test"])
+    )
+    assert a.loss_history_ == b.loss_history_
+
+
+def test_softmax_ranking_learns_the_soft_labels(planted):
+    router = routers.SoftmaxRankingRouter(random_state=0).fit(planted["x_train"], planted["train"])
+    u_train = planted["train"].utility()
+    labels = dars.soft_labels(u_train, tau=router.tau)
+    # the training cross-entropy falls below that of a constant (uniform) ranking
+    assert router.loss_history_[-1] < 0.8 * np.log(4)
+    # predicted utility: right up to a per-query constant, so its softmax is the predicted label
+    predicted = dars.soft_labels(router.predict_utility(planted["x_train"]), tau=router.tau)
+    agreement = np.mean(np.argmax(predicted, axis=1) == np.argmax(labels, axis=1))
+    assert agreement > 0.7
+    with pytest.raises(ValueError, match="target='utility'"):
+        routers.SoftmaxRankingRouter(target="components").fit(planted["x_train"], planted["train"])
+    with pytest.raises(ValueError, match="cost_weight"):
+        router.route(planted["x_test"], cost_weight=0.5)
+
+
+def test_softmax_ranking_single_shot_labels_come_from_the_draw(planted):
+    """On single-shot targets the soft label is softmax(U / tau) of the drawn utilities: a router
+    trained on a draw whose winners are all model 2 routes everything to model 2."""
+    n = len(planted["x_train"])
+    u = np.zeros((n, 4))
+    u[:, 2] = 1.0
+    router = routers.SoftmaxRankingRouter(random_state=0, n_iter=100).fit(planted["x_train"], u)
+    assert set(router.route(planted["x_test"]).tolist()) == {2}
+
+
+def test_graph_router_edges_and_masking(planted):
+    router = routers.GraphRouter(random_state=0, n_iter=60).fit(
+        planted["x_train"], planted["train"]
+    )
+    # edges hold the standardised targets (n_train, n_models, 3 components), in model order
+    z = router.scaler_.transform(routers.target_matrix(planted["train"])[0])
+    assert router.edges_train_.shape == (len(planted["x_train"]), 4, 3)
+    np.testing.assert_allclose(router.edges_train_[:, :, 0], z[:, :4])
+    np.testing.assert_allclose(router.edges_train_[:, :, 2], z[:, 8:])
+    # a new query's prediction does not depend on the other new queries (they are never context)
+    x = planted["x_test"]
+    together = router.predict(x)["mu_q"]
+    alone = router.predict(x[:3])["mu_q"]
+    np.testing.assert_allclose(together[:3], alone, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="mask_fraction"):
+        routers.GraphRouter(mask_fraction=1.0).fit(planted["x_train"], planted["train"])
+
+
+def test_early_stopping_keeps_the_best_step():
+    torch = pytest.importorskip("torch")
+    from ecc_lib.routers import networks
+
+    weight = torch.nn.Parameter(torch.zeros(1))
+    module = torch.nn.Module()
+    module.weight = weight
+    # training pulls the weight to 2, the validation loss is smallest at 1
+    history = networks.train_full_batch(
+        module,
+        lambda: ((weight - 2.0) ** 2).sum(),
+        n_iter=500,
+        learning_rate=0.05,
+        weight_decay=0.0,
+        validation_loss=lambda: ((weight - 1.0) ** 2).sum(),
+        patience=10,
+    )
+    assert len(history) < 500
+    assert abs(float(weight.detach()) - 1.0) < 0.06

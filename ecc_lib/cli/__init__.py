@@ -18,7 +18,12 @@ SUBCOMMAND_MODULES = ("datasets", "ecc", "dars", "collect", "run", "init")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every available subcommand."""
+    """The argument parser with every available subcommand.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
     parser = argparse.ArgumentParser(
         prog="ecc-lab",
         description="Capability-aware LLM evaluation and routing (ECC clustering, DARS labels).",
@@ -37,7 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``ecc-lab``; returns the process exit status."""
+    """Entry point of ``ecc-lab``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The process exit status (0 on success; errors are printed as one-line messages).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

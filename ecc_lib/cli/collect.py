@@ -9,7 +9,13 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``collect`` and ``collect-export`` subcommands."""
+    """Add the ``collect`` and ``collect-export`` subcommands.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "collect",
         help="collect rewrites x decodes from an OpenAI-compatible endpoint",
@@ -28,7 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "answer, choices, passage",
     )
     parser.add_argument(
-        "--models", required=True, help="comma-separated candidate models, e.g. m1,m2"
+        "--models",
+        required=True,
+        help="comma-separated candidate models, e.g. m1,m2; a variant NAME@KEY=VALUE[;KEY=VALUE] "
+        "is a separate model with its own request settings, e.g. "
+        "'smollm2@temperature=0.2,smollm2@temperature=1.0'",
     )
     parser.add_argument(
         "--base-url",
@@ -63,6 +73,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--concurrency", type=int, default=8, help="calls in flight at once (default 8)"
     )
     parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="deadline of one attempt of a call (default 60)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=5,
+        metavar="N",
+        help="retries of a call after 429, 5xx, timeouts and connection errors (default 5)",
+    )
+    parser.add_argument(
+        "--max-consecutive-errors",
+        type=int,
+        default=10,
+        metavar="N",
+        help="stop after N connection errors or timeouts in a row (default 10); a refused "
+        "connection before any answer stops at once",
+    )
+    parser.add_argument(
+        "--rewrite-format",
+        choices=("auto", "json_schema", "json_object", "none"),
+        default="auto",
+        help="response_format of the rewriting calls (default auto: structured JSON where the "
+        "server accepts it; numbered or one-per-line lists are read as a fallback)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="max_tokens of the answers (default 1024)",
+    )
+    parser.add_argument(
         "--prices",
         metavar="FILE",
         help="price table (.csv, .json, .yaml): model, input_per_1m, output_per_1m in USD",
@@ -80,16 +126,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     export.add_argument("--store", required=True, metavar="DIR", help="collection folder")
     export.add_argument(
-        "--out", required=True, metavar="FILE", help="output table (.csv, .parquet, .jsonl)"
+        "--out",
+        required=True,
+        metavar="FILE|DIR",
+        help="output table (.csv, .parquet, .jsonl), or a folder (no such suffix) that gets "
+        "queries.parquet and outcomes.parquet, ready for `ecc-lab run --dataset DIR`",
     )
     export.set_defaults(handler=run_collect_export)
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab collect``; exit status 0 when every planned record is stored."""
-    from ecc_lib.collect import CollectError, collect
+    """Handler of ``ecc-lab collect``; exit status 0 when every planned record is stored.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
+    from ecc_lib.collect import CollectError, CollectionInterrupted, collect
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+    for name, value, low in (
+        ("--timeout", args.timeout, 0.0),
+        ("--max-retries", args.max_retries, -1),
+        ("--max-consecutive-errors", args.max_consecutive_errors, 0),
+        ("--max-tokens", args.max_tokens, 0),
+    ):
+        if not value > low:
+            print(f"ecc-lab collect: error: {name} must be > {low:g}, got {value}", file=sys.stderr)
+            return 2
     try:
         summary = collect(
             args.queries,
@@ -101,10 +171,18 @@ def run_collect(args: argparse.Namespace) -> int:
             n_rewrites=args.rewrites,
             n_decodes=args.decodes,
             temperature=args.temperature,
+            max_tokens=args.max_tokens,
+            rewrite_format=args.rewrite_format,
             concurrency=args.concurrency,
             prices=args.prices,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            max_consecutive_errors=args.max_consecutive_errors,
             show_progress=True,
         )
+    except CollectionInterrupted as error:
+        print(f"ecc-lab collect: {error}", file=sys.stderr)
+        return 128 + error.signal_number
     except CollectError as error:
         print(f"ecc-lab collect: error: {error}", file=sys.stderr)
         return 1
@@ -117,6 +195,13 @@ def run_collect(args: argparse.Namespace) -> int:
         f"{summary.n_failed} failed call(s), {summary.n_missing_variants} missing rewrite(s), "
         f"{summary.n_scoring_failures} scoring failure(s), spend {spend}"
     )
+    if summary.n_empty_replies:
+        print(
+            f"{summary.n_empty_replies} empty repl(ies) recorded as failures, not scored "
+            "(see failures.jsonl: finish_reason 'length' means max_tokens was too small)"
+        )
+    if summary.n_rewrite_calls or summary.n_rewrite_unusable:
+        print(summary.rewrite_report())
     if not summary.complete:
         print(
             "ecc-lab collect: incomplete; run the same command again to retry what failed",
@@ -127,9 +212,31 @@ def run_collect(args: argparse.Namespace) -> int:
 
 
 def run_collect_export(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab collect-export``."""
-    from ecc_lib.collect import export_outcomes
+    """Handler of ``ecc-lab collect-export``.
 
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
+    from pathlib import Path
+
+    from ecc_lib.collect import export_outcomes
+    from ecc_lib.collect.store import export_dataset
+
+    out = Path(args.out)
+    if out.is_dir() or out.suffix.lower() not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
+        queries, outcomes = export_dataset(args.store, out)
+        print(
+            f"{out}: queries.parquet ({len(queries)} queries) and outcomes.parquet "
+            f"({len(outcomes)} row(s)) from {args.store}; use it with --dataset {out}"
+        )
+        return 0
     outcomes = export_outcomes(args.store, args.out)
     print(f"{args.out}: {len(outcomes)} outcome row(s) from {args.store}")
     return 0

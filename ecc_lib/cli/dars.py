@@ -23,7 +23,13 @@ import math
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``dars`` subcommand."""
+    """Add the ``dars`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "dars",
         help="DARS labels and single-shot label-instability diagnostics",
@@ -42,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--lambda",
-        dest="lambda_",
+        dest="cost_weight",
         type=float,
         default=0.05,
         help="cost weight lambda of the utility (default 0.05)",
@@ -69,19 +75,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the median when they differ)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="also write the summary as JSON")
+    parser.add_argument(
+        "--scheduler",
+        metavar="local|ADDRESS",
+        help="also compute the distributions, labels and flip readings as Dask group-bys: "
+        "'local' starts a local cluster, anything else is a scheduler address",
+    )
     parser.set_defaults(handler=run)
 
 
 def _read(path: str):
-    try:
-        from ecc_lib.loaders import read_outcomes
-    except ImportError:  # pragma: no cover - the loaders module ships with the package
-        import pandas as pd
+    from ecc_lib.loaders import read_outcomes
 
-        from ecc_lib.schema import validate_outcomes
-
-        frame = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)
-        return validate_outcomes(frame, source=path)
     return read_outcomes(path)
 
 
@@ -100,7 +105,7 @@ def _clean(value):
 
 def dars_summary(
     outcomes,
-    lambda_: float = 0.05,
+    cost_weight: float = 0.05,
     beta: float = 0.2,
     draws: int = 1000,
     seed: int = 0,
@@ -114,7 +119,7 @@ def dars_summary(
     ----------
     outcomes : DataFrame or RepeatedObservations
         Long outcomes.
-    lambda_, beta : float
+    cost_weight, beta : float
         Utility weights.
     draws : int
         Monte Carlo draw pairs per query (non-binary scores).
@@ -139,7 +144,7 @@ def dars_summary(
 
     obs = group(outcomes, source=source, validate=validate)
     diagnostics = label_instability(
-        obs, lambda_, beta, n_draws=draws, random_state=seed, change_draws=change_draws
+        obs, cost_weight, beta, n_draws=draws, random_state=seed, change_draws=change_draws
     )
     dist = capability_distributions(obs)
     both = diagnostics["both"].summary if diagnostics["both"] is not None else None
@@ -148,12 +153,12 @@ def dars_summary(
         "n_models": obs.n_models,
         "n_observations": obs.n_observations,
         "models": list(obs.models),
-        "lambda": lambda_,
+        "lambda": cost_weight,
         "beta": beta,
         "seed": seed,
         "cost_available": obs.cost_available,
         "n_dropped_queries": len(obs.dropped_query_ids),
-        "labels": label_shares(dist.utility(lambda_, beta), obs.models),
+        "labels": label_shares(dist.utility(cost_weight, beta), obs.models),
         "mean_mu_q": dict(zip(obs.models, dist.mu_q.mean(axis=0).tolist(), strict=True)),
     }
     keys = (
@@ -191,7 +196,17 @@ def dars_summary(
 
 
 def format_summary(summary: dict) -> str:
-    """A plain-text report of :func:`dars_summary`."""
+    """A plain-text report of :func:`dars_summary`.
+
+    Parameters
+    ----------
+    summary : dict
+        The output of :func:`dars_summary`.
+
+    Returns
+    -------
+    str
+    """
 
     def show(value, interval=None) -> str:
         if value is None:
@@ -243,16 +258,51 @@ def format_summary(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
+    """Labels and flip readings from the Dask group-bys (``--scheduler``), printed and returned."""
+    from ecc_lib.distributed import dars_statistics, dask_client
+
+    with dask_client(args.scheduler) as client:
+        stats = dars_statistics(
+            outcomes, args.cost_weight, args.beta, args.change_draws, client, random_state=args.seed
+        )
+    print(f"\nDask group-bys ({args.scheduler}): {stats.distributions.n_queries} queries")
+    for name, cell in (stats.flip_rates or {}).items():
+        if isinstance(cell, dict):
+            low, high = cell["ci95"]
+            print(
+                f"  {name:<9} {cell['mean']:.3f} [{low:.3f}, {high:.3f}] chance {cell['chance']:.3f}"
+            )
+    return {"labels": stats.labels, "flip_rates": stats.flip_rates}
+
+
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab dars``."""
+    """Handler of ``ecc-lab dars``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
+    from ecc_lib.data_checks import apply_data_policy, check_utility_weights
+
+    check_utility_weights(args.cost_weight, args.beta)
     if args.draws < 1:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     if args.change_draws is not None and args.change_draws < 1:
         raise ValueError(f"--change-draws must be >= 1, got {args.change_draws}")
     outcomes = _read(args.outcomes)
+    _, outcomes, report = apply_data_policy(None, outcomes, dataset=str(args.outcomes))
+    for note in report.notes:
+        print(f"note: {note}")
     summary = dars_summary(
         outcomes,
-        args.lambda_,
+        args.cost_weight,
         args.beta,
         args.draws,
         args.seed,
@@ -260,7 +310,10 @@ def run(args: argparse.Namespace) -> int:
         validate=False,  # read_outcomes has validated the table
         change_draws=args.change_draws,
     )
+    summary["data_policy"] = _clean(report.to_dict())
     print(format_summary(summary))
+    if getattr(args, "scheduler", None):
+        summary["dask"] = _dask_summary(outcomes, args)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(summary, stream, indent=2)

@@ -7,6 +7,13 @@ import json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``datasets`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "datasets",
         help="list the bundled datasets with their counts",
@@ -21,7 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def dataset_summaries() -> dict[str, dict]:
-    """Summary of every bundled dataset (see :func:`ecc_lib.schema.summarise`)."""
+    """Summary of every bundled dataset (see :func:`ecc_lib.schema.summarise`).
+
+    Returns
+    -------
+    dict of str to dict
+        Dataset name to its counts and description.
+    """
     from ecc_lib.loaders import BUNDLED_DATASETS, BUNDLED_DESCRIPTIONS, load_bundled
     from ecc_lib.schema import summarise
 
@@ -34,7 +47,19 @@ def dataset_summaries() -> dict[str, dict]:
 
 
 def format_summaries(summaries: dict[str, dict], scores: bool = False) -> str:
-    """A plain-text table of :func:`dataset_summaries`."""
+    """A plain-text table of :func:`dataset_summaries`.
+
+    Parameters
+    ----------
+    summaries : dict of str to dict
+        The output of :func:`dataset_summaries`.
+    scores : bool, default False
+        Also list the mean score per model.
+
+    Returns
+    -------
+    str
+    """
     header = f"{'dataset':<10} {'queries':>8} {'models':>7} {'observations':>13} {'categories':>11} {'variants':>9} {'decodes':>8}"
     lines = [header, "-" * len(header)]
     for name, s in summaries.items():
@@ -53,6 +78,18 @@ def format_summaries(summaries: dict[str, dict], scores: bool = False) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab datasets``: print the table, optionally write JSON.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     summaries = dataset_summaries()
     print(format_summaries(summaries, scores=args.scores))
     if args.json:

@@ -18,6 +18,13 @@ import json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``ecc`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "ecc",
         help="evidence-calibrated clustering: the paper protocol with every baseline",
@@ -85,6 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "probe restricted to models outside the probe pair, probe with its cost)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    parser.add_argument(
+        "--scheduler",
+        metavar="local|ADDRESS",
+        help="fit the ECC-family methods on Dask partitions: 'local' starts a local cluster, "
+        "anything else is a scheduler address (default: in memory)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -94,6 +107,16 @@ def _read_inputs(args: argparse.Namespace):
     queries = read_queries(args.queries)
     outcomes = read_outcomes(args.outcomes, queries=queries)
     return queries, outcomes
+
+
+def _apply_policy(args: argparse.Namespace, queries, outcomes):
+    """The shared imperfect-data policy (:mod:`ecc_lib.data_checks`); prints what it left out."""
+    from ecc_lib.data_checks import apply_data_policy
+
+    kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
+    if report.left_out:
+        print(report.notes[0])
+    return kept, outcomes, report
 
 
 def _embeddings(args: argparse.Namespace, queries):
@@ -114,11 +137,21 @@ def _embeddings(args: argparse.Namespace, queries):
         return emb
     from ecc_lib.embeddings import embed_texts
 
-    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True)
+    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True, return_check=True)
 
 
 def format_result(result) -> str:
-    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`."""
+    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`.
+
+    Parameters
+    ----------
+    result : ECCEvaluation
+        Result of :func:`ecc_lib.ecc_protocol.run_protocol`.
+
+    Returns
+    -------
+    str
+    """
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
         f"({result.n_input_queries - result.n_queries} with fewer than "
@@ -162,7 +195,29 @@ def format_result(result) -> str:
             )
     if not result.converged.get("ecc", True):
         lines.append("note: ECC did not converge within max_iter")
+    lines += [f"warning: {note}" for note in result.params.get("warnings", [])]
     return "\n".join(lines)
+
+
+def _mean_sd(mean, sd) -> str:
+    """``+m.mm +- s.ss``, with ``n/a`` for a missing value (NaN turned None in JSON)."""
+    if mean is None or mean != mean:
+        return "n/a"
+    return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
+
+
+def _scheduler(scheduler: str | None):
+    """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
+    import contextlib
+
+    if scheduler is None:
+        return contextlib.nullcontext()
+    from ecc_lib.distributed import dask_client, use_dask
+
+    stack = contextlib.ExitStack()
+    client = stack.enter_context(dask_client(scheduler))
+    stack.enter_context(use_dask(client))
+    return stack
 
 
 def format_seeds(summary: dict) -> str:
@@ -174,15 +229,14 @@ def format_seeds(summary: dict) -> str:
     ]
     for name, mean in summary["gain_mean"].items():
         cells = [
-            f"{mean:+.2f} +- {summary['gain_sd'][name]:.2f}",
-            f"{summary['gain_touching_mean'][name]:+.2f} +- "
-            f"{summary['gain_touching_sd'][name]:.2f}",
-            f"{summary['gain_disjoint_mean'][name]:+.2f} +- "
-            f"{summary['gain_disjoint_sd'][name]:.2f}",
+            _mean_sd(mean, summary["gain_sd"][name]),
+            _mean_sd(summary["gain_touching_mean"][name], summary["gain_touching_sd"][name]),
+            _mean_sd(summary["gain_disjoint_mean"][name], summary["gain_disjoint_sd"][name]),
         ]
         lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
     for name, (mean, sd) in summary["difference_mean_sd"].items():
-        lines.append(f"{name}: {mean:+.2f} +- {sd:.2f} pp")
+        d_mean, d_sd = summary["difference_disjoint_mean_sd"][name]
+        lines.append(f"{name}: {_mean_sd(mean, sd)} pp (disjoint pairs: {_mean_sd(d_mean, d_sd)})")
     lines.append(f"time: {summary['wall_seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU")
     return "\n".join(lines)
 
@@ -209,6 +263,18 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     from ecc_lib.ecc_protocol import METHODS, run_seeds
 
     if args.k < 1:
@@ -217,31 +283,40 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--pairs must be >= 2 (one probe and one scored pair), got {args.pairs}")
     if args.probes < 0 or args.probes >= args.pairs:
         raise ValueError(f"--probes must lie in [0, --pairs), got {args.probes}")
+    from ecc_lib.data_checks import human_baseline_reason
+
     queries, outcomes = _read_inputs(args)
     embeddings = _embeddings(args, queries)
-    has_labels = "category" in queries.columns and bool(queries["category"].notna().any())
-    methods = METHODS if has_labels else tuple(m for m in METHODS if m != "human")
+    check = None
+    if isinstance(embeddings, tuple):
+        embeddings, check = embeddings
+    kept, outcomes, report = _apply_policy(args, queries, outcomes)
+    embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
+    queries = kept
+    no_human = human_baseline_reason(queries.get("category"))
+    methods = METHODS if not no_human else tuple(m for m in METHODS if m != "human")
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if (args.routing or args.leak_free) and args.probes < 1:
         raise ValueError("--routing and --leak-free need --probes >= 1")
-    multi = run_seeds(
-        queries,
-        outcomes,
-        embeddings,
-        seeds=range(args.seed, args.seed + args.seeds),
-        n_clusters=args.k,
-        lam=args.lam,
-        temperature=args.temperature,
-        n_pairs=args.pairs,
-        n_probes=args.probes,
-        test_size=args.test_size,
-        methods=methods,
-        probe_evidence=args.probe_evidence,
-        probe_strategy=args.probe_strategy,
-        leak_free=args.leak_free,
-        routing=args.routing,
-    )
+    with _scheduler(getattr(args, "scheduler", None)):
+        multi = run_seeds(
+            queries,
+            outcomes,
+            embeddings,
+            seeds=range(args.seed, args.seed + args.seeds),
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            n_probes=args.probes,
+            test_size=args.test_size,
+            methods=methods,
+            probe_evidence=args.probe_evidence,
+            probe_strategy=args.probe_strategy,
+            leak_free=args.leak_free,
+            routing=args.routing,
+        )
     result = multi.first
     print(format_result(result))
     payload = result.to_dict()
@@ -262,8 +337,13 @@ def run(args: argparse.Namespace) -> int:
             "queries": str(args.queries),
             "outcomes": str(args.outcomes),
             "embeddings": str(args.embeddings) if args.embeddings else None,
-            "n_input_queries": int(len(queries)),
+            "n_input_queries": int(report.n_input_queries),
         }
+        payload["embedding_check"] = None if check is None else check.to_dict()
+        payload["data_policy"] = report.to_dict()
+        if no_human:
+            payload["ranking_quality_gain"]["human"] = None
+            payload["human_skipped"] = no_human
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(payload, stream, indent=2)
     return 0

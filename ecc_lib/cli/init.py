@@ -67,7 +67,13 @@ def init_folder(target: str | Path, force: bool = False) -> list[Path]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``init`` subcommand."""
+    """Add the ``init`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "init",
         help="copy the notebooks and an example config into a folder to edit in JupyterLab",
@@ -83,7 +89,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    """Copy the starter files and say what to do next."""
+    """Copy the starter files and say what to do next.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     try:
         written = init_folder(args.folder, force=args.force)
     except FileExistsError as error:

@@ -7,7 +7,13 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``run`` subcommand."""
+    """Add the ``run`` subcommand.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``ecc-lab`` subcommand registry.
+    """
     parser = subparsers.add_parser(
         "run",
         help="execute the notebooks (01 data ... 05 report) into runs/NAME/",
@@ -59,10 +65,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    """Run the pipeline; print the run folder and the main outputs."""
+    """Run the pipeline; print the run folder and the main outputs.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed command line.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     from ecc_lib.notebook_execution import NotebookExecutionError
     from ecc_lib.pipeline import run_pipeline
 
+    if args.timeout is not None and not args.timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     try:
         result = run_pipeline(
             config=args.config,

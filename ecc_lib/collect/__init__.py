@@ -10,18 +10,24 @@ Rewrites x decodes for every query and model, scored, costed, stored append-only
 
 Modules: :mod:`~ecc_lib.collect.client` (HTTP client, retries), :mod:`~ecc_lib.collect.prompts`,
 :mod:`~ecc_lib.collect.scorers`, :mod:`~ecc_lib.collect.pricing`, :mod:`~ecc_lib.collect.queries`,
-:mod:`~ecc_lib.collect.store`, :mod:`~ecc_lib.collect.runner`.
+:mod:`~ecc_lib.collect.store`, :mod:`~ecc_lib.collect.runner`, :mod:`~ecc_lib.collect.models`
+(model variants), :mod:`~ecc_lib.collect.local_server` (a local llama.cpp server).
 """
 
 from ecc_lib.collect.client import ChatClient, ChatResult
 from ecc_lib.collect.errors import (
     CollectError,
+    CollectionInterrupted,
     EndpointAuthError,
+    EndpointConfigError,
     EndpointError,
     EndpointNotFoundError,
+    EndpointUnreachableError,
     StoreError,
 )
+from ecc_lib.collect.models import ModelSpec, parse_model_spec, parse_models
 from ecc_lib.collect.pricing import Price, call_cost, price_table, read_price_table
+from ecc_lib.collect.prompts import ParsedRewrites, read_rewrites
 from ecc_lib.collect.queries import read_queries_file
 from ecc_lib.collect.runner import CollectionSummary, acollect, collect
 from ecc_lib.collect.scorers import (
@@ -38,6 +44,7 @@ from ecc_lib.collect.store import (
     CollectionStore,
     collected_outcomes,
     collected_queries,
+    export_dataset,
     export_outcomes,
     observation_type,
     read_collected,
@@ -48,11 +55,16 @@ __all__ = [
     "ChatClient",
     "ChatResult",
     "CollectError",
+    "CollectionInterrupted",
     "CollectionStore",
     "CollectionSummary",
     "EndpointAuthError",
+    "EndpointConfigError",
     "EndpointError",
     "EndpointNotFoundError",
+    "EndpointUnreachableError",
+    "ModelSpec",
+    "ParsedRewrites",
     "Price",
     "ScoringFailure",
     "StoreError",
@@ -63,14 +75,18 @@ __all__ = [
     "collected_outcomes",
     "collected_queries",
     "exact_match",
+    "export_dataset",
     "export_outcomes",
     "extract_final_answer",
     "multiple_choice_letter",
     "numeric_equivalence",
     "observation_type",
+    "parse_model_spec",
+    "parse_models",
     "price_table",
     "read_collected",
     "read_price_table",
     "read_queries_file",
+    "read_rewrites",
     "token_f1",
 ]

@@ -11,10 +11,17 @@ Behaviour
   exponential backoff and jitter (``Retry-After`` is honoured, capped at ``backoff_max``). The jitter
   comes from ``np.random.default_rng(random_state)``.
 - Each attempt has a total deadline of ``timeout`` seconds.
+- A dead endpoint stops at once: a connection that cannot be opened before any call succeeded
+  (connection refused, unknown host) raises :class:`EndpointUnreachableError` without retrying, and
+  so do ``max_consecutive_errors`` connection errors or timeouts in a row over all calls (any
+  success resets the count).
+- The base URL needs a scheme (``http://`` or ``https://``); the API key is stripped of surrounding
+  whitespace and must be printable ASCII without spaces (:class:`EndpointConfigError` otherwise).
 - 401/403 raise :class:`EndpointAuthError`, 404 raises :class:`EndpointNotFoundError`; both name the
   endpoint and the model. Other 4xx raise :class:`EndpointError` without retrying.
 - The API key is sent as a bearer token when given and appears nowhere else: not in errors, not in
-  ``repr``, and any echo of it in a server message is replaced by ``[REDACTED]``.
+  ``repr``, and any echo of it in a server message is replaced by ``[REDACTED]``. Errors of the
+  HTTP library that could quote a header value are reported without their text.
 """
 
 from __future__ import annotations
@@ -31,7 +38,13 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import numpy as np
 
-from ecc_lib.collect.errors import EndpointAuthError, EndpointError, EndpointNotFoundError
+from ecc_lib.collect.errors import (
+    EndpointAuthError,
+    EndpointConfigError,
+    EndpointError,
+    EndpointNotFoundError,
+    EndpointUnreachableError,
+)
 from ecc_lib.collect.pricing import reported_cost
 
 logger = logging.getLogger(__name__)
@@ -43,12 +56,28 @@ ERROR_BODY_CHARS = 300
 
 
 def utc_now() -> str:
-    """Current UTC time as an ISO 8601 string with milliseconds."""
+    """Current UTC time as an ISO 8601 string with milliseconds.
+
+    Returns
+    -------
+    str
+        For example ``2026-01-31T12:00:00.123Z``.
+    """
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def public_url(url: str) -> str:
-    """``url`` without user info, query string or fragment (safe to store and print)."""
+    """``url`` without user info, query string or fragment (safe to store and print).
+
+    Parameters
+    ----------
+    url : str
+        Any URL.
+
+    Returns
+    -------
+    str
+    """
     parts = urlsplit(url.strip())
     host = parts.hostname or ""
     if parts.port is not None:
@@ -56,12 +85,97 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
-def redact(text: str, secrets: tuple[str, ...] | list[str]) -> str:
-    """Replace every occurrence of each non-empty secret in ``text`` by ``[REDACTED]``."""
+def secret_forms(secrets: tuple[str, ...] | list[str]) -> list[str]:
+    """Every way a secret can show up in text: as is, stripped, JSON-escaped and ``repr``-escaped
+    (longest first, so that a longer form is replaced before a part of it)."""
+    forms: set[str] = set()
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
+        if not secret:
+            continue
+        for value in (secret, secret.strip()):
+            if value:
+                forms |= {
+                    value,
+                    json.dumps(value, ensure_ascii=False)[1:-1],
+                    json.dumps(value)[1:-1],
+                    repr(value)[1:-1],
+                    value.encode("unicode_escape").decode("ascii"),
+                }
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
+def redact(text: str, secrets: tuple[str, ...] | list[str]) -> str:
+    """Replace every occurrence of each non-empty secret (in every form of :func:`secret_forms`)
+    in ``text`` by ``[REDACTED]``.
+
+    Parameters
+    ----------
+    text : str
+        Text to clean.
+    secrets : sequence of str
+        Values to hide (empty ones are ignored).
+
+    Returns
+    -------
+    str
+    """
+    for form in secret_forms(secrets):
+        text = text.replace(form, REDACTED)
     return text
+
+
+def check_base_url(base_url: str) -> str:
+    """The base URL, stripped of whitespace and a trailing slash, once it has a scheme and a host.
+
+    Raises
+    ------
+    EndpointConfigError
+        No ``http://`` / ``https://`` scheme, another scheme, or no host.
+    """
+    url = str(base_url).strip().rstrip("/")
+    if "://" not in url:
+        raise EndpointConfigError(
+            f"base URL {public_url(url)!r} has no scheme (http:// or https://); did you mean "
+            f"'http://{public_url(url)}'?"
+        )
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise EndpointConfigError(
+            f"base URL {public_url(url)!r} has the scheme '{parts.scheme}'; use http:// or https://"
+        )
+    if not parts.hostname:
+        raise EndpointConfigError(f"base URL {public_url(url)!r} has no host name")
+    return url
+
+
+def check_api_key(api_key: str | None, api_key_env: str | None = None) -> str | None:
+    """The API key stripped of surrounding whitespace (``None`` when empty).
+
+    Raises
+    ------
+    EndpointConfigError
+        The key holds whitespace, control or non-ASCII characters inside it (it cannot be an HTTP
+        header value). The message names the environment variable, never the key.
+    """
+    if api_key is None:
+        return None
+    key = api_key.strip()
+    if not key:
+        return None
+    problem = None
+    if any(ch.isspace() for ch in key):
+        problem = "whitespace"
+    elif any(ord(ch) > 126 for ch in key):
+        problem = "a non-ASCII character"
+    elif any(ord(ch) < 33 for ch in key):
+        problem = "a control character"
+    if problem:
+        where = f"the environment variable {api_key_env}" if api_key_env else "the API key given"
+        raise EndpointConfigError(
+            f"the API key in {where} contains {problem} inside it, which an HTTP header cannot "
+            "carry; check the variable's value (it is not shown)"
+        )
+    return key
 
 
 @dataclass(frozen=True)
@@ -123,6 +237,16 @@ def _as_int(value: Any) -> int | None:
 def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None, int | None]:
     """``(content, finish_reason, prompt_tokens, completion_tokens)`` of a chat-completions body.
 
+    Parameters
+    ----------
+    body : dict
+        A chat-completions response body.
+
+    Returns
+    -------
+    tuple
+        ``(content, finish_reason, prompt_tokens, completion_tokens)``, each possibly None.
+
     Raises
     ------
     ValueError
@@ -142,11 +266,40 @@ def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None,
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None):
+    def __init__(
+        self,
+        reason: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+        *,
+        connection: bool = False,
+        connect: bool = False,
+    ):
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.retry_after = retry_after
+        self.connection = connection  # a transport error or a timeout: the endpoint may be gone
+        self.connect = connect  # the connection could not even be opened
+
+
+def _connect_reason(error: BaseException) -> str:
+    """A short reason for a failed connection (refused, unknown host, ...)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < 10:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
+        return "connection refused"
+    if "name or service not known" in text or "nodename nor servname" in text:
+        return "host name not found"
+    if "getaddrinfo" in text or "name resolution" in text:
+        return "host name not found"
+    if "unreachable" in text:
+        return "network unreachable"
+    return f"{type(error).__name__}: {error}"
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -179,6 +332,9 @@ class ChatClient:
     backoff_base, backoff_max : float, default 0.5 and 30
         Wait before retry ``k`` (0-based) is ``d/2 + U(0, d/2)`` with ``d = min(backoff_max,
         backoff_base * 2**k)``; a ``Retry-After`` header raises it (capped at ``backoff_max``).
+    max_consecutive_errors : int, default 10
+        Connection errors or timeouts in a row (over all calls, retries included) after which the
+        endpoint is taken to be gone and :class:`EndpointUnreachableError` is raised.
     max_connections : int, default 8
         Connection pool size (set it to the collection's concurrency).
     random_state : int, Generator or None, default 0
@@ -197,15 +353,20 @@ class ChatClient:
         max_retries: int = 5,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
+        max_consecutive_errors: int = 10,
         max_connections: int = 8,
         random_state: int | np.random.Generator | None = 0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if timeout <= 0:
+        if not timeout > 0:
             raise ValueError(f"timeout must be > 0, got {timeout}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url.strip().rstrip("/")
+        if max_consecutive_errors < 1:
+            raise ValueError(f"max_consecutive_errors must be >= 1, got {max_consecutive_errors}")
+        raw_key = api_key
+        api_key = check_api_key(api_key, api_key_env)
+        self.base_url = check_base_url(base_url)
         self.url = f"{self.base_url}/chat/completions"
         self.public_url = public_url(self.url)
         self.api_key_env = api_key_env
@@ -213,8 +374,11 @@ class ChatClient:
         self.max_retries = int(max_retries)
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
+        self.max_consecutive_errors = int(max_consecutive_errors)
+        self._consecutive_errors = 0
+        self._reached = False  # some call got an HTTP response from the endpoint
         self._rng = np.random.default_rng(random_state)
-        self._secrets = tuple(s for s in (api_key,) if s)
+        self._secrets = tuple(s for s in (raw_key, api_key) if s)
         headers = {"Content-Type": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -242,7 +406,20 @@ class ChatClient:
         await self._client.aclose()
 
     def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry ``attempt`` (0-based)."""
+        """Seconds to wait before retry ``attempt`` (0-based).
+
+        Parameters
+        ----------
+        attempt : int
+            0-based retry number.
+        retry_after : float, optional
+            Seconds the server asked to wait (``Retry-After``); used when larger.
+
+        Returns
+        -------
+        float
+            Seconds, at most the client's ``backoff_max``.
+        """
         ceiling = min(self.backoff_max, self.backoff_base * (2.0**attempt))
         delay = ceiling / 2.0 + float(self._rng.uniform(0.0, ceiling / 2.0))
         if retry_after is not None:
@@ -275,10 +452,22 @@ class ChatClient:
         try:
             response = await asyncio.wait_for(self._client.post(self.url, json=body), self.timeout)
         except (TimeoutError, httpx.TimeoutException) as error:
-            raise _Retryable(f"timed out after {self.timeout:g} s") from error
+            raise _Retryable(f"timed out after {self.timeout:g} s", connection=True) from error
+        except httpx.LocalProtocolError as error:  # its text may quote a header value
+            raise EndpointError(
+                f"{self.public_url} for model '{model}': the HTTP library refused to send the "
+                f"request ({type(error).__name__}; details hidden: they may quote header values)",
+                status=None,
+                url=self.public_url,
+                model=model,
+            ) from None
+        except httpx.ConnectError as error:
+            reason = redact(_connect_reason(error), self._secrets)
+            raise _Retryable(reason, connection=True, connect=True) from error
         except httpx.TransportError as error:
             reason = redact(f"{type(error).__name__}: {error}", self._secrets)
-            raise _Retryable(f"connection error ({reason})") from error
+            raise _Retryable(f"connection error ({reason})", connection=True) from error
+        self._reached = True
         latency = time.perf_counter() - started
         status = response.status_code
         if status == 200:
@@ -315,6 +504,27 @@ class ChatClient:
             )
         raise EndpointError(f"{where}: {message}", status=status, url=self.public_url, model=model)
 
+    def _check_reachable(self, model: str, failure: _Retryable) -> None:
+        """Count a connection error or timeout; raise when the endpoint looks gone."""
+        self._consecutive_errors += 1
+        if failure.connect and not self._reached:
+            raise EndpointUnreachableError(
+                f"cannot connect to {self.public_url} for model '{model}': {failure.reason}; "
+                "is the server running, and is the base URL right?",
+                status=None,
+                url=self.public_url,
+                model=model,
+            )
+        if self._consecutive_errors >= self.max_consecutive_errors:
+            raise EndpointUnreachableError(
+                f"stopped after {self.max_consecutive_errors} consecutive connection errors or "
+                f"timeouts from {self.public_url} (last, for model '{model}': {failure.reason}). "
+                "Is the server running and answering? (Raise --timeout for slow models.)",
+                status=None,
+                url=self.public_url,
+                model=model,
+            )
+
     async def chat(
         self,
         model: str,
@@ -324,6 +534,7 @@ class ChatClient:
         top_p: float = 1.0,
         max_tokens: int | None = 1024,
         extra_body: dict | None = None,
+        max_retries: int | None = None,
     ) -> ChatResult:
         """Send one chat completion, retrying retryable failures.
 
@@ -337,6 +548,8 @@ class ChatClient:
         extra_body : dict, optional
             Extra request fields merged into the body (e.g. ``{"seed": 1}`` or OpenRouter's
             ``{"usage": {"include": True}}``).
+        max_retries : int, optional
+            Retries of this call (default: the client's ``max_retries``).
 
         Returns
         -------
@@ -346,6 +559,9 @@ class ChatClient:
         ------
         EndpointAuthError, EndpointNotFoundError
             401/403 and 404; never retried.
+        EndpointUnreachableError
+            The endpoint refused the connection before any call succeeded, or
+            ``max_consecutive_errors`` connection errors or timeouts came in a row.
         EndpointError
             Another 4xx, an unusable 200 body after retries, or retries exhausted.
         """
@@ -362,7 +578,8 @@ class ChatClient:
         started_at = utc_now()
         started = time.perf_counter()
         last: _Retryable | None = None
-        for attempt in range(self.max_retries + 1):
+        retries = self.max_retries if max_retries is None else int(max_retries)
+        for attempt in range(retries + 1):
             try:
                 payload, latency = await self._attempt(model, body)
                 content, finish_reason, prompt_tokens, completion_tokens = parse_chat_response(
@@ -373,6 +590,7 @@ class ChatClient:
             except ValueError as error:  # no choices in a 200 body
                 last = _Retryable(str(error), 200)
             else:
+                self._consecutive_errors = 0
                 return ChatResult(
                     content=content,
                     finish_reason=finish_reason,
@@ -386,7 +604,11 @@ class ChatClient:
                     started_at=started_at,
                     finished_at=utc_now(),
                 )
-            if attempt == self.max_retries:
+            if last.connection:
+                self._check_reachable(model, last)
+            else:
+                self._consecutive_errors = 0
+            if attempt == retries:
                 break
             delay = self.backoff_delay(attempt, last.retry_after)
             logger.debug(
@@ -395,16 +617,16 @@ class ChatClient:
                 model,
                 last.reason,
                 attempt + 1,
-                self.max_retries,
+                retries,
                 delay,
             )
             await asyncio.sleep(delay)
         assert last is not None
         raise EndpointError(
-            f"{self.public_url} for model '{model}' failed after {self.max_retries + 1} "
+            f"{self.public_url} for model '{model}' failed after {retries + 1} "
             f"attempt(s); last error: {last.reason}",
             status=last.status,
             url=self.public_url,
             model=model,
-            attempts=self.max_retries + 1,
+            attempts=retries + 1,
         )

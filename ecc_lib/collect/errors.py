@@ -14,16 +14,23 @@ class CollectError(RuntimeError):
 class EndpointError(CollectError):
     """A chat-completions call failed for good (after retries, or with a status that is not retried).
 
-    Attributes
+    Parameters
     ----------
+    message : str
+        The error message.
     status : int or None
         HTTP status of the last attempt, ``None`` for a timeout or connection error.
     url : str
         The URL called (no credentials).
     model : str
         The model asked for.
-    attempts : int
+    attempts : int, default 1
         How many attempts were made.
+
+    Attributes
+    ----------
+    status, url, model, attempts
+        The constructor arguments.
     """
 
     def __init__(
@@ -44,5 +51,30 @@ class EndpointNotFoundError(EndpointError):
     """404: wrong base URL or unknown model; the run stops."""
 
 
+class EndpointUnreachableError(EndpointError):
+    """The endpoint cannot be reached: connection refused before any call succeeded, or ``N``
+    consecutive connection errors or timeouts; the run stops (the store keeps what it holds)."""
+
+
+class EndpointConfigError(CollectError, ValueError):
+    """The base URL or the API key cannot be used (no scheme, characters not allowed in a header);
+    raised before anything is sent or written. Never shows the key."""
+
+
 class StoreError(CollectError):
-    """The collection store is inconsistent with the request (locked, or holds different queries)."""
+    """The collection store cannot be used: locked by another process, holds different queries,
+    cannot be written (read-only, permission denied, disk full) or is a file, not a folder."""
+
+
+class CollectionInterrupted(CollectError):
+    """The run was stopped by a signal (SIGTERM); the manifest says "interrupted" and a rerun of the
+    same command resumes.
+
+    Attributes
+    ----------
+    signal_number : int
+    """
+
+    def __init__(self, message: str, *, signal_number: int) -> None:
+        super().__init__(message)
+        self.signal_number = signal_number

@@ -25,7 +25,15 @@ REPORTED_COST_FIELDS: tuple[str, ...] = ("cost", "total_cost", "cost_usd")
 
 @dataclass(frozen=True)
 class Price:
-    """USD per one million input (prompt) and output (completion) tokens."""
+    """USD per one million input (prompt) and output (completion) tokens.
+
+    Parameters
+    ----------
+    input_per_1m : float
+        USD per million prompt tokens.
+    output_per_1m : float
+        USD per million completion tokens.
+    """
 
     input_per_1m: float
     output_per_1m: float
@@ -72,6 +80,14 @@ def _from_records(records: list, source: str) -> dict[str, Price]:
 def price_table(prices: Mapping | str | Path | None, source: str | None = None) -> dict[str, Price]:
     """Normalise a price table given as a mapping, a list of records, or a file path.
 
+    Parameters
+    ----------
+    prices : mapping, list of records, path or None
+        ``{model: {"input_per_1m", "output_per_1m"}}``, records with a ``model`` column, or a
+        CSV / JSON / YAML file.
+    source : str, optional
+        Named in error messages.
+
     Returns
     -------
     dict of str to Price
@@ -99,7 +115,17 @@ def price_table(prices: Mapping | str | Path | None, source: str | None = None) 
 
 
 def read_price_table(path: str | Path) -> dict[str, Price]:
-    """Read a price table from CSV, JSON or YAML (chosen by extension)."""
+    """Read a price table from CSV, JSON or YAML (chosen by extension).
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv``, ``.json``, ``.yaml`` or ``.yml`` file.
+
+    Returns
+    -------
+    dict of str to Price
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"price table {path} does not exist")
@@ -130,7 +156,17 @@ def read_price_table(path: str | Path) -> dict[str, Price]:
 
 
 def reported_cost(body: Mapping) -> float | None:
-    """The cost in USD an API reports in a response (``usage.cost`` as OpenRouter does), or None."""
+    """The cost in USD an API reports in a response (``usage.cost`` as OpenRouter does), or None.
+
+    Parameters
+    ----------
+    body : mapping
+        A chat-completions response body.
+
+    Returns
+    -------
+    float or None
+    """
     usage = body.get("usage")
     for container in (usage if isinstance(usage, Mapping) else {}, body):
         for name in REPORTED_COST_FIELDS:
@@ -149,6 +185,17 @@ def call_cost(
     prices: Mapping[str, Price],
 ) -> tuple[float | None, str | None]:
     """Cost of one call and where it came from.
+
+    Parameters
+    ----------
+    model : str
+        Model called.
+    prompt_tokens, completion_tokens : int or None
+        Token counts of the call.
+    reported : float or None
+        Cost the API reported (:func:`reported_cost`).
+    prices : mapping of str to Price
+        Price table.
 
     Returns
     -------

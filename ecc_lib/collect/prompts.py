@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 PROMPT_VERSION = "1"
 
@@ -38,7 +39,18 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def format_options(choices: list[str]) -> str:
-    """``A. first`` / ``B. second`` ... lines."""
+    """``A. first`` / ``B. second`` ... lines.
+
+    Parameters
+    ----------
+    choices : list of str
+        Answer options.
+
+    Returns
+    -------
+    str
+        One lettered line per option.
+    """
     return "\n".join(f"{LETTERS[i]}. {choice}" for i, choice in enumerate(choices))
 
 
@@ -50,7 +62,26 @@ def rewrite_messages(
     passage: str | None = None,
     avoid: list[str] | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages asking for ``n`` rewrites of a question stem, returned as JSON."""
+    """Chat messages asking for ``n`` rewrites of a question stem, returned as JSON.
+
+    Parameters
+    ----------
+    text : str
+        The question stem.
+    n : int
+        Number of rewrites asked for.
+    choices : list of str, optional
+        Answer options (multiple choice).
+    passage : str, optional
+        A context passage shown before the question.
+    avoid : list of str, optional
+        Rewrites already held, which new ones must differ from.
+
+    Returns
+    -------
+    list of dict
+        ``{"role", "content"}`` chat messages.
+    """
     parts = [
         f"Write exactly {n} different rewrite(s) of the question below.",
         'Return only a JSON object of the form {"rewrites": ["...", "..."]}.',
@@ -79,7 +110,24 @@ def answer_messages(
     passage: str | None = None,
     scorer_name: str | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages asking a candidate model to answer, ending with a ``Final answer:`` line."""
+    """Chat messages asking a candidate model to answer, ending with a ``Final answer:`` line.
+
+    Parameters
+    ----------
+    text : str
+        The question stem.
+    choices : list of str, optional
+        Answer options (multiple choice).
+    passage : str, optional
+        A context passage shown before the question.
+    scorer_name : str, optional
+        The scorer, which decides the answer format asked for.
+
+    Returns
+    -------
+    list of dict
+        ``{"role", "content"}`` chat messages.
+    """
     answer_format = ANSWER_FORMATS.get(scorer_name or "", DEFAULT_ANSWER_FORMAT)
     parts = []
     if passage:
@@ -93,23 +141,93 @@ def answer_messages(
     ]
 
 
-_FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-_ITEM_RE = re.compile(r"^\s*(?:\d+\s*[.):]|[-*\u2022])\s+(.+?)\s*$", re.MULTILINE)
+REWRITES_SCHEMA: dict = {
+    "type": "object",
+    "properties": {"rewrites": {"type": "array", "items": {"type": "string"}}},
+    "required": ["rewrites"],
+    "additionalProperties": False,
+}
+"""JSON schema of a rewriting response, sent as ``response_format`` where the server supports it
+(kept to what OpenAI's strict mode and llama.cpp's grammar converter both accept)."""
+
+RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
+"""Ways to ask for structured rewrites, tried in this order by ``rewrite_format="auto"``."""
+
+
+def rewrite_response_format(kind: str) -> dict | None:
+    """The ``response_format`` request field of a rewriting call (``None`` for ``"none"``).
+
+    ``"json_schema"`` is OpenAI's structured output (also vLLM, llama.cpp's server, recent
+    llama-cpp-python); ``"json_object"`` is JSON mode with the schema attached (llama-cpp-python
+    turns it into a grammar; other servers ignore the schema).
+    """
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "rewrites", "schema": REWRITES_SCHEMA, "strict": True},
+        }
+    if kind == "json_object":
+        return {"type": "json_object", "schema": REWRITES_SCHEMA}
+    if kind == "none":
+        return None
+    raise ValueError(f"response format must be one of {RESPONSE_FORMATS}, got {kind!r}")
+
+
+@dataclass(frozen=True)
+class ParsedRewrites:
+    """What a rewriting response held.
+
+    Attributes
+    ----------
+    rewrites : list of str
+    method : str
+        ``"json"`` (a JSON object or list), ``"truncated_json"`` (the complete strings of a JSON
+        answer cut short), ``"numbered_list"``, ``"lines"`` (one rewrite per line) or ``"none"``.
+    problem : str or None
+        Why nothing was read (``method == "none"``).
+    """
+
+    rewrites: list[str]
+    method: str
+    problem: str | None = None
+
+    @property
+    def fallback(self) -> bool:
+        """The rewrites were read by the tolerant parser, not as complete JSON."""
+        return self.method in ("truncated_json", "numbered_list", "lines")
+
+
+_FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)(?:```|\Z)", re.DOTALL)
+_ITEM_RE = re.compile(
+    r"^\s*(?:\*\*)?(?:\(?\d+\s*[.):\]]|[-*\u2022]|(?:rewrite|variant|version|question)\s*\d*\s*[:.)-])"
+    r"(?:\*\*)?\s+(.+?)\s*$",
+    re.MULTILINE | re.IGNORECASE,
+)
+_STRING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_PREAMBLE_RE = re.compile(
+    r"^(?:here (?:are|is)|sure|certainly|okay|ok\b|rewrites?\b|variants?\b|the (?:rewrites|"
+    r"variants)|i (?:have|will|can)|note\b|original)",
+    re.IGNORECASE,
+)
+_KEYS = ("rewrites", "variants", "questions", "paraphrases", "rewritten_questions")
 
 
 def _strings(items: object) -> list[str]:
+    if isinstance(items, str):
+        items = [items]
     if not isinstance(items, list):
         return []
     return [item.strip() for item in items if isinstance(item, str) and item.strip()]
 
 
-def parse_rewrites(content: str | None) -> list[str]:
-    """Rewrites in a rewriter's response: a JSON object ``{"rewrites": [...]}``, a JSON list, or a
-    numbered / bulleted list. Empty when nothing can be read."""
-    if not content:
-        return []
-    fenced = _FENCE_RE.search(content)
-    text = fenced.group(1) if fenced else content
+def _clean(item: str) -> str:
+    item = item.strip().strip("*").strip()
+    if len(item) >= 2 and item[0] == item[-1] and item[0] in "\"'":
+        item = item[1:-1].strip()
+    return item
+
+
+def _from_json(text: str) -> list[str] | None:
     for opening, closing in (("{", "}"), ("[", "]")):
         start, end = text.find(opening), text.rfind(closing)
         if start < 0 or end <= start:
@@ -119,10 +237,102 @@ def parse_rewrites(content: str | None) -> list[str]:
         except json.JSONDecodeError:
             continue
         if isinstance(data, dict):
-            for key in ("rewrites", "variants", "questions", "paraphrases"):
+            for key in _KEYS:
                 if key in data:
                     return _strings(data[key])
             values = [v for v in data.values() if isinstance(v, list)]
             return _strings(values[0]) if values else []
         return _strings(data)
-    return [item.strip().strip('"') for item in _ITEM_RE.findall(text) if item.strip().strip('"')]
+    return None
+
+
+def _from_truncated_json(text: str) -> list[str]:
+    """The complete strings of a JSON list cut short (``{"rewrites": ["a", "b", "c``)."""
+    start = text.find("[")
+    if start < 0 or '"' not in text[start:]:
+        return []
+    items = []
+    for match in _STRING_RE.finditer(text[start:]):
+        try:
+            items.append(json.loads(f'"{match.group(1)}"'))
+        except json.JSONDecodeError:
+            continue
+    return _strings(items)
+
+
+def _from_lines(text: str, questions_only: bool) -> list[str]:
+    lines = []
+    for line in text.splitlines():
+        item = _clean(line)
+        if not item or item.endswith(":") or _PREAMBLE_RE.match(item):
+            continue
+        if not item.endswith("?") and (questions_only or len(item.split()) < 6):
+            continue  # prose, not a question
+        if item[0] in "{}[]":
+            continue
+        lines.append(item)
+    return lines
+
+
+def read_rewrites(
+    content: str | None, finish_reason: str | None = None, question: str | None = None
+) -> ParsedRewrites:
+    """Rewrites in a rewriter's response, read as strictly as the response allows.
+
+    Tried in order: a JSON object ``{"rewrites": [...]}`` or a JSON list (possibly in a code fence);
+    the complete strings of a JSON answer cut short; a numbered or bulleted list (``1.``, ``2)``,
+    ``-``, ``Rewrite 1:``); one rewrite per line (lines that end with "?", or, when the original
+    question does not end with "?", lines of at least six words; preamble lines such as "Here are 3
+    rewrites:" skipped).
+
+    Parameters
+    ----------
+    content : str or None
+    finish_reason : str, optional
+        Named in the problem of an empty reply.
+    question : str, optional
+        The original question: when it ends with "?", so must a rewrite read line by line.
+
+    Returns
+    -------
+    ParsedRewrites
+    """
+    if content is None or not content.strip():
+        shown = "null" if content is None else "empty"
+        return ParsedRewrites(
+            [], "none", f"empty reply (content {shown}, finish_reason {finish_reason!r})"
+        )
+    fenced = _FENCE_RE.search(content)
+    text = fenced.group(1) if fenced else content
+    parsed = _from_json(text)
+    if parsed:
+        return ParsedRewrites(parsed, "json")
+    if parsed is None:
+        partial = _from_truncated_json(text)
+        if partial:
+            return ParsedRewrites(partial, "truncated_json")
+    items = [_clean(item) for item in _ITEM_RE.findall(text)]
+    items = [item for item in items if item]
+    if items:
+        return ParsedRewrites(items, "numbered_list")
+    lines = _from_lines(text, questions_only=bool(question and question.rstrip().endswith("?")))
+    if lines:
+        return ParsedRewrites(lines, "lines")
+    return ParsedRewrites([], "none", "nothing readable as rewrites")
+
+
+def parse_rewrites(content: str | None) -> list[str]:
+    """Rewrites in a rewriter's response (see :func:`read_rewrites`); empty when nothing can be
+    read.
+
+    Parameters
+    ----------
+    content : str or None
+        The rewriter's message content.
+
+    Returns
+    -------
+    list of str
+        Non-empty rewrites in order.
+    """
+    return read_rewrites(content).rewrites

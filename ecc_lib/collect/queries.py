@@ -47,6 +47,15 @@ def _missing(value: Any) -> bool:
 def parse_choices(value: Any) -> list[str] | None:
     """Options of one query as a list of strings, or None when the query has none.
 
+    Parameters
+    ----------
+    value : object
+        A list, a JSON list string, or a missing value.
+
+    Returns
+    -------
+    list of str or None
+
     Raises
     ------
     ValueError
@@ -90,6 +99,16 @@ def read_queries_file(path: str | Path) -> pd.DataFrame:
     Text columns are read as strings (``"001"`` stays ``"001"``; the literal ``"NA"`` is not a
     missing value); empty CSV cells are missing.
 
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv``, ``.tsv``, ``.parquet`` or ``.jsonl`` file.
+
+    Returns
+    -------
+    DataFrame
+        The validated queries (:func:`check_queries`).
+
     Raises
     ------
     FileNotFoundError, DataValidationError
@@ -118,7 +137,21 @@ def read_queries_file(path: str | Path) -> pd.DataFrame:
 
 
 def check_queries(queries: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
-    """Validate a queries table for collection (ids, texts, readable options, decoding settings)."""
+    """Validate a queries table for collection (ids, texts, readable options, decoding settings).
+
+    Parameters
+    ----------
+    queries : DataFrame
+        Queries table (``query_id``, ``text``, optional ``choices``, ``passage``, ``answer``,
+        decoding settings).
+    source : str, optional
+        File named in error messages.
+
+    Returns
+    -------
+    DataFrame
+        A validated copy.
+    """
     frame = validate_queries(queries, source=source)
     where = f"{source}: " if source else ""
     if frame.empty:

@@ -41,7 +41,13 @@ import numpy as np
 
 @dataclass(frozen=True)
 class ScoringFailure:
-    """The response could not be scored; ``reason`` says why. Stored as ``score = None``."""
+    """The response could not be scored; ``reason`` says why. Stored as ``score = None``.
+
+    Parameters
+    ----------
+    reason : str
+        Why the response could not be scored.
+    """
 
     reason: str
 
@@ -73,7 +79,17 @@ def _strip_markup(text: str) -> str:
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, braces matched."""
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, braces matched.
+
+    Parameters
+    ----------
+    text : str
+        A response.
+
+    Returns
+    -------
+    str or None
+    """
     start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
     if start < 0:
         return None
@@ -94,6 +110,15 @@ def extract_final_answer(response: str | None) -> str | None:
 
     The last ``Final answer: ...`` line (its ``\\boxed{}`` content when it has one; the next
     non-empty line when the rest of the line is empty), else the last ``\\boxed{...}``.
+
+    Parameters
+    ----------
+    response : str or None
+        The model's response.
+
+    Returns
+    -------
+    str or None
     """
     if not response:
         return None
@@ -133,7 +158,18 @@ def _is_missing(value: Any) -> bool:
 
 
 def references(answer: Any) -> list[str] | ScoringFailure:
-    """The acceptable reference answers: a list, a JSON list string, or a single value."""
+    """The acceptable reference answers: a list, a JSON list string, or a single value.
+
+    Parameters
+    ----------
+    answer : object
+        The reference answer(s).
+
+    Returns
+    -------
+    list of str or ScoringFailure
+        Non-empty references, or why there is none.
+    """
     if _is_missing(answer):
         return ScoringFailure("no reference answer")
     if isinstance(answer, np.ndarray):
@@ -188,6 +224,18 @@ def reference_letter(answer: Any, choices: list[str] | None = None) -> str | Sco
 
     Integers (and digit strings) are 0-based option indices, as in Hugging Face datasets (``1``
     means ``B``).
+
+    Parameters
+    ----------
+    answer : object
+        Reference as a letter, option text or 0-based index.
+    choices : list of str, optional
+        Answer options.
+
+    Returns
+    -------
+    str or ScoringFailure
+        The letter (``A``, ``B`` ...), or why it cannot be found.
     """
     if isinstance(answer, (bool, np.bool_)):
         return ScoringFailure(f"reference answer {answer!r} is not an option")
@@ -211,7 +259,22 @@ def reference_letter(answer: Any, choices: list[str] | None = None) -> str | Sco
 def multiple_choice_letter(
     response: str | None, answer: Any, choices: list[str] | None = None
 ) -> float | ScoringFailure:
-    """1 when the response's option letter (or option text) is the reference's, else 0."""
+    """1 when the response's option letter (or option text) is the reference's, else 0.
+
+    Parameters
+    ----------
+    response : str or None
+        The model's response.
+    answer : object
+        The reference answer(s).
+    choices : list of str, optional
+        Answer options (multiple choice).
+
+    Returns
+    -------
+    float or ScoringFailure
+        The score in [0, 1], or why the response cannot be scored.
+    """
     correct = reference_letter(answer, choices)
     if isinstance(correct, ScoringFailure):
         return correct
@@ -276,6 +339,15 @@ def parse_number(text: str | None) -> Fraction | None:
     Understands thousands separators (``1,000``), decimals and exponents, signs, ``a/b``,
     ``\\frac{a}{b}`` (and ``\\dfrac``, ``\\tfrac``), ``\\boxed{...}``, ``$`` and ``%`` signs (a percent
     sign is dropped: ``50%`` reads as 50), and GSM8K's ``#### 72`` reference format.
+
+    Parameters
+    ----------
+    text : str or None
+        Text holding a number.
+
+    Returns
+    -------
+    Fraction or None
     """
     if text is None:
         return None
@@ -291,7 +363,19 @@ def parse_number(text: str | None) -> Fraction | None:
 
 
 def numbers_equal(a: Fraction, b: Fraction, rel_tol: float = 1e-6, abs_tol: float = 1e-9) -> bool:
-    """Exact equality of fractions, or float closeness within the tolerances."""
+    """Exact equality of fractions, or float closeness within the tolerances.
+
+    Parameters
+    ----------
+    a, b : Fraction
+        The numbers.
+    rel_tol, abs_tol : float
+        Tolerances of the float comparison.
+
+    Returns
+    -------
+    bool
+    """
     return a == b or math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=abs_tol)
 
 
@@ -302,6 +386,20 @@ def numeric_equivalence(
     ``3.0`` = ``3``, ``\\frac{1}{2}`` = ``0.5``, relative tolerance 1e-6), else 0.
 
     Without a final-answer line or ``\\boxed{}``, the last number of the response is used.
+
+    Parameters
+    ----------
+    response : str or None
+        The model's response.
+    answer : object
+        The reference answer(s).
+    choices : list of str, optional
+        Answer options (multiple choice).
+
+    Returns
+    -------
+    float or ScoringFailure
+        The score in [0, 1], or why the response cannot be scored.
     """
     refs = references(answer)
     if isinstance(refs, ScoringFailure):
@@ -326,7 +424,17 @@ def numeric_equivalence(
 
 
 def normalise_answer(text: str) -> str:
-    """SQuAD-style normalisation: lower case, no punctuation, no articles, single spaces."""
+    """SQuAD-style normalisation: lower case, no punctuation, no articles, single spaces.
+
+    Parameters
+    ----------
+    text : str
+        An answer.
+
+    Returns
+    -------
+    str
+    """
     return _normalise_text(text)
 
 
@@ -338,7 +446,22 @@ def _response_text(response: str) -> str | None:
 def exact_match(
     response: str | None, answer: Any, choices: list[str] | None = None
 ) -> float | ScoringFailure:
-    """1 when the normalised final answer equals a normalised reference, else 0."""
+    """1 when the normalised final answer equals a normalised reference, else 0.
+
+    Parameters
+    ----------
+    response : str or None
+        The model's response.
+    answer : object
+        The reference answer(s).
+    choices : list of str, optional
+        Answer options (multiple choice).
+
+    Returns
+    -------
+    float or ScoringFailure
+        The score in [0, 1], or why the response cannot be scored.
+    """
     refs = references(answer)
     if isinstance(refs, ScoringFailure):
         return refs
@@ -371,7 +494,17 @@ def _drop_token(token: str) -> str:
 
 
 def drop_bag(text: str) -> set[str]:
-    """DROP's normalised bag of tokens (split on spaces and hyphens; numbers as floats)."""
+    """DROP's normalised bag of tokens (split on spaces and hyphens; numbers as floats).
+
+    Parameters
+    ----------
+    text : str
+        An answer.
+
+    Returns
+    -------
+    set of str
+    """
     tokens = [_drop_token(t) for t in re.split(r"[ \t\n\r-]", text)]
     return {t for t in tokens if t.strip()}
 
@@ -397,6 +530,20 @@ def token_f1(
 
     Single-span DROP F1 (bags of normalised tokens; when the reference holds numbers, F1 is 0 unless
     one of them is predicted); several references are alternatives and the best one counts.
+
+    Parameters
+    ----------
+    response : str or None
+        The model's response.
+    answer : object
+        The reference answer(s).
+    choices : list of str, optional
+        Answer options (multiple choice).
+
+    Returns
+    -------
+    float or ScoringFailure
+        The score in [0, 1], or why the response cannot be scored.
     """
     refs = references(answer)
     if isinstance(refs, ScoringFailure):
@@ -446,7 +593,20 @@ DEFAULT_SCORER = "exact_match"
 
 
 def get_scorer(scorer: str | Scorer) -> tuple[str, Scorer]:
-    """``(name, function)`` of a scorer given by name or as a callable."""
+    """``(name, function)`` of a scorer given by name or as a callable.
+
+    Parameters
+    ----------
+    scorer : str or callable
+        A scorer name (see ``SCORERS``) or a scorer function.
+
+    Returns
+    -------
+    name : str
+        Scorer name.
+    scorer : callable
+        The scorer.
+    """
     if callable(scorer):
         return getattr(scorer, "__name__", "custom"), scorer
     name = str(scorer).strip().lower().replace("-", "_")
@@ -456,7 +616,17 @@ def get_scorer(scorer: str | Scorer) -> tuple[str, Scorer]:
 
 
 def scorer_for_category(category: str | None) -> str | None:
-    """Name of the scorer a category implies, or None."""
+    """Name of the scorer a category implies, or None.
+
+    Parameters
+    ----------
+    category : str or None
+        A query category.
+
+    Returns
+    -------
+    str or None
+    """
     if _is_missing(category) or not str(category).strip():
         return None
     lowered = str(category).strip().lower()
@@ -473,7 +643,26 @@ def choose_scorer(
     override: str | Scorer | Mapping[str, str | Scorer] | None = None,
     query_scorer: str | None = None,
 ) -> tuple[str, Scorer]:
-    """The scorer of one query (see the module docstring for the order of rules)."""
+    """The scorer of one query (see the module docstring for the order of rules).
+
+    Parameters
+    ----------
+    category : str, optional
+        The query's category.
+    has_choices : bool, default False
+        Whether the query has answer options.
+    override : str, callable or mapping, optional
+        A scorer for every query, or one per category.
+    query_scorer : str, optional
+        A scorer named by the query itself.
+
+    Returns
+    -------
+    name : str
+        Scorer name.
+    scorer : callable
+        The scorer.
+    """
     if override is not None and not isinstance(override, Mapping):
         return get_scorer(override)
     if isinstance(override, Mapping) and not _is_missing(category):
@@ -499,7 +688,26 @@ def _accepts_choices(function: Scorer) -> bool:
 def apply_scorer(
     scorer: Scorer, response: str | None, answer: Any, choices: list[str] | None = None
 ) -> tuple[float | None, str | None]:
-    """Run a scorer safely: ``(score, None)`` or ``(None, reason)``; never raises."""
+    """Run a scorer safely: ``(score, None)`` or ``(None, reason)``; never raises.
+
+    Parameters
+    ----------
+    scorer : callable
+        A scorer ``(response, answer, choices) -> float | ScoringFailure``.
+    response : str or None
+        The model's response.
+    answer : object
+        The reference answer(s).
+    choices : list of str, optional
+        Answer options (multiple choice).
+
+    Returns
+    -------
+    score : float or None
+        The score, None on failure.
+    reason : str or None
+        Why scoring failed, None on success.
+    """
     try:
         if _accepts_choices(scorer):
             result = scorer(response, answer, choices=choices)

@@ -27,10 +27,14 @@ Guarantees
   of any duplicates (and counts them), and an exclusive lock on ``DIR/.lock`` keeps a second
   collection process out of the folder while one runs.
 - Secrets given to the store are replaced by ``[REDACTED]`` in every line before it is written.
+- A store that cannot be written (read-only, permission denied, a full disk) or a store path that is
+  a file raise :class:`~ecc_lib.collect.errors.StoreError` with the reason; a line whose write fails
+  half-way is taken back, so every line on disk stays valid.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -74,14 +78,34 @@ RecordKey = tuple[str, str, int, int]
 
 def observation_type(variant_id: int, decode_id: int) -> str:
     """``"rewrite"`` when ``variant_id > 0``, else ``"decode"`` when ``decode_id > 0``, else
-    ``"original"`` (the first decode of the original query)."""
+    ``"original"`` (the first decode of the original query).
+
+    Parameters
+    ----------
+    variant_id, decode_id : int
+        Rewrite and decode numbers.
+
+    Returns
+    -------
+    str
+    """
     if variant_id > 0:
         return "rewrite"
     return "decode" if decode_id > 0 else "original"
 
 
 def record_key(record: dict) -> RecordKey:
-    """``(query_id, model, variant_id, decode_id)`` of a record."""
+    """``(query_id, model, variant_id, decode_id)`` of a record.
+
+    Parameters
+    ----------
+    record : dict
+        An observation record.
+
+    Returns
+    -------
+    RecordKey
+    """
     return (
         str(record["query_id"]),
         str(record["model"]),
@@ -101,17 +125,64 @@ def _json_default(value: Any) -> Any:
 
 
 def to_json_line(record: dict, secrets: Iterable[str] = ()) -> bytes:
-    """One JSON line (newline-terminated, UTF-8) with secrets redacted."""
+    """One JSON line (newline-terminated, UTF-8) with secrets redacted.
+
+    Parameters
+    ----------
+    record : dict
+        A JSON-serialisable record.
+    secrets : iterable of str
+        Values replaced by ``[REDACTED]``.
+
+    Returns
+    -------
+    bytes
+    """
     line = json.dumps(record, ensure_ascii=False, default=_json_default, separators=(",", ":"))
-    forms = []
-    for secret in secrets:
-        if secret:
-            forms += [secret, json.dumps(secret, ensure_ascii=False)[1:-1]]
-    return (redact(line, forms) + "\n").encode("utf-8")
+    return (redact(line, list(secrets)) + "\n").encode("utf-8")
+
+
+def _file_in_the_way(directory: Path) -> Path | None:
+    """The first existing path among ``directory`` and its parents that is not a folder."""
+    for path in (directory, *directory.parents):
+        if path.exists() or path.is_symlink():
+            return None if path.is_dir() else path
+    return None
+
+
+def os_error_message(error: OSError, directory: Path, path: Path | None = None) -> str:
+    """A plain sentence for a file-system error met by the store (no traceback needed)."""
+    target = path if path is not None else directory
+    code = error.errno
+    if code == errno.EROFS:
+        return (
+            f"cannot write to the store {directory}: read-only file system ({target.name}); "
+            "use another --store"
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return (
+            f"cannot write to the store {directory}: permission denied ({target.name}); fix its "
+            "permissions or use another --store"
+        )
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return (
+            f"no space left on the device of the store {directory} while writing {target.name}; "
+            "every line written before is kept and valid: free some space and rerun the same "
+            "command to resume"
+        )
+    blocker = _file_in_the_way(directory)
+    if code in (errno.ENOTDIR, errno.EEXIST) and blocker is not None:
+        return f"store path {directory}: {blocker} is a file, not a folder; give a folder"
+    return f"cannot use the store {directory}: {error.strerror or error} ({target})"
 
 
 def read_jsonl(path: str | Path) -> tuple[list[dict], int, int]:
     """Records of a JSON-lines file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A JSON-lines file (absent: no records).
 
     Returns
     -------
@@ -185,13 +256,28 @@ class _AppendFile:
         logger.warning("%s: cut off a torn last line of %d byte(s)", self.path, size - keep)
 
     def write(self, record: dict) -> None:
+        """Append one line; on a failed write (disk full) take back what reached the file.
+
+        Raises
+        ------
+        OSError
+            The write failed (the file is as it was before the call).
+        """
         data = to_json_line(record, self.secrets)
+        size = os.fstat(self.fd).st_size
         view = memoryview(data)
-        while view:  # one write for regular files; the loop only guards against short writes
-            written = os.write(self.fd, view)
-            view = view[written:]
-        if self.fsync:
-            os.fsync(self.fd)
+        try:
+            while view:  # one write for regular files; the loop only guards against short writes
+                written = os.write(self.fd, view)
+                view = view[written:]
+            if self.fsync:
+                os.fsync(self.fd)
+        except OSError:
+            try:
+                os.ftruncate(self.fd, size)
+            except OSError:  # pragma: no cover - the next open() cuts the torn line instead
+                logger.warning("%s: could not take back a half-written line", self.path)
+            raise
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -239,6 +325,17 @@ class CollectionStore:
     # -- reading -----------------------------------------------------------------------------
 
     def path(self, name: str) -> Path:
+        """Path of a file of the store.
+
+        Parameters
+        ----------
+        name : str
+            File name inside the store folder.
+
+        Returns
+        -------
+        Path
+        """
         return self.directory / name
 
     def load(self) -> None:
@@ -274,20 +371,42 @@ class CollectionStore:
             )
 
     def failures(self) -> list[dict]:
-        """Calls that failed for good, over all runs (later runs may have succeeded since)."""
+        """Calls that failed for good, over all runs (later runs may have succeeded since).
+
+        Returns
+        -------
+        list of dict
+        """
         return read_jsonl(self.path(FAILURES_FILE))[0]
 
     def rewrite_calls(self) -> list[dict]:
+        """Every rewriting call recorded (cost and token counts), over all runs.
+
+        Returns
+        -------
+        list of dict
+        """
         return read_jsonl(self.path(REWRITE_CALLS_FILE))[0]
 
     def manifest(self) -> dict:
+        """The store's manifest (format, creation time, one entry per run); a fresh one when absent.
+
+        Returns
+        -------
+        dict
+        """
         path = self.path(MANIFEST_FILE)
         if not path.exists():
             return {"format": STORE_FORMAT, "created_at": utc_now(), "runs": []}
         return json.loads(path.read_text(encoding="utf-8"))
 
     def total_cost(self) -> float:
-        """Known spend of the store in USD: records plus rewriting calls."""
+        """Known spend of the store in USD: records plus rewriting calls.
+
+        Returns
+        -------
+        float
+        """
         costs = [r.get("cost") for r in self.records.values()]
         costs += [c.get("cost") for c in self.rewrite_calls()]
         return float(sum(c for c in costs if isinstance(c, (int, float))))
@@ -303,12 +422,25 @@ class CollectionStore:
     def open(self) -> CollectionStore:
         """Lock the folder for this process, reload, and open the files for appending.
 
+        Returns
+        -------
+        CollectionStore
+            ``self``.
+
         Raises
         ------
         StoreError
             Another process holds the lock.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
+        blocker = _file_in_the_way(self.directory)
+        if blocker is not None:
+            raise StoreError(
+                f"store path {self.directory}: {blocker} is a file, not a folder; give a folder"
+            )
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(os_error_message(error, self.directory)) from None
         self._lock()
         try:
             self.load()
@@ -320,27 +452,36 @@ class CollectionStore:
                 FAILURES_FILE,
             ):
                 self._files[name] = _AppendFile(self.path(name), self.secrets, self.fsync)
+        except OSError as error:
+            self.close()
+            raise StoreError(
+                os_error_message(error, self.directory, Path(error.filename or self.directory))
+            ) from None
         except BaseException:
             self.close()
             raise
         return self
 
     def _lock(self) -> None:
-        handle = open(self.path(LOCK_FILE), "a+")  # noqa: SIM115 - held until close()
+        path = self.path(LOCK_FILE)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # held until close()
+        except OSError as error:
+            raise StoreError(os_error_message(error, self.directory, path)) from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no cross-process lock
-            self._lock_handle = handle
+            self._lock_handle = fd
             return
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.close()
+            os.close(fd)
             raise StoreError(
                 f"{self.directory} is in use by another collection process; wait for it to "
                 "finish or use another --store"
             ) from None
-        self._lock_handle = handle
+        self._lock_handle = fd
 
     def close(self) -> None:
         """Close the files and release the lock."""
@@ -348,17 +489,30 @@ class CollectionStore:
             file.close()
         self._files = {}
         if self._lock_handle is not None:
-            self._lock_handle.close()  # closing releases the flock
+            os.close(self._lock_handle)  # closing releases the flock
             self._lock_handle = None
 
     def _append(self, name: str, record: dict) -> None:
         if name not in self._files:
             raise StoreError(f"{self.directory} is not open for writing; call open() first")
-        self._files[name].write(record)
+        try:
+            self._files[name].write(record)
+        except OSError as error:
+            raise StoreError(os_error_message(error, self.directory, self.path(name))) from None
 
     def add_queries(self, queries: Iterable[dict]) -> int:
         """Store new queries; check that already-stored ones are unchanged. Returns how many were
         added.
+
+        Parameters
+        ----------
+        queries : iterable of dict
+            Query records.
+
+        Returns
+        -------
+        int
+            Queries added.
 
         Raises
         ------
@@ -385,7 +539,18 @@ class CollectionStore:
         return added
 
     def add_rewrite(self, rewrite: dict) -> bool:
-        """Store one variant; False (nothing written) when its (query_id, variant_id) exists."""
+        """Store one variant; False (nothing written) when its (query_id, variant_id) exists.
+
+        Parameters
+        ----------
+        rewrite : dict
+            One query variant.
+
+        Returns
+        -------
+        bool
+            True when written.
+        """
         key = (str(rewrite["query_id"]), int(rewrite["variant_id"]))
         if key in self.rewrites:
             return False
@@ -394,10 +559,28 @@ class CollectionStore:
         return True
 
     def add_rewrite_call(self, call: dict) -> None:
+        """Append one rewriting call (the prompt's cost and token counts).
+
+        Parameters
+        ----------
+        call : dict
+            The call's JSON record.
+        """
         self._append(REWRITE_CALLS_FILE, call)
 
     def add_record(self, record: dict) -> bool:
-        """Store one observation; False (nothing written) when its key is already stored."""
+        """Store one observation; False (nothing written) when its key is already stored.
+
+        Parameters
+        ----------
+        record : dict
+            One observation (query, model, variant, decode, response, score ...).
+
+        Returns
+        -------
+        bool
+            True when written.
+        """
         key = record_key(record)
         if key in self.records:
             return False
@@ -406,29 +589,95 @@ class CollectionStore:
         return True
 
     def add_failure(self, failure: dict) -> None:
+        """Append one call that failed for good.
+
+        Parameters
+        ----------
+        failure : dict
+            The failure's JSON record (query, model, error).
+        """
         self._append(FAILURES_FILE, failure)
 
     def update_manifest(self, run: dict) -> None:
         """Insert or replace the run entry with ``run["run_id"]`` and write the manifest
-        atomically (temporary file, fsync, rename)."""
+        atomically (temporary file, fsync, rename).
+
+        Parameters
+        ----------
+        run : dict
+            The run entry, with a ``run_id``.
+
+        Raises
+        ------
+        StoreError
+            The manifest cannot be written (the previous one is left as it was).
+        """
         manifest = self.manifest()
         runs = [r for r in manifest.get("runs", []) if r.get("run_id") != run["run_id"]]
         manifest["runs"] = runs + [run]
+        self._write_manifest(manifest)
+
+    def _write_manifest(self, manifest: dict) -> None:
         data = to_json_line(manifest, self.secrets)
-        self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.path(MANIFEST_FILE + ".tmp")
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path(MANIFEST_FILE))
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, self.path(MANIFEST_FILE))
+        except OSError as error:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise StoreError(
+                os_error_message(error, self.directory, self.path(MANIFEST_FILE))
+            ) from None
+
+    def close_stale_runs(self, current_run_id: str) -> int:
+        """Mark runs still "started" (their process was killed: the lock is ours now) as
+        "interrupted". Call with the lock held. Returns how many were marked."""
+        manifest = self.manifest()
+        stale = [
+            r
+            for r in manifest.get("runs", [])
+            if r.get("status") == "started" and r.get("run_id") != current_run_id
+        ]
+        for run in stale:
+            run["status"] = "interrupted"
+            run["note"] = (
+                f"the process ended without closing the run (killed); found by run {current_run_id}"
+            )
+        if stale:
+            self._write_manifest(manifest)
+            logger.warning(
+                "%s: %d earlier run(s) ended without closing (killed); marked interrupted",
+                self.directory,
+                len(stale),
+            )
+        return len(stale)
 
 
 # -- export -------------------------------------------------------------------------------------
 
 
 def records_frame(store: str | Path | CollectionStore) -> pd.DataFrame:
-    """Every stored record as a table (scoring failures included, ``score`` missing there)."""
+    """Every stored record as a table (scoring failures included, ``score`` missing there).
+
+    Parameters
+    ----------
+    store : path or CollectionStore
+        A collection store (folder) or an open store.
+
+    Returns
+    -------
+    DataFrame
+    """
     if not isinstance(store, CollectionStore):
         store = CollectionStore(store)
     frame = pd.DataFrame(list(store.records.values()))
@@ -449,6 +698,15 @@ def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
 
     Columns :data:`ecc_lib.schema.OUTCOME_COLUMNS` plus ``prompt_tokens``, ``completion_tokens`` and
     ``latency_s``. Records whose scoring failed are left out, and their count is logged.
+
+    Parameters
+    ----------
+    store : path or CollectionStore
+        A collection store (folder) or an open store.
+
+    Returns
+    -------
+    DataFrame
     """
     if not isinstance(store, CollectionStore):
         _check_store(Path(store))
@@ -486,7 +744,17 @@ def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
 
 def collected_queries(store: str | Path | CollectionStore) -> pd.DataFrame:
     """The store's queries (``query_id, text, category, source`` plus ``answer``, ``choices``,
-    ``passage``, ``scorer``); ``source`` is ``"collected"``."""
+    ``passage``, ``scorer``); ``source`` is ``"collected"``.
+
+    Parameters
+    ----------
+    store : path or CollectionStore
+        A collection store (folder) or an open store.
+
+    Returns
+    -------
+    DataFrame
+    """
     if not isinstance(store, CollectionStore):
         store = CollectionStore(store)
     frame = pd.DataFrame(list(store.queries.values()), columns=list(QUERY_FIELDS))
@@ -497,7 +765,20 @@ def collected_queries(store: str | Path | CollectionStore) -> pd.DataFrame:
 
 
 def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
-    """Write a table by extension: ``.csv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``."""
+    """Write a table by extension: ``.csv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The table.
+    out : str or Path
+        Output file.
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
@@ -533,8 +814,57 @@ def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.
     return outcomes
 
 
+DATASET_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "source", "scorer")
+"""Query columns of an exported dataset folder (answers and options stay in the store)."""
+
+
+def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Export a store as a dataset folder that every loader (and ``ecc-lab run --dataset``) reads:
+    ``queries.parquet`` and ``outcomes.parquet``.
+
+    Parameters
+    ----------
+    store_dir : str or Path
+    folder : str or Path
+        Created when missing; its ``queries.parquet`` and ``outcomes.parquet`` are replaced.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+        As written (queries: :data:`DATASET_QUERY_COLUMNS`; outcomes: see
+        :func:`collected_outcomes`).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``store_dir`` is not a collection store.
+    ValueError
+        ``folder`` exists and is a file.
+    """
+    queries, outcomes = read_collected(store_dir)
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file; give a folder to export the dataset into")
+    folder.mkdir(parents=True, exist_ok=True)
+    queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
+    queries.to_parquet(folder / "queries.parquet", index=False)
+    outcomes.to_parquet(folder / "outcomes.parquet", index=False)
+    logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
+    return queries, outcomes
+
+
 def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(queries, outcomes)`` of a store, like every ecc_lib loader."""
+    """``(queries, outcomes)`` of a store, like every ecc_lib loader.
+
+    Parameters
+    ----------
+    store_dir : str or Path
+        The store folder.
+
+    Returns
+    -------
+    queries, outcomes : DataFrame
+    """
     _check_store(Path(store_dir))
     store = CollectionStore(store_dir)
     return collected_queries(store), collected_outcomes(store)
