@@ -1304,11 +1304,14 @@ def latex_table(frame: pd.DataFrame, caption: str = "", label: str = "") -> str:
     Returns
     -------
     str
-        A ``table`` environment; needs ``\\usepackage{booktabs}``.
+        A ``table`` environment (``table*``, spanning both columns, for more than four
+        columns); needs ``\\usepackage{booktabs}``.
     """
     shown = frame.astype(object).where(frame.notna(), DASH)
     spec = "l" * shown.shape[1]
-    lines = [r"\begin{table}[t]", r"\centering", r"\small"]
+    # more than four columns do not fit a column of a two-column paper: span the page
+    env = "table*" if shown.shape[1] > 4 else "table"
+    lines = [r"\begin{" + env + "}[t]", r"\centering", r"\small"]
     if caption:
         lines.append(r"\caption{" + latex_escape(caption) + "}")
     if label:
@@ -1318,7 +1321,7 @@ def latex_table(frame: pd.DataFrame, caption: str = "", label: str = "") -> str:
     lines.append(r"\midrule")
     for row in shown.itertuples(index=False):
         lines.append(" & ".join(latex_escape(v) for v in row) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{" + env + "}"]
     return "\n".join(lines) + "\n"
 
 

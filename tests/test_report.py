@@ -237,3 +237,10 @@ def test_unknown_sections_and_data_notes_are_reported(fake_run):
     assert other.tables[0].frame["estimate"].tolist() == ["3.0% [1.0, 5.0]"]
     data = next(s for s in document.sections if s.number == "01")
     assert "alpha: No cost column." in data.notes
+
+
+def test_wide_latex_tables_span_the_page():
+    wide = report.latex_table(pd.DataFrame({c: ["1"] for c in "abcde"}))
+    narrow = report.latex_table(pd.DataFrame({c: ["1"] for c in "ab"}))
+    assert wide.startswith(r"\begin{table*}") and wide.rstrip().endswith(r"\end{table*}")
+    assert narrow.startswith(r"\begin{table}") and narrow.rstrip().endswith(r"\end{table}")
