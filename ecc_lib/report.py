@@ -52,6 +52,20 @@ def _finite(value: Any) -> bool:
         return False
 
 
+_NEGATIVE_ZERO = re.compile(r"-(?=0(?:\.0+)?(?![\d.]))")
+
+
+def _no_negative_zero(function):
+    """``-0.0`` reads as a negative result: write it as ``0.0``."""
+
+    def wrapper(*args, **kwargs):
+        return _NEGATIVE_ZERO.sub("", function(*args, **kwargs))
+
+    wrapper.__doc__, wrapper.__name__ = function.__doc__, function.__name__
+    return wrapper
+
+
+@_no_negative_zero
 def format_number(value: Any, unit: str = "") -> str:
     """One number in the report's style.
 
@@ -87,6 +101,7 @@ def format_number(value: Any, unit: str = "") -> str:
     return f"{v:.3f}"
 
 
+@_no_negative_zero
 def _bare(value: float, unit: str) -> str:
     """A bound of an interval: the number without its unit sign."""
     if unit == "%":

@@ -244,3 +244,8 @@ def test_wide_latex_tables_span_the_page():
     narrow = report.latex_table(pd.DataFrame({c: ["1"] for c in "ab"}))
     assert wide.startswith(r"\begin{table*}") and wide.rstrip().endswith(r"\end{table*}")
     assert narrow.startswith(r"\begin{table}") and narrow.rstrip().endswith(r"\end{table}")
+
+
+def test_no_negative_zero():
+    assert report.format_interval(-1e-6, [-2e-6, 0.0], "%") == "0.0% [0.0, 0.0]"
+    assert report.format_number(-0.05) == "-0.050"
