@@ -165,14 +165,33 @@ def _heatmap(
 
 
 def relative_luminance(rgba) -> float:
-    """WCAG relative luminance (0 black to 1 white) of an RGB(A) colour with channels in 0-1."""
+    """WCAG relative luminance (0 black to 1 white) of an RGB(A) colour with channels in 0-1.
+
+    Parameters
+    ----------
+    rgba : sequence of float
+
+    Returns
+    -------
+    float
+    """
     rgb = np.asarray(rgba, dtype=float)[:3]
     linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
     return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
 
 
 def text_colour(rgba) -> str:
-    """Black or white, whichever contrasts more with the background colour ``rgba``."""
+    """Black or white, whichever contrasts more with the background colour ``rgba``.
+
+    Parameters
+    ----------
+    rgba : sequence of float
+
+    Returns
+    -------
+    str
+        ``"black"`` or ``"white"``.
+    """
     lum = relative_luminance(rgba)
     # contrast ratios (L1 + 0.05) / (L2 + 0.05) against white (1) and black (0)
     return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
@@ -1325,6 +1344,11 @@ def plot_estimates(
     highlight : str, optional
         Row name drawn in red (the others in grey).
     xlim : pair of float, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     fig, ax = _axes(ax, (PAGE_WIDTH, max(1.8, 0.45 * len(table) + 1.2)))
     y = np.arange(len(table))

@@ -194,7 +194,16 @@ UNIT_TEXT = {
 
 
 def humanise(key: str) -> str:
-    """A dotted metric key as words: ``ranking_quality_gain.ecc`` -> ``ranking quality gain: ECC``."""
+    """A dotted metric key as words: ``ranking_quality_gain.ecc`` -> ``ranking quality gain: ECC``.
+
+    Parameters
+    ----------
+    key : str
+
+    Returns
+    -------
+    str
+    """
     parts = [p for p in key.split(".") if p]
     words = [
         method_label(p) if p in ("ecc", "emb_only", "comp_only", "human") else p for p in parts
@@ -208,7 +217,17 @@ def humanise(key: str) -> str:
 
 
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as ``{dotted key: leaf}`` (lists stay leaves)."""
+    """Nested mappings as ``{dotted key: leaf}`` (lists stay leaves).
+
+    Parameters
+    ----------
+    node : object
+    prefix : str, default ""
+
+    Returns
+    -------
+    dict
+    """
     out: dict[str, Any] = {}
     if isinstance(node, Mapping):
         for key in node:
@@ -219,7 +238,18 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def ci_of(values: Mapping[str, Any], key: str) -> list[float] | None:
-    """The ``*_ci95`` sibling of a dotted key, at any level (``a_ci95.b``, ``a.b_ci95``)."""
+    """The ``*_ci95`` sibling of a dotted key, at any level (``a_ci95.b``, ``a.b_ci95``).
+
+    Parameters
+    ----------
+    values : mapping
+        Flattened metrics.
+    key : str
+
+    Returns
+    -------
+    list of float or None
+    """
     parts = key.split(".")
     for i in range(len(parts) - 1, -1, -1):
         candidate = ".".join(parts[:i] + [parts[i] + "_ci95"] + parts[i + 1 :])
@@ -232,7 +262,16 @@ def ci_of(values: Mapping[str, Any], key: str) -> list[float] | None:
 
 
 def skip_reasons(section: Any) -> dict[str, str]:
-    """``{dotted key: sentence}`` of every ``skipped`` / ``*_skipped`` string in a section."""
+    """``{dotted key: sentence}`` of every ``skipped`` / ``*_skipped`` string in a section.
+
+    Parameters
+    ----------
+    section : mapping or str
+
+    Returns
+    -------
+    dict
+    """
     if isinstance(section, str):
         return {"": section}
     reasons = {}
@@ -311,7 +350,16 @@ def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> lis
 
 @dataclass
 class Figure:
-    """A figure of the run: file name, PNG path and caption."""
+    """A figure of the run.
+
+    Parameters
+    ----------
+    name : str
+        File name without extension.
+    png : str
+        Path of the PNG.
+    caption : str
+    """
 
     name: str
     png: str
@@ -320,7 +368,16 @@ class Figure:
 
 @dataclass
 class HeadlineTable:
-    """A headline table: ``name`` is the file stem under ``tables/`` (CSV and LaTeX)."""
+    """A headline table.
+
+    Parameters
+    ----------
+    name : str
+        File stem under ``tables/`` (CSV and LaTeX).
+    caption : str
+    frame : DataFrame
+        Formatted cells.
+    """
 
     name: str
     caption: str
@@ -358,7 +415,17 @@ class ReportSection:
     extra_html: str = ""
 
     def to_html(self, figure_start: int = 1) -> str:
-        """The section as HTML (findings first, then tables, figures, notes)."""
+        """The section as HTML (findings first, then notes, tables, figures).
+
+        Parameters
+        ----------
+        figure_start : int, default 1
+            Number of the section's first figure.
+
+        Returns
+        -------
+        str
+        """
         anchor = self.number or re.sub(r"\W+", "-", self.title.lower())
         parts = [f'<section class="report-section" id="section-{anchor}">']
         heading = f"{self.number} {self.title}" if self.number else self.title
@@ -380,7 +447,15 @@ class ReportSection:
 
 @dataclass
 class Report:
-    """The whole report: title, introduction, sections, appendix."""
+    """The whole report.
+
+    Parameters
+    ----------
+    title : str
+    intro : str
+    sections : list of ReportSection
+    appendix_html : str, default ""
+    """
 
     title: str
     intro: str
@@ -388,11 +463,21 @@ class Report:
     appendix_html: str = ""
 
     def headline_tables(self) -> list[HeadlineTable]:
-        """Every headline table of every section."""
+        """Every headline table of every section.
+
+        Returns
+        -------
+        list of HeadlineTable
+        """
         return [t for s in self.sections if not s.skipped for t in s.tables]
 
     def section_html(self) -> list[str]:
-        """HTML of each section, figures numbered through the report."""
+        """HTML of each section, figures numbered through the report.
+
+        Returns
+        -------
+        list of str
+        """
         out, start = [], 1
         for section in self.sections:
             out.append(section.to_html(figure_start=start))
@@ -401,12 +486,27 @@ class Report:
         return out
 
     def header_html(self) -> str:
-        """Title and introduction."""
+        """Title and introduction.
+
+        Returns
+        -------
+        str
+        """
         return f"<h1>{html.escape(self.title)}</h1>\n<p>{html.escape(self.intro)}</p>"
 
 
 def table_html(frame: pd.DataFrame, caption: str = "") -> str:
-    """A table without index column or NaN (empty cells become an en dash)."""
+    """A table without index column or NaN (empty cells become an en dash).
+
+    Parameters
+    ----------
+    frame : DataFrame
+    caption : str, default ""
+
+    Returns
+    -------
+    str
+    """
     shown = frame.astype(object).where(frame.notna(), DASH)
     body = shown.to_html(index=False, border=0, classes="report-table", escape=True)
     if caption:
@@ -419,7 +519,17 @@ def table_html(frame: pd.DataFrame, caption: str = "") -> str:
 
 
 def figure_html(figure: Figure, number: int) -> str:
-    """An embedded PNG whose alt text is the figure's caption."""
+    """An embedded PNG whose alt text is the figure's caption.
+
+    Parameters
+    ----------
+    figure : Figure
+    number : int
+
+    Returns
+    -------
+    str
+    """
     data = base64.b64encode(Path(figure.png).read_bytes()).decode("ascii")
     caption = html.escape(figure.caption, quote=True)
     return (
@@ -851,6 +961,17 @@ def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
 
     Examples come from :func:`ecc_lib.ecc_experiments.cluster_summary`, which never shows GPQA
     queries; an example whose cluster row names no example is shown as an en dash.
+
+    Parameters
+    ----------
+    run : RunContext
+    max_rows : int, default 8
+    n_examples : int, default 2
+
+    Returns
+    -------
+    str
+        Empty when the run has no cluster summary.
     """
     summary = _read_csv(run, "03_cluster_summary")
     if summary is None or summary.empty:
@@ -1092,7 +1213,17 @@ def _datasets_of(metrics: Mapping[str, Any]) -> list[str]:
 
 
 def report_title(metrics: Mapping[str, Any], run_name: str) -> str:
-    """``ecc_lib report: dcrouter and re2, run NAME``."""
+    """``ecc_lib report: dcrouter and re2, run NAME``.
+
+    Parameters
+    ----------
+    metrics : mapping
+    run_name : str
+
+    Returns
+    -------
+    str
+    """
     names = _datasets_of(metrics)
     joined = (
         (", ".join(names[:-1]) + " and " + names[-1])
@@ -1182,7 +1313,16 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
 
 
 def data_notes(policy: Mapping[str, Any]) -> list[str]:
-    """The data checks' notes per dataset (``metrics.json["data_policy"]``) as sentences."""
+    """The data checks' notes per dataset (``metrics.json["data_policy"]``) as sentences.
+
+    Parameters
+    ----------
+    policy : mapping
+
+    Returns
+    -------
+    list of str
+    """
     notes = []
     for name, entry in policy.items():
         if not isinstance(entry, Mapping):
@@ -1243,7 +1383,17 @@ def _compact(value: Any) -> str:
 
 
 def appendix_html(metrics: Mapping[str, Any], run) -> str:
-    """Parameters of each section and the provenance, as compact tables (no NaN)."""
+    """Parameters of each section and the provenance, as compact tables (no NaN).
+
+    Parameters
+    ----------
+    metrics : mapping
+    run : RunContext
+
+    Returns
+    -------
+    str
+    """
     rows = [
         {
             "section": section,
@@ -1303,7 +1453,16 @@ _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 
 
 def latex_escape(text: Any) -> str:
-    """Text with LaTeX's special characters escaped (and +-, en dash as LaTeX)."""
+    """Text with LaTeX's special characters escaped (and +-, en dash as LaTeX).
+
+    Parameters
+    ----------
+    text : object
+
+    Returns
+    -------
+    str
+    """
     return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group(0)], str(text))
 
 
@@ -1342,6 +1501,11 @@ def latex_table(frame: pd.DataFrame, caption: str = "", label: str = "") -> str:
 
 def save_headline_tables(report: Report, run_dir) -> list[Path]:
     """Write every headline table as ``tables/NAME.csv`` and ``tables/NAME.tex`` (booktabs).
+
+    Parameters
+    ----------
+    report : Report
+    run_dir : path or RunContext
 
     Returns
     -------
