@@ -227,11 +227,16 @@ def _block_statistics(xb: np.ndarray, cb: sp.csr_matrix, rb: np.ndarray):
     return cb.T @ rb, xb.T @ rb
 
 
-def _scores(xb, cb, table, cen):
-    """Scaled scores ``(l + lam cos) / T`` of a block, shifted by their row maximum."""
+def _scores(xb, cb, table, cen, log_prior=None):
+    """Scaled scores ``(l + lam cos) / T`` of a block, shifted by their row maximum.
+
+    ``log_prior`` (optional, ``(n_b, K)``) is added after the division by the temperature (a
+    per-query log prior over clusters, see :class:`ecc_lib.label_informed.LabelInformedECC`)."""
     s = xb @ cen
     if table is not None:
         s += cb @ table
+    if log_prior is not None:
+        s += log_prior
     shift = s.max(axis=1)
     s -= shift[:, None]
     return s, shift
@@ -263,6 +268,7 @@ def _block_e_step(
     old_neg_entropy: np.ndarray,
     out_resp: np.ndarray,
     out_neg_entropy: np.ndarray,
+    log_prior: np.ndarray | None = None,
 ):
     """E-step of one block of queries; the maths shared by the in-memory and the Dask fits.
 
@@ -281,6 +287,8 @@ def _block_e_step(
     out_resp, out_neg_entropy : ndarray
         Where the new values go (may be ``old_resp`` / ``old_neg_entropy`` themselves: the old
         values are read before they are overwritten).
+    log_prior : ndarray (n_b, K), optional
+        Added to the scaled scores (see :func:`_scores`).
 
     Returns
     -------
@@ -291,7 +299,7 @@ def _block_e_step(
     wins, sums : ndarray
         :func:`_block_statistics` of the new responsibilities.
     """
-    s, shift = _scores(xb, cb, table, cen)
+    s, shift = _scores(xb, cb, table, cen, log_prior)
     cross = np.einsum("ij,ij->i", old_resp, s)
     rb = out_resp
     log_total = _softmax_into(s, rb)
@@ -343,13 +351,14 @@ class _LocalData:
         )
         return _sum_statistics(parts, self.n_pairs, x.shape[1], resp.shape[1])
 
-    def e_step(self, table, cen):
+    def e_step(self, table, cen, log_prior=None):
         x, resp, ne = self.x, self.resp, self.neg_entropy
 
         def work(block):
             i0, i1, cb = block
+            prior = None if log_prior is None else log_prior[i0:i1]
             return _block_e_step(
-                x[i0:i1], cb, table, cen, resp[i0:i1], ne[i0:i1], resp[i0:i1], ne[i0:i1]
+                x[i0:i1], cb, table, cen, resp[i0:i1], ne[i0:i1], resp[i0:i1], ne[i0:i1], prior
             )
 
         return _sum_statistics(
@@ -384,6 +393,7 @@ def _run_em(
     patience: int,
     use_evidence: bool,
     dtype,
+    prior_update=None,
 ) -> _EMRun:
     """The EM loop, whatever holds the queries.
 
@@ -392,6 +402,8 @@ def _run_em(
     responsibilities, ``e_step(table, cen)`` runs one E-step and returns ``(lse, kl, wins,
     sums)`` summed over all queries, ``responsibilities()`` the final ones. The M-step here only
     sees those sums: ``wins`` (n_pairs, K) feed the batched BT fit, ``sums`` (d, K) the centroids.
+    ``prior_update`` (optional, in-memory data only) maps the current responsibilities to an
+    ``(n, K)`` log prior added to the next E-step's scores (an M-step of a per-query prior).
     """
     wins, sums = data.statistics()
     k = wins.shape[1]
@@ -416,7 +428,11 @@ def _run_em(
             else None
         )
         cen = np.ascontiguousarray((centroids * (lam / temperature)).T, dtype=dtype)
-        lse_sum, kl_sum, wins, sums = data.e_step(table, cen)
+        if prior_update is None:
+            lse_sum, kl_sum, wins, sums = data.e_step(table, cen)
+        else:
+            log_prior = prior_update(data.responsibilities())
+            lse_sum, kl_sum, wins, sums = data.e_step(table, cen, log_prior)
         objective = temperature * lse_sum
         if use_evidence:
             objective -= 0.5 * alpha * float(np.sum(theta**2))
@@ -476,7 +492,7 @@ class _ProfileMixture(BaseEstimator):
                 f"probe refers to {probe.n_queries} queries but embeddings have {n} rows"
             )
 
-    def _mixture_responsibilities(self, embeddings, probe, mode) -> np.ndarray:
+    def _mixture_responsibilities(self, embeddings, probe, mode, log_prior=None) -> np.ndarray:
         """``softmax((l^probe + lam cos) / T)``, each term used when the mode and inputs allow."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -502,7 +518,10 @@ class _ProfileMixture(BaseEstimator):
         if use_probe:
             self._check_probe(probe, n)
             score += evidence(self.theta_, probe)
-        return np.exp(log_softmax(score / self.temperature, axis=1))
+        score /= self.temperature
+        if log_prior is not None:
+            score += log_prior
+        return np.exp(log_softmax(score, axis=1))
 
     def predict_responsibilities(
         self,
@@ -760,6 +779,7 @@ class ECC(_ProfileMixture):
                     counts,
                     n_queries=x.shape[0],
                     **self._em_params(dtype),
+                    prior_update=self._prior_update(labels, x.shape[0], dtype),
                 )
                 if best is None or run.objective > best.objective:
                     best = run
@@ -787,6 +807,11 @@ class ECC(_ProfileMixture):
             use_evidence=self._use_evidence,
             dtype=dtype,
         )
+
+    def _prior_update(self, labels, n_rows: int, dtype):
+        """Hook for subclasses: a callable ``resp -> (n, K) log prior`` re-estimated at every
+        M-step, or None (plain ECC, no prior)."""
+        return None
 
     def _store(self, run: _EMRun, comparisons: Comparisons, x: np.ndarray) -> None:
         self.theta_ = run.theta

@@ -745,7 +745,18 @@ def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = Non
 def routing_metrics(table: pd.DataFrame) -> dict:
     """:func:`clustering_routing_table` as nested metrics: ``{setting: {method: {"score_mean",
     "score_sd", "score", "ci95", "cost_mean"}}}`` (``score`` and ``ci95``: the first seed's estimate and
-    bootstrap interval)."""
+    bootstrap interval).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Output of :func:`clustering_routing_table`.
+
+    Returns
+    -------
+    dict
+        JSON-safe nested metrics.
+    """
     out: dict = {}
     for row in table.itertuples():
         out.setdefault(row.setting, {})[row.method] = {
@@ -761,7 +772,18 @@ def routing_metrics(table: pd.DataFrame) -> dict:
 def routing_over_seeds(per_seed: list[dict]) -> dict:
     """Mean and sd (ddof = 1) over seeds of every routed score (and cost) in
     :meth:`RoutingResult.to_dict` outputs: ``{setting: {method: {"score": [mean, sd],
-    "cost": [mean, sd]}}}``."""
+    "cost": [mean, sd]}}}``.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+        :meth:`RoutingResult.to_dict` of each seed.
+
+    Returns
+    -------
+    dict
+        ``{setting: {method: {"score": [mean, sd], "cost": [mean, sd]}}}``.
+    """
     out: dict = {}
     for setting in ROUTING_SETTINGS:
         methods = [m for m in per_seed[0].get(setting, {})]

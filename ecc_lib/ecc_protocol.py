@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import data_checks
+from ecc_lib.active_probes import probe_active
 from ecc_lib.comparisons import (
     Comparisons,
     make_comparisons,
@@ -54,12 +55,14 @@ from ecc_lib.ecc import (
     comparison_nll,
     evidence,
 )
+from ecc_lib.label_informed import LabelInformedECC
 from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
 from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
 
 METHODS: tuple[str, ...] = ("global", "ecc", "emb_only", "comp_only", "human")
+LABEL_METHODS: tuple[str, ...] = ("human", "ecc_labels")  # need query categories
 MODES: tuple[str, ...] = ("both", "embedding", "probe")
 PAPER_N_PAIRS = 7
 PAPER_SEED = 42
@@ -146,6 +149,7 @@ def prepare_protocol(
     random_state: int = PAPER_SEED,
     min_pairs: int = 2,
     models: tuple[str, ...] | None = None,
+    evidence: str = "sampled",
 ) -> ProtocolData:
     """Sample comparisons and split queries as in the paper's protocol.
 
@@ -165,11 +169,17 @@ def prepare_protocol(
         Queries with fewer non-tie pairs are dropped (logged).
     models : tuple of str, optional
         Model order (default: sorted names).
+    evidence : {"sampled", "soft"}, default "sampled"
+        ``"soft"``: the same pairs, each with the probability that ``b`` beats ``a`` under the two
+        empirical score distributions (:func:`ecc_lib.soft_evidence.soft_outcomes`) as outcome,
+        for fitting and scoring; ``"sampled"``: the mean-score winner (the paper's protocol).
 
     Returns
     -------
     ProtocolData
     """
+    if evidence not in ("sampled", "soft"):
+        raise ValueError(f"evidence must be 'sampled' or 'soft', got {evidence!r}")
     query_ids = queries["query_id"].astype(str).to_numpy()
     emb = np.asarray(embeddings)
     if emb.ndim != 2 or emb.shape[0] != len(query_ids):
@@ -200,6 +210,10 @@ def prepare_protocol(
             len(query_ids),
             min_pairs,
         )
+    if evidence == "soft":
+        from ecc_lib.soft_evidence import soft_outcomes
+
+        comparisons = soft_outcomes(outcomes, comparisons)
     rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
     labels = None
     if "category" in queries.columns and queries["category"].notna().any():
@@ -224,6 +238,7 @@ def prepare_protocol(
             "random_state": random_state,
             "min_pairs": min_pairs,
             "warnings": notes,
+            "evidence": evidence,
         },
     )
 
@@ -421,7 +436,11 @@ def probe_random(
 
 
 ProbeStrategy = Callable[..., np.ndarray]
-PROBE_STRATEGIES: dict[str, ProbeStrategy] = {"first": probe_first, "random": probe_random}
+PROBE_STRATEGIES: dict[str, ProbeStrategy] = {
+    "first": probe_first,
+    "random": probe_random,
+    "active": probe_active,
+}
 
 
 def resolve_probe_strategy(strategy: str | ProbeStrategy) -> ProbeStrategy:
@@ -552,6 +571,7 @@ METHOD_FACTORIES: dict[str, Callable] = {
     "human": lambda n_clusters, lam, temperature, random_state, **ecc_params: HumanLabelClusters(
         lam=lam, temperature=temperature
     ),
+    "ecc_labels": _ecc_family(LabelInformedECC),
 }
 """Estimator factory by method name. Each is called as ``factory(n_clusters, lam, temperature,
 random_state, **ecc_params)`` and returns an unfitted estimator with ``fit(embeddings,
@@ -594,10 +614,27 @@ def make_methods(
     }
 
 
+def default_methods(has_labels: bool) -> tuple[str, ...]:
+    """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
+    (``human`` and ``ecc_labels`` are left out without categories).
+
+    Parameters
+    ----------
+    has_labels : bool
+
+    Returns
+    -------
+    tuple of str
+    """
+    if has_labels:
+        return (*METHODS, "ecc_labels")
+    return tuple(m for m in METHODS if m not in LABEL_METHODS)
+
+
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     """Fit every estimator on the training queries; returns ``(fitted, fit_seconds)``.
 
-    ``human`` is skipped (with a log line) when the data have no labels.
+    ``human`` and ``ecc_labels`` are skipped (with a log line) when the data have no labels.
 
     Parameters
     ----------
@@ -621,10 +658,10 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        if isinstance(estimator, HumanLabelClusters) and data_checks.human_baseline_reason(
-            data.labels
+        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and (
+            data_checks.human_baseline_reason(data.labels)
         ):
-            logger.info("%s", data_checks.human_baseline_reason(data.labels))
+            logger.info("%s (%s skipped)", data_checks.human_baseline_reason(data.labels), name)
             continue
         start = time.perf_counter()
         estimator.fit(data.x_train, data.train, labels=data.labels_train)
@@ -988,6 +1025,7 @@ def run_protocol(
     probe_evidence: str = "mean",
     probe_strategy: str | ProbeStrategy = "first",
     leak_free: bool = False,
+    evidence: str = "sampled",
     **ecc_params,
 ) -> ECCEvaluation:
     """The whole paper protocol in one call: sample pairs, split, fit every method, score.
@@ -1034,6 +1072,7 @@ def run_protocol(
         methods,
         leak_free,
         ecc_params,
+        evidence=evidence,
     )
     result = score_methods(
         data,
@@ -1065,8 +1104,11 @@ def _prepare_and_fit(
     methods,
     leak_free,
     ecc_params,
+    evidence="sampled",
 ):
-    data = prepare_protocol(queries, outcomes, embeddings, n_pairs, test_size, random_state)
+    data = prepare_protocol(
+        queries, outcomes, embeddings, n_pairs, test_size, random_state, evidence=evidence
+    )
     if leak_free:
         data = make_leak_free(data, n_probes=n_probes, random_state=random_state)
     estimators = make_methods(n_clusters, lam, temperature, random_state, methods, **ecc_params)
@@ -1251,6 +1293,7 @@ def run_seeds(
     probe_strategy: str | ProbeStrategy = "first",
     leak_free: bool = False,
     routing: bool = False,
+    evidence: str = "sampled",
     **ecc_params,
 ) -> MultiSeedEvaluation:
     """The protocol over several protocol seeds: each seed redraws the pairs, the split and the
@@ -1295,6 +1338,7 @@ def run_seeds(
             methods,
             leak_free,
             ecc_params,
+            evidence=evidence,
         )
         result = score_methods(
             data,
@@ -1342,6 +1386,7 @@ def run_seeds(
 
 __all__ = [
     "ECCEvaluation",
+    "LABEL_METHODS",
     "METHODS",
     "METHOD_FACTORIES",
     "MODES",
@@ -1349,6 +1394,7 @@ __all__ = [
     "PROBE_EVIDENCE",
     "PROBE_STRATEGIES",
     "ProtocolData",
+    "default_methods",
     "fit_methods",
     "make_leak_free",
     "make_methods",

@@ -56,6 +56,7 @@ def test_help_lists_the_contract_flags():
         "--probe-strategy",
         "--leak-free",
         "--routing",
+        "--evidence",
         "--scheduler",
     }
     assert expected <= flags
@@ -90,8 +91,14 @@ def test_runs_and_writes_json(files, capsys):
         assert name in printed
     payload = json.loads(out.read_text())
     assert payload["n_queries"] == 400 and payload["n_models"] == 8
-    assert set(payload["nll"]) == {"global", "ecc", "emb_only", "comp_only", "human"}
-    assert set(payload["ranking_quality_gain"]) == {"ecc", "emb_only", "comp_only", "human"}
+    assert set(payload["nll"]) == {"global", "ecc", "emb_only", "comp_only", "human", "ecc_labels"}
+    assert set(payload["ranking_quality_gain"]) == {
+        "ecc",
+        "emb_only",
+        "comp_only",
+        "human",
+        "ecc_labels",
+    }
     assert set(payload["ci95"]) == set(payload["ranking_quality_gain"])
     for low, high in payload["ci95"].values():
         assert low <= high
@@ -210,6 +217,90 @@ def test_single_model_and_missing_file_fail_clearly(files, tmp_path, capsys):
     )
     assert code == 1
     assert "--probes" in capsys.readouterr().err
+
+
+def test_probe_strategy_active_reports_the_shared_pair_comparison(files, capsys):
+    out = files["folder"] / "active.json"
+    code = main(
+        [
+            "ecc",
+            "--outcomes",
+            files["outcomes"],
+            "--queries",
+            files["nocat"],
+            "--embeddings",
+            files["embeddings"],
+            "--k",
+            "4",
+            "--probe-strategy",
+            "active",
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    assert "probe strategy active vs first" in capsys.readouterr().out
+    payload = json.loads(out.read_text())["probe_strategy_comparison"]
+    assert set(payload["gain_mean"]) == {"first", "active"}
+    assert payload["n_seeds"] == 1 and payload["n_shared_pairs"][0] > 0
+    seed = payload["per_seed"][0]
+    assert seed["difference"] == pytest.approx(seed["gain"]["active"] - seed["gain"]["first"])
+    assert {(c["strategy"], c["n_probes"]) for c in payload["curve"]} == {
+        (s, n) for s in ("first", "random", "active") for n in (1, 2, 3)
+    }
+
+
+def test_soft_evidence_needs_repeats(files, capsys):
+    assert (
+        main(
+            [
+                "ecc",
+                "--outcomes",
+                files["outcomes"],
+                "--queries",
+                files["nocat"],
+                "--embeddings",
+                files["embeddings"],
+                "--evidence",
+                "soft",
+            ]
+        )
+        == 1
+    )
+    assert "repeated observations" in capsys.readouterr().err
+
+
+def test_soft_evidence_on_repeated_outcomes(tmp_path, capsys):
+    from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
+
+    s = make_repeated_outcomes(n_queries=150, n_models=3, n_rewrites=2, n_decodes=2)
+    s.queries.drop(columns="category").to_csv(tmp_path / "q.csv", index=False)
+    s.outcomes.to_parquet(tmp_path / "o.parquet", index=False)
+    np.save(tmp_path / "e.npy", s.embeddings)
+    out = tmp_path / "r.json"
+    code = main(
+        [
+            "ecc",
+            "--outcomes",
+            str(tmp_path / "o.parquet"),
+            "--queries",
+            str(tmp_path / "q.csv"),
+            "--embeddings",
+            str(tmp_path / "e.npy"),
+            "--k",
+            "3",
+            "--pairs",
+            "3",
+            "--evidence",
+            "soft",
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["params"]["evidence"] == "soft"
+    assert payload["soft_evidence"]["logloss"]["soft"] > 0
 
 
 def _base(files, *extra):

@@ -126,7 +126,7 @@ PENDING: dict[str, int] = {
     "ecc_lib.data_checks": 12,
     "ecc_lib.distributed": 3,
     "ecc_lib.ecc": 6,
-    "ecc_lib.ecc_experiments": 6,
+    "ecc_lib.ecc_experiments": 4,
     "ecc_lib.ecc_protocol": 11,
     "ecc_lib.embeddings": 5,
     "ecc_lib.loaders": 2,

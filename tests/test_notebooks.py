@@ -146,6 +146,9 @@ FIGURES = {
         "03_cluster_profiles",
         "03_cluster_category",
         "03_query_map",
+        "03_gains_labels",
+        "03_gains_labels_disjoint",
+        "03_probe_strategies",
         "03_leak_gains",
         "03_routing",
     ],
@@ -268,6 +271,12 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert metrics["parameters"]["dars"]["dataset"] == str(folder)
     datasets = metrics["provenance"]["datasets"]
     assert set(datasets["tiny"]) == {"tiny/queries.parquet", "tiny/outcomes.parquet"}
+    beyond = metrics["ecc_beyond"]
+    assert set(beyond) == {"ecc_labels", "probe_strategies", "soft_evidence"}
+    assert {"ecc", "human", "ecc_labels"} <= set(beyond["ecc_labels"]["gain_disjoint"])
+    assert set(beyond["probe_strategies"]["gain"]) == {"first", "active"}
+    soft = beyond["soft_evidence"]["logloss"]
+    assert soft["target_entropy"] <= soft["soft"] and len(soft["sampled"]) == 5
 
 
 def test_report_gathers_figures_and_metrics_without_code(tiny_run):

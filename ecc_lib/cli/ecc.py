@@ -75,9 +75,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--probe-strategy",
-        choices=("first", "random"),
+        choices=("first", "random", "active"),
         default="first",
-        help="which candidate comparison of a test query is its probe (default first, the paper)",
+        help="which candidate comparison of a test query is its probe (default first, the "
+        "paper); 'random' and 'active' also compare with 'first' on the scored pairs disjoint "
+        "from both strategies' probes, each choosing among all the query's non-tie pairs that "
+        "are not scored (JSON: probe_strategy_comparison)",
+    )
+    parser.add_argument(
+        "--evidence",
+        choices=("sampled", "soft"),
+        default="sampled",
+        help="pair outcomes: the mean-score winner (sampled, the paper) or the win probability "
+        "under the empirical score distributions (soft; needs repeated observations; adds the "
+        "held-out soft-vs-sampled comparison, JSON: soft_evidence)",
     )
     parser.add_argument(
         "--leak-free",
@@ -275,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
     int
         Exit status.
     """
-    from ecc_lib.ecc_protocol import METHODS, run_seeds
+    from ecc_lib.ecc_protocol import default_methods, run_seeds
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
@@ -294,7 +305,15 @@ def run(args: argparse.Namespace) -> int:
     embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
     queries = kept
     no_human = human_baseline_reason(queries.get("category"))
-    methods = METHODS if not no_human else tuple(m for m in METHODS if m != "human")
+    methods = default_methods(not no_human)
+    if args.evidence == "soft":
+        from ecc_lib.soft_evidence import has_repeats
+
+        if not has_repeats(outcomes):
+            raise ValueError(
+                f"--evidence soft needs repeated observations of some (query, model) pair; "
+                f"{args.outcomes} holds one observation per pair"
+            )
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if (args.routing or args.leak_free) and args.probes < 1:
@@ -316,6 +335,7 @@ def run(args: argparse.Namespace) -> int:
             probe_strategy=args.probe_strategy,
             leak_free=args.leak_free,
             routing=args.routing,
+            evidence=args.evidence,
         )
     result = multi.first
     print(format_result(result))
@@ -332,6 +352,7 @@ def run(args: argparse.Namespace) -> int:
         if over is not None:
             payload["routing"]["mean_sd_over_seeds"] = over
             payload["routing"]["per_seed"] = multi.routing
+    payload.update(_beyond(args, queries, outcomes, embeddings))
     if args.json:
         payload["inputs"] = {
             "queries": str(args.queries),
@@ -347,3 +368,57 @@ def run(args: argparse.Namespace) -> int:
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(payload, stream, indent=2)
     return 0
+
+
+def _beyond(args, queries, outcomes, embeddings) -> dict:
+    """Probe-strategy and soft-evidence comparisons (issue 17), printed and returned for the
+    JSON output."""
+    from ecc_lib.serialization import to_jsonable
+
+    extra = {}
+    seeds = range(args.seed, args.seed + args.seeds)
+    if args.probe_strategy != "first":
+        from ecc_lib.active_probes import probe_strategy_over_seeds
+
+        if args.probes < 1:
+            raise ValueError("--probe-strategy random/active needs --probes >= 1")
+        comparison = probe_strategy_over_seeds(
+            queries,
+            outcomes,
+            embeddings,
+            seeds,
+            args.probe_strategy,
+            n_probes=args.probes,
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            test_size=args.test_size,
+            evidence=args.evidence,
+        )
+        s = args.probe_strategy
+        print(
+            f"\nprobe strategy {s} vs first ({args.probes} probe(s), scored pairs disjoint from "
+            f"both strategies' probes: {comparison['n_shared_pairs']} per seed), gain % mean +- sd "
+            f"over {comparison['n_seeds']} seed(s): {s} {comparison['gain_mean'][s]:+.2f} +- "
+            f"{comparison['gain_sd'][s]:.2f}, first {comparison['gain_mean']['first']:+.2f} +- "
+            f"{comparison['gain_sd']['first']:.2f}, difference "
+            f"{comparison['difference_mean']:+.2f} +- {comparison['difference_sd']:.2f} pp"
+        )
+        extra["probe_strategy_comparison"] = comparison
+    if args.evidence == "soft":
+        from ecc_lib.soft_evidence import soft_evidence_comparison
+
+        soft = soft_evidence_comparison(
+            queries, outcomes, embeddings, n_clusters=args.k, random_state=args.seed
+        )
+        t = soft["logloss"]
+        low, high = t["sampled_minus_soft_ci95"]
+        print(
+            f"\nsoft evidence on {soft['n_test']} held-out queries: log-loss {t['soft']:.4f} "
+            f"(soft) vs {t['sampled_mean']:.4f} +- {t['sampled_sd']:.4f} (sampled, "
+            f"{soft['n_draws']} draws); sampled - soft {t['sampled_minus_soft']:+.4f} "
+            f"[{low:+.4f}, {high:+.4f}]"
+        )
+        extra["soft_evidence"] = soft
+    return to_jsonable(extra)

@@ -1,0 +1,695 @@
+"""Active probes: choose which comparison a new query spends its probe on.
+
+Beyond the ECC paper (``DESIGN.md`` section 5). The paper's protocol reveals the *first* sampled
+(non-tie) pair of a test query as its probe. Here a probe strategy picks the pair:
+
+- ``"first"``: the protocol's first sampled comparisons (today's behaviour);
+- ``"random"``: uniformly among the candidate pairs (seeded);
+- ``"active"``: greedily, the candidate whose outcome is expected to reduce the entropy of the
+  query's cluster posterior the most, given its embedding and the probes already revealed.
+
+Candidates of a query are the comparisons that exist for it (by default, as in the protocol, the
+model pairs with a winner; ``ties="half"`` adds tied pairs) and are neither among its scored pairs
+nor already probed; a candidate's outcome is read from the score matrix (``y = 1`` when ``b``
+scored higher, ``0.5`` for a tie).
+
+Expected entropy of candidate ``(a, b)`` for query ``q`` with current posterior ``r_q``
+(``softmax(base_q + L_q / (n_q T))``, ``base_q`` the log responsibilities without a probe,
+``L_q`` the summed log-likelihood of the ``n_q`` revealed probes, averaged as in ECC's inference):
+
+    p_k = sigmoid(theta_kb - theta_ka),  P(b wins) = sum_k r_qk p_k
+    r^y_q = softmax(base_q + (L_q + log P_k(y)) / ((n_q + 1) T)),  y in {a wins, b wins}
+    EH(a, b) = P(b wins) H(r^1_q) + (1 - P(b wins)) H(r^0_q)
+
+Everything runs over candidate rows (one row per query and pair), never a loop over pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy.special import expit, log_softmax
+
+from ecc_lib.bradley_terry import log_sigmoid
+from ecc_lib.comparisons import Comparisons, split_probe
+from ecc_lib.ecc import comparison_nll, evidence
+from ecc_lib.label_informed import probe_models
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+
+logger = logging.getLogger(__name__)
+
+PROBE_STRATEGIES: tuple[str, ...] = ("first", "random", "active")
+ACTIVE_CRITERIA: tuple[str, ...] = ("entropy", "predictive")
+ROW_BLOCK = 65536
+CELL_BLOCK = 4_000_000  # rows x model pairs per block of the predictive criterion
+
+
+def _entropy(log_r: np.ndarray) -> np.ndarray:
+    r = np.exp(log_r)
+    return -np.einsum("ij,ij->i", r, np.where(r > 0, log_r, 0.0))
+
+
+def _binary_entropy(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-12, 1.0 - 1e-12)
+    return -(p * np.log(p) + (1.0 - p) * np.log1p(-p))
+
+
+def candidate_pairs(
+    scores: np.ndarray,
+    exclude: list[Comparisons] | tuple[Comparisons, ...] = (),
+    ties: str = "drop",
+) -> Comparisons:
+    """Every model pair that exists for each query, minus excluded pairs, with its outcome.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_queries, M)
+        Mean score per (query, model), NaN where missing.
+    exclude : sequence of Comparisons
+        Pairs (in either orientation) to leave out, e.g. the scored pairs and the revealed probes.
+    ties : {"drop", "half"}, default "drop"
+        ``"drop"``: only pairs with a winner exist (the protocol's comparisons); ``"half"``: tied
+        pairs are candidates too, with ``y = 0.5``.
+
+    Returns
+    -------
+    Comparisons
+        One row per candidate, ``model_a < model_b``, ``y`` from the scores (0.5 for a tie).
+        ``query_ids`` are positions ``"0" .. "n-1"``.
+    """
+    s = np.asarray(scores, dtype=float)
+    n, m = s.shape
+    ia, ib = np.triu_indices(m, k=1)
+    if ties not in ("drop", "half"):
+        raise ValueError(f"ties must be 'drop' or 'half', got {ties!r}")
+    ok = np.isfinite(s[:, ia]) & np.isfinite(s[:, ib])
+    if ties == "drop":
+        ok &= s[:, ia] != s[:, ib]
+    code = np.full((m, m), -1, dtype=np.int64)
+    code[ia, ib] = np.arange(len(ia))
+    code[ib, ia] = np.arange(len(ia))
+    for comp in exclude:
+        ok[comp.query, code[comp.model_a, comp.model_b]] = False
+    q, p = np.nonzero(ok)
+    a, b = ia[p], ib[p]
+    sa, sb = s[q, a], s[q, b]
+    y = np.where(sb > sa, 1.0, np.where(sb < sa, 0.0, 0.5))
+    return Comparisons(
+        query=q.astype(np.int64),
+        model_a=a.astype(np.int64),
+        model_b=b.astype(np.int64),
+        y=y,
+        query_ids=np.arange(n).astype(str),
+        models=tuple(str(i) for i in range(m)),
+    )
+
+
+def expected_entropy(
+    theta: np.ndarray,
+    base_log_r: np.ndarray,
+    probe_loglik: np.ndarray,
+    n_revealed: np.ndarray,
+    temperature: float,
+    query: np.ndarray,
+    model_a: np.ndarray,
+    model_b: np.ndarray,
+    criterion: str = "entropy",
+) -> np.ndarray:
+    """Expected posterior entropy after revealing each candidate pair.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (K, M)
+        Cluster BT scores.
+    base_log_r : ndarray, shape (n, K)
+        Log responsibilities of each query without a probe (embedding, prior).
+    probe_loglik : ndarray, shape (n, K)
+        Summed log-likelihood of each query's revealed probes under each cluster.
+    n_revealed : ndarray of int, shape (n,)
+        Probes revealed so far per query.
+    temperature : float
+    query, model_a, model_b : ndarray of int, shape (R,)
+        Candidate rows.
+    criterion : {"entropy", "predictive"}, default "entropy"
+        ``"entropy"``: entropy of the cluster posterior ``H(r^y_q)``. ``"predictive"``: summed
+        binary entropy of the predicted outcomes of all model pairs,
+        ``sum_{i<j} h(sum_k r^y_qk sigmoid(theta_ki - theta_kj))``, i.e. the uncertainty left
+        about the query's comparisons rather than about its cluster (clusters with near-equal
+        profiles then no longer count as uncertainty). Costs ``R x M(M-1)/2`` per block.
+
+    Returns
+    -------
+    ndarray, shape (R,)
+    """
+    if criterion not in ACTIVE_CRITERIA:
+        raise ValueError(f"criterion must be one of {ACTIVE_CRITERIA}, got {criterion!r}")
+    n_rev = np.asarray(n_revealed, dtype=float)
+    block = ROW_BLOCK
+    if criterion == "predictive":
+        m = theta.shape[1]
+        ia, ib = np.triu_indices(m, k=1)
+        pair_win = expit(theta[:, ia] - theta[:, ib])  # (K, P)
+        block = max(1, min(ROW_BLOCK, CELL_BLOCK // max(len(ia), 1)))
+
+        def uncertainty(log_r):
+            return _binary_entropy(np.exp(log_r) @ pair_win).sum(axis=1)
+    else:
+        uncertainty = _entropy
+    now = base_log_r + probe_loglik / (np.maximum(n_rev, 1.0)[:, None] * temperature)
+    log_r_now = log_softmax(now, axis=1)
+    out = np.empty(len(query))
+    for start in range(0, len(query), block):
+        rows = slice(start, start + block)
+        q, a, b = query[rows], model_a[rows], model_b[rows]
+        diff = (theta[:, b] - theta[:, a]).T  # (R, K): logit that b wins
+        p_b = np.einsum("rk,rk->r", np.exp(log_r_now[q]), expit(diff))
+        scale = 1.0 / ((n_rev[q] + 1.0) * temperature)
+        base, ll = base_log_r[q], probe_loglik[q]
+        h_b = uncertainty(log_softmax(base + (ll + log_sigmoid(diff)) * scale[:, None], axis=1))
+        h_a = uncertainty(log_softmax(base + (ll + log_sigmoid(-diff)) * scale[:, None], axis=1))
+        out[rows] = p_b * h_b + (1.0 - p_b) * h_a
+    return out
+
+
+def _first_per_query(query: np.ndarray, key: np.ndarray, n_queries: int) -> np.ndarray:
+    """Row index of the smallest ``key`` per query (-1 where a query has no row)."""
+    order = np.lexsort((key, query))
+    q_sorted = query[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = q_sorted[1:] != q_sorted[:-1]
+    pick = np.full(n_queries, -1, dtype=np.int64)
+    pick[q_sorted[first]] = order[first]
+    return pick
+
+
+def _recode(comp: Comparisons, like: Comparisons) -> Comparisons:
+    return Comparisons(
+        query=comp.query,
+        model_a=comp.model_a,
+        model_b=comp.model_b,
+        y=comp.y,
+        query_ids=like.query_ids,
+        models=like.models,
+    )
+
+
+def select_probes(
+    model,
+    scores: np.ndarray,
+    test: Comparisons,
+    n_probes: int = 1,
+    strategy: str = "active",
+    score_from: int | None = None,
+    embeddings: np.ndarray | None = None,
+    labels=None,
+    random_state: int | np.random.Generator | None = 0,
+    ties: str = "drop",
+    criterion: str = "entropy",
+) -> Comparisons:
+    """Probe comparisons of the test queries under a probe strategy.
+
+    Parameters
+    ----------
+    model : fitted ECC-like estimator
+        Needs ``theta_``, ``temperature`` and ``predict_responsibilities`` (``"active"`` only).
+    scores : ndarray, shape (n_test, M)
+        Mean score per (test query, model), NaN where missing; rows follow ``test.query_ids``.
+    test : Comparisons
+        The test queries' sampled comparisons (the ``"first"`` strategy takes their leading rows).
+    n_probes : int, default 1
+    strategy : {"first", "random", "active"}
+    score_from : int, optional
+        Comparisons of a test query from this position on are scored and never probed (default
+        ``n_probes``).
+    embeddings : ndarray, shape (n_test, d), optional
+        Test embeddings (``"active"``).
+    labels : array-like, optional
+        Test categories (passed to ``predict_responsibilities``).
+    random_state : int or Generator, optional
+        Seed of ``"random"``.
+    ties : {"drop", "half"}, default "drop"
+        Whether tied pairs are candidates (see :func:`candidate_pairs`).
+    criterion : {"entropy", "predictive"}, default "entropy"
+        Uncertainty that ``"active"`` minimises (see :func:`expected_entropy`).
+
+    Returns
+    -------
+    Comparisons
+        At most ``n_probes`` rows per query (fewer when the candidates run out, logged), coded
+        like ``test``.
+    """
+    if strategy not in PROBE_STRATEGIES:
+        raise ValueError(f"probe_strategy must be one of {PROBE_STRATEGIES}, got {strategy!r}")
+    if n_probes < 0:
+        raise ValueError(f"n_probes must be >= 0, got {n_probes}")
+    score_from = n_probes if score_from is None else score_from
+    if score_from < n_probes:
+        raise ValueError(f"score_from ({score_from}) must be >= n_probes ({n_probes})")
+    scores = np.asarray(scores, dtype=float)
+    if scores.shape != (test.n_queries, test.n_models):
+        raise ValueError(
+            f"scores have shape {scores.shape}; expected ({test.n_queries}, {test.n_models}) "
+            "(one row per test query, one column per model)"
+        )
+    if strategy == "first":
+        return split_probe(test, n_probes)[0]
+    scored = split_probe(test, score_from)[1]
+    n = test.n_queries
+    rng = np.random.default_rng(random_state)
+    if strategy == "active":
+        base = log_softmax(
+            np.log(
+                np.clip(
+                    model.predict_responsibilities(embeddings, None, "embedding", labels),
+                    1e-300,
+                    None,
+                )
+            ),
+            axis=1,
+        )
+        loglik = np.zeros_like(base)
+    chosen: list[Comparisons] = []
+    n_rev = np.zeros(n, dtype=np.int64)
+    for _ in range(n_probes):
+        cand = candidate_pairs(scores, [scored, *chosen], ties)
+        if strategy == "random":
+            key = rng.random(len(cand))
+        else:
+            key = expected_entropy(
+                model.theta_,
+                base,
+                loglik,
+                n_rev,
+                float(model.temperature),
+                cand.query,
+                cand.model_a,
+                cand.model_b,
+                criterion,
+            )
+        pick = _first_per_query(cand.query, key, n)
+        has = pick >= 0
+        step = _recode(cand.take(pick[has]), test)
+        chosen.append(step)
+        n_rev[step.query] += 1
+        if strategy == "active":
+            one = evidence(model.theta_, step)  # one comparison per query: its log-likelihood
+            loglik += one
+    if (n_rev < n_probes).any():
+        logger.info(
+            "select_probes: %d of %d test queries ran out of candidate pairs before %d probes",
+            int((n_rev < n_probes).sum()),
+            n,
+            n_probes,
+        )
+    probe = Comparisons(
+        query=np.concatenate([c.query for c in chosen]) if chosen else np.zeros(0, np.int64),
+        model_a=np.concatenate([c.model_a for c in chosen]) if chosen else np.zeros(0, np.int64),
+        model_b=np.concatenate([c.model_b for c in chosen]) if chosen else np.zeros(0, np.int64),
+        y=np.concatenate([c.y for c in chosen]) if chosen else np.zeros(0),
+        query_ids=test.query_ids,
+        models=test.models,
+    )
+    order = np.argsort(probe.query, kind="stable")
+    return probe.take(order)
+
+
+def compare_probe_strategies(
+    data,
+    model,
+    reference,
+    strategies: tuple[str, ...] = PROBE_STRATEGIES,
+    n_probes: tuple[int, ...] = (1, 2, 3),
+    score_from: int | None = None,
+    mode: str = "both",
+    random_state: int = 0,
+    criterion: str = "entropy",
+) -> list[dict]:
+    """Gains of probe strategies on the same scored pairs, at equal numbers of probes.
+
+    For each number of probes ``n``, the scored pairs are the test comparisons from position
+    ``score_from`` on (default ``max(n_probes)``) that share no model with the probes of *any*
+    compared strategy at ``n`` probes; every strategy is scored on exactly those pairs.
+
+    Parameters
+    ----------
+    data : ecc_lib.ecc_protocol.ProtocolData
+    model : fitted ECC-like estimator
+    reference : fitted estimator
+        The gain reference (the global BT model).
+    strategies : tuple of str
+    n_probes : tuple of int
+    score_from : int, optional
+    mode : str
+        Inference mode of ``model``.
+    random_state : int
+    criterion : {"entropy", "predictive"}
+        Criterion of the ``"active"`` strategy.
+
+    Returns
+    -------
+    list of dict
+        One row per (strategy, n_probes): ``strategy, n_probes, n_shared_pairs, nll,
+        nll_reference, gain`` and the per-query loss sums ``loss_by_query`` / ``reference_by_query``
+        (for paired bootstraps).
+    """
+    score_from = max(n_probes) if score_from is None else score_from
+    test = data.test
+    scores = data.scores[data.test_mask]
+    scored = split_probe(test, score_from)[1]
+    labels = data.labels_test
+    rows = []
+    for n in n_probes:
+        probes = {
+            s: select_probes(
+                model,
+                scores,
+                test,
+                n,
+                s,
+                score_from,
+                data.x_test,
+                labels,
+                random_state,
+                criterion=criterion,
+            )
+            for s in strategies
+        }
+        touched = np.zeros((test.n_queries, test.n_models), dtype=bool)
+        for probe in probes.values():
+            touched |= probe_models(probe)
+        keep = ~(touched[scored.query, scored.model_a] | touched[scored.query, scored.model_b])
+        shared = scored.take(keep)
+        p_ref = reference.predict_proba(shared, embeddings=data.x_test, mode=mode, labels=labels)
+        ref = comparison_nll(p_ref, shared.y)
+        ref_q = np.bincount(shared.query, weights=ref, minlength=test.n_queries)
+        for s, probe in probes.items():
+            p = model.predict_proba(
+                shared, embeddings=data.x_test, probe=probe if n else None, mode=mode, labels=labels
+            )
+            loss = comparison_nll(p, shared.y)
+            rows.append(
+                {
+                    "strategy": s,
+                    "n_probes": int(n),
+                    "n_shared_pairs": int(len(shared)),
+                    "nll": float(loss.mean()) if len(loss) else float("nan"),
+                    "nll_reference": float(ref.mean()) if len(ref) else float("nan"),
+                    "gain": float(100.0 * (ref.sum() - loss.sum()) / ref.sum())
+                    if len(ref)
+                    else float("nan"),
+                    "loss_by_query": np.bincount(
+                        shared.query, weights=loss, minlength=test.n_queries
+                    ),
+                    "reference_by_query": ref_q,
+                }
+            )
+    return rows
+
+
+def probe_active(
+    test: Comparisons,
+    n_probes: int,
+    candidates: np.ndarray,
+    model=None,
+    embeddings: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
+    random_state: int | np.random.Generator | None = None,
+    criterion: str = "entropy",
+) -> np.ndarray:
+    """Probe strategy ``"active"`` of the protocol (signature of
+    :func:`ecc_lib.ecc_protocol.probe_first`): among a query's candidate rows of ``test``, greedily
+    the ones with the smallest expected posterior entropy (:func:`expected_entropy`) under
+    ``model``.
+
+    Parameters
+    ----------
+    test : Comparisons
+    n_probes : int
+    candidates : ndarray of bool, shape (len(test),)
+    model : fitted estimator
+        Needs ``theta_``, ``temperature`` and ``predict_responsibilities``; a model without
+        ``temperature`` (the global BT model) has nothing to choose and gets the first candidates.
+    embeddings, labels : ndarray, optional
+        Of the test queries.
+    random_state : ignored
+    criterion : {"entropy", "predictive"}
+
+    Returns
+    -------
+    ndarray of bool, shape (len(test),)
+    """
+    candidates = np.asarray(candidates, dtype=bool)
+    chosen = np.zeros(len(test), dtype=bool)
+    if model is None or not hasattr(model, "temperature") or n_probes < 1:
+        rows = np.flatnonzero(candidates)
+        starts = np.searchsorted(test.query[rows], test.query[rows], side="left")
+        chosen[rows[(np.arange(len(rows)) - starts) < n_probes]] = True
+        return chosen
+    n = test.n_queries
+    base = np.log(
+        np.clip(model.predict_responsibilities(embeddings, None, "embedding", labels), 1e-300, None)
+    )
+    base = log_softmax(base, axis=1)
+    loglik = np.zeros_like(base)
+    n_rev = np.zeros(n, dtype=np.int64)
+    for _ in range(n_probes):
+        rows = np.flatnonzero(candidates & ~chosen)
+        if len(rows) == 0:
+            break
+        key = expected_entropy(
+            model.theta_,
+            base,
+            loglik,
+            n_rev,
+            float(model.temperature),
+            test.query[rows],
+            test.model_a[rows],
+            test.model_b[rows],
+            criterion,
+        )
+        pick = _first_per_query(test.query[rows], key, n)
+        picked = rows[pick[pick >= 0]]
+        chosen[picked] = True
+        step = test.take(picked)
+        n_rev[step.query] += 1
+        loglik += evidence(model.theta_, step)
+    return chosen
+
+
+def probe_strategy_comparison(
+    data,
+    model,
+    reference,
+    strategy: str = "active",
+    n_probes: int = 1,
+    curve: tuple[int, ...] = (1, 2, 3),
+    criterion: str = "entropy",
+    n_boot: int = DEFAULT_N_BOOT,
+    random_state: int = 0,
+) -> dict:
+    """``strategy`` against ``"first"`` on the shared leak-free pairs, plus the strategy curve.
+
+    Parameters
+    ----------
+    data : ecc_lib.ecc_protocol.ProtocolData
+    model, reference : fitted estimators
+        The method whose probes are chosen (e.g. ECC) and the gain reference (global BT).
+    strategy : {"random", "active"}
+    n_probes : int, default 1
+        Probes of the headline comparison; its scored pairs are the test comparisons from position
+        ``n_probes`` on that share no model with either strategy's probes.
+    curve : tuple of int
+        Numbers of probes of the curve of all strategies (scored from position ``max(curve)``,
+        on pairs disjoint from every strategy's probes).
+    criterion : {"entropy", "predictive"}
+    n_boot : int
+    random_state : int
+
+    Returns
+    -------
+    dict
+        ``strategy, n_probes, n_shared_pairs, gain`` (by strategy), ``difference``
+        (strategy minus first, pp) with a paired bootstrap ``difference_ci95`` over test queries,
+        and ``curve`` (rows ``strategy, n_probes, n_shared_pairs, gain``).
+    """
+    if strategy not in PROBE_STRATEGIES or strategy == "first":
+        raise ValueError(f"strategy must be 'random' or 'active', got {strategy!r}")
+    rows = compare_probe_strategies(
+        data,
+        model,
+        reference,
+        ("first", strategy),
+        (n_probes,),
+        score_from=n_probes,
+        random_state=random_state,
+        criterion=criterion,
+    )
+    by = {r["strategy"]: r for r in rows}
+    ref = by["first"]["reference_by_query"]
+    index = bootstrap_indices(len(ref), n_boot, random_state)
+    ref_rep = ref[index].sum(axis=1)
+    gain_rep = {
+        s: 100.0 * (ref_rep - r["loss_by_query"][index].sum(axis=1)) / ref_rep
+        for s, r in by.items()
+    }
+    out = {
+        "strategy": strategy,
+        "criterion": criterion,
+        "n_probes": int(n_probes),
+        "n_shared_pairs": by["first"]["n_shared_pairs"],
+        "gain": {s: r["gain"] for s, r in by.items()},
+        "difference": by[strategy]["gain"] - by["first"]["gain"],
+        "difference_ci95": percentile_interval(gain_rep[strategy] - gain_rep["first"]),
+        "curve": [],
+    }
+    if curve:
+        for r in compare_probe_strategies(
+            data,
+            model,
+            reference,
+            PROBE_STRATEGIES,
+            tuple(curve),
+            score_from=max(curve),
+            random_state=random_state,
+            criterion=criterion,
+        ):
+            out["curve"].append(
+                {k: r[k] for k in ("strategy", "n_probes", "n_shared_pairs", "gain")}
+            )
+    return out
+
+
+def probe_strategy_over_seeds(
+    queries,
+    outcomes,
+    embeddings,
+    seeds,
+    strategy: str = "active",
+    n_probes: int = 1,
+    method: str = "ecc",
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    n_pairs: int = 7,
+    test_size: float = 0.2,
+    evidence: str = "sampled",
+    criterion: str = "entropy",
+    **ecc_params,
+) -> dict:
+    """:func:`probe_strategy_comparison` for each protocol seed, summarised over seeds.
+
+    Each seed redraws pairs, split and EM start (:func:`ecc_lib.ecc_protocol.prepare_protocol`),
+    fits ``method`` and the global reference, and compares ``strategy`` with ``"first"``.
+
+    Parameters
+    ----------
+    queries, outcomes, embeddings
+        As :func:`ecc_lib.ecc_protocol.prepare_protocol`.
+    seeds : sequence of int
+    strategy : {"random", "active"}
+    n_probes : int
+    method : str
+        The method whose probes are chosen (default ``"ecc"``).
+    n_clusters, lam, temperature, n_pairs, test_size, evidence, criterion, **ecc_params
+        Protocol and estimator parameters.
+
+    Returns
+    -------
+    dict
+        :func:`summarise_probe_strategy` of the per-seed results.
+    """
+    from ecc_lib.ecc_protocol import fit_methods, make_methods, prepare_protocol
+
+    per_seed = []
+    for seed in seeds:
+        data = prepare_protocol(
+            queries, outcomes, embeddings, n_pairs, test_size, int(seed), evidence=evidence
+        )
+        estimators = make_methods(
+            n_clusters, lam, temperature, int(seed), ("global", method), **ecc_params
+        )
+        fitted, _ = fit_methods(data, estimators)
+        per_seed.append(
+            probe_strategy_comparison(
+                data,
+                fitted[method],
+                fitted["global"],
+                strategy,
+                n_probes=n_probes,
+                curve=tuple(range(1, min(3, n_pairs - 1) + 1)),
+                criterion=criterion,
+                random_state=int(seed),
+            )
+        )
+    return summarise_probe_strategy(per_seed)
+
+
+def summarise_probe_strategy(per_seed: list[dict]) -> dict:
+    """Mean and sd over seeds of :func:`probe_strategy_comparison` results.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+
+    Returns
+    -------
+    dict
+        ``n_seeds``, ``n_shared_pairs`` (per seed and total), ``gain_mean`` / ``gain_sd`` by
+        strategy, ``difference_mean`` / ``difference_sd``, the curve's means by
+        (strategy, n_probes), and ``per_seed``.
+    """
+    if not per_seed:
+        raise ValueError("summarise_probe_strategy needs at least one seed's result")
+
+    def sd(values):
+        return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+    strategies = list(per_seed[0]["gain"])
+    out = {
+        "strategy": per_seed[0]["strategy"],
+        "criterion": per_seed[0]["criterion"],
+        "n_probes": per_seed[0]["n_probes"],
+        "n_seeds": len(per_seed),
+        "n_shared_pairs": [r["n_shared_pairs"] for r in per_seed],
+        "n_shared_pairs_total": int(sum(r["n_shared_pairs"] for r in per_seed)),
+        "gain_mean": {s: float(np.mean([r["gain"][s] for r in per_seed])) for s in strategies},
+        "gain_sd": {s: sd([r["gain"][s] for r in per_seed]) for s in strategies},
+        "difference_mean": float(np.mean([r["difference"] for r in per_seed])),
+        "difference_sd": sd([r["difference"] for r in per_seed]),
+        "curve": [],
+        "per_seed": per_seed,
+    }
+    keys = sorted({(c["strategy"], c["n_probes"]) for r in per_seed for c in r["curve"]})
+    for strategy, n in keys:
+        cells = [
+            c
+            for r in per_seed
+            for c in r["curve"]
+            if (c["strategy"], c["n_probes"]) == (strategy, n)
+        ]
+        gains = [c["gain"] for c in cells]
+        out["curve"].append(
+            {
+                "strategy": strategy,
+                "n_probes": n,
+                "n_shared_pairs_mean": float(np.mean([c["n_shared_pairs"] for c in cells])),
+                "gain_mean": float(np.mean(gains)),
+                "gain_sd": sd(gains),
+            }
+        )
+    return out
+
+
+__all__ = [
+    "ACTIVE_CRITERIA",
+    "PROBE_STRATEGIES",
+    "candidate_pairs",
+    "compare_probe_strategies",
+    "expected_entropy",
+    "probe_active",
+    "probe_strategy_comparison",
+    "probe_strategy_over_seeds",
+    "select_probes",
+    "summarise_probe_strategy",
+]
