@@ -13,7 +13,7 @@ RUN_ARGS ?=
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-all lint format data embeddings benchmarks docs wheel clean \
-	serve-local stop-local collect-demo
+	serve-local stop-local collect-demo report-check
 
 install: $(STAMP)
 
@@ -91,6 +91,16 @@ collect-demo: serve-local
 	$(BIN)/python -m ecc_lib collect-export --store $(DEMO_DIR)/store --out $(DEMO_DIR)/export; \
 	$(BIN)/python -m ecc_lib run --only 01,02 --dataset $(DEMO_DIR)/export --out $(DEMO_DIR)/report; \
 	echo "collect-demo: $$(( $$(date +%s) - start )) s (server start not included)"
+
+# Render RUN's report.html in headless Chromium (Debian's package, installed when missing) and write
+# full-page screenshots under RUN/screenshots/: make report-check RUN=runs/NAME
+REPORT_PY = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+report-check:
+	@test -n "$(RUN)" || { echo "usage: make report-check RUN=runs/NAME"; exit 2; }
+	@command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y chromium; }
+	$(REPORT_PY) scripts/report_check.py $(RUN)
 
 # The wheel and sdist carry notebooks/ and data/ (copied into ecc_lib/_bundle by setup.py).
 wheel: install

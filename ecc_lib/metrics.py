@@ -135,3 +135,90 @@ def bootstrap_mean_ci(
     if len(values) == 0:
         return float("nan"), float("nan"), float("nan")
     return bootstrap_ci(values, n_boot=n_boot, confidence=confidence, random_state=random_state)
+
+
+def adjusted_rand_index(truth: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Adjusted Rand index (Hubert & Arabie 1985) of partitions, vectorised over replicates.
+
+    Parameters
+    ----------
+    truth, labels : ndarray of int, shape (n_units,) or (n_replicates, n_units)
+        Cluster labels (any integers) of the same units; a 2-D input gives one index per row,
+        e.g. for bootstrap resamples of the units.
+
+    Returns
+    -------
+    ndarray, shape (n_replicates,)
+        ARI per row: 1 for identical partitions, about 0 for independent ones. Two partitions that
+        each put every unit in one cluster give 1.
+    """
+    truth, labels = np.atleast_2d(np.asarray(truth)), np.atleast_2d(np.asarray(labels))
+    if truth.shape != labels.shape:
+        raise ValueError(
+            f"truth and labels must have the same shape, got {truth.shape}, {labels.shape}"
+        )
+    _, t = np.unique(truth, return_inverse=True)
+    _, p = np.unique(labels, return_inverse=True)
+    t, p = t.reshape(truth.shape), p.reshape(labels.shape)
+    n_rep, n = truth.shape
+    k_t, k_p = int(t.max()) + 1, int(p.max()) + 1
+    cell = (np.arange(n_rep)[:, None] * k_t + t) * k_p + p
+    table = np.bincount(cell.ravel(), minlength=n_rep * k_t * k_p).reshape(n_rep, k_t, k_p)
+
+    def pairs(counts: np.ndarray) -> np.ndarray:
+        return counts * (counts - 1) / 2.0
+
+    index = pairs(table).sum(axis=(1, 2))
+    rows = pairs(table.sum(axis=2)).sum(axis=1)
+    cols = pairs(table.sum(axis=1)).sum(axis=1)
+    total = n * (n - 1) / 2.0
+    expected = rows * cols / total
+    maximum = (rows + cols) / 2.0
+    denominator = maximum - expected
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ari = (index - expected) / denominator
+    return np.where(denominator == 0, 1.0, ari)
+
+
+def adjusted_rand_ci(
+    truth: np.ndarray,
+    labels: np.ndarray,
+    reference: np.ndarray | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[float, float, float]:
+    """ARI of ``labels`` against ``truth`` with a percentile bootstrap interval over units.
+
+    With ``reference`` (labels of another method) the statistic is the paired difference
+    ``ARI(labels) - ARI(reference)`` on the same resamples.
+
+    Parameters
+    ----------
+    truth, labels : ndarray of int, shape (n_units,)
+    reference : ndarray of int, shape (n_units,), optional
+    n_boot : int, default 1000
+    confidence : float, default 0.95
+    random_state : int or Generator, optional
+
+    Returns
+    -------
+    estimate, low, high : float
+    """
+    columns = [np.asarray(truth), np.asarray(labels)]
+    if reference is not None:
+        columns.append(np.asarray(reference))
+    if len({len(c) for c in columns}) != 1:
+        raise ValueError("truth, labels and reference must have one label per unit each")
+    values = np.column_stack(columns).astype(float)
+
+    def statistic(sample: np.ndarray) -> np.ndarray:
+        sample = sample.astype(np.int64)
+        ari = adjusted_rand_index(sample[..., 0], sample[..., 1])
+        if reference is not None:
+            ari = ari - adjusted_rand_index(sample[..., 0], sample[..., 2])
+        return ari
+
+    return bootstrap_ci(
+        values, statistic=statistic, n_boot=n_boot, confidence=confidence, random_state=random_state
+    )

@@ -12,6 +12,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 REPORT_NOTEBOOK_PREFIX = "05"
 NOTEBOOK_TITLES = {
+    "00": "Tour: planted capability clusters and unstable labels (synthetic data)",
     "01": "Data: scores per model and category",
     "02": "Label instability (DARS diagnostics)",
     "03": "Capability clustering (ECC against baselines)",
@@ -311,28 +312,97 @@ def execute_notebook(
         ) from None
 
 
-def export_report(executed_notebook: str | os.PathLike, html_path: str | os.PathLike) -> Path:
+REPORT_CSS = """
+body { max-width: 62rem; margin: 0 auto; padding: 1rem 1.5rem; }
+.jp-Notebook { padding: 0; }
+.report-section { margin-bottom: 2.5rem; }
+p.findings { font-size: 1.05em; line-height: 1.5; }
+p.note, p.skipped { color: #444; font-style: italic; }
+table.report-table { border-collapse: collapse; margin: 0.8rem 0 1.2rem; font-size: 0.85em;
+  width: auto; max-width: 100%; table-layout: auto; }
+table.report-table tr { text-align: left !important; }
+table.report-table caption { caption-side: top; text-align: left; font-weight: 600;
+  padding-bottom: 0.3rem; }
+table.report-table th, table.report-table td { padding: 0.25rem 0.6rem; text-align: left !important;
+  vertical-align: top; border-bottom: 1px solid #ddd; overflow-wrap: break-word; }
+table.report-table td:first-child { white-space: nowrap; }
+table.report-table thead th { border-bottom: 2px solid #444; }
+figure { margin: 1.2rem 0 2rem; }
+figure img { max-width: 100%; height: auto; display: block; }
+figcaption { font-size: 0.9em; color: #333; margin-top: 0.4rem; }
+"""
+"""Style of ``report.html``: a readable column, tables that wrap rather than overflow."""
+_NO_ALT = "No description has been provided for this image"
+
+
+def _first_heading(notebook) -> str:
+    """Text of the first level-1 heading the notebook shows: in its outputs first (the report's
+    own title), else in its markdown cells."""
+    import re
+
+    html_h1 = re.compile(r"<h1[^>]*>(.*?)</h1>", re.S)
+    markdown_h1 = re.compile(r"^# (.+)$", re.M)
+
+    def heading(text: str) -> str:
+        found = html_h1.search(text) or markdown_h1.search(text)
+        return re.sub(r"<[^>]+>", "", found.group(1)).strip() if found else ""
+
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            for kind in ("text/html", "text/markdown"):
+                text = data.get(kind, "")
+                found = heading("".join(text) if isinstance(text, list) else str(text))
+                if found:
+                    return found
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            found = heading(cell.source)
+            if found:
+                return found
+    return ""
+
+
+def export_report(
+    executed_notebook: str | os.PathLike, html_path: str | os.PathLike, title: str | None = None
+) -> Path:
     """Export an executed notebook to HTML without its input cells.
 
     Parameters
     ----------
     executed_notebook : path
-        An executed notebook.
     html_path : path
-        Where the HTML goes.
+    title : str, optional
+        The page title (``<title>``); default: the first level-1 heading the notebook shows.
 
     Returns
     -------
     Path
-        ``html_path``.
+        ``html_path``. The page carries :data:`REPORT_CSS`; an image without a description
+        (a plain image output) gets an empty alt text rather than nbconvert's placeholder.
     """
+    import html as html_lib
+
     import nbformat
     from nbconvert import HTMLExporter
 
+    notebook = nbformat.read(str(executed_notebook), as_version=4)
+    title = title or _first_heading(notebook) or Path(executed_notebook).stem
+    # the notebook's own markdown (its description for Jupyter users) is not part of the report
     exporter = HTMLExporter(
-        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        exclude_markdown=True,
     )
-    body, _ = exporter.from_notebook_node(nbformat.read(str(executed_notebook), as_version=4))
+    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
+    body = body.replace(f'alt="{_NO_ALT}"', 'alt=""')
+    if "<title>" in body:
+        start, end = body.index("<title>"), body.index("</title>")
+        body = body[:start] + f"<title>{html_lib.escape(title)}</title>" + body[end + 8 :]
+    else:
+        body = body.replace("<head>", f"<head>\n<title>{html_lib.escape(title)}</title>", 1)
+    body = body.replace("</head>", f"<style>{REPORT_CSS}</style>\n</head>", 1)
     html_path = Path(html_path)
     html_path.write_text(body, encoding="utf-8")
     return html_path

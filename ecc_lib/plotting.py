@@ -16,11 +16,34 @@ import pandas as pd
 
 from ecc_lib import routing_evaluation
 
-FONT_SIZE = 11
-TITLE_SIZE = 13
+FONT_SIZE = 9
+TITLE_SIZE = 10
+PAGE_WIDTH = 7.0
+"""Width in inches of every figure: the text width of a two-column paper (a column is 3.5)."""
+COLUMN_WIDTH = 3.5
 SCORE_LABEL = "mean score (0-1, fraction correct)"
+OTHERS_GREY = "#c8c8c8"
+"""Colour of the points of clusters that are not named in a figure."""
+CLUSTER_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+)
+"""Colours of named clusters: tab10 with its grey replaced, so none looks like the others' grey."""
 _RC = {
     "font.size": FONT_SIZE,
+    "font.family": "DejaVu Sans",
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
     "axes.titlesize": TITLE_SIZE,
     "axes.labelsize": FONT_SIZE,
     "xtick.labelsize": FONT_SIZE - 1,
@@ -51,8 +74,44 @@ def _axes(ax, figsize: tuple[float, float]):
 
 
 def _short(label: str, width: int = 28) -> str:
+    """``label`` cut in the middle to ``width`` characters, keeping its start and its end."""
     label = str(label)
-    return label if len(label) <= width else label[: width - 1] + "\u2026"
+    if len(label) <= width:
+        return label
+    head = (width - 1) // 2
+    return label[:head] + "\u2026" + label[len(label) - (width - 1 - head) :]
+
+
+def short_model_names(names: Sequence[str], width: int = 24) -> dict[str, str]:
+    """Display names of models that never look alike.
+
+    The organisation prefix (``meta-llama/``) is dropped unless two models would then share a
+    name; a name longer than ``width`` is cut in the middle, keeping its distinguishing end
+    (``llama-3.1-n\u2026-51b-instruct``); where cutting would make two names equal, they stay
+    whole.
+
+    Parameters
+    ----------
+    names : sequence of str
+    width : int, default 24
+
+    Returns
+    -------
+    dict
+        Full name -> display name, one entry per distinct name.
+    """
+    full = [str(n) for n in dict.fromkeys(str(n) for n in names)]
+    stripped = {n: n.rsplit("/", 1)[-1] or n for n in full}
+    counts = pd.Series(list(stripped.values()), dtype=object).value_counts()
+    base = {n: (s if counts[s] == 1 else n) for n, s in stripped.items()}
+    cut = {n: _short(s, width) for n, s in base.items()}
+    seen = pd.Series(list(cut.values()), dtype=object).value_counts()
+    return {n: (c if seen[c] == 1 else base[n]) for n, c in cut.items()}
+
+
+def _model_labels(names: Sequence[str]) -> list[str]:
+    mapping = short_model_names(names)
+    return [mapping[str(n)] for n in names]
 
 
 def _heatmap(
@@ -67,6 +126,7 @@ def _heatmap(
     annotate: bool = True,
     fmt: str = "{:.2f}",
     center: float | None = None,
+    row_width: int = 28,
 ):
     matrix = np.asarray(matrix, dtype=float)
     if center is not None:
@@ -77,32 +137,64 @@ def _heatmap(
     ax.set_xticks(np.arange(len(col_labels)))
     ax.set_xticklabels([_short(c) for c in col_labels], rotation=45, ha="right")
     ax.set_yticks(np.arange(len(row_labels)))
-    ax.set_yticklabels([_short(r) for r in row_labels])
+    ax.set_yticklabels([_short(r, row_width) for r in row_labels])
     ax.spines[:].set_visible(False)
-    bar = ax.figure.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    # a colour bar as tall as the axes of a tall figure (its aspect ratio is length / width)
+    aspect = 20 * max(1.0, ax.figure.get_figheight() / 3.5)
+    bar = ax.figure.colorbar(image, ax=ax, fraction=0.04, pad=0.02, aspect=aspect)
     bar.set_label(colorbar_label)
     n_cells = matrix.size
     if annotate and n_cells <= 400:
-        low, high = image.get_clim()
-        mid = (low + high) / 2.0
+        colours = image.cmap(image.norm(matrix))
         for (i, j), value in np.ndenumerate(matrix):
             if not np.isfinite(value):
                 continue
-            dark = (
-                value > mid
-                if cmap not in ("RdBu_r", "coolwarm")
-                else abs(value - mid) > (high - low) * 0.3
-            )
+            text = fmt.format(value)
+            if text.lstrip("+-").strip("0.") == "":
+                text = text.lstrip("+-")  # "-0.0" and "+0.00" read as 0
             ax.text(
                 j,
                 i,
-                fmt.format(value),
+                text,
                 ha="center",
                 va="center",
-                fontsize=max(6, FONT_SIZE - 3 - n_cells // 120),
-                color="white" if dark else "black",
+                fontsize=max(5.5, FONT_SIZE - 2 - n_cells // 120),
+                color=text_colour(colours[i, j]),
             )
     return image
+
+
+def relative_luminance(rgba) -> float:
+    """WCAG relative luminance (0 black to 1 white) of an RGB(A) colour with channels in 0-1.
+
+    Parameters
+    ----------
+    rgba : sequence of float
+
+    Returns
+    -------
+    float
+    """
+    rgb = np.asarray(rgba, dtype=float)[:3]
+    linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def text_colour(rgba) -> str:
+    """Black or white, whichever contrasts more with the background colour ``rgba``.
+
+    Parameters
+    ----------
+    rgba : sequence of float
+
+    Returns
+    -------
+    str
+        ``"black"`` or ``"white"``.
+    """
+    lum = relative_luminance(rgba)
+    # contrast ratios (L1 + 0.05) / (L2 + 0.05) against white (1) and black (0)
+    return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
 
 
 # --------------------------------------------------------------------------------------------
@@ -155,9 +247,16 @@ def plot_scores_by_category(
     """
     table = scores_by_category_table(queries, outcomes)
     n_rows, n_cols = table.shape
-    fig, ax = _axes(ax, (max(6.0, 0.75 * n_cols + 3.5), max(3.0, 0.45 * n_rows + 2.0)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.6, 0.3 * n_rows + 1.9)))
     _heatmap(
-        ax, table.to_numpy(), table.index, table.columns, "viridis", SCORE_LABEL, vmin=0, vmax=1
+        ax,
+        table.to_numpy(),
+        _model_labels(table.index),
+        table.columns,
+        "viridis",
+        "mean score (0-1)",
+        vmin=0,
+        vmax=1,
     )
     ax.set_xlabel("query category (human label)")
     ax.set_ylabel("model")
@@ -229,7 +328,7 @@ def plot_model_scores(
     # one row per (dataset, model): datasets in blocks, best model on top of each block
     table["_order"] = table["dataset"].map({name: i for i, name in enumerate(datasets)})
     table = table.sort_values(["_order", "score"], ascending=[False, True]).reset_index(drop=True)
-    fig, ax = _axes(ax, (7.5, max(3.0, 0.35 * len(table) + 1.5)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(table) + 1.2)))
     colors = plt.get_cmap("tab10")
     y = np.arange(len(table))
     for d, name in enumerate(datasets):
@@ -246,13 +345,13 @@ def plot_model_scores(
             error_kw={"elinewidth": 1},
         )
     ax.set_yticks(y)
-    ax.set_yticklabels([_short(m) for m in table["model"]])
+    ax.set_yticklabels(_model_labels(table["model"]))
     ax.set_xlim(0, 1)
     ax.set_xlabel(SCORE_LABEL + ", 95% bootstrap CI over queries")
     ax.set_ylabel("model")
     ax.set_title(title or "Mean score per model")
     if any(datasets):
-        ax.legend(title="dataset", loc="lower right")
+        ax.legend(title="dataset", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -284,7 +383,7 @@ def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None,
     datasets = list(dict.fromkeys(table["dataset"]))
     values = sorted(table["n"].unique())
     width = 0.8 / len(datasets)
-    fig, ax = _axes(ax, (7.0, 4.0))
+    fig, ax = _axes(ax, (PAGE_WIDTH, 2.8))
     colors = plt.get_cmap("tab10")
     x = np.arange(len(values))
     for d, name in enumerate(datasets):
@@ -302,8 +401,9 @@ def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None,
     ax.set_xlabel("observations per (query, model) pair (rewrites x decodes)")
     ax.set_ylabel("number of (query, model) pairs")
     ax.set_title(title or "Observations per (query, model) pair")
+    ax.margins(y=0.15)
     if any(datasets):
-        ax.legend(title="dataset")
+        ax.legend(title="dataset", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -472,7 +572,9 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
     """
     if "sigma" not in table and "sigma_q" in table:
         table = table.rename(columns={"sigma_q": "sigma"})
-    fig, ax = _axes(ax, (7.5, 4.2))
+    if table["sigma"].notna().sum() == 0 and ax is None:
+        return None  # no pair with two observations: the spread does not apply
+    fig, ax = _axes(ax, (PAGE_WIDTH, 3.0))
     ax.set_xlabel("sigma: std. dev. of a (query, model) pair's scores (score units, 0-1)")
     ax.set_ylabel("number of (query, model) pairs (symlog)")
     ax.set_title(title or "Distribution of outcome spread sigma")
@@ -492,9 +594,9 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
     upper = float(np.nanmax(table["sigma"]))
     edges = np.linspace(0.0, max(upper, 1e-6), bins + 1)
     data = [table.loc[table["model"] == m, "sigma"].dropna().to_numpy() for m in models]
-    ax.hist(data, bins=edges, label=[_short(m) for m in models], histtype="bar", rwidth=0.9)
+    ax.hist(data, bins=edges, label=_model_labels(models), histtype="bar", rwidth=0.9)
     ax.set_yscale("symlog", linthresh=10)
-    ax.legend(title="model")
+    ax.legend(title="model", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -555,14 +657,13 @@ def plot_label_disagreement(
     matrix = confusion.to_numpy(float)
     total = matrix.sum()
     fractions = matrix / total if total > 0 else matrix
-    fig, ax = _axes(
-        ax, (max(6.0, 1.1 * confusion.shape[1] + 4), max(4.0, 0.8 * len(confusion) + 2))
-    )
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.6, 0.45 * len(confusion) + 1.8)))
+    names = short_model_names([*map(str, confusion.index), *map(str, confusion.columns)])
     _heatmap(
         ax,
         fractions,
-        [str(i) for i in confusion.index],
-        [str(c) for c in confusion.columns],
+        [names[str(i)] for i in confusion.index],
+        [names[str(c)] for c in confusion.columns],
         "Blues",
         "fraction of queries (0-1)",
         vmin=0,
@@ -636,14 +737,28 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     """
     table = _gain_columns(table)
     table = table[table["method"] != "global"].reset_index(drop=True)
-    fig, ax = _axes(ax, (7.5, max(3.0, 0.6 * len(table) + 1.5)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.2, 0.42 * len(table) + 1.2)))
     y = np.arange(len(table))
     gain = table["gain"].to_numpy(float)
     err = np.vstack([gain - table["low"].to_numpy(float), table["high"].to_numpy(float) - gain])
     err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
     colors = ["tab:red" if str(m).lower() == "ecc" else "tab:gray" for m in table["method"]]
-    bars = ax.barh(y, gain, xerr=err, color=colors, capsize=4)
-    ax.bar_label(bars, labels=[f"{v:+.2f}%" for v in gain], padding=6)
+    ax.barh(y, gain, xerr=err, color=colors, capsize=3, height=0.6)
+    # each label right of its interval (or left of a negative one), never on the error bar
+    for i, value in enumerate(gain):
+        if not np.isfinite(value):
+            continue
+        right = value >= 0
+        edge = value + err[1, i] if right else value - err[0, i]
+        ax.annotate(
+            f"{value:+.1f}% [{table['low'].iloc[i]:.1f}, {table['high'].iloc[i]:.1f}]",
+            (edge, y[i]),
+            xytext=(4 if right else -4, 0),
+            textcoords="offset points",
+            ha="left" if right else "right",
+            va="center",
+            fontsize=FONT_SIZE - 1,
+        )
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(y)
     ax.set_yticklabels([method_label(m) for m in table["method"]])
@@ -651,7 +766,7 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     low = min(0.0, float(np.nanmin(table["low"]))) if len(table) else 0.0
     high = max(0.0, float(np.nanmax(table["high"]))) if len(table) else 1.0
     span = max(high - low, 1.0)
-    ax.set_xlim(low - 0.05 * span, high + 0.25 * span)
+    ax.set_xlim(low - (0.45 if low < 0 else 0.05) * span, high + 0.45 * span)
     ax.set_xlabel("ranking quality gain over one global BT model (% of its held-out NLL, 95% CI)")
     ax.set_ylabel("clustering method")
     ax.set_title(title or "Ranking quality gain on held-out comparisons")
@@ -688,7 +803,7 @@ def plot_gain_curve(
     if "method" not in table:
         table["method"] = "ecc"
     table = table[table["method"] != "global"]
-    fig, ax = _axes(ax, (7.0, 4.5))
+    fig, ax = _axes(ax, (PAGE_WIDTH, 3.2))
     spare = iter(["tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"])
     for method, part in table.groupby("method", sort=False):
         part = part.sort_values(x)
@@ -707,6 +822,49 @@ def plot_gain_curve(
     return fig
 
 
+def cluster_names(
+    labels: Sequence[int],
+    categories: Sequence[str] | None = None,
+    n_clusters: int | None = None,
+) -> list[str]:
+    """Name of each cluster: its dominant human category, that category's share and its size.
+
+    Parameters
+    ----------
+    labels : sequence of int
+        Hard cluster of each query (0 .. K-1).
+    categories : sequence of str, optional
+        Human category of each query; without it a cluster is named ``cluster k (n=...)``.
+    n_clusters : int, optional
+        K (default: the largest label + 1).
+
+    Returns
+    -------
+    list of str
+        ``"gsm8k 73% (n=206)"`` per cluster; two clusters with the same name get ``#k`` appended.
+    """
+    labels = np.asarray(labels, dtype=int)
+    k = int(n_clusters if n_clusters is not None else (labels.max() + 1 if len(labels) else 0))
+    sizes = np.bincount(labels, minlength=k)
+    if categories is None:
+        names = [f"cluster {c} (n={int(sizes[c]):,})" for c in range(k)]
+    else:
+        cats = pd.Series(np.asarray(categories, dtype=object)).fillna("(none)").astype(str)
+        table = pd.crosstab(pd.Series(labels, name="cluster"), cats.rename("category"))
+        names = []
+        for c in range(k):
+            if c not in table.index or sizes[c] == 0:
+                names.append(f"empty cluster {c}")
+                continue
+            row = table.loc[c]
+            top = row.idxmax()
+            names.append(
+                f"{_short(top, 22)} {100 * row[top] / sizes[c]:.0f}% (n={int(sizes[c]):,})"
+            )
+    counts = pd.Series(names).value_counts()
+    return [f"{n} #{c}" if counts[n] > 1 else n for c, n in enumerate(names)]
+
+
 @_styled
 def plot_cluster_profiles(
     theta: np.ndarray,
@@ -714,6 +872,8 @@ def plot_cluster_profiles(
     cluster_sizes: Sequence[int] | None = None,
     title: str | None = None,
     ax=None,
+    names: Sequence[str] | None = None,
+    ylabel: str | None = None,
 ):
     """Heatmap of the centred Bradley-Terry scores of each cluster (rows) and model (columns).
 
@@ -724,6 +884,10 @@ def plot_cluster_profiles(
     models : sequence of str
     cluster_sizes : sequence of int, optional
         Queries per cluster, shown in the row labels; rows are sorted by size.
+    names : sequence of str, optional
+        Row names (e.g. :func:`cluster_names`: dominant category and size).
+    ylabel : str, optional
+        Axis label of the rows.
 
     Returns
     -------
@@ -738,22 +902,27 @@ def plot_cluster_profiles(
         sizes = np.asarray(cluster_sizes)
         order = np.argsort(-sizes, kind="stable")
         labels = [f"cluster {k} (n={int(sizes[k])})" for k in range(len(theta))]
+    if names is not None:
+        labels = [str(n) for n in names]
     model_order = np.argsort(-centred.mean(axis=0), kind="stable")
     matrix = centred[order][:, model_order]
-    fig, ax = _axes(ax, (max(7.0, 0.8 * len(models) + 4), max(4.0, 0.3 * len(theta) + 2)))
+    short = _model_labels(models)
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(theta) + 1.9)))
     _heatmap(
         ax,
         matrix,
         [labels[k] for k in order],
-        [models[m] for m in model_order],
+        [short[m] for m in model_order],
         "RdBu_r",
         "BT score minus cluster mean (logits)",
         center=0.0,
         annotate=matrix.size <= 150,
         fmt="{:+.1f}",
+        row_width=40,
     )
     ax.set_xlabel("model (sorted by mean score over clusters)")
-    ax.set_ylabel("cluster (sorted by size)")
+    default = "cluster: top category, share (size)" if names is not None else "cluster"
+    ax.set_ylabel(ylabel or default)
     ax.set_title(title or "Capability profile of each cluster")
     return fig
 
@@ -785,24 +954,28 @@ def plot_cluster_category(
     """
     frame = pd.DataFrame({"cluster": np.asarray(labels), "category": np.asarray(categories)})
     frame["category"] = frame["category"].astype(object).where(frame["category"].notna(), "(none)")
+    if frame["category"].nunique() < 2 and ax is None:
+        return None  # one category: every cluster is 100% of it, nothing to show
     table = pd.crosstab(frame["cluster"], frame["category"])
+    names = cluster_names(frame["cluster"].to_numpy(), frame["category"].to_numpy())
     sizes = table.sum(axis=1)
     table = table.loc[sizes.sort_values(ascending=False, kind="stable").index]
     shares = table.div(table.sum(axis=1), axis=0)
-    fig, ax = _axes(ax, (max(7.0, 0.55 * table.shape[1] + 4), max(4.0, 0.3 * len(table) + 2)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(table) + 2.1)))
     _heatmap(
         ax,
         shares.to_numpy(),
-        [f"cluster {k} (n={int(sizes[k])})" for k in table.index],
+        [names[k] for k in table.index],
         list(table.columns),
         "Greens",
         "share of the cluster's queries (0-1)",
         vmin=0,
         vmax=1,
         annotate=shares.size <= 200,
+        row_width=40,
     )
     ax.set_xlabel("human category")
-    ax.set_ylabel("cluster (sorted by size)")
+    ax.set_ylabel("cluster: top category, share (size)")
     ax.set_title(title or "Clusters against human categories")
     return fig
 
@@ -845,6 +1018,7 @@ def plot_query_map(
     title: str | None = None,
     max_labelled: int = 10,
     ax=None,
+    names: Sequence[str] | None = None,
 ):
     """2-D PCA map of query embeddings coloured by cluster (the largest clusters; others in grey).
 
@@ -853,13 +1027,15 @@ def plot_query_map(
     embeddings : ndarray, shape (n, d)
         Query embeddings.
     labels : sequence of int
-        Cluster of each query.
+        Hard cluster of each query.
     title : str, optional
         Axes title.
     max_labelled : int, default 10
-        Clusters coloured (the largest).
+        Clusters drawn in colour (at most ``len(CLUSTER_COLORS)``), the largest first.
     ax : matplotlib Axes, optional
         Axes to draw on (default: a new figure).
+    names : sequence of str, optional
+        Name of each cluster id (e.g. :func:`cluster_names`) for the legend.
 
     Returns
     -------
@@ -869,34 +1045,38 @@ def plot_query_map(
     coords, ratio = project_2d(embeddings)
     labels = np.asarray(labels)
     values, counts = np.unique(labels, return_counts=True)
-    top = values[np.argsort(-counts, kind="stable")][:max_labelled]
-    fig, ax = _axes(ax, (8.0, 6.0))
+    top = values[np.argsort(-counts, kind="stable")][: min(max_labelled, len(CLUSTER_COLORS))]
+    fig, ax = _axes(ax, (PAGE_WIDTH, 4.2))
     rest = ~np.isin(labels, top)
     if rest.any():
         ax.scatter(
             coords[rest, 0],
             coords[rest, 1],
-            s=6,
-            color="lightgray",
+            s=4,
+            color=OTHERS_GREY,
             label=f"other clusters ({int(rest.sum()):,} queries)",
             rasterized=True,
         )
-    palette = plt.get_cmap("tab10" if len(top) <= 10 else "tab20")
     for i, k in enumerate(top):
         mask = labels == k
+        name = str(names[k]) if names is not None else f"cluster {k} (n={int(mask.sum()):,})"
         ax.scatter(
             coords[mask, 0],
             coords[mask, 1],
-            s=8,
-            color=palette(i),
-            label=f"cluster {k} ({int(mask.sum()):,})",
+            s=6,
+            color=CLUSTER_COLORS[i],
+            label=name,
             rasterized=True,
         )
     ax.set_xlabel(f"principal component 1 ({ratio[0]:.1%} of variance)")
     ax.set_ylabel(f"principal component 2 ({ratio[1]:.1%} of variance)")
     ax.set_title(title or "Queries in embedding space, coloured by cluster")
     ax.legend(
-        title="cluster (queries)", loc="center left", bbox_to_anchor=(1.01, 0.5), markerscale=2
+        title="cluster: top category, share (size)",
+        loc="center left",
+        bbox_to_anchor=(1.01, 0.5),
+        markerscale=2,
+        fontsize=FONT_SIZE - 2,
     )
     return fig
 
@@ -941,7 +1121,7 @@ def plot_cost_quality(
         curves["label"] = label
     else:
         curves["label"] = curves["router"]
-    fig, ax = _axes(ax, (8.0, 5.0))
+    fig, ax = _axes(ax, (PAGE_WIDTH, 4.0))
     palette = plt.get_cmap("tab10")
     learned = [name for name in dict.fromkeys(curves["label"]) if name not in REFERENCE_ROUTERS]
     for i, name in enumerate(learned):
@@ -962,6 +1142,8 @@ def plot_cost_quality(
             markersize=4,
             label=f"{name}: Pareto front",
         )
+        if "lambda" in front:
+            _label_lambdas(ax, front, color, below=i % 2 == 0)
     styles = {
         "Oracle": ("black", "--"),
         "Best fixed model": ("dimgray", ":"),
@@ -988,8 +1170,51 @@ def plot_cost_quality(
     ax.set_xlabel(cost_label)
     ax.set_ylabel("mean held-out score (0-1)")
     ax.set_title(title or "Cost-quality trade-off of routers (sweeping the cost weight lambda)")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=FONT_SIZE - 2)
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=FONT_SIZE - 2,
+        title="\u03bb: cost weight of each point",
+        title_fontsize=FONT_SIZE - 2,
+    )
     return fig
+
+
+def _label_lambdas(ax, front: pd.DataFrame, color, below: bool = True, gap: float = 0.04) -> None:
+    """Write the cost weight lambda beside the points of a Pareto front.
+
+    Points closer than ``gap`` (a fraction of the axes, both directions) to the last labelled one
+    share its label, which then reads as a range such as ``0.5-2``; ``below`` puts the labels
+    below right of the points (else above left), so two curves' labels do not meet.
+    """
+    points = front.sort_values("cost")[["cost", "score", "lambda"]].to_numpy(float)
+    if not len(points):
+        return
+    span_x = np.ptp(points[:, 0]) or 1.0
+    span_y = np.ptp(points[:, 1]) or 1.0
+    groups: list[list[np.ndarray]] = []
+    for point in points:
+        if groups:
+            anchor = groups[-1][0]
+            if (
+                abs(point[0] - anchor[0]) / span_x < gap * 3
+                and abs(point[1] - anchor[1]) / span_y < gap * 3
+            ):
+                groups[-1].append(point)
+                continue
+        groups.append([point])
+    for group in groups:
+        lambdas = sorted({float(p[2]) for p in group})
+        text = f"{lambdas[0]:g}" if len(lambdas) == 1 else f"{lambdas[0]:g}-{lambdas[-1]:g}"
+        ax.annotate(
+            "\u03bb=" + text,
+            (group[0][0], group[0][1]),
+            xytext=(4, -10) if below else (-4, 5),
+            textcoords="offset points",
+            ha="left" if below else "right",
+            fontsize=FONT_SIZE - 3,
+            color=color,
+        )
 
 
 ROUTING_KIND_COLORS = {"reference": "tab:gray", "single-shot": "tab:orange", "DARS": "tab:blue"}
@@ -1025,7 +1250,7 @@ def plot_routing_table(
         str(r) if s == "reference" else f"{r} ({s})"
         for r, s in zip(table["router"], table["supervision"], strict=True)
     ]
-    fig, ax = _axes(ax, (8.0, max(3.0, 0.42 * len(table) + 1.6)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.3 * len(table) + 1.3)))
     y = np.arange(len(table))
     values = table[value].to_numpy(float)
     colors = [ROUTING_KIND_COLORS.get(s, "tab:green") for s in table["supervision"]]
@@ -1087,6 +1312,75 @@ def plot_routing_table(
         bbox_to_anchor=(1.01, 1.0),
         fontsize=FONT_SIZE - 2,
     )
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# 00 tour
+
+
+@_styled
+def plot_estimates(
+    table: pd.DataFrame,
+    xlabel: str,
+    label: str = "method",
+    value: str = "ari",
+    title: str | None = None,
+    highlight: str | None = None,
+    xlim: tuple[float, float] | None = None,
+    ax=None,
+):
+    """Points with 95% intervals, one row each (e.g. the ARI of each clustering in the tour).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``label``, ``value``, ``low``, ``high``.
+    xlabel : str
+        Axis label with units.
+    label, value : str
+        Columns of the row names and of the estimates.
+    title : str, optional
+    highlight : str, optional
+        Row name drawn in red (the others in grey).
+    xlim : pair of float, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(1.8, 0.45 * len(table) + 1.2)))
+    y = np.arange(len(table))
+    est = table[value].to_numpy(float)
+    err = np.vstack([est - table["low"].to_numpy(float), table["high"].to_numpy(float) - est])
+    err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+    names = [str(n) for n in table[label]]
+    for i in range(len(table)):
+        color = "tab:red" if names[i] == highlight else "dimgray"
+        ax.errorbar(est[i], y[i], xerr=err[:, i : i + 1], fmt="o", color=color, capsize=4)
+        ax.annotate(
+            f"{est[i]:.2f} [{table['low'].iloc[i]:.2f}, {table['high'].iloc[i]:.2f}]",
+            (est[i] + err[1, i], y[i]),
+            xytext=(6, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=FONT_SIZE - 1,
+        )
+    ax.set_yticks(y)
+    ax.set_yticklabels(names)
+    ax.invert_yaxis()
+    ax.set_ylim(len(table) - 0.5, -0.5)
+    if xlim is not None:
+        ax.set_xlim(*xlim)
+        if xlim[1] > 1 >= np.nanmax(table["high"].to_numpy(float)):
+            # room on the right is for the labels: no ticks beyond 1 for quantities in [0, 1]
+            ax.set_xticks([t for t in ax.get_xticks() if xlim[0] <= t <= 1.0 + 1e-9])
+    ax.axvline(0, color="black", linewidth=0.6)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(label)
+    ax.set_title(title or "Estimates with 95% intervals")
     return fig
 
 

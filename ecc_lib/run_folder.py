@@ -185,43 +185,69 @@ def _check_name(name: str) -> str:
     return name
 
 
+FIGURE_WIDTHS = {"column": 3.5, "page": 7.0}
+"""Figure widths in inches: one column or the full page of a two-column paper."""
+_FIGURE_RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
+
+
 def save_figure(
     fig,
     run_dir: str | os.PathLike | RunContext,
     name: str,
     caption: str | None = None,
-    dpi: int = 150,
+    dpi: int = 200,
 ) -> list[Path]:
     """Write ``fig`` as ``figures/NAME.png`` and ``figures/NAME.pdf`` of the run.
 
+    The files keep the figure's size (the figure functions of :mod:`ecc_lib.plotting` are
+    :data:`FIGURE_WIDTHS` wide with constrained layout), and the PDF embeds its fonts as TrueType
+    (``pdf.fonttype`` 42), as journals ask.
+
     Parameters
     ----------
-    fig : matplotlib Figure
+    fig : matplotlib Figure or None
+        ``None`` (a figure function found nothing to draw, e.g. the spread of scores without
+        repeated observations) writes nothing and removes a stale file of that name.
     run_dir : path or RunContext
     name : str
         File name without extension; prefix it with the notebook number (``"03_gain"``) so that
         the report groups figures by notebook.
     caption : str, optional
-        One line for the report, stored in ``figures/captions.json``.
-    dpi : int, default 150
+        One line for the report (and the image's alt text), stored in ``figures/captions.json``.
+    dpi : int, default 200
         Resolution of the PNG.
 
     Returns
     -------
     list of Path
-        The PNG and PDF paths. The figure is left open (the notebook displays it).
+        The PNG and PDF paths (empty for ``None``). The figure is left open (the notebook
+        displays it).
     """
+    import matplotlib
+
     context = run_context(run_dir)
     _check_name(name)
-    written = []
-    for fmt in FIGURE_FORMATS:
-        path = context.figures_dir / f"{name}.{fmt}"
-        # no creation date in the PDF: the same run gives the same file
-        metadata = {"CreationDate": None} if fmt == "pdf" else None
-        fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=metadata)
-        written.append(path)
     captions_path = context.figures_dir / "captions.json"
     captions = _read_captions(captions_path)
+    if fig is None:
+        logger.info("figure %s not written: there is nothing to draw for this run", name)
+        for fmt in FIGURE_FORMATS:
+            (context.figures_dir / f"{name}.{fmt}").unlink(missing_ok=True)
+        if name in captions:
+            del captions[name]
+            _write_json(captions_path, captions)
+        return []
+    engine = fig.get_layout_engine() if hasattr(fig, "get_layout_engine") else None
+    # constrained layout already fits the labels into the figure: keep its exact width
+    bbox = None if engine is not None and "Constrained" in type(engine).__name__ else "tight"
+    written = []
+    with matplotlib.rc_context(_FIGURE_RC):
+        for fmt in FIGURE_FORMATS:
+            path = context.figures_dir / f"{name}.{fmt}"
+            # no creation date in the PDF: the same run gives the same file
+            metadata = {"CreationDate": None} if fmt == "pdf" else None
+            fig.savefig(path, dpi=dpi, bbox_inches=bbox, metadata=metadata)
+            written.append(path)
     index = captions.get(name, {}).get("index", len(captions))
     captions[name] = {"caption": caption or _figure_title(fig) or name, "index": index}
     _write_json(captions_path, captions)
@@ -276,6 +302,37 @@ def save_table(
         table = pd.DataFrame(table)
     path = context.tables_dir / f"{name}.csv"
     table.to_csv(path, index=index, float_format="%.10g")
+    return path
+
+
+def save_latex_table(
+    table: pd.DataFrame,
+    run_dir: str | os.PathLike | RunContext,
+    name: str,
+    caption: str = "",
+) -> Path:
+    """Write ``table`` as ``tables/NAME.tex``: a booktabs ``table`` for a paper.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Cells are written as text (format numbers first, e.g. with
+        :func:`ecc_lib.report.format_interval`); the index is left out.
+    run_dir : path or RunContext
+    name : str
+        File name without extension; also the label ``tab:NAME``.
+    caption : str, optional
+
+    Returns
+    -------
+    Path
+    """
+    from ecc_lib.report import latex_table
+
+    context = run_context(run_dir)
+    _check_name(name)
+    path = context.tables_dir / f"{name}.tex"
+    path.write_text(latex_table(table, caption=caption, label=f"tab:{name}"), encoding="utf-8")
     return path
 
 

@@ -11,6 +11,7 @@ import ast
 import json
 import re
 import sys
+from html import unescape
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -23,10 +24,17 @@ from ecc_lib.embeddings import EmbeddingCache, text_digests
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 NOTEBOOKS = sorted(paths.notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
-EXPECTED = ["01_data", "02_label_instability", "03_clustering", "04_routing", "05_report"]
+EXPECTED = [
+    "00_tour",
+    "01_data",
+    "02_label_instability",
+    "03_clustering",
+    "04_routing",
+    "05_report",
+]
 
 
-def test_the_five_notebooks_are_there():
+def test_the_notebooks_are_there():
     assert [nb.stem for nb in NOTEBOOKS] == EXPECTED
 
 
@@ -114,6 +122,7 @@ def test_a_notebook_with_outputs_or_without_parameters_fails_the_checks(tmp_path
 TINY_CONFIG = {
     "seed": 1,
     "n_boot": 50,
+    "00_tour": {"n_queries": 400},
     "01_data": {"datasets": []},
     "02_label_instability": {"n_draws": 100},
     "03_clustering": {"n_clusters": 3, "k_sweep": [2, 3], "probe_sweep": [0, 1, 2], "max_iter": 30},
@@ -125,9 +134,9 @@ TINY_CONFIG = {
         "lambdas": [0.0, 0.5, 2.0],
         "split_seed": 3,
     },
-    "05_report": {"title": "tiny run"},
 }
 FIGURES = {
+    "00_tour": ["00_profiles", "00_recovery", "00_label_truth"],
     "01_data": ["01_model_scores", "01_observations_per_pair", "01_scores_by_category_tiny"],
     "02_label_instability": ["02_flip_rates", "02_sigma_distribution", "02_label_disagreement"],
     "03_clustering": [
@@ -274,11 +283,58 @@ def test_report_gathers_figures_and_metrics_without_code(tiny_run):
     _, _, _, result = tiny_run
     html = result.report_path.read_text()
     assert result.report_path == result.run_dir / "report.html"
-    assert "tiny run" in html
-    assert "ecc.ranking_quality_gain.ecc" in html and "dars.winner_flip_rate" in html
     n_figures = len(list((result.run_dir / "figures").glob("*.png")))
     assert html.count("data:image/png;base64") >= n_figures
     assert "run_folder.collect_metrics" not in html  # input cells hidden
+
+
+def test_report_reads_as_a_document(tiny_run):
+    """Issue 11: a title naming the dataset and run, findings first, no NaN, alt text, LaTeX."""
+    _, _, _, result = tiny_run
+    html = result.report_path.read_text()
+    title = re.search(r"<title>(.*?)</title>", html, re.S).group(1)
+    assert title == f"ecc_lib report: tiny, run {result.run_dir.name}"
+    text = re.sub(r'data:[^"\s)]+', "data:", html)  # base64 images may spell anything
+    for bad in ("NaN", "Unnamed: 0", "No description has been provided", "<title>Notebook"):
+        assert bad not in text, bad
+    # every section opens with its findings paragraph, the tour first
+    sections = re.findall(
+        r'<section class="report-section" id="section-(\d+)">\s*<h2>[^<]*</h2>\s*<p class="(\w+)"',
+        html,
+    )
+    assert [n for n, _ in sections] == ["00", "01", "02", "03", "04"]
+    assert all(kind == "findings" for _, kind in sections), sections
+    # every image carries its caption as alt text
+    captions = json.loads((result.run_dir / "figures" / "captions.json").read_text())
+    images = re.findall(r"<img\b[^>]*>", html)
+    alts = [re.search(r'alt="([^"]*)"', tag) for tag in images]
+    assert len(images) == len(captions) and all(a and a.group(1) for a in alts)
+    shown = {unescape(a.group(1))[:40] for a in alts}
+    assert shown == {c["caption"][:40] for c in captions.values()}
+    # headline tables as booktabs LaTeX; numbers with intervals, no index column
+    tex = {p.stem for p in (result.run_dir / "tables").glob("05_*.tex")}
+    assert {
+        "05_tour_headline",
+        "05_data_headline",
+        "05_dars_headline",
+        "05_ecc_headline",
+        "05_routing_headline",
+    } <= tex
+    assert "\\toprule" in (result.run_dir / "tables" / "05_ecc_headline.tex").read_text()
+    assert re.search(r"\d+\.\d% \[-?\d+\.\d, -?\d+\.\d\]", html)
+    assert "<th></th>" not in html
+
+
+def test_tour_recovers_planted_clusters_better_than_embeddings(tiny_run):
+    _, _, _, result = tiny_run
+    tour = json.loads(result.metrics_path.read_text())["tour"]
+    low, high = tour["ari_difference_ci95"]
+    assert 0 < low <= tour["ari_difference"] <= high
+    assert (
+        tour["ari"]["ecc"] > tour["ari"]["emb_only"] and tour["ari"]["ecc"] > tour["ari"]["labels"]
+    )
+    assert tour["distribution_accuracy"] > tour["single_shot_accuracy"]
+    assert result.durations["00_tour"] < 60  # 30 s on an idle machine, slack for a busy one
 
 
 def test_same_seed_gives_the_same_metrics(tiny_run):

@@ -11,8 +11,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
 
-from ecc_lib import plotting  # noqa: E402
+from ecc_lib import plotting, run_folder  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +109,10 @@ def test_sigma_distribution_accepts_dars_columns():
 
 def test_sigma_distribution_says_when_nothing_was_repeated():
     empty = pd.DataFrame({"model": pd.Series([], dtype=str), "sigma_q": pd.Series([], dtype=float)})
-    fig = plotting.plot_sigma_distribution(empty)
+    # no figure of its own for a quantity that does not apply
+    assert plotting.plot_sigma_distribution(empty) is None
+    fig, ax = plt.subplots()
+    plotting.plot_sigma_distribution(empty, ax=ax)
     assert_readable(fig)
     assert "not measured" in fig.axes[0].texts[0].get_text()
 
@@ -227,3 +233,150 @@ def test_figures_draw_into_a_given_axes():
     fig, axes = plt.subplots(1, 2)
     out = plotting.plot_cluster_category([0, 1], ["x", "y"], ax=axes[1])
     assert out is fig
+
+
+# --------------------------------------------------------------------------------------------
+# issue 11: figures without the defects seen on real data
+
+
+def _contrast(a, b) -> float:
+    la, lb = plotting.relative_luminance(to_rgba(a)), plotting.relative_luminance(to_rgba(b))
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+@pytest.mark.parametrize("cmap", ["viridis", "RdBu_r", "Blues", "Greens"])
+def test_heatmap_text_contrasts_with_every_cell(cmap):
+    matrix = np.linspace(-1, 1, 60).reshape(6, 10)
+    fig, ax = plt.subplots()
+    image = plotting._heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
+    colours = image.cmap(image.norm(matrix))
+    texts = ax.texts
+    assert len(texts) == matrix.size
+    for text, colour in zip(texts, colours.reshape(-1, 4), strict=True):
+        # the better of black and white is always at least 4.5:1 (WCAG AA)
+        assert _contrast(text.get_color(), colour) >= 4.5, (text.get_text(), colour)
+    assert not any(t.get_text().startswith("-0.00") for t in texts)
+
+
+@given(
+    st.lists(
+        st.from_regex(r"[a-z]{1,6}/[a-z0-9.\-]{1,40}", fullmatch=True), min_size=1, max_size=12
+    )
+)
+@settings(max_examples=80, deadline=None)
+def test_short_model_names_never_look_alike(names):
+    short = plotting.short_model_names(names)
+    assert set(short) == set(names)
+    assert len(set(short.values())) == len(short)  # two models never share a display name
+
+
+def test_short_model_names_drop_the_organisation_and_keep_the_end():
+    short = plotting.short_model_names(
+        [
+            "nvidia/llama-3.1-nemotron-51b-instruct",
+            "nvidia/llama-3.3-nemotron-super-49b-v1",
+            "meta/llama3-chatqa-1.5-70b",
+            "meta/llama3-chatqa-1.5-8b",
+            "a/same",
+            "b/same",
+        ]
+    )
+    assert short["meta/llama3-chatqa-1.5-70b"] == "llama3-chatqa-1.5-70b"
+    assert short["nvidia/llama-3.1-nemotron-51b-instruct"].endswith("51b-instruct")
+    assert short["nvidia/llama-3.3-nemotron-super-49b-v1"].endswith("49b-v1")
+    assert short["a/same"] == "a/same" and short["b/same"] == "b/same"
+
+
+def test_clusters_are_named_by_dominant_category_and_size():
+    labels = [0, 0, 0, 1, 1, 2, 2]
+    categories = ["math", "math", "code", "code", "code", "math", "math"]
+    names = plotting.cluster_names(labels, categories, n_clusters=4)
+    assert names[0] == "math 67% (n=3)"
+    assert names[1] == "code 100% (n=2)"
+    assert names[2] == "math 100% (n=2)"
+    assert names[3] == "empty cluster 3"
+    same = plotting.cluster_names([0, 1], ["x", "x"])
+    assert same == ["x 100% (n=1) #0", "x 100% (n=1) #1"]
+
+
+def test_named_clusters_never_take_the_grey_of_the_others():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 4))
+    labels = rng.integers(0, 15, 300)
+    fig = plotting.plot_query_map(x, labels, names=[f"c{k}" for k in range(15)])
+    grey = np.array(to_rgba(plotting.OTHERS_GREY))
+    named = fig.axes[0].collections[1:]
+    assert len(named) == 10
+    for collection in named:
+        rgba = collection.get_facecolor()[0]
+        assert np.abs(rgba[:3] - grey[:3]).max() > 0.1
+        assert np.ptp(rgba[:3]) > 0.05  # a colour, not a shade of grey
+    assert len({tuple(c.get_facecolor()[0]) for c in named}) == 10
+
+
+def test_cost_quality_labels_each_point_with_its_lambda():
+    curves = pd.DataFrame(
+        {
+            "router": ["kNN"] * 3 + ["ECC"] * 3,
+            "lambda": [0.0, 0.5, 2.0] * 2,
+            "cost": [0.9, 0.5, 0.1, 0.8, 0.45, 0.12],
+            "score": [0.7, 0.6, 0.5, 0.72, 0.62, 0.52],
+        }
+    )
+    fig = plotting.plot_cost_quality(curves)
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert {"\u03bb=0", "\u03bb=0.5", "\u03bb=2"} <= texts
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "ECC: Pareto front" in labels
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_legends_and_labels_do_not_collide():
+    """Legends sit outside the data area; the gain labels sit beyond the intervals."""
+    rng = np.random.default_rng(0)
+    sigma = pd.DataFrame(
+        {"model": rng.choice(["a/m1", "b/m2", "c/m3"], 300), "sigma": rng.random(300)}
+    )
+    gains = pd.DataFrame(
+        {
+            "method": ["ecc", "emb_only", "human"],
+            "gain": [28.0, 23.0, -3.0],
+            "low": [25.0, 20.0, -6.0],
+            "high": [31.0, 26.0, 0.5],
+        }
+    )
+    for fig in (plotting.plot_sigma_distribution(sigma), plotting.plot_gains(gains)):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        legend = ax.get_legend()
+        if legend is not None:
+            assert not _overlaps(legend.get_window_extent(renderer), ax.get_window_extent(renderer))
+        boxes = [t.get_window_extent(renderer) for t in ax.texts]
+        for i, a in enumerate(boxes):
+            assert all(not _overlaps(a, b) for b in boxes[i + 1 :])
+        for line in ax.lines:
+            ends = line.get_window_extent(renderer)
+            assert all(
+                not _overlaps(box, ends) for box in boxes if ends.width > 0 and ends.height < 2
+            )
+
+
+def test_saved_figures_are_page_wide_with_embedded_truetype_fonts(tmp_path):
+    _, outcomes = (
+        None,
+        pd.DataFrame(
+            {"query_id": list("aabb"), "model": ["x/m1", "y/m2"] * 2, "score": [1.0, 0.0, 0.5, 1.0]}
+        ),
+    )
+    fig = plotting.plot_model_scores(plotting.model_score_table(outcomes, n_boot=20))
+    png, pdf = run_folder.save_figure(fig, tmp_path, "01_scores", caption="A caption.")
+    width, _ = plt.imread(png).shape[1], None
+    assert width == round(plotting.PAGE_WIDTH * 200)
+    data = pdf.read_bytes()
+    assert b"/FontFile2" in data and b"/Type3" not in data
+    assert run_folder.save_figure(None, tmp_path, "01_scores") == []
+    assert not png.exists() and not pdf.exists()

@@ -1,0 +1,251 @@
+"""The report: formatted intervals, findings built from the numbers, headline tables, LaTeX, HTML."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from sklearn.metrics import adjusted_rand_score  # noqa: E402
+
+from ecc_lib import metrics, notebook_execution, report, run_folder  # noqa: E402
+
+# ------------------------------------------------------------------------------ formatting
+
+
+def test_format_interval_percent_and_plain():
+    assert report.format_interval(0.282, [0.251, 0.314], "%") == "28.2% [25.1, 31.4]"
+    assert report.format_interval(28.24, [25.05, 31.36], "pct") == "28.2% [25.1, 31.4]"
+    assert report.format_interval(0.8705, [0.8434, 0.8972]) == "0.871 [0.843, 0.897]"
+    # no interval, or a missing bound: the value alone; a missing value: a dash, never NaN
+    assert report.format_interval(0.5, None) == "0.500"
+    assert report.format_interval(0.5, [None, 0.6]) == "0.500"
+    assert report.format_interval(float("nan"), [0.1, 0.2]) == report.DASH
+    assert report.format_number(None) == report.DASH
+    assert report.format_number(5989, "count") == "5,989"
+
+
+def test_format_mean_sd_over_seeds():
+    assert report.format_mean_sd(0.282, 0.013, "%", n=5) == "28.2% \u00b1 1.3 (5 seeds)"
+    assert report.format_mean_sd(0.5, None) == "0.500"
+
+
+@given(st.floats(-1e6, 1e6), st.floats(0, 1e3), st.sampled_from(["%", "pct", "", "signed"]))
+@settings(max_examples=60, deadline=None)
+def test_formatted_numbers_never_say_nan(value, width, unit):
+    text = report.format_interval(value, [value - width, value + width], unit)
+    assert "nan" not in text.lower() and text.count("[") == 1
+
+
+def test_generic_rows_pair_intervals_and_seed_spreads():
+    values = report.flatten(
+        {
+            "gain": {"ecc": 28.0},
+            "gain_ci95": {"ecc": [25.0, 31.0]},
+            "flip_rate_mean": 0.3,
+            "flip_rate_sd": 0.02,
+            "flip_rate_n_seeds": 4,
+            "no_interval": 1.0,
+            "shown": 0.4,
+            "shown_ci95": [0.3, 0.5],
+        }
+    )
+    rows = report.generic_rows(values, used={"shown"}, dataset="d")
+    estimates = {r["measure"]: r["estimate"] for r in rows}
+    assert estimates["gain: ECC"] == "28.0% [25.0, 31.0]"
+    assert estimates["flip rate (mean over seeds)"] == "30.0% \u00b1 2.0 (4 seeds)"
+    assert len(rows) == 2 and all(r["dataset"] == "d" for r in rows)
+
+
+def test_skip_reasons_found_at_any_depth():
+    reasons = report.skip_reasons({"a": 1, "curves_skipped": "no prices", "b": {"skipped": "why"}})
+    assert reasons == {"curves_skipped": "no prices", "b.skipped": "why"}
+    assert report.skip_reasons("one category") == {"": "one category"}
+
+
+# ------------------------------------------------------------------------------ LaTeX
+
+
+def test_latex_table_is_booktabs_and_escaped():
+    frame = pd.DataFrame(
+        {"method": ["ECC_1 & co"], "gain": ["28.2% [25.1, 31.4]"], "sd": ["0.1 \u00b1 0.2"]}
+    )
+    text = report.latex_table(frame, caption="Gain (%)", label="tab:x")
+    lines = text.splitlines()
+    assert r"\toprule" in lines and r"\midrule" in lines and r"\bottomrule" in lines
+    assert r"\begin{tabular}{lll}" in lines
+    assert r"ECC\_1 \& co & 28.2\% [25.1, 31.4] & 0.1 $\pm$ 0.2 \\" in lines
+    assert r"\caption{Gain (\%)}" in lines and r"\label{tab:x}" in lines
+
+
+# ------------------------------------------------------------------------------ ARI
+
+
+@given(st.lists(st.integers(0, 3), min_size=3, max_size=40), st.integers(0, 10_000))
+@settings(max_examples=50, deadline=None)
+def test_adjusted_rand_index_matches_sklearn(truth, seed):
+    truth = np.array(truth)
+    labels = np.random.default_rng(seed).integers(0, 4, len(truth))
+    assert metrics.adjusted_rand_index(truth, labels)[0] == pytest.approx(
+        adjusted_rand_score(truth, labels), abs=1e-12
+    )
+
+
+def test_adjusted_rand_ci_paired_difference():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, 300)
+    good = np.where(rng.random(300) < 0.9, truth, rng.integers(0, 3, 300))
+    bad = rng.integers(0, 3, 300)
+    est, low, high = metrics.adjusted_rand_ci(truth, good, reference=bad, n_boot=200)
+    assert low > 0 and low <= est <= high
+    alone, _, _ = metrics.adjusted_rand_ci(truth, good, n_boot=10)
+    assert alone == pytest.approx(adjusted_rand_score(truth, good))
+
+
+# ------------------------------------------------------------------------------ the report of a run
+
+
+@pytest.fixture
+def fake_run(tmp_path):
+    """A run folder with hand-made metrics (one section skipped, one with a negative result)."""
+    run = run_folder.run_context(tmp_path / "run-x")
+    run_folder.record_metrics(
+        run,
+        "data",
+        {
+            "datasets": {
+                "alpha": {
+                    "n_queries": 10,
+                    "n_models": 2,
+                    "n_categories": 1,
+                    "n_variants": 1,
+                    "n_decodes": 1,
+                }
+            }
+        },
+    )
+    run_folder.record_metrics(
+        run,
+        "ecc",
+        {
+            "dataset": "alpha",
+            "ranking_quality_gain": {"ecc": 5.0, "emb_only": 9.0, "human": None},
+            "ranking_quality_gain_ci95": {"ecc": [1.0, 9.0], "emb_only": [6.0, 12.0]},
+            "gain_differences": {"ecc_minus_emb_only": {"estimate": -4.0, "ci95": [-6.0, -2.0]}},
+            "nll": {"global": 0.5, "ecc": 0.47, "emb_only": 0.45},
+            "new_metric": 0.25,
+            "new_metric_ci95": [0.2, 0.3],
+            "seed_gain_mean": 4.0,
+            "seed_gain_sd": 0.5,
+        },
+    )
+    run_folder.record_metrics(run, "dars", {"skipped": "alpha has no repeated observations."})
+    fig, ax = plt.subplots(layout="constrained")
+    ax.plot([0, 1])
+    run_folder.save_figure(fig, run, "03_line", caption='A line "quoted" & plain')
+    plt.close(fig)
+    (run.run_dir / "run.json").write_text(json.dumps({"notebooks": ["01_data", "03_clustering"]}))
+    return run
+
+
+def test_report_sections_findings_and_skips(fake_run):
+    document = report.build_report(fake_run)
+    assert document.title == "ecc_lib report: alpha, run run-x"
+    by_number = {s.number: s for s in document.sections}
+    # a skipped section says why, in one sentence; a section that did not run says so
+    assert by_number["02"].skipped.endswith("alpha has no repeated observations.")
+    assert "not run" in by_number["04"].skipped and "not run" in by_number["00"].skipped
+    ecc = by_number["03"]
+    # the negative result is said plainly
+    assert "does worse than embedding-only clusters" in ecc.findings
+    assert (
+        "The largest point estimate is that of embedding-only clusters (9.0%), not ECC."
+        in ecc.findings
+    )
+    assert "5.0% [1.0, 9.0]" in ecc.findings
+    # new keys with intervals or seed spreads appear without code changes
+    text = "\n".join(t.frame.to_string() for t in ecc.tables)
+    assert "new metric" in text and "0.250 [0.200, 0.300]" in text
+    assert "seed gain (mean over seeds)" in text and "\u00b1" in text
+    assert not any(t.frame.isna().any().any() for t in ecc.tables)
+    html = "\n".join(document.section_html())
+    assert html.index('class="findings"') < html.index("<table")
+    assert 'alt="A line &quot;quoted&quot; &amp; plain"' in html
+
+
+def test_headline_tables_are_written_as_latex(fake_run):
+    document = report.build_report(fake_run)
+    written = report.save_headline_tables(document, fake_run)
+    names = {p.stem for p in written}
+    assert {"05_data_headline", "05_ecc_headline"} <= names
+    for path in written:
+        assert path.suffix == ".tex" and r"\toprule" in path.read_text()
+        assert path.with_suffix(".csv").exists()
+
+
+def test_export_sets_title_and_alt_text(tmp_path, fake_run):
+    document = report.build_report(fake_run)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"text/html": document.header_html(), "text/plain": ""}
+        ),
+        nbformat.v4.new_output(
+            "display_data", data={"text/html": "\n".join(document.section_html())}
+        ),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}),
+    ]
+    nb.cells = [cell]
+    path = tmp_path / "05_report.ipynb"
+    nbformat.write(nb, path)
+    html = notebook_execution.export_report(path, tmp_path / "report.html").read_text()
+    assert "<title>ecc_lib report: alpha, run run-x</title>" in html
+    assert "No description has been provided" not in html
+    assert "report-table" in html and "NaN" not in html
+
+
+def test_generic_rows_read_nested_seed_summaries_and_estimates():
+    values = report.flatten(
+        {
+            "gain_seeds": {"ecc": {"mean": 28.0, "sd": 1.5, "n": 5}},
+            "leak_free": {"estimate": 0.1, "ci95": [0.05, 0.15]},
+        }
+    )
+    rows = {r["measure"]: r["estimate"] for r in report.generic_rows(values, set(), "d")}
+    assert rows["gain seeds: ECC (mean over seeds)"] == "28.0% \u00b1 1.5 (5 seeds)"
+    assert rows["leak free"] == "0.100 [0.050, 0.150]"
+    assert len(rows) == 2
+
+
+def test_unknown_sections_and_data_notes_are_reported(fake_run):
+    run_folder.record_metrics(
+        fake_run, "active_probes", {"dataset": "alpha", "gain": 3.0, "gain_ci95": [1.0, 5.0]}
+    )
+    run_folder.record_metrics(fake_run, "data_policy", {"alpha": {"notes": ["no cost column"]}})
+    document = report.build_report(fake_run)
+    other = document.sections[-1]
+    assert other.title == "Active probes" and other.findings.startswith("This run recorded 1 ")
+    assert other.tables[0].frame["estimate"].tolist() == ["3.0% [1.0, 5.0]"]
+    data = next(s for s in document.sections if s.number == "01")
+    assert "alpha: No cost column." in data.notes
+
+
+def test_wide_latex_tables_span_the_page():
+    wide = report.latex_table(pd.DataFrame({c: ["1"] for c in "abcde"}))
+    narrow = report.latex_table(pd.DataFrame({c: ["1"] for c in "ab"}))
+    assert wide.startswith(r"\begin{table*}") and wide.rstrip().endswith(r"\end{table*}")
+    assert narrow.startswith(r"\begin{table}") and narrow.rstrip().endswith(r"\end{table}")
+
+
+def test_no_negative_zero():
+    assert report.format_interval(-1e-6, [-2e-6, 0.0], "%") == "0.0% [0.0, 0.0]"
+    assert report.format_number(-0.05) == "-0.050"
