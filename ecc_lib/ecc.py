@@ -414,7 +414,9 @@ def _run_em(
     small = 0
     for it in range(1, max_iter + 1):
         start, start_cpu = time.perf_counter(), time.process_time()
-        theta = fit_bt_pairs(pairs.winner, pairs.loser, wins.T, m, alpha=alpha, theta0=theta)
+        # without evidence the profiles do not feed the E-step: they are fitted once, after
+        if use_evidence:
+            theta = fit_bt_pairs(pairs.winner, pairs.loser, wins.T, m, alpha=alpha, theta0=theta)
         new_centroids = _normalise_rows(sums.T)
         shift = (
             np.inf
@@ -906,7 +908,7 @@ class EmbeddingClusters(ECC):
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):
         super().fit(embeddings, comparisons, labels)
-        # profiles for the final responsibilities (the loop fitted them one step behind)
+        # profiles for the final responsibilities (the loop fits none: they do not feed its E-step)
         dtype = np.dtype(self.dtype)
         self.theta_ = _fit_profiles(
             comparisons, self.responsibilities_.astype(dtype), self.alpha, self.theta_, dtype

@@ -505,7 +505,7 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     -------
     Figure
     """
-    fig, ax = _axes(ax, (9.0, 4.8))
+    fig, ax = _axes(ax, (PAGE_WIDTH, 4.2))
     sides = list(dict.fromkeys(table["side"]))
     readings = [r for r in _READING_KEYS if r in set(table["reading"])]
     width = 0.8 / max(len(readings), 1)
@@ -1500,15 +1500,16 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
     """
     settings = [s for s in ROUTING_SETTING_LABELS if s in set(table["setting"])]
     methods = list(dict.fromkeys(table[table["setting"].isin(settings)]["method"]))
+    # one panel per setting, stacked, so that the figure keeps the page width of the others
     fig, axes = plt.subplots(
-        1,
         len(settings),
-        figsize=(4.2 * len(settings) + 1, 0.45 * len(methods) + 2),
-        sharey=True,
+        1,
+        figsize=(PAGE_WIDTH, (0.28 * len(methods) + 0.9) * len(settings) + 0.5),
         layout="constrained",
         squeeze=False,
     )
-    for ax, setting in zip(axes[0], settings, strict=True):
+    names = {**ROUTING_METHOD_LABELS}
+    for ax, setting in zip(axes[:, 0], settings, strict=True):
         part = table[table["setting"] == setting].set_index("method").reindex(methods)
         y = np.arange(len(methods))
         mean = part["score_mean"].to_numpy(float)
@@ -1543,15 +1544,14 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
                 xytext=(0, 7),
                 textcoords="offset points",
                 ha="center",
-                fontsize=FONT_SIZE - 4,
+                fontsize=FONT_SIZE - 2,
             )
         ax.set_title(ROUTING_SETTING_LABELS[setting], fontsize=FONT_SIZE)
-        ax.set_xlabel("mean score of the routed model")
         ax.grid(axis="x", alpha=0.3)
-    axes[0][0].set_yticks(np.arange(len(methods)))
-    names = {**ROUTING_METHOD_LABELS}
-    axes[0][0].set_yticklabels([names.get(m, method_label(m)) for m in methods])
-    axes[0][0].invert_yaxis()
+        ax.set_yticks(np.arange(len(methods)))
+        ax.set_yticklabels([names.get(m, method_label(m)) for m in methods])
+        ax.set_ylim(len(methods) - 0.4, -0.8)
+    axes[-1][0].set_xlabel("mean score of the routed model")
     fig.suptitle(title or "Routing with each clustering, with and without the probe")
     return fig
 

@@ -304,6 +304,65 @@ def pareto_area(
     return float(np.sum(best * np.diff(edges)) / (high - low))
 
 
+def refitted_cost_quality_curve(
+    router: Router,
+    train_embeddings: np.ndarray,
+    targets: CapabilityDistributions,
+    query_embeddings: np.ndarray,
+    truth: HeldOut,
+    lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,
+    beta: float = DEFAULT_BETA,
+) -> pd.DataFrame:
+    """Cost-quality curve of a router that learns the utility at one cost weight (e.g. ECC).
+
+    Such a router cannot re-weight cost after fitting, so a clone is fitted at every weight on
+    the same training data and routes the test queries with that weight.
+
+    Parameters
+    ----------
+    router : Router
+        A router (fitted or not); its parameters are kept except ``cost_weight``.
+    train_embeddings : ndarray, shape (n_train, n_features)
+        Features of the training queries.
+    targets : CapabilityDistributions
+        Training targets (single-shot or DARS).
+    query_embeddings : ndarray, shape (n_test, n_features)
+        Features of the test queries, aligned to ``truth``.
+    truth : HeldOut
+        Held-out truth.
+    lambdas : sequence of float
+        Cost weights swept.
+    beta : float
+        Weight of the score spread.
+
+    Returns
+    -------
+    DataFrame
+        ``lambda, cost, score, utility, on_front`` as :func:`cost_quality_curve`.
+    """
+    from sklearn.base import clone
+
+    rows = []
+    for lam in lambdas:
+        refitted = clone(router).set_params(cost_weight=float(lam))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
+            refitted.fit(train_embeddings, targets)
+        choice = refitted.route(query_embeddings, cost_weight=lam, beta=beta)
+        metrics = evaluate_choices(choice, truth, lam, beta)
+        rows.append(
+            {
+                "lambda": float(lam),
+                "cost": float(np.nanmean(metrics["cost"])),
+                "score": float(np.nanmean(metrics["score"])),
+                "utility": float(np.nanmean(metrics["utility"])),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame["on_front"] = pareto_front(frame["cost"].to_numpy(), frame["score"].to_numpy())
+    return frame
+
+
 def cost_quality_curve(
     router: Router,
     query_embeddings: np.ndarray,
@@ -419,6 +478,7 @@ def routing_table(
     n_boot: int = DEFAULT_N_BOOT,
     lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,
     progress: Callable[[str], None] | None = None,
+    refit_curves: bool = False,
 ) -> RoutingTable:
     """Every router family trained on single-shot targets (``n_runs`` seeded draws) and on DARS
     targets, beside the best fixed model, a random model and the per-query oracle.
@@ -446,6 +506,11 @@ def routing_table(
         Cost weights of the cost-quality curves.
     progress : callable, optional
         Called with a short message before each fit.
+    refit_curves : bool, default False
+        Also draw cost-quality curves for routers that learn the utility at one cost weight
+        (ECC, softmax ranking) by refitting them at every weight
+        (:func:`refitted_cost_quality_curve`); without it only routers that predict the
+        components get curves, at no extra fit.
 
     Returns
     -------
@@ -526,10 +591,16 @@ def routing_table(
             )
             if router.fitted_target_ == "components":
                 curve = cost_quality_curve(router, x_test, truth, lambdas, beta)
-                curve.insert(0, "run", run)
-                curve.insert(0, "supervision", supervision)
-                curve.insert(0, "router", name)
-                curves.append(curve)
+            elif refit_curves:  # a router that learns U at one cost weight: refit at each weight
+                curve = refitted_cost_quality_curve(
+                    router, x_train, targets, x_test, truth, lambdas, beta
+                )
+            else:
+                continue
+            curve.insert(0, "run", run)
+            curve.insert(0, "supervision", supervision)
+            curve.insert(0, "router", name)
+            curves.append(curve)
 
     curves_frame = pd.concat(curves, ignore_index=True)
     oracle_u = float(np.nanmean(per_query[("Oracle", "reference")][0]["utility"]))

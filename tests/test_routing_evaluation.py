@@ -328,3 +328,32 @@ def test_headline_names_a_router_that_matches_the_best_fixed_model():
     assert headline["no_router_beats_best_fixed"] is True
     assert headline["best_router_utility_minus_fixed_ci95"] == [0.0, 0.0]
     assert headline["sentence"].endswith("matching its utility on every test query.")
+
+
+def test_refitted_curves_put_the_ecc_router_on_the_cost_quality_plane(synthetic):
+    """With ``refit_curves`` the ECC router (it learns U at one cost weight) gets a curve, refitted
+    at each weight, and a larger cost weight never routes to dearer models on average."""
+    lambdas = (0.0, 0.5, 4.0)
+    kwargs = dict(
+        embedding_ids=synthetic.queries["query_id"],
+        routers=["ECC"],
+        router_kwargs={"ECC": {"n_clusters": 4}},
+        n_runs=0,
+        n_boot=50,
+        lambdas=lambdas,
+    )
+    plain = ev.routing_table(synthetic.outcomes, synthetic.embeddings, **kwargs)
+    assert "ECC" not in set(plain.curves["router"])
+    refitted = ev.routing_table(
+        synthetic.outcomes, synthetic.embeddings, refit_curves=True, **kwargs
+    )
+    curve = refitted.curves[refitted.curves["router"] == "ECC"].set_index("lambda")
+    assert sorted(curve.index) == list(lambdas)
+    assert curve.loc[4.0, "cost"] <= curve.loc[0.0, "cost"] + 1e-12
+    assert curve.loc[4.0, "cost"] < curve.loc[0.0, "cost"]  # the weight does something here
+    # the routers' own rows (fitted at the table's weight) are unchanged; ECC gains a Pareto area
+    pd.testing.assert_frame_equal(
+        plain.table.drop(columns="pareto_area"), refitted.table.drop(columns="pareto_area")
+    )
+    ecc_rows = refitted.table["router"] == "ECC"
+    assert refitted.table.loc[ecc_rows, "pareto_area"].notna().all()
