@@ -342,13 +342,22 @@ def refitted_cost_quality_curve(
     """
     from sklearn.base import clone
 
-    rows = []
+    choices = []
     for lam in lambdas:
         refitted = clone(router).set_params(cost_weight=float(lam))
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
             refitted.fit(train_embeddings, targets)
-        choice = refitted.route(query_embeddings, cost_weight=lam, beta=beta)
+        choices.append(refitted.route(query_embeddings, cost_weight=lam, beta=beta))
+    return _curve_frame(choices, truth, lambdas, beta)
+
+
+def _curve_frame(
+    choices: Sequence[np.ndarray], truth: HeldOut, lambdas: Sequence[float], beta: float
+) -> pd.DataFrame:
+    """Mean held-out cost, score and utility of one routing choice per cost weight."""
+    rows = []
+    for choice, lam in zip(choices, lambdas, strict=True):
         metrics = evaluate_choices(choice, truth, lam, beta)
         rows.append(
             {
@@ -392,21 +401,8 @@ def cost_quality_curve(
     DataFrame
         ``lambda, cost, score, utility, on_front`` (``utility`` at that lambda).
     """
-    rows = []
-    for lam in lambdas:
-        choice = router.route(query_embeddings, cost_weight=lam, beta=beta)
-        metrics = evaluate_choices(choice, truth, lam, beta)
-        rows.append(
-            {
-                "lambda": float(lam),
-                "cost": float(np.nanmean(metrics["cost"])),
-                "score": float(np.nanmean(metrics["score"])),
-                "utility": float(np.nanmean(metrics["utility"])),
-            }
-        )
-    frame = pd.DataFrame(rows)
-    frame["on_front"] = pareto_front(frame["cost"].to_numpy(), frame["score"].to_numpy())
-    return frame
+    choices = [router.route(query_embeddings, cost_weight=lam, beta=beta) for lam in lambdas]
+    return _curve_frame(choices, truth, lambdas, beta)
 
 
 # --------------------------------------------------------------------------------------------
