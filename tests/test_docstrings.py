@@ -114,15 +114,6 @@ def public_definitions(module_name: str):
 # from branches still in progress (data checks, multi-seed protocol, probe strategies, Dask,
 # local endpoints) when this test landed.
 PENDING: dict[str, int] = {
-    "ecc_lib.bradley_terry": 4,
-    "ecc_lib.cli.ecc": 4,
-    "ecc_lib.collect.client": 6,
-    "ecc_lib.collect.errors": 1,
-    "ecc_lib.collect.local_server": 15,
-    "ecc_lib.collect.models": 2,
-    "ecc_lib.collect.prompts": 2,
-    "ecc_lib.collect.runner": 1,
-    "ecc_lib.collect.store": 4,
     "ecc_lib.data_checks": 12,
     "ecc_lib.distributed": 3,
     "ecc_lib.ecc": 6,
