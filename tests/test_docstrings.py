@@ -114,16 +114,7 @@ def public_definitions(module_name: str):
 # from branches still in progress (data checks, multi-seed protocol, probe strategies, Dask,
 # local endpoints) when this test landed.
 PENDING: dict[str, int] = {
-    "ecc_lib.data_checks": 12,
-    "ecc_lib.distributed": 3,
     "ecc_lib.ecc": 6,
-    "ecc_lib.ecc_experiments": 4,
-    "ecc_lib.ecc_protocol": 11,
-    "ecc_lib.embeddings": 5,
-    "ecc_lib.loaders": 2,
-    "ecc_lib.run_config": 2,
-    "ecc_lib.schema": 2,
-    "ecc_lib.synthetic.messy": 2,
 }
 
 
