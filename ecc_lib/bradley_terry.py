@@ -456,7 +456,18 @@ def _directed(comparisons: Comparisons) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def observed_pair_codes(comparisons: Comparisons) -> np.ndarray:
-    """Sorted unique codes ``winner * M + loser`` of the ordered pairs with a non-zero count."""
+    """Sorted unique codes ``winner * M + loser`` of the ordered pairs with a non-zero count.
+
+    Parameters
+    ----------
+    comparisons : Comparisons
+        The pairwise comparisons (``M`` is their number of models).
+
+    Returns
+    -------
+    ndarray of int
+        Sorted unique codes of the observed ordered (winner, loser) pairs.
+    """
     return np.unique(_directed(comparisons)[1])
 
 
@@ -515,6 +526,18 @@ def pair_log_probs(theta: np.ndarray, winner: np.ndarray, loser: np.ndarray) -> 
 
     ``theta`` has shape ``(K, M)``; the ECC evidence of a count matrix ``C`` over these pairs is
     ``C @ pair_log_probs(theta, winner, loser)``.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (K, M)
+        Bradley-Terry strengths of the ``M`` models in each of the ``K`` clusters.
+    winner, loser : ndarray of int, shape (n_pairs,)
+        Model indices of the winner and the loser of each pair.
+
+    Returns
+    -------
+    ndarray, shape (n_pairs, K)
+        ``log sigmoid(theta[k, winner] - theta[k, loser])`` per pair and cluster.
     """
     theta = np.asarray(theta, dtype=float)
     return log_sigmoid(theta[:, winner] - theta[:, loser]).T

@@ -88,19 +88,47 @@ class DataPolicyReport:
         return int(sum(self.left_out.values()))
 
     def to_dict(self) -> dict:
-        """JSON-ready dictionary (recorded as ``data_policy.<dataset>`` in ``metrics.json``)."""
+        """JSON-ready dictionary (recorded as ``data_policy.<dataset>`` in ``metrics.json``).
+
+        Returns
+        -------
+        dict
+            The fields plus ``n_left_out``.
+        """
         out = asdict(self)
         out["n_left_out"] = self.n_left_out
         return out
 
 
 def models_per_query(outcomes: pd.DataFrame) -> pd.Series:
-    """Number of distinct models observed for each query id."""
+    """Number of distinct models observed for each query id.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Outcome rows with ``query_id`` and ``model`` columns.
+
+    Returns
+    -------
+    Series of int
+        Indexed by query id (as strings), in order of first appearance.
+    """
     return outcomes.groupby(outcomes["query_id"].astype(str), sort=False)["model"].nunique()
 
 
 def has_repeated_observations(outcomes: pd.DataFrame) -> bool:
-    """Whether some (query, model) pair has two or more observations."""
+    """Whether some (query, model) pair has two or more observations.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Outcome rows with ``query_id`` and ``model`` columns.
+
+    Returns
+    -------
+    bool
+        False for an empty table.
+    """
     if outcomes.empty:
         return False
     keys = outcomes["query_id"].astype(str) + "\x1f" + outcomes["model"].astype(str)
@@ -225,6 +253,13 @@ def human_baseline_reason(n_categories: int | Sequence | np.ndarray | None) -> s
     Parameters
     ----------
     n_categories : int, or the labels themselves (array of str / None)
+        The number of distinct categories, or labels whose distinct non-missing values are
+        counted; ``None`` counts as 0.
+
+    Returns
+    -------
+    str or None
+        The reason when there are fewer than 2 categories, else None.
     """
     if n_categories is None:
         n = 0
@@ -241,7 +276,18 @@ def human_baseline_reason(n_categories: int | Sequence | np.ndarray | None) -> s
 
 
 def two_models_note(n_models: int) -> str | None:
-    """Warning for two models (one comparison pair per query), or None."""
+    """Warning for two models (one comparison pair per query), or None.
+
+    Parameters
+    ----------
+    n_models : int
+        Number of models in the data.
+
+    Returns
+    -------
+    str or None
+        The warning when ``n_models == 2``, else None.
+    """
     if n_models != 2:
         return None
     return (
@@ -251,7 +297,18 @@ def two_models_note(n_models: int) -> str | None:
 
 
 def cost_reason(outcomes: pd.DataFrame | None = None) -> str:
-    """Sentence saying that cost sections are skipped because the data hold no cost."""
+    """Sentence saying that cost sections are skipped because the data hold no cost.
+
+    Parameters
+    ----------
+    outcomes : DataFrame, optional
+        Not read: the sentence is the same whatever is passed.
+
+    Returns
+    -------
+    str
+        The sentence.
+    """
     return (
         "the outcomes hold no cost: mu_c = 0 for every pair and the cost-quality sections are "
         "skipped"
@@ -372,7 +429,18 @@ def protocol_notes(outcomes: pd.DataFrame, labels: np.ndarray | None, n_train: i
 
 
 def small_data_warning(n_train: int) -> str | None:
-    """The small-data warning printed beside the numbers (fewer than 100 training queries)."""
+    """The small-data warning printed beside the numbers (fewer than 100 training queries).
+
+    Parameters
+    ----------
+    n_train : int
+        Number of training queries.
+
+    Returns
+    -------
+    str or None
+        The warning when ``n_train < SMALL_DATA_TRAIN_QUERIES``, else None.
+    """
     if n_train >= SMALL_DATA_TRAIN_QUERIES:
         return None
     return (

@@ -118,6 +118,11 @@ def use_dask(client=None, partition_rows: int | None = None) -> Iterator[None]:
     partition_rows : int, optional
         Queries per partition for in-memory inputs (default: an even split into twice as many
         partitions as workers, at most ``DEFAULT_PARTITION_ROWS`` rows each).
+
+    Yields
+    ------
+    None
+        The settings hold until the block exits.
     """
     token = _ACTIVE.set({"client": client, "partition_rows": partition_rows})
     try:
@@ -127,7 +132,17 @@ def use_dask(client=None, partition_rows: int | None = None) -> Iterator[None]:
 
 
 def active(embeddings=None) -> bool:
-    """Whether an ECC fit should run partitioned: inside :func:`use_dask`, or on a dask array."""
+    """Whether an ECC fit should run partitioned: inside :func:`use_dask`, or on a dask array.
+
+    Parameters
+    ----------
+    embeddings : array-like, optional
+        The fit's embeddings (a dask array makes the answer True).
+
+    Returns
+    -------
+    bool
+    """
     return _ACTIVE.get() is not None or _is_dask_array(embeddings)
 
 

@@ -153,14 +153,38 @@ def _normalise_rows(a: np.ndarray) -> np.ndarray:
 
 def log_prob_table(theta: np.ndarray) -> np.ndarray:
     """``log P_k(w beats l)`` as a ``(M*M, K)`` table, row ``w * M + l`` (diagonal rows are
-    ``log(1/2)`` and never used)."""
+    ``log(1/2)`` and never used).
+
+    Parameters
+    ----------
+    theta : ndarray, shape (K, M)
+        Bradley-Terry strengths of the ``M`` models in each of the ``K`` profiles.
+
+    Returns
+    -------
+    ndarray, shape (M*M, K)
+        ``log sigmoid(theta[k, w] - theta[k, l])`` in row ``w * M + l``, column ``k``.
+    """
     k, m = theta.shape
     return log_sigmoid(theta[:, :, None] - theta[:, None, :]).reshape(k, m * m).T
 
 
 def comparison_nll(p_b_wins: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Negative log-likelihood of each outcome ``y`` (1 = b won, 0 = a won, 0.5 = tie) given the
-    predicted probability that ``b`` wins (clipped to ``[1e-12, 1 - 1e-12]``)."""
+    predicted probability that ``b`` wins (clipped to ``[1e-12, 1 - 1e-12]``).
+
+    Parameters
+    ----------
+    p_b_wins : array-like of float
+        Predicted probability that ``b`` wins, per comparison.
+    y : array-like of float
+        Observed outcome per comparison (same shape).
+
+    Returns
+    -------
+    ndarray of float
+        ``-(y log p + (1 - y) log(1 - p))`` elementwise.
+    """
     p = np.clip(np.asarray(p_b_wins, dtype=float), _PROB_CLIP, 1.0 - _PROB_CLIP)
     y = np.asarray(y, dtype=float)
     return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
@@ -168,7 +192,20 @@ def comparison_nll(p_b_wins: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def evidence(theta: np.ndarray, comparisons: Comparisons) -> np.ndarray:
     """ECC evidence ``l_qk``: per-comparison average log-likelihood of each query's comparisons
-    under each profile; zero for queries without comparisons. Shape ``(n_queries, K)``."""
+    under each profile; zero for queries without comparisons. Shape ``(n_queries, K)``.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (K, M)
+        Bradley-Terry strengths of the ``M`` models in each of the ``K`` profiles.
+    comparisons : Comparisons
+        The queries' pairwise comparisons.
+
+    Returns
+    -------
+    ndarray, shape (n_queries, K)
+        The evidence ``l_qk``.
+    """
     c = pair_counts(comparisons, normalize=True)
     return np.asarray(c.matrix @ pair_log_probs(theta, c.winner, c.loser))
 

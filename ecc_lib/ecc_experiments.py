@@ -468,7 +468,21 @@ def _argmax_allowed(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 def probe_winner(probe: Comparisons | None, n_queries: int, n_models: int) -> np.ndarray:
     """The model that won most of a query's probe comparisons (lowest index among equals; -1
-    for a query without a probe). Ties (``y = 0.5``) count half a win for each side."""
+    for a query without a probe). Ties (``y = 0.5``) count half a win for each side.
+
+    Parameters
+    ----------
+    probe : Comparisons or None
+        The probe comparisons (``model_b`` wins with weight ``y``, ``model_a`` with ``1 - y``).
+    n_queries, n_models : int
+        Shape of the win table.
+
+    Returns
+    -------
+    ndarray of int, shape (n_queries,)
+        The winning model index per query, -1 where the query has no probe (all -1 when
+        ``probe`` is None or empty).
+    """
     wins = np.zeros((n_queries, n_models))
     if probe is None or len(probe) == 0:
         return np.full(n_queries, -1)
@@ -496,12 +510,30 @@ def route_choices(
     probe's pair(s). A method routes to ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')``
     among the models with an outcome on the query (the paper's routing rule).
 
+    Parameters
+    ----------
+    data : ProtocolData
+        The train/test split.
+    fitted : dict
+        ``{method: fitted clustering}``.
+    setting : str, default "no_probe"
+        One of ``ROUTING_SETTINGS``.
+    n_probes : int, default 1
+        Probes per test query in the probe settings (at least 1 there).
+    probe_evidence : str, default "mean"
+        How the probe evidence enters the responsibilities (passed to
+        ``probe_responsibilities``).
+    probe_strategy : str or callable, default "first"
+        How probes are chosen (see :func:`ecc_lib.ecc_protocol.select_probes`).
+    random_state : int, default 0
+        Seed of the probe strategy.
+
     Returns
     -------
     dict
         ``{method: ndarray of model index per test query}`` (-1 where no model is allowed), plus
         ``"probe_winner"`` in the probe settings. Also returns the allowed mask under key
-        ``"_allowed"``.
+        ``"_allowed"`` and the reference probe (None in ``no_probe``) under ``"_probe"``.
     """
     if setting not in ROUTING_SETTINGS:
         raise ValueError(f"setting must be one of {ROUTING_SETTINGS}, got {setting!r}")
@@ -559,7 +591,14 @@ class RoutingResult:
 
     def to_dict(self) -> dict:
         """JSON-ready: ``{setting: {method: {"score", "ci95", "cost"}}}`` plus top-level
-        ``oracle`` and ``probe_winner`` (the ``routing`` block of ``ecc-lab ecc --routing``)."""
+        ``oracle`` and ``probe_winner`` (the ``routing`` block of ``ecc-lab ecc --routing``).
+
+        Returns
+        -------
+        dict
+            Also holds ``settings``, ``has_costs`` and ``params``; each cell also has
+            ``n_queries``.
+        """
         out: dict = {"settings": list(ROUTING_SETTINGS)}
         for row in self.table.itertuples():
             out.setdefault(row.setting, {})[row.method] = {

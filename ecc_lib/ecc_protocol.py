@@ -339,6 +339,16 @@ def probe_candidate_rows(
     ``score_from`` comparisons (default ``n_probes``) are candidates and the others are scored; a
     leak-free :class:`ProtocolData` carries its own candidates.
 
+    Parameters
+    ----------
+    data : ProtocolData
+        The train/test split.
+    n_probes : int, default 1
+        Probes per test query (at least 0).
+    score_from : int, optional
+        Rank within its query from which a comparison is scored (default ``n_probes``; at least
+        ``n_probes``); not allowed when ``data.probe_candidates`` is set.
+
     Returns
     -------
     candidates, scored : ndarray of bool
@@ -424,6 +434,24 @@ def probe_random(
     """Probe strategy: ``n_probes`` candidate comparisons per query drawn uniformly (seeded).
 
     Same signature and return value as :func:`probe_first`.
+
+    Parameters
+    ----------
+    test : Comparisons
+        The test queries' comparisons.
+    n_probes : int
+        Probes per query (fewer where a query has fewer candidates).
+    candidates : ndarray of bool, shape (len(test),)
+        Rows that may be revealed.
+    model, embeddings, labels : optional
+        Ignored here.
+    random_state : int or Generator, optional
+        Seed of the draw.
+
+    Returns
+    -------
+    ndarray of bool, shape (len(test),)
+        The chosen probe rows.
     """
     candidates = np.asarray(candidates, dtype=bool)
     rows = np.flatnonzero(candidates)
@@ -444,7 +472,24 @@ PROBE_STRATEGIES: dict[str, ProbeStrategy] = {
 
 
 def resolve_probe_strategy(strategy: str | ProbeStrategy) -> ProbeStrategy:
-    """The probe-selection function named ``strategy`` (or ``strategy`` itself if callable)."""
+    """The probe-selection function named ``strategy`` (or ``strategy`` itself if callable).
+
+    Parameters
+    ----------
+    strategy : str or callable
+        A key of :data:`PROBE_STRATEGIES`, or a function with the signature of
+        :func:`probe_first`.
+
+    Returns
+    -------
+    callable
+        The strategy function.
+
+    Raises
+    ------
+    ValueError
+        An unknown name.
+    """
     if callable(strategy):
         return strategy
     if strategy not in PROBE_STRATEGIES:
@@ -464,6 +509,21 @@ def select_probes(
     random_state: int | np.random.Generator | None = 0,
 ) -> tuple[Comparisons | None, Comparisons, np.ndarray, np.ndarray]:
     """The probe and scored comparisons of the test queries for one fitted method.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        The train/test split.
+    model : fitted estimator or None
+        The method whose probes are chosen (passed to the strategy).
+    n_probes : int, default 1
+        Probes per test query.
+    score_from : int, optional
+        See :func:`probe_candidate_rows`.
+    probe_strategy : str or callable, default "first"
+        See :func:`resolve_probe_strategy`.
+    random_state : int or Generator, optional
+        Passed to the strategy (default 0).
 
     Returns
     -------
@@ -1121,7 +1181,20 @@ def _prepare_and_fit(
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof = 1; NaN for fewer than 2 finite values)."""
+    """Mean and sample standard deviation (ddof = 1; NaN for fewer than 2 finite values).
+
+    Non-finite values are dropped first.
+
+    Parameters
+    ----------
+    values : sequence of float
+        The readings.
+
+    Returns
+    -------
+    mean, sd : float
+        Both NaN when no value is finite.
+    """
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if len(v) == 0:
@@ -1169,7 +1242,15 @@ class MultiSeedEvaluation:
 
     def summary(self) -> dict:
         """Mean and sd over seeds of every gain reading, the leak share and the paired
-        differences; JSON-ready (the keys the CLI adds when ``--seeds`` > 1)."""
+        differences; JSON-ready (the keys the CLI adds when ``--seeds`` > 1).
+
+        Returns
+        -------
+        dict
+            ``seeds``, ``gain_*_mean`` / ``gain_*_sd``, ``probe_leak_share_mean_sd``,
+            ``difference_mean_sd``, ``difference_disjoint_mean_sd``, ``per_seed``,
+            ``cpu_seconds``, ``wall_seconds``, and the routing blocks when routing was run.
+        """
         gain = self._over_seeds("gain")
         touching = self._over_seeds("gain_touching")
         disjoint = self._over_seeds("gain_disjoint")
@@ -1224,7 +1305,14 @@ class MultiSeedEvaluation:
         return to_jsonable(out)
 
     def table(self) -> pd.DataFrame:
-        """One row per (seed, method) with every gain reading and its interval."""
+        """One row per (seed, method) with every gain reading and its interval.
+
+        Returns
+        -------
+        DataFrame
+            Each seed's :meth:`ECCEvaluation.table` with ``seed`` and ``probe_leak_share``
+            columns added.
+        """
         frames = []
         for seed, r in zip(self.seeds, self.results, strict=True):
             t = r.table()
@@ -1269,7 +1357,13 @@ class MultiSeedEvaluation:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
-        """The first seed's :meth:`ECCEvaluation.to_dict` plus :meth:`summary`."""
+        """The first seed's :meth:`ECCEvaluation.to_dict` plus :meth:`summary`.
+
+        Returns
+        -------
+        dict
+            The keys of :meth:`summary` override those of the first seed.
+        """
         payload = self.first.to_dict()
         payload.update(self.summary())
         return payload

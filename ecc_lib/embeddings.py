@@ -348,7 +348,13 @@ class EmbeddingCheck:
     model: str
 
     def to_dict(self) -> dict:
-        """Plain dictionary (JSON-ready)."""
+        """Plain dictionary (JSON-ready).
+
+        Returns
+        -------
+        dict
+            The fields.
+        """
         return asdict(self)
 
 
@@ -471,7 +477,20 @@ def text_views(
 
 
 def count_duplicate_vectors(vectors: np.ndarray, texts: Sequence[str]) -> int:
-    """Distinct texts whose vector equals (to 4 decimals) that of another distinct text."""
+    """Distinct texts whose vector equals (to 4 decimals) that of another distinct text.
+
+    Parameters
+    ----------
+    vectors : ndarray, shape (n_texts, dim)
+        One embedding per text.
+    texts : sequence of str
+        The texts (repeats of a text count once).
+
+    Returns
+    -------
+    int
+        How many distinct texts share their rounded vector with another distinct text.
+    """
     texts = np.asarray([str(t) for t in texts], dtype=object)
     _, first = np.unique(texts, return_index=True)
     distinct = np.round(np.asarray(vectors)[np.sort(first)], _DUPLICATE_DECIMALS) + 0.0
@@ -567,7 +586,27 @@ def embedding_check(
     model_name: str | None = None,
 ) -> EmbeddingCheck:
     """Count truncated texts and vectors shared by distinct texts; log a warning when either is
-    positive (see :class:`EmbeddingCheck`)."""
+    positive (see :class:`EmbeddingCheck`).
+
+    Parameters
+    ----------
+    vectors : ndarray, shape (n_texts, dim)
+        One embedding per text.
+    texts : sequence of str
+        The embedded texts.
+    too_long : ndarray of bool, shape (n_texts,)
+        Which texts exceed the model's ``max_seq_length``.
+    text_view : str
+        The text view that was embedded (named in the warnings).
+    max_seq_length : int
+        The model's limit in word pieces.
+    model_name : str, optional
+        The embedding model, recorded under its canonical name (None: the offline default).
+
+    Returns
+    -------
+    EmbeddingCheck
+    """
     texts = [str(t) for t in texts]
     _, first = np.unique(np.asarray(texts, dtype=object), return_index=True)
     check = EmbeddingCheck(

@@ -611,7 +611,19 @@ def load_public(
 
 
 def dataset_files(folder: str | Path) -> dict[str, Path] | None:
-    """``{"queries": path, "outcomes": path}`` of a dataset folder, or None when it is not one."""
+    """``{"queries": path, "outcomes": path}`` of a dataset folder, or None when it is not one.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The folder to look in (for ``queries.*`` and ``outcomes.*`` files).
+
+    Returns
+    -------
+    dict or None
+        The first file of each kind in sorted order; None when ``folder`` is not a folder or
+        lacks either file.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         return None

@@ -200,6 +200,18 @@ def resolve_path_value(value: Any, cwd: str | os.PathLike | None = None) -> Any:
     Notebooks run inside the run folder, so ``--dataset my_data`` must be resolved where the user
     typed it. A value that names no existing file or folder (a bundled or public dataset name) is
     returned unchanged; a list is resolved item by item.
+
+    Parameters
+    ----------
+    value : Any
+        The value (non-string values and empty strings are returned unchanged).
+    cwd : str or PathLike, optional
+        Folder the relative path is read from (default: the working directory).
+
+    Returns
+    -------
+    Any
+        The absolute resolved path as a string when it exists, else ``value``.
     """
     if isinstance(value, list):
         return [resolve_path_value(item, cwd) for item in value]

@@ -62,6 +62,16 @@ def id_strings(values: pd.Series) -> pd.Series:
 
     Strings are kept as written (``"001"`` stays ``"001"``); integer-valued floats (a numeric id
     column with a missing cell, read by pandas as float) lose their ``".0"``.
+
+    Parameters
+    ----------
+    values : Series
+        The query id column.
+
+    Returns
+    -------
+    Series of str
+        Same index as ``values``.
     """
     if pd.api.types.is_float_dtype(values.dtype):
         numbers = values.to_numpy(dtype=float)

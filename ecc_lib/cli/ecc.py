@@ -232,7 +232,19 @@ def _scheduler(scheduler: str | None):
 
 
 def format_seeds(summary: dict) -> str:
-    """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`."""
+    """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`.
+
+    Parameters
+    ----------
+    summary : dict
+        The output of :meth:`~ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`.
+
+    Returns
+    -------
+    str
+        Mean +- sd of each method's gain (all, touching and disjoint pairs), the paired
+        differences and the run time, one line each.
+    """
     seeds = summary["seeds"]
     lines = [
         f"over {len(seeds)} seeds {seeds}: mean +- sd (ddof 1) of the gain, %",
@@ -253,7 +265,20 @@ def format_seeds(summary: dict) -> str:
 
 
 def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
-    """The printed routing table (mean routed score per setting and method)."""
+    """The printed routing table (mean routed score per setting and method).
+
+    Parameters
+    ----------
+    routing : dict
+        The ``routing`` block (:meth:`ecc_lib.ecc_experiments.RoutingResult.to_dict`).
+    over_seeds : dict, optional
+        ``{setting: {method: {"score": (mean, sd)}}}`` over seeds, appended to each line.
+
+    Returns
+    -------
+    str
+        The table, starting with an empty line.
+    """
     lines = [
         "",
         "routing: mean score of the routed model [95% CI]"

@@ -87,7 +87,18 @@ def public_url(url: str) -> str:
 
 def secret_forms(secrets: tuple[str, ...] | list[str]) -> list[str]:
     """Every way a secret can show up in text: as is, stripped, JSON-escaped and ``repr``-escaped
-    (longest first, so that a longer form is replaced before a part of it)."""
+    (longest first, so that a longer form is replaced before a part of it).
+
+    Parameters
+    ----------
+    secrets : tuple or list of str
+        The secrets (empty ones are skipped).
+
+    Returns
+    -------
+    list of str
+        The distinct non-empty forms, longest first.
+    """
     forms: set[str] = set()
     for secret in secrets:
         if not secret:
@@ -127,6 +138,16 @@ def redact(text: str, secrets: tuple[str, ...] | list[str]) -> str:
 def check_base_url(base_url: str) -> str:
     """The base URL, stripped of whitespace and a trailing slash, once it has a scheme and a host.
 
+    Parameters
+    ----------
+    base_url : str
+        The endpoint's base URL as given.
+
+    Returns
+    -------
+    str
+        The stripped URL.
+
     Raises
     ------
     EndpointConfigError
@@ -150,6 +171,18 @@ def check_base_url(base_url: str) -> str:
 
 def check_api_key(api_key: str | None, api_key_env: str | None = None) -> str | None:
     """The API key stripped of surrounding whitespace (``None`` when empty).
+
+    Parameters
+    ----------
+    api_key : str or None
+        The key as given.
+    api_key_env : str, optional
+        Name of the environment variable it came from (for the error message).
+
+    Returns
+    -------
+    str or None
+        The stripped key, or ``None`` when it is ``None`` or blank.
 
     Raises
     ------

@@ -70,6 +70,13 @@ class CollectionInterrupted(CollectError):
     """The run was stopped by a signal (SIGTERM); the manifest says "interrupted" and a rerun of the
     same command resumes.
 
+    Parameters
+    ----------
+    message : str
+        The error message.
+    signal_number : int
+        The signal that stopped the run.
+
     Attributes
     ----------
     signal_number : int

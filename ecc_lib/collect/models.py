@@ -127,6 +127,16 @@ def parse_model_spec(text: str) -> ModelSpec:
 def parse_models(models: str | Sequence[str | ModelSpec]) -> list[ModelSpec]:
     """Candidate models from a comma-separated string or a sequence (see the module docstring).
 
+    Parameters
+    ----------
+    models : str or sequence of (str or ModelSpec)
+        Comma-separated specs, or specs and :class:`ModelSpec` objects (blank items are skipped).
+
+    Returns
+    -------
+    list of ModelSpec
+        In the order given.
+
     Raises
     ------
     ValueError

@@ -160,6 +160,21 @@ def rewrite_response_format(kind: str) -> dict | None:
     ``"json_schema"`` is OpenAI's structured output (also vLLM, llama.cpp's server, recent
     llama-cpp-python); ``"json_object"`` is JSON mode with the schema attached (llama-cpp-python
     turns it into a grammar; other servers ignore the schema).
+
+    Parameters
+    ----------
+    kind : str
+        ``"json_schema"``, ``"json_object"`` or ``"none"``.
+
+    Returns
+    -------
+    dict or None
+        The field's value.
+
+    Raises
+    ------
+    ValueError
+        Another ``kind``.
     """
     if kind == "json_schema":
         return {

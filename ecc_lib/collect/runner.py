@@ -187,7 +187,13 @@ class CollectionSummary:
         return {**asdict(self), "complete": self.complete}
 
     def rewrite_report(self) -> str:
-        """One sentence on the rewriting calls: structured, fallback, unusable, and why."""
+        """One sentence on the rewriting calls: structured, fallback, unusable, and why.
+
+        Returns
+        -------
+        str
+            ``"no rewrite calls"`` when there were none.
+        """
         if not self.n_rewrite_calls and not self.n_rewrite_unusable:
             return "no rewrite calls"
         text = (

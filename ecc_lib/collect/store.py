@@ -151,7 +151,23 @@ def _file_in_the_way(directory: Path) -> Path | None:
 
 
 def os_error_message(error: OSError, directory: Path, path: Path | None = None) -> str:
-    """A plain sentence for a file-system error met by the store (no traceback needed)."""
+    """A plain sentence for a file-system error met by the store (no traceback needed).
+
+    Parameters
+    ----------
+    error : OSError
+        The error.
+    directory : Path
+        The store's folder.
+    path : Path, optional
+        The file being written (default: ``directory``).
+
+    Returns
+    -------
+    str
+        The message (read-only file system, permission, no space, a file in the way, or the OS's
+        own message).
+    """
     target = path if path is not None else directory
     code = error.errno
     if code == errno.EROFS:
@@ -641,7 +657,18 @@ class CollectionStore:
 
     def close_stale_runs(self, current_run_id: str) -> int:
         """Mark runs still "started" (their process was killed: the lock is ours now) as
-        "interrupted". Call with the lock held. Returns how many were marked."""
+        "interrupted". Call with the lock held.
+
+        Parameters
+        ----------
+        current_run_id : str
+            The run holding the lock (never marked).
+
+        Returns
+        -------
+        int
+            How many runs were marked.
+        """
         manifest = self.manifest()
         stale = [
             r

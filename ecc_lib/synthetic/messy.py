@@ -116,7 +116,13 @@ _PREFIX_EXAMPLES = (
 
 
 def few_shot_prefix() -> str:
-    """The shared 5-shot prefix (instructions and five worked examples), about 1.4k characters."""
+    """The shared 5-shot prefix (instructions and five worked examples), about 1.4k characters.
+
+    Returns
+    -------
+    str
+        The prefix.
+    """
     parts = ["Answer the following grade-school math questions. Think step by step.\n"]
     for question, answer in _PREFIX_EXAMPLES:
         parts.append(f"Question: {question}\nAnswer: {answer}\n")
@@ -201,6 +207,23 @@ def write_foreign_dataset(
     factor); ``n_missing_one_model`` queries lack one model and ``n_single_model`` queries are seen
     for one model only. Scores follow :func:`ecc_lib.synthetic.make_repeated_outcomes` (clusters
     favour different models), so ECC and routers have something to find.
+
+    Parameters
+    ----------
+    folder : str or Path
+        Where to write (created if missing).
+    n_queries : int, default 150
+        Number of queries.
+    n_models : int, default 4
+        Number of models.
+    n_missing_one_model : int, default 5
+        Queries lacking one model.
+    n_single_model : int, default 3
+        Queries seen for one model only.
+    embedding_dim : int, default 384
+        Dimension of the planted embeddings.
+    random_state : int, default 7
+        Seed.
 
     Returns
     -------
