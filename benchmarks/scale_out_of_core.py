@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     own_dir = args.workdir is None
     if own_dir:
         args.workdir = tempfile.mkdtemp(prefix="ecc_out_of_core_")
+    os.makedirs(args.workdir, exist_ok=True)
     rows = []
     try:
         with (
