@@ -122,7 +122,7 @@ def test_init_copies_starter_notebooks_and_run_uses_them(installed):
     assert (starter / "02_label_instability.ipynb").is_file()
     assert (starter / "params.example.yaml").is_file()
     again = _run(installed, str(installed["bin"] / "ecc-lab"), "init", str(starter))
-    assert again.returncode == 1 and "--force" in again.stdout
+    assert again.returncode == 1 and "--force" in again.stderr
     # the user's own notebook in that folder is what runs (a tiny one keeps the test quick)
     notebook = {
         "nbformat": 4,

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.handler(args) or 0)
-    except (DataValidationError, FileNotFoundError, ValueError) as error:
+    except (DataValidationError, FileNotFoundError, FileExistsError, ValueError) as error:
         print(f"ecc-lab {args.command}: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -101,11 +101,7 @@ def handler(args: argparse.Namespace) -> int:
     int
         Exit status.
     """
-    try:
-        written = init_folder(args.folder, force=args.force)
-    except FileExistsError as error:
-        print(f"ecc-lab init: error: {error}")
-        return 1
+    written = init_folder(args.folder, force=args.force)
     folder = Path(args.folder)
     for path in written:
         print(f"wrote {path}")
