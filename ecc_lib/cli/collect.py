@@ -226,11 +226,10 @@ def run_collect_export(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
-    from ecc_lib.collect import export_outcomes
-    from ecc_lib.collect.store import export_dataset
+    from ecc_lib.collect.export import EXPORT_SUFFIXES, export_dataset, export_outcomes
 
     out = Path(args.out)
-    if out.is_dir() or out.suffix.lower() not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
+    if out.is_dir() or out.suffix.lower() not in EXPORT_SUFFIXES:
         queries, outcomes = export_dataset(args.store, out)
         print(
             f"{out}: queries.parquet ({len(queries)} queries) and outcomes.parquet "

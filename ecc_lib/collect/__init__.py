@@ -10,7 +10,7 @@ Rewrites x decodes for every query and model, scored, costed, stored append-only
 
 Modules: :mod:`~ecc_lib.collect.client` (HTTP client, retries), :mod:`~ecc_lib.collect.prompts`,
 :mod:`~ecc_lib.collect.scorers`, :mod:`~ecc_lib.collect.pricing`, :mod:`~ecc_lib.collect.queries`,
-:mod:`~ecc_lib.collect.store`, :mod:`~ecc_lib.collect.runner`, :mod:`~ecc_lib.collect.models`
+:mod:`~ecc_lib.collect.store`, :mod:`~ecc_lib.collect.export`, :mod:`~ecc_lib.collect.runner`, :mod:`~ecc_lib.collect.models`
 (model variants), :mod:`~ecc_lib.collect.local_server` (a local llama.cpp server).
 """
 
@@ -24,6 +24,14 @@ from ecc_lib.collect.errors import (
     EndpointNotFoundError,
     EndpointUnreachableError,
     StoreError,
+)
+from ecc_lib.collect.export import (
+    collected_outcomes,
+    collected_queries,
+    export_dataset,
+    export_outcomes,
+    read_collected,
+    records_frame,
 )
 from ecc_lib.collect.models import ModelSpec, parse_model_spec, parse_models
 from ecc_lib.collect.pricing import Price, call_cost, price_table, read_price_table
@@ -40,15 +48,7 @@ from ecc_lib.collect.scorers import (
     numeric_equivalence,
     token_f1,
 )
-from ecc_lib.collect.store import (
-    CollectionStore,
-    collected_outcomes,
-    collected_queries,
-    export_dataset,
-    export_outcomes,
-    observation_type,
-    read_collected,
-)
+from ecc_lib.collect.store import CollectionStore, observation_type
 
 __all__ = [
     "SCORERS",
@@ -88,5 +88,6 @@ __all__ = [
     "read_price_table",
     "read_queries_file",
     "read_rewrites",
+    "records_frame",
     "token_f1",
 ]
