@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ecc_lib.collect.queries import is_missing
+
 
 @dataclass(frozen=True)
 class ScoringFailure:
@@ -166,19 +168,6 @@ def _last_line(response: str) -> str | None:
     return _strip_markup(lines[-1]) if lines else None
 
 
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    try:
-        import pandas as pd
-
-        return value is pd.NA or value is pd.NaT
-    except ImportError:  # pragma: no cover
-        return False
-
-
 def references(answer: Any) -> list[str] | ScoringFailure:
     """The acceptable reference answers: a list, a JSON list string, or a single value.
 
@@ -192,7 +181,7 @@ def references(answer: Any) -> list[str] | ScoringFailure:
     list of str or ScoringFailure
         Non-empty references, or why there is none.
     """
-    if _is_missing(answer):
+    if is_missing(answer):
         return ScoringFailure("no reference answer")
     if isinstance(answer, np.ndarray):
         answer = answer.tolist()
@@ -204,7 +193,7 @@ def references(answer: Any) -> list[str] | ScoringFailure:
         if isinstance(parsed, list):
             answer = parsed
     if isinstance(answer, (list, tuple)):
-        values = [str(a) for a in answer if not _is_missing(a) and str(a).strip()]
+        values = [str(a) for a in answer if not is_missing(a) and str(a).strip()]
         return values or ScoringFailure("empty list of reference answers")
     text = str(answer).strip()
     return [text] if text else ScoringFailure("empty reference answer")
@@ -595,7 +584,7 @@ def scorer_for_category(category: str | None) -> str | None:
     -------
     str or None
     """
-    if _is_missing(category) or not str(category).strip():
+    if is_missing(category) or not str(category).strip():
         return None
     lowered = str(category).strip().lower()
     tokens = set(re.split(r"[^a-z0-9]+", lowered)) | {lowered.replace("-", "_")}
@@ -633,10 +622,10 @@ def choose_scorer(
     """
     if override is not None and not isinstance(override, Mapping):
         return get_scorer(override)
-    if isinstance(override, Mapping) and not _is_missing(category):
+    if isinstance(override, Mapping) and not is_missing(category):
         if str(category) in override:
             return get_scorer(override[str(category)])
-    if not _is_missing(query_scorer) and str(query_scorer).strip():
+    if not is_missing(query_scorer) and str(query_scorer).strip():
         return get_scorer(str(query_scorer))
     if has_choices:
         return get_scorer("multiple_choice")
