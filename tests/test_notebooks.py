@@ -449,6 +449,8 @@ def test_scheduler_parameter_runs_the_fits_on_dask_with_the_same_numbers(tiny_ru
     dask = second["dars"]["dask"]
     assert dask["scheduler"] == "local"
     assert dask["max_abs_difference"] < 1e-9
-    assert dask["flip_rates"]["pairwise"]["mean"] == pytest.approx(second["dars"]["winner_flip_rate"])
+    assert dask["flip_rates"]["pairwise"]["mean"] == pytest.approx(
+        second["dars"]["winner_flip_rate"]
+    )
     assert first["dars"]["dask"] is None
     assert (dask_run.run_dir / "tables" / "02_dask_agreement.csv").exists()
