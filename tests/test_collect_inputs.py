@@ -172,8 +172,8 @@ def test_read_rewrites_says_how_it_read_the_reply(
 def test_the_shipped_demo_queries_read_with_answers_and_scorers():
     from pathlib import Path
 
-    from ecc_lib.collect.queries import read_queries_file
     from ecc_lib.collect.context import prepare_queries
+    from ecc_lib.collect.queries import read_queries_file
 
     path = Path(__file__).resolve().parents[1] / "data" / "collect-demo" / "queries.jsonl"
     table = read_queries_file(path)

@@ -4,8 +4,10 @@ variants ``1..n_rewrites``; variant 0 is the original text.
 Rewrites are asked for as structured JSON (``response_format``) where the server accepts it:
 ``"auto"`` steps down (JSON schema, JSON mode, plain text) when the server refuses the field. A
 tolerant parser also reads numbered or one-per-line lists (:func:`ecc_lib.collect.prompts.read_rewrites`).
-A candidate that equals the original or another variant, or that states the reference answer the
-original does not, is refused; a query gets up to :data:`REWRITE_ATTEMPTS` calls per run.
+A candidate that equals the original or another variant, that states the reference answer the
+original does not, or that does not keep the question's content
+(:func:`ecc_lib.collect.prompts.rewrite_refusal`) is refused; a query gets up to
+:data:`REWRITE_ATTEMPTS` calls per run.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ecc_lib.collect.prompts import (
     RESPONSE_FORMATS,
     read_rewrites,
     rewrite_messages,
+    rewrite_refusal,
     rewrite_response_format,
 )
 from ecc_lib.collect.workers import Progress
@@ -57,8 +60,8 @@ def _reveals_answer(candidate: str, query: PreparedQuery) -> bool:
 
 
 def _accept(candidates: list[str], query: PreparedQuery, seen: set[str]) -> tuple[list, Counter]:
-    """The candidates that are new (not in ``seen``, which grows) and give no hint, and the count
-    of the refused ones by reason."""
+    """The candidates that are new (not in ``seen``, which grows), give no hint and keep the
+    question's content, and the count of the refused ones by reason."""
     accepted: list[str] = []
     refused: Counter = Counter()
     for candidate in candidates:
@@ -68,6 +71,10 @@ def _accept(candidates: list[str], query: PreparedQuery, seen: set[str]) -> tupl
             continue
         if _reveals_answer(candidate, query):
             refused["states the reference answer"] += 1
+            continue
+        reason = rewrite_refusal(candidate, query.text)
+        if reason is not None:
+            refused[reason] += 1
             continue
         seen.add(normal)
         accepted.append(candidate)
