@@ -16,7 +16,8 @@ from ecc_lib.active_probes import (
     select_probes,
 )
 from ecc_lib.comparisons import Comparisons, split_probe
-from ecc_lib.ecc import ECC, GlobalBT
+from ecc_lib.ecc import ECC
+from ecc_lib.ecc_baselines import GlobalBT
 from ecc_lib.ecc_protocol import prepare_protocol
 from ecc_lib.synthetic.capability import make_capability_data
 
@@ -189,8 +190,8 @@ def test_strategies_are_scored_on_the_same_pairs(small):
 
 
 def test_probe_active_strategy_of_the_protocol(small):
-    from ecc_lib.active_probes import probe_active
-    from ecc_lib.ecc_protocol import probe_candidate_rows
+    from ecc_lib.probe_leak import probe_candidate_rows
+    from ecc_lib.probe_strategies import probe_active
 
     protocol, model, reference = small
     candidates, _ = probe_candidate_rows(protocol, 1, score_from=3)

@@ -17,13 +17,12 @@ from sklearn.metrics import adjusted_rand_score
 from ecc_lib import ecc as ecc_module
 from ecc_lib.bradley_terry import fit_bt_pairwise
 from ecc_lib.comparisons import Comparisons
-from ecc_lib.ecc import (
-    ECC,
+from ecc_lib.ecc import ECC, evidence
+from ecc_lib.ecc_baselines import (
     ComparisonOnlyECC,
     EmbeddingClusters,
     GlobalBT,
     HumanLabelClusters,
-    evidence,
 )
 from ecc_lib.synthetic.capability import make_capability_data
 

@@ -9,17 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ecc_lib.cluster_routing import route_choices, routing_experiment
 from ecc_lib.comparisons import Comparisons, split_probe
-from ecc_lib.ecc import ECC, GlobalBT, comparison_nll, evidence
+from ecc_lib.ecc import ECC, comparison_nll, evidence
+from ecc_lib.ecc_baselines import GlobalBT
 from ecc_lib.ecc_experiments import (
     cluster_summary,
     cross_cluster_nll_gap,
     diagnostics,
     evaluate_modes,
-    new_model_experiment,
-    route_choices,
-    routing_experiment,
-    routing_over_seeds,
     sweep_clusters,
     sweep_probes,
     within_cluster_consistency,
@@ -27,18 +25,19 @@ from ecc_lib.ecc_experiments import (
 from ecc_lib.ecc_protocol import (
     METHODS,
     fit_methods,
-    make_leak_free,
     make_methods,
     prepare_protocol,
-    probe_candidate_rows,
+    run_protocol,
+    score_methods,
+)
+from ecc_lib.ecc_seeds import routing_over_seeds, run_seeds
+from ecc_lib.new_model import new_model_experiment
+from ecc_lib.probe_leak import make_leak_free, probe_candidate_rows, touching_probe
+from ecc_lib.probe_strategies import (
     probe_first,
     probe_random,
     probe_responsibilities,
     resolve_probe_strategy,
-    run_protocol,
-    run_seeds,
-    score_methods,
-    touching_probe,
 )
 from ecc_lib.synthetic.capability import make_capability_data
 
