@@ -32,7 +32,13 @@ from ecc_lib.ecc_protocol import (
 )
 from ecc_lib.ecc_seeds import routing_over_seeds, run_seeds
 from ecc_lib.new_model import new_model_experiment
-from ecc_lib.probe_leak import make_leak_free, probe_candidate_rows, touching_probe
+from ecc_lib.probe_leak import (
+    disjoint_from_probe,
+    make_leak_free,
+    probe_candidate_rows,
+    probe_models,
+    touching_probe,
+)
 from ecc_lib.probe_strategies import (
     probe_first,
     probe_random,
@@ -302,6 +308,14 @@ def test_touching_probe_on_a_hand_made_case():
         touching_probe(probe, scored), [True, False, True, False, True, False]
     )
     assert not touching_probe(None, scored).any()
+    np.testing.assert_array_equal(
+        disjoint_from_probe(scored, probe), [False, True, False, True, False, True]
+    )
+    named = probe_models(probe)
+    assert named.shape == (3, 4)
+    np.testing.assert_array_equal(np.flatnonzero(named[0]), [0, 1])
+    np.testing.assert_array_equal(np.flatnonzero(named[1]), [2, 3])
+    assert not named[2].any()
 
 
 def test_leak_split_adds_up(protocol, fitted):
