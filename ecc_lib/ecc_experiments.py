@@ -402,10 +402,8 @@ def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state
 
     Parameters
     ----------
-    data : ProtocolData
-        Comparisons, embeddings and split (:func:`~ecc_lib.ecc_protocol.prepare_protocol`).
-    fitted : dict
-        Fitted estimators by method name (:func:`~ecc_lib.ecc_protocol.fit_methods`).
+    data, fitted
+        As in :func:`evaluate_modes`.
     n_folds : int, default 5
         Folds of the consistency check.
     random_state : int, default 0
