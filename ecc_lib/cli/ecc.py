@@ -230,12 +230,12 @@ def _scheduler(scheduler: str | None):
 
 
 def format_seeds(summary: dict) -> str:
-    """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`.
+    """The printed over-seeds table of :meth:`ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
 
     Parameters
     ----------
     summary : dict
-        The output of :meth:`~ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`.
+        The output of :meth:`~ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
 
     Returns
     -------
@@ -268,7 +268,7 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
     Parameters
     ----------
     routing : dict
-        The ``routing`` block (:meth:`ecc_lib.ecc_experiments.RoutingResult.to_dict`).
+        The ``routing`` block (:meth:`ecc_lib.cluster_routing.RoutingResult.to_dict`).
     over_seeds : dict, optional
         ``{setting: {method: {"score": (mean, sd)}}}`` over seeds, appended to each line.
 
@@ -298,7 +298,8 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
-    from ecc_lib.ecc_protocol import default_methods, run_seeds
+    from ecc_lib.ecc_protocol import default_methods
+    from ecc_lib.ecc_seeds import run_seeds
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
