@@ -82,10 +82,19 @@ def _collect_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rewrite-format",
-        choices=("auto", "json_schema", "json_object", "none"),
+        choices=("auto", "json_schema", "json_object", "none", "single"),
         default="auto",
         help="response_format of the rewriting calls (default auto: structured JSON where the "
-        "server accepts it; numbered or one-per-line lists are read as a fallback)",
+        "server accepts it; numbered or one-per-line lists are read as a fallback); single: one "
+        "paraphrase per call after a worked example, for small models",
+    )
+    parser.add_argument(
+        "--rewrite-calls",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rewriting calls per query per run before its missing rewrites are given up "
+        "(default 3, or 3 per missing rewrite with --rewrite-format single)",
     )
     parser.add_argument(
         "--max-tokens",
@@ -139,6 +148,7 @@ def _collect(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         rewrite_format=args.rewrite_format,
+        rewrite_calls=args.rewrite_calls,
         concurrency=args.concurrency,
         prices=args.prices,
         timeout=args.timeout,

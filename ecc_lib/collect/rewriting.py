@@ -7,7 +7,10 @@ tolerant parser also reads numbered or one-per-line lists (:func:`ecc_lib.collec
 A candidate that equals the original or another variant, that states the reference answer the
 original does not, or that does not keep the question's content
 (:func:`ecc_lib.collect.prompts.rewrite_refusal`) is refused; a query gets up to
-:data:`REWRITE_ATTEMPTS` calls per run.
+:data:`REWRITE_ATTEMPTS` calls per run (``rewrite_calls``). With ``rewrite_format="single"`` each
+call asks for one paraphrase after a worked example
+(:func:`ecc_lib.collect.prompts.single_rewrite_messages`), which small models manage far more often
+than a list.
 """
 
 from __future__ import annotations
@@ -24,16 +27,19 @@ from ecc_lib.collect.prompts import (
     PROMPT_VERSION,
     RESPONSE_FORMATS,
     read_rewrites,
+    read_single_rewrite,
     rewrite_messages,
     rewrite_refusal,
     rewrite_response_format,
+    single_rewrite_messages,
 )
 from ecc_lib.collect.workers import Progress
 
 logger = logging.getLogger(__name__)
 
 REWRITE_ATTEMPTS = 3
-"""Calls to the rewriting model per query before its missing variants are given up (this run)."""
+"""Calls to the rewriting model per query before its missing variants are given up (this run),
+per missing variant with ``rewrite_format="single"``; ``rewrite_calls`` overrides it."""
 REWRITE_TEMPERATURE = 0.7
 """Default temperature of the rewriting calls."""
 UNSUPPORTED_FORMAT_STATUSES: frozenset[int] = frozenset({400, 415, 422})
@@ -120,7 +126,7 @@ class Rewriter:
         while True:
             kind = self.formats[0]
             extra = {**(settings["extra_body"] or {}), **spec.extra_body}
-            response_format = rewrite_response_format(kind)
+            response_format = None if kind == "single" else rewrite_response_format(kind)
             if response_format is not None:
                 extra["response_format"] = response_format
             probing = (
@@ -185,20 +191,29 @@ class Rewriter:
         missing = [v for v in range(1, n_rewrites + 1) if (key, v) not in store.rewrites]
         seen = {_normalised(text) for text in variants} | {_normalised(query.text)}
         ok = True
-        for _attempt in range(REWRITE_ATTEMPTS):
+        single = self.formats == ["single"]
+        n_calls = self.context.settings.get("rewrite_calls") or REWRITE_ATTEMPTS * (
+            len(missing) if single else 1
+        )
+        for _attempt in range(n_calls):
             if not missing:
                 break
-            messages = rewrite_messages(
-                query.text,
-                len(missing),
-                choices=query.choices,
-                passage=query.passage,
-                avoid=[v for v in variants[1:]] or None,
-            )
-            try:
-                result = await self._call(
-                    messages, max(1024, 256 + len(missing) * (len(query.text) // 2))
+            if single:
+                messages = single_rewrite_messages(
+                    query.text, choices=query.choices, passage=query.passage
                 )
+                budget = 64 + len(query.text) // 2  # one paraphrase, about as long as the text
+            else:
+                messages = rewrite_messages(
+                    query.text,
+                    len(missing),
+                    choices=query.choices,
+                    passage=query.passage,
+                    avoid=[v for v in variants[1:]] or None,
+                )
+                budget = max(1024, 256 + len(missing) * (len(query.text) // 2))
+            try:
+                result = await self._call(messages, budget)
             except FATAL_ERRORS:
                 raise
             except EndpointError as error:
@@ -208,7 +223,10 @@ class Rewriter:
                 break
             summary.n_rewrite_calls += 1
             cost, cost_source = self.context.cost(self.spec, result)
-            parsed = read_rewrites(result.content, result.finish_reason, question=query.text)
+            if single:
+                parsed = read_single_rewrite(result.content, result.finish_reason)
+            else:
+                parsed = read_rewrites(result.content, result.finish_reason, question=query.text)
             accepted, refused = _accept(parsed.rewrites, query, seen)
             problem = parsed.problem
             if problem is None and not accepted:

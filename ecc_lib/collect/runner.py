@@ -55,7 +55,7 @@ from ecc_lib.collect.context import RunContext, prepare_queries
 from ecc_lib.collect.errors import StoreError
 from ecc_lib.collect.models import ModelSpec, parse_model_spec, parse_models
 from ecc_lib.collect.pricing import price_table
-from ecc_lib.collect.prompts import PROMPT_VERSION, RESPONSE_FORMATS
+from ecc_lib.collect.prompts import PROMPT_VERSION, REWRITE_FORMATS
 from ecc_lib.collect.queries import check_queries, read_queries_file
 from ecc_lib.collect.rewriting import REWRITE_TEMPERATURE, Rewriter
 from ecc_lib.collect.scorers import Scorer
@@ -90,6 +90,7 @@ async def acollect(
     max_tokens: int | None = 1024,
     rewrite_temperature: float = REWRITE_TEMPERATURE,
     rewrite_format: str = "auto",
+    rewrite_calls: int | None = None,
     concurrency: int = 8,
     prices: Mapping | str | Path | None = None,
     scorer: str | Scorer | Mapping[str, str | Scorer] | None = None,
@@ -109,7 +110,7 @@ async def acollect(
     ----------
     queries, models, base_url, store_dir
         As in :func:`collect`.
-    api_key_env, rewriter, n_rewrites, n_decodes, temperature, top_p, max_tokens, rewrite_temperature, rewrite_format, concurrency, prices, scorer, timeout, max_retries, max_consecutive_errors, backoff_base, backoff_max, extra_body, random_state, show_progress, fsync
+    api_key_env, rewriter, n_rewrites, n_decodes, temperature, top_p, max_tokens, rewrite_temperature, rewrite_format, rewrite_calls, concurrency, prices, scorer, timeout, max_retries, max_consecutive_errors, backoff_base, backoff_max, extra_body, random_state, show_progress, fsync
         Keyword options, as in :func:`collect`.
 
     Returns
@@ -135,10 +136,10 @@ async def acollect(
             f"need max_retries >= 0 and max_consecutive_errors >= 1, got {max_retries}, "
             f"{max_consecutive_errors}"
         )
-    if rewrite_format != "auto" and rewrite_format not in RESPONSE_FORMATS:
-        raise ValueError(
-            f"rewrite_format must be 'auto' or one of {RESPONSE_FORMATS}, got {rewrite_format!r}"
-        )
+    if rewrite_format not in REWRITE_FORMATS:
+        raise ValueError(f"rewrite_format must be one of {REWRITE_FORMATS}, got {rewrite_format!r}")
+    if rewrite_calls is not None and (isinstance(rewrite_calls, bool) or rewrite_calls < 1):
+        raise ValueError(f"rewrite_calls must be a whole number >= 1, got {rewrite_calls!r}")
     base_url = check_base_url(base_url)
     if isinstance(queries, (str, Path)):
         table = read_queries_file(queries)
@@ -200,6 +201,7 @@ async def acollect(
         "max_tokens": max_tokens,
         "rewrite_temperature": float(rewrite_temperature),
         "rewrite_format": rewrite_format,
+        "rewrite_calls": None if rewrite_calls is None else int(rewrite_calls),
         "concurrency": int(concurrency),
         "timeout": float(timeout),
         "max_retries": int(max_retries),
@@ -386,11 +388,15 @@ def collect(*args: Any, **kwargs: Any) -> CollectionSummary:
     temperature, top_p, max_tokens
         Decoding settings of the answers (per-query columns override them).
     rewrite_temperature : float, default 0.7
-    rewrite_format : {"auto", "json_schema", "json_object", "none"}, default "auto"
+    rewrite_format : {"auto", "json_schema", "json_object", "none", "single"}, default "auto"
         ``response_format`` of the rewriting calls. ``"auto"`` asks for JSON-schema structured
         output and steps down (JSON mode with the schema, then plain text) when the server
         answers 400/415/422. Whatever comes back, a tolerant parser also reads numbered and
-        one-per-line lists; the summary counts the calls that needed it.
+        one-per-line lists; the summary counts the calls that needed it. ``"single"`` asks for
+        one paraphrase per call after a worked example, for small models.
+    rewrite_calls : int, optional
+        Rewriting calls per query per run before its missing variants are given up (default 3,
+        or 3 per missing variant with ``"single"``).
     concurrency : int, default 8
         Calls in flight at once.
     prices : mapping or path, optional

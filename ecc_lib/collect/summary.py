@@ -55,7 +55,8 @@ class CollectionSummary:
     rewrite_problems : dict
         Reason -> number of rewriting calls.
     rewrite_format : str or None
-        The ``response_format`` the run ended up using for rewrites.
+        The ``response_format`` the run ended up using for rewrites, or ``"single"`` (one
+        paraphrase per call).
     spend_usd : float
         Known cost of this run's calls (answers and rewrites).
     elapsed_s : float
@@ -108,18 +109,26 @@ class CollectionSummary:
         """
         if not self.n_rewrite_calls and not self.n_rewrite_unusable:
             return "no rewrite calls"
-        text = (
-            f"{self.n_rewrite_calls} rewrite call(s): {self.n_rewrite_structured} read as JSON, "
-            f"{self.n_rewrite_fallback} needed the list fallback, {self.n_rewrite_unusable} gave "
-            "no usable rewrite"
-        )
+        if self.rewrite_format == "single":
+            text = (
+                f"{self.n_rewrite_calls} rewrite call(s) asking for one paraphrase each: "
+                f"{self.n_rewrite_unusable} gave no usable rewrite"
+            )
+        else:
+            text = (
+                f"{self.n_rewrite_calls} rewrite call(s): {self.n_rewrite_structured} read as "
+                f"JSON, {self.n_rewrite_fallback} needed the list fallback, "
+                f"{self.n_rewrite_unusable} gave no usable rewrite"
+            )
         if self.rewrite_problems:
             reasons = "; ".join(
                 f"{reason}: {count}"
                 for reason, count in sorted(self.rewrite_problems.items(), key=lambda kv: -kv[1])
             )
             text += f" ({reasons})"
-        if self.rewrite_format:
+        if self.rewrite_format == "single":
+            text += "; rewrite format single"
+        elif self.rewrite_format:
             text += f"; response_format {self.rewrite_format}"
         return text
 
