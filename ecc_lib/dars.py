@@ -37,7 +37,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ecc_lib.schema import REQUIRED_OUTCOME_COLUMNS, DataValidationError, validate_outcomes
+from ecc_lib.schema import (
+    REQUIRED_OUTCOME_COLUMNS,
+    DataValidationError,
+    QueryModelAxes,
+    _require_columns,
+    _where,
+    validate_outcomes,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +66,7 @@ _TIE_TOL = 1e-12
 
 
 @dataclass(frozen=True)
-class RepeatedObservations:
+class RepeatedObservations(QueryModelAxes):
     """Observations of a complete (query x model) grid, sorted by pair.
 
     Build with :func:`repeated_observations`. Observation ``i`` belongs to pair ``pair[i]`` =
@@ -101,16 +108,6 @@ class RepeatedObservations:
     cost_scale: tuple[float, float]
     subset: str = "both"
     dropped_query_ids: tuple[str, ...] = field(default=())
-
-    @property
-    def n_queries(self) -> int:
-        """Number of queries."""
-        return int(len(self.query_ids))
-
-    @property
-    def n_models(self) -> int:
-        """Number of models."""
-        return len(self.models)
 
     @property
     def n_observations(self) -> int:
@@ -174,9 +171,7 @@ class RepeatedObservations:
         -------
         RepeatedObservations
         """
-        query_mask = np.asarray(query_mask, dtype=bool)
-        if query_mask.shape != (self.n_queries,):
-            raise ValueError(f"query_mask must have shape ({self.n_queries},)")
+        query_mask = self._query_mask(query_mask)
         keep = query_mask[self.pair // self.n_models]
         out = _regroup(self, keep, self.subset, query_mask=query_mask)
         return replace(out, dropped_query_ids=())
@@ -287,16 +282,11 @@ def repeated_observations(
         return outcomes
     if incomplete not in ("drop", "raise"):
         raise ValueError(f"incomplete must be 'drop' or 'raise', got {incomplete!r}")
-    where = f"{source}: " if source else ""
+    where = _where(source)
     if validate:
         frame = validate_outcomes(outcomes, source=source)
     else:
-        missing = [c for c in REQUIRED_OUTCOME_COLUMNS if c not in outcomes.columns]
-        if missing:
-            raise DataValidationError(
-                f"{where}outcomes table is missing column(s) {missing}; "
-                f"found columns {list(outcomes.columns)}"
-            )
+        _require_columns(outcomes, REQUIRED_OUTCOME_COLUMNS, "outcomes", source)
         frame = outcomes
     qcode, query_ids = pd.factorize(frame["query_id"].astype(str), sort=False)
     mcode, models = pd.factorize(frame["model"].astype(str), sort=True)
@@ -440,7 +430,7 @@ def observation_subsets(
 
 
 @dataclass(frozen=True)
-class CapabilityDistributions:
+class CapabilityDistributions(QueryModelAxes):
     """Per (query, model) capability summary: the DARS targets (or single-shot ones).
 
     Attributes
@@ -469,16 +459,6 @@ class CapabilityDistributions:
     cost_available: bool = True
     kind: str = "dars"
     subset: str = "both"
-
-    @property
-    def n_queries(self) -> int:
-        """Number of queries."""
-        return int(len(self.query_ids))
-
-    @property
-    def n_models(self) -> int:
-        """Number of models."""
-        return len(self.models)
 
     def utility(
         self, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
