@@ -455,3 +455,20 @@ def test_cli_reports_failing_notebook(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.startswith("ecc-lab run: error: notebook 02_second.ipynb failed in cell 3 (In [2])")
     assert "ValueError: planted failure" in err
+
+
+def test_reading_a_run_creates_no_folders(tmp_path):
+    run_dir = tmp_path / "absent"
+    context = run_folder.run_context(run_dir, create=False)
+    assert context.run_dir == run_dir.resolve()
+    assert context.figures_dir == run_dir.resolve() / "figures"
+    assert context.metrics_path == run_dir.resolve() / "metrics.json"
+    assert run_folder.list_figures(run_dir).empty
+    assert run_folder.list_tables(run_dir).empty
+    assert run_folder.collect_metrics(run_dir) == {"parameters": {}}
+    assert provenance.provenance(run_dir)["datasets"] == {}
+    assert not run_dir.exists()
+    created = run_folder.run_context(context)
+    assert created is context
+    for folder in ("figures", "tables", "metrics", "provenance"):
+        assert (run_dir / folder).is_dir()
