@@ -186,20 +186,8 @@ class Comparisons(QueryModelAxes):
             models=self.models,
         )
 
-    def select_queries(self, query_mask: np.ndarray) -> Comparisons:
-        """Keep the queries where ``query_mask`` (aligned to :attr:`query_ids`) is true, re-coded
-        so that ``query`` indexes the kept queries in their original order.
-
-        Parameters
-        ----------
-        query_mask : ndarray of bool, shape (n_queries,)
-            Queries to keep.
-
-        Returns
-        -------
-        Comparisons
-        """
-        query_mask = self._query_mask(query_mask)
+    def _keep_queries(self, query_mask: np.ndarray) -> Comparisons:
+        # the rows of the kept queries, with ``query`` re-coded to index the kept queries
         new_index = np.cumsum(query_mask) - 1
         rows = query_mask[self.query]
         return Comparisons(

@@ -107,19 +107,7 @@ class CapabilityDistributions(QueryModelAxes):
         """
         return utility(self.mu_q, self.mu_c, self.sigma_q, cost_weight=cost_weight, beta=beta)
 
-    def select_queries(self, query_mask: np.ndarray) -> CapabilityDistributions:
-        """Keep the queries where ``query_mask`` is true (rows in the same order).
-
-        Parameters
-        ----------
-        query_mask : ndarray of bool, shape (n_queries,)
-            Queries to keep.
-
-        Returns
-        -------
-        CapabilityDistributions
-        """
-        mask = np.asarray(query_mask)
+    def _keep_queries(self, mask: np.ndarray) -> CapabilityDistributions:
         return replace(
             self,
             query_ids=self.query_ids[mask],

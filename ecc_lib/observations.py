@@ -136,19 +136,8 @@ class RepeatedObservations(QueryModelAxes):
         keep = self.decode_id == 0 if name == "input" else self.variant_id == 0
         return _regroup(self, keep, name)
 
-    def select_queries(self, query_mask: np.ndarray) -> RepeatedObservations:
-        """Keep the queries where ``query_mask`` (aligned to :attr:`query_ids`) is true.
-
-        Parameters
-        ----------
-        query_mask : ndarray of bool, shape (n_queries,)
-            Queries to keep.
-
-        Returns
-        -------
-        RepeatedObservations
-        """
-        query_mask = self._query_mask(query_mask)
+    def _keep_queries(self, query_mask: np.ndarray) -> RepeatedObservations:
+        # queries left out by the mask are not incomplete ones: ``dropped_query_ids`` is empty
         keep = query_mask[self.pair // self.n_models]
         out = _regroup(self, keep, self.subset, query_mask=query_mask)
         return replace(out, dropped_query_ids=())

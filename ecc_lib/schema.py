@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Self
 
 import numpy as np
 import pandas as pd
@@ -46,12 +47,13 @@ class DataValidationError(ValueError):
 
 
 class QueryModelAxes:
-    """Counts of the two axes shared by the package's containers of per-(query, model) data.
+    """The two axes shared by the package's containers of per-(query, model) data.
 
     Mixed into frozen dataclasses that hold ``query_ids`` (one entry per query) and ``models`` (one
     name per model): :class:`ecc_lib.comparisons.Comparisons`,
     :class:`ecc_lib.observations.RepeatedObservations` and
-    :class:`ecc_lib.dars.CapabilityDistributions`.
+    :class:`ecc_lib.dars.CapabilityDistributions`. Each says how it keeps a subset of its queries
+    (``_keep_queries``); :meth:`select_queries` checks the mask for all of them.
     """
 
     query_ids: np.ndarray
@@ -67,12 +69,27 @@ class QueryModelAxes:
         """Number of models."""
         return len(self.models)
 
-    def _query_mask(self, query_mask: np.ndarray) -> np.ndarray:
-        """``query_mask`` as a boolean array aligned to :attr:`query_ids` (ValueError otherwise)."""
+    def select_queries(self, query_mask: np.ndarray) -> Self:
+        """The same container restricted to the queries where ``query_mask`` is true.
+
+        Parameters
+        ----------
+        query_mask : ndarray of bool, shape (n_queries,)
+            Queries to keep, aligned to :attr:`query_ids`.
+
+        Returns
+        -------
+        same type as the container
+            Its ``query_ids`` are ``query_ids[query_mask]`` in their original order; the data of
+            the kept queries follow them, re-coded where they index queries.
+        """
         query_mask = np.asarray(query_mask, dtype=bool)
         if query_mask.shape != (self.n_queries,):
             raise ValueError(f"query_mask must have shape ({self.n_queries},)")
-        return query_mask
+        return self._keep_queries(query_mask)
+
+    def _keep_queries(self, query_mask: np.ndarray) -> Self:
+        raise NotImplementedError(f"{type(self).__name__} does not say how it keeps queries")
 
 
 def _where(source: str | None) -> str:

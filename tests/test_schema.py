@@ -160,8 +160,12 @@ def test_query_model_axes_count_and_check_masks():
     for container in (obs, distributions, comparisons):
         assert isinstance(container, QueryModelAxes)
         assert (container.n_queries, container.n_models) == (6, 3)
-    for container in (obs, comparisons):
+    mask = np.arange(6) % 3 != 1
+    for container in (obs, distributions, comparisons):
         with pytest.raises(ValueError, match=r"query_mask must have shape \(6,\)"):
             container.select_queries(np.ones(5, dtype=bool))
-    mask = np.arange(6) < 4
-    assert obs.select_queries(mask).n_queries == comparisons.select_queries(mask).n_queries == 4
+        part = container.select_queries(mask)
+        assert type(part) is type(container)
+        assert part.query_ids.tolist() == obs.query_ids[mask].tolist()
+        assert part.models == obs.models
+    assert comparisons.select_queries(mask).query.tolist() == [0, 3]  # re-coded: query 5 is 4th
