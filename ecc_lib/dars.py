@@ -40,6 +40,7 @@ import pandas as pd
 
 from ecc_lib.observations import SUBSETS as SUBSETS
 from ecc_lib.observations import RepeatedObservations, repeated_observations
+from ecc_lib.observations import _normalise_cost as _normalise_cost  # ecc_lib.distributed
 from ecc_lib.observations import observation_subsets as observation_subsets
 from ecc_lib.schema import QueryModelAxes
 
