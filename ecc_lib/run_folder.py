@@ -370,6 +370,37 @@ def record_metrics(
     return path
 
 
+def record_metric_entry(
+    run_dir: str | os.PathLike | RunContext, section: str, key: str, value: Any
+) -> Path:
+    """Set ``metrics.json[section][key]`` to ``value``, keeping the section's other keys.
+
+    For sections that collect one entry per dataset (``data_policy``, ``embeddings``), written by
+    whichever notebook loads that dataset.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+    section : str
+        Top-level key in ``metrics.json``.
+    key : str
+        Key inside the section (a dataset label).
+    value : object
+        JSON-able value (converted as by :func:`record_metrics`).
+
+    Returns
+    -------
+    Path
+        The section's fragment.
+    """
+    context = run_context(run_dir)
+    path = context.metrics_dir / f"{section}.json"
+    values = _read_json(path).get("values", {}) if path.exists() else {}
+    values[str(key)] = value
+    return record_metrics(context, section, values)
+
+
 def collect_metrics(run_dir: str | os.PathLike | RunContext) -> dict:
     """Merge the fragments under ``metrics/`` into ``{section: values, "parameters": {...}}``.
 
