@@ -68,7 +68,11 @@ def rewrite_response(model: str, messages: list) -> str:
     question = re.search(r"Question:\n(.*?)(?:\n\n(?:Options|Make each)|\Z)", text, re.S)
     stem = question.group(1).strip() if question else text
     offset = len(re.findall(r"^- ", text, re.M))  # existing rewrites to differ from
-    rewrites = [f"Rephrasing {offset + k + 1} by {model}: {stem}" for k in range(count)]
+    # numbered in words: a digit the question lacks would be refused as an added number
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+    rewrites = [
+        f"Rephrasing {words[(offset + k + 1) % 10]} by {model}: {stem}" for k in range(count)
+    ]
     return json.dumps({"rewrites": rewrites})
 
 

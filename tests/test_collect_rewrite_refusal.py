@@ -17,6 +17,18 @@ QUESTION = "Ali had $21. Leila gave him half of her $100. How much does Ali have
         ("$$21.07", "drops a number of the question"),  # what SmolLM2-135M returned
         ("$21.08", "drops a number of the question"),
         ("Ali had $21 and $100.", "too short to be the whole question"),
+        (
+            "Ali had $21 and got $50 of Leila's $100, so he has $71. How much is that?",
+            "adds a number the question does not have",
+        ),
+        (
+            "To find it, add half of Leila's $100 to Ali's $21: how much does Ali have now?",
+            "works on the answer",
+        ),
+        (
+            "Ali had $21 and Leila gave him half her $100; we need to add. How much now?",
+            "works on the answer",
+        ),
         ("Ali has $21; Leila hands him half of her $100. How much money does Ali hold now?", None),
         ("Leila gave Ali half of her 100 dollars and he had 21 before. What has he now?", None),
     ],
@@ -94,7 +106,8 @@ def test_single_format_asks_one_paraphrase_per_call_and_refuses_fragments(tmp_pa
     from ecc_lib.cli import main
 
     def replies(question, n):  # a fragment first, then labelled paraphrases
-        return "72" if n == 1 else f'Paraphrase: "Put differently ({n}): {question}"\nextra line'
+        mark = "abcdefgh"[n]  # no new number: a digit would be refused as an added number
+        return "72" if n == 1 else f'Paraphrase: "Put differently ({mark}): {question}"\nextra line'
 
     queries = tmp_path / "queries.jsonl"
     QUERIES.to_json(queries, orient="records", lines=True)
@@ -140,7 +153,7 @@ def test_rewrite_calls_bounds_the_calls_and_missing_variants_are_counted(tmp_pat
     assert summary.n_missing_variants == 6 and not summary.complete
     assert summary.rewrite_problems == {
         "every candidate refused (drops a number of the question)": 2,
-        "every candidate refused (too short to be the whole question)": 4,
+        "every candidate refused (adds a number the question does not have)": 4,
     }
 
 

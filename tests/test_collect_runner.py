@@ -201,8 +201,8 @@ def test_rewrite_response_of_the_fake_server_follows_the_prompt():
 
     messages = rewrite_messages("Q?", 2, avoid=["old one"])
     assert parse_rewrites(rewrite_response("m", messages)) == [
-        "Rephrasing 2 by m: Q?",
-        "Rephrasing 3 by m: Q?",
+        "Rephrasing two by m: Q?",
+        "Rephrasing three by m: Q?",
     ]
 
 

@@ -424,6 +424,13 @@ MIN_REWRITE_WORD_SHARE = 0.5
 """A rewrite of a question of six words or more needs at least this share of its words."""
 
 
+_SOLVING_RE = re.compile(
+    r"\s=\s|\banswer (?:is|would be)\b|\bwe (?:need|have) to\b|"
+    r"^\s*(?:to (?:find|solve|calculate|determine|figure out)|let's|first,)\b",
+    re.IGNORECASE,
+)
+
+
 def _numbers(text: str) -> set[str]:
     return {match.replace(",", "").rstrip(".") for match in _NUMBER_RE.findall(text)}
 
@@ -432,10 +439,13 @@ def rewrite_refusal(candidate: str, question: str) -> str | None:
     """Why a parsed rewrite cannot stand for the question, or ``None`` when it can.
 
     A rewrite must keep the question's content (the system prompt asks to keep every number and
-    constraint): small models often return an answer, a fragment or one sentence of the question
-    instead, which would make the input-side flip rate measure noise rather than wording. Refused
-    are a rewrite that drops a number of the question (``"21"``, ``"3.5"``, ``"1,000"`` must all
-    appear, in any format of thousands separators), and one with fewer than
+    constraint and never to answer): small models often return an answer, a fragment, one sentence
+    of the question or the start of a solution instead, which would make the input-side flip rate
+    measure noise rather than wording. Refused are a rewrite that drops a number of the question
+    (``"21"``, ``"3.5"``, ``"1,000"`` must all appear, in any format of thousands separators),
+    one that adds a number the question does not have (a result or a made-up value), one that
+    works on the answer (``" = "``, "the answer is", "we need to", or opening with "To find",
+    "To solve", "Let's", "First,") unless the question itself does, and one with fewer than
     :data:`MIN_REWRITE_WORD_SHARE` of the words of a question of six words or more.
 
     Parameters
@@ -448,11 +458,16 @@ def rewrite_refusal(candidate: str, question: str) -> str | None:
     Returns
     -------
     str or None
-        ``"drops a number of the question"``, ``"too short to be the whole question"`` or
-        ``None``.
+        ``"drops a number of the question"``, ``"adds a number the question does not have"``,
+        ``"works on the answer"``, ``"too short to be the whole question"`` or ``None``.
     """
-    if not _numbers(question) <= _numbers(candidate):
+    in_question, in_candidate = _numbers(question), _numbers(candidate)
+    if not in_question <= in_candidate:
         return "drops a number of the question"
+    if not in_candidate <= in_question:
+        return "adds a number the question does not have"
+    if _SOLVING_RE.search(candidate) and not _SOLVING_RE.search(question):
+        return "works on the answer"
     n_words = len(question.split())
     if n_words >= 6 and len(candidate.split()) < MIN_REWRITE_WORD_SHARE * n_words:
         return "too short to be the whole question"
