@@ -248,7 +248,7 @@ def _contrast(a, b) -> float:
 def test_heatmap_text_contrasts_with_every_cell(cmap):
     matrix = np.linspace(-1, 1, 60).reshape(6, 10)
     fig, ax = plt.subplots()
-    image = plotting._heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
+    image = plotting.style._heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
     colours = image.cmap(image.norm(matrix))
     texts = ax.texts
     assert len(texts) == matrix.size
