@@ -35,6 +35,17 @@ def _no_negative_zero(function):
     return wrapper
 
 
+_UNIT_FORMATS = {
+    "%": (100, ".1f", "%"),
+    "pct": (1, ".1f", "%"),
+    "pp": (1, "+.1f", " pp"),
+    "pp_share": (100, "+.1f", " pp"),
+    "signed": (1, "+.3f", ""),
+}
+"""Unit code -> (scale, format spec, unit sign) of :func:`format_number` (``count`` aside)."""
+_PLAIN = (1, ".3f", "")
+
+
 @_no_negative_zero
 def format_number(value: Any, unit: str = "") -> str:
     """One number in the report's style.
@@ -55,34 +66,17 @@ def format_number(value: Any, unit: str = "") -> str:
     """
     if not _finite(value):
         return DASH
-    v = float(value)
-    if unit == "%":
-        return f"{100 * v:.1f}%"
-    if unit == "pct":
-        return f"{v:.1f}%"
-    if unit == "pp":
-        return f"{v:+.1f} pp"
-    if unit == "pp_share":
-        return f"{100 * v:+.1f} pp"
     if unit == "count":
-        return f"{round(v):,}"
-    if unit == "signed":
-        return f"{v:+.3f}"
-    return f"{v:.3f}"
+        return f"{round(float(value)):,}"
+    scale, spec, sign = _UNIT_FORMATS.get(unit, _PLAIN)
+    return f"{scale * float(value):{spec}}{sign}"
 
 
 @_no_negative_zero
 def _bare(value: float, unit: str) -> str:
     """A bound of an interval: the number without its unit sign."""
-    if unit == "%":
-        return f"{100 * value:.1f}"
-    if unit in ("pct", "pp"):
-        return f"{value:.1f}" if unit == "pct" else f"{value:+.1f}"
-    if unit == "pp_share":
-        return f"{100 * value:+.1f}"
-    if unit == "signed":
-        return f"{value:+.3f}"
-    return f"{value:.3f}"
+    scale, spec, _ = _UNIT_FORMATS.get(unit, _PLAIN)
+    return f"{scale * value:{spec}}"
 
 
 def _ci_text(ci: Sequence[Any] | None, unit: str) -> str:
