@@ -131,6 +131,34 @@ def use_dask(client=None, partition_rows: int | None = None) -> Iterator[None]:
         _ACTIVE.reset(token)
 
 
+@contextlib.contextmanager
+def scheduler_context(scheduler: str = "", partition_rows: int | None = None) -> Iterator:
+    """Run the ECC-family fits of the block on ``scheduler``, or in memory when it is empty.
+
+    The one switch behind ``--scheduler`` and the notebooks' ``scheduler`` parameter:
+    ``""`` changes nothing, ``"local"`` starts a local cluster for the block, anything else is
+    the address of a running scheduler (:func:`dask_client`); inside the block every ECC fit runs
+    on Dask partitions (:func:`use_dask`).
+
+    Parameters
+    ----------
+    scheduler : str
+        ``""`` (in memory), ``"local"`` or a scheduler address such as ``tcp://10.0.0.5:8786``.
+    partition_rows : int, optional
+        Queries per partition (see :func:`use_dask`).
+
+    Yields
+    ------
+    distributed.Client or None
+        The client, or ``None`` in memory.
+    """
+    if not scheduler:
+        yield None
+        return
+    with dask_client(scheduler) as client, use_dask(client, partition_rows):
+        yield client
+
+
 def active(embeddings=None) -> bool:
     """Whether an ECC fit should run partitioned: inside :func:`use_dask`, or on a dask array.
 
@@ -645,3 +673,39 @@ def dars_statistics(
     elif not binary:
         logger.info("dars_statistics: scores are not binary, so no exact flip readings")
     return DarsStatistics(dist, u, labels, flip)
+
+
+def flip_rate_agreement(stats: DarsStatistics, summary: dict):
+    """The Dask flip readings beside the in-memory ones, and their differences.
+
+    Parameters
+    ----------
+    stats : DarsStatistics
+        From :func:`dars_statistics`.
+    summary : dict
+        ``summary`` of the in-memory :func:`ecc_lib.dars_diagnostics.label_instability` result on
+        the same observations (the side that pools rewrites and decodes when both exist).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per reading (pairwise, strict, change): ``in_memory``, ``dask`` and
+        ``difference`` (dask minus in memory); empty when the scores are not binary (Dask gives
+        exact readings only for binary scores).
+    """
+    import pandas as pd
+
+    keys = {
+        "pairwise": "winner_flip_rate",
+        "strict": "winner_flip_rate_strict",
+        "change": "winner_change_rate",
+    }
+    columns = ["reading", "in_memory", "dask", "difference"]
+    if not stats.flip_rates:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for reading, key in keys.items():
+        here, there = summary.get(key), stats.flip_rates[reading]["mean"]
+        difference = None if here is None else float(there) - float(here)
+        rows.append((reading, here, there, difference))
+    return pd.DataFrame(rows, columns=columns)

@@ -422,3 +422,35 @@ def test_example_configuration_is_valid_for_the_notebooks():
     for stem, params in resolved.items():
         for name, value in params.items():
             assert value == declared[stem][name]["default"], (stem, name)
+
+
+def test_scheduler_parameter_runs_the_fits_on_dask_with_the_same_numbers(tiny_run):
+    """02 and 03 with ``scheduler="local"``: the ECC fits run partitioned on a local Dask cluster
+    and the DARS readings come from Dask group-bys, with the in-memory numbers."""
+    root, folder, config, result = tiny_run
+    on_dask = {
+        **config,
+        "02_label_instability": {**config["02_label_instability"], "scheduler": "local"},
+        "03_clustering": {**config["03_clustering"], "scheduler": "local"},
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ECC_LIB_CACHE_DIR", str(root / "cache"))
+        dask_run = pipeline.run_pipeline(
+            config=on_dask, only="02,03", out=root / "dask", dataset=str(folder), progress=False
+        )
+    first = json.loads(result.metrics_path.read_text())
+    second = json.loads(dask_run.metrics_path.read_text())
+    assert second["parameters"]["ecc"]["scheduler"] == "local"
+    for key in ("ranking_quality_gain", "ranking_quality_gain_disjoint"):
+        for method, gain in first["ecc"][key].items():
+            assert second["ecc"][key][method] == pytest.approx(gain, abs=0.01), (key, method)
+    for key, gain in first["ecc"]["gain_vs_k"].items():
+        assert second["ecc"]["gain_vs_k"][key] == pytest.approx(gain, abs=0.01), key
+    dask = second["dars"]["dask"]
+    assert dask["scheduler"] == "local"
+    assert dask["max_abs_difference"] < 1e-9
+    assert dask["flip_rates"]["pairwise"]["mean"] == pytest.approx(
+        second["dars"]["winner_flip_rate"]
+    )
+    assert first["dars"]["dask"] is None
+    assert (dask_run.run_dir / "tables" / "02_dask_agreement.csv").exists()

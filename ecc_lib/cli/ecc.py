@@ -219,16 +219,9 @@ def _mean_sd(mean, sd) -> str:
 
 def _scheduler(scheduler: str | None):
     """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
-    import contextlib
+    from ecc_lib.distributed import scheduler_context
 
-    if scheduler is None:
-        return contextlib.nullcontext()
-    from ecc_lib.distributed import dask_client, use_dask
-
-    stack = contextlib.ExitStack()
-    client = stack.enter_context(dask_client(scheduler))
-    stack.enter_context(use_dask(client))
-    return stack
+    return scheduler_context(scheduler or "")
 
 
 def format_seeds(summary: dict) -> str:

@@ -336,6 +336,46 @@ def read_rewrites(
     return ParsedRewrites([], "none", "nothing readable as rewrites")
 
 
+_NUMBER_RE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+MIN_REWRITE_WORD_SHARE = 0.5
+"""A rewrite of a question of six words or more needs at least this share of its words."""
+
+
+def _numbers(text: str) -> set[str]:
+    return {match.replace(",", "").rstrip(".") for match in _NUMBER_RE.findall(text)}
+
+
+def rewrite_refusal(candidate: str, question: str) -> str | None:
+    """Why a parsed rewrite cannot stand for the question, or ``None`` when it can.
+
+    A rewrite must keep the question's content (the system prompt asks to keep every number and
+    constraint): small models often return an answer, a fragment or one sentence of the question
+    instead, which would make the input-side flip rate measure noise rather than wording. Refused
+    are a rewrite that drops a number of the question (``"21"``, ``"3.5"``, ``"1,000"`` must all
+    appear, in any format of thousands separators), and one with fewer than
+    :data:`MIN_REWRITE_WORD_SHARE` of the words of a question of six words or more.
+
+    Parameters
+    ----------
+    candidate : str
+        A rewrite read from the rewriter's response.
+    question : str
+        The original question stem.
+
+    Returns
+    -------
+    str or None
+        ``"drops a number of the question"``, ``"too short to be the whole question"`` or
+        ``None``.
+    """
+    if not _numbers(question) <= _numbers(candidate):
+        return "drops a number of the question"
+    n_words = len(question.split())
+    if n_words >= 6 and len(candidate.split()) < MIN_REWRITE_WORD_SHARE * n_words:
+        return "too short to be the whole question"
+    return None
+
+
 def parse_rewrites(content: str | None) -> list[str]:
     """Rewrites in a rewriter's response (see :func:`read_rewrites`); empty when nothing can be
     read.

@@ -72,6 +72,7 @@ from ecc_lib.collect.prompts import (
     answer_messages,
     read_rewrites,
     rewrite_messages,
+    rewrite_refusal,
     rewrite_response_format,
 )
 from ecc_lib.collect.queries import check_queries, read_queries_file
@@ -527,6 +528,10 @@ class _Run:
                     continue
                 if _reveals_answer(candidate, query):
                     refused["states the reference answer"] += 1
+                    continue
+                reason = rewrite_refusal(candidate, query.text)
+                if reason is not None:
+                    refused[reason] += 1
                     continue
                 seen.add(normal)
                 accepted.append(candidate)
