@@ -20,7 +20,7 @@ import os
 import time
 
 from ecc_lib import provenance
-from ecc_lib.ecc_protocol import run_seeds
+from ecc_lib.ecc_seeds import run_seeds
 from ecc_lib.embeddings import embed_texts
 
 

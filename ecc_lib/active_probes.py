@@ -22,6 +22,9 @@ Expected entropy of candidate ``(a, b)`` for query ``q`` with current posterior 
     EH(a, b) = P(b wins) H(r^1_q) + (1 - P(b wins)) H(r^0_q)
 
 Everything runs over candidate rows (one row per query and pair), never a loop over pairs.
+The greedy choice (:func:`active_steps`) serves both :func:`select_probes` here (candidates: every
+existing pair of the score matrix that is not scored) and the protocol's ``"active"`` strategy
+:func:`ecc_lib.probe_strategies.probe_active` (candidates: the protocol's candidate rows).
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from scipy.special import expit, log_softmax
 from ecc_lib.bradley_terry import log_sigmoid
 from ecc_lib.comparisons import Comparisons, split_probe
 from ecc_lib.ecc import comparison_nll, evidence
-from ecc_lib.label_informed import probe_models
 from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.probe_leak import probe_models
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +197,74 @@ def _recode(comp: Comparisons, like: Comparisons) -> Comparisons:
     )
 
 
+def active_steps(
+    comparisons: Comparisons,
+    candidates: np.ndarray,
+    model,
+    embeddings: np.ndarray | None,
+    labels,
+    n_probes: int,
+    criterion: str = "entropy",
+) -> list[np.ndarray]:
+    """Greedy active probes: at each of ``n_probes`` steps, the candidate row of each query whose
+    outcome leaves the smallest expected uncertainty (:func:`expected_entropy`), given the probes
+    revealed at the earlier steps.
+
+    Parameters
+    ----------
+    comparisons : Comparisons
+        Rows to choose from (with their outcomes), grouped by query.
+    candidates : ndarray of bool, shape (len(comparisons),)
+        Rows that may be chosen.
+    model : fitted ECC-like estimator
+        Needs ``theta_``, ``temperature`` and ``predict_responsibilities``.
+    embeddings : ndarray, shape (n_queries, d), optional
+        Of the queries (rows aligned to ``comparisons.query_ids``).
+    labels : array-like, optional
+        Categories of the queries (passed to ``predict_responsibilities``).
+    n_probes : int
+        Steps (probes per query at most).
+    criterion : {"entropy", "predictive"}, default "entropy"
+        See :func:`expected_entropy`.
+
+    Returns
+    -------
+    list of ndarray of int
+        Per step, the chosen rows of ``comparisons`` (at most one per query, in query order);
+        the list stops early when the candidates run out.
+    """
+    n = comparisons.n_queries
+    resp = model.predict_responsibilities(embeddings, None, "embedding", labels)
+    base = log_softmax(np.log(np.clip(resp, 1e-300, None)), axis=1)
+    loglik = np.zeros_like(base)
+    n_rev = np.zeros(n, dtype=np.int64)
+    chosen = np.zeros(len(comparisons), dtype=bool)
+    steps = []
+    for _ in range(n_probes):
+        rows = np.flatnonzero(candidates & ~chosen)
+        if len(rows) == 0:
+            break
+        key = expected_entropy(
+            model.theta_,
+            base,
+            loglik,
+            n_rev,
+            float(model.temperature),
+            comparisons.query[rows],
+            comparisons.model_a[rows],
+            comparisons.model_b[rows],
+            criterion,
+        )
+        pick = _first_per_query(comparisons.query[rows], key, n)
+        picked = rows[pick[pick >= 0]]
+        chosen[picked] = True
+        step = comparisons.take(picked)
+        n_rev[step.query] += 1
+        loglik += evidence(model.theta_, step)  # one comparison per query: its log-likelihood
+        steps.append(picked)
+    return steps
+
+
 def select_probes(
     model,
     scores: np.ndarray,
@@ -256,45 +327,21 @@ def select_probes(
         return split_probe(test, n_probes)[0]
     scored = split_probe(test, score_from)[1]
     n = test.n_queries
-    rng = np.random.default_rng(random_state)
-    if strategy == "active":
-        base = log_softmax(
-            np.log(
-                np.clip(
-                    model.predict_responsibilities(embeddings, None, "embedding", labels),
-                    1e-300,
-                    None,
-                )
-            ),
-            axis=1,
-        )
-        loglik = np.zeros_like(base)
     chosen: list[Comparisons] = []
+    if strategy == "active":
+        cand = candidate_pairs(scores, [scored], ties)
+        every = np.ones(len(cand), dtype=bool)
+        for rows in active_steps(cand, every, model, embeddings, labels, n_probes, criterion):
+            chosen.append(_recode(cand.take(rows), test))
+    else:
+        rng = np.random.default_rng(random_state)
+        for _ in range(n_probes):
+            cand = candidate_pairs(scores, [scored, *chosen], ties)
+            pick = _first_per_query(cand.query, rng.random(len(cand)), n)
+            chosen.append(_recode(cand.take(pick[pick >= 0]), test))
     n_rev = np.zeros(n, dtype=np.int64)
-    for _ in range(n_probes):
-        cand = candidate_pairs(scores, [scored, *chosen], ties)
-        if strategy == "random":
-            key = rng.random(len(cand))
-        else:
-            key = expected_entropy(
-                model.theta_,
-                base,
-                loglik,
-                n_rev,
-                float(model.temperature),
-                cand.query,
-                cand.model_a,
-                cand.model_b,
-                criterion,
-            )
-        pick = _first_per_query(cand.query, key, n)
-        has = pick >= 0
-        step = _recode(cand.take(pick[has]), test)
-        chosen.append(step)
+    for step in chosen:
         n_rev[step.query] += 1
-        if strategy == "active":
-            one = evidence(model.theta_, step)  # one comparison per query: its log-likelihood
-            loglik += one
     if (n_rev < n_probes).any():
         logger.info(
             "select_probes: %d of %d test queries ran out of candidate pairs before %d probes",
@@ -405,76 +452,6 @@ def compare_probe_strategies(
                 }
             )
     return rows
-
-
-def probe_active(
-    test: Comparisons,
-    n_probes: int,
-    candidates: np.ndarray,
-    model=None,
-    embeddings: np.ndarray | None = None,
-    labels: np.ndarray | None = None,
-    random_state: int | np.random.Generator | None = None,
-    criterion: str = "entropy",
-) -> np.ndarray:
-    """Probe strategy ``"active"`` of the protocol (signature of
-    :func:`ecc_lib.ecc_protocol.probe_first`): among a query's candidate rows of ``test``, greedily
-    the ones with the smallest expected posterior entropy (:func:`expected_entropy`) under
-    ``model``.
-
-    Parameters
-    ----------
-    test : Comparisons
-    n_probes : int
-    candidates : ndarray of bool, shape (len(test),)
-    model : fitted estimator
-        Needs ``theta_``, ``temperature`` and ``predict_responsibilities``; a model without
-        ``temperature`` (the global BT model) has nothing to choose and gets the first candidates.
-    embeddings, labels : ndarray, optional
-        Of the test queries.
-    random_state : ignored
-    criterion : {"entropy", "predictive"}
-
-    Returns
-    -------
-    ndarray of bool, shape (len(test),)
-    """
-    candidates = np.asarray(candidates, dtype=bool)
-    chosen = np.zeros(len(test), dtype=bool)
-    if model is None or not hasattr(model, "temperature") or n_probes < 1:
-        rows = np.flatnonzero(candidates)
-        starts = np.searchsorted(test.query[rows], test.query[rows], side="left")
-        chosen[rows[(np.arange(len(rows)) - starts) < n_probes]] = True
-        return chosen
-    n = test.n_queries
-    base = np.log(
-        np.clip(model.predict_responsibilities(embeddings, None, "embedding", labels), 1e-300, None)
-    )
-    base = log_softmax(base, axis=1)
-    loglik = np.zeros_like(base)
-    n_rev = np.zeros(n, dtype=np.int64)
-    for _ in range(n_probes):
-        rows = np.flatnonzero(candidates & ~chosen)
-        if len(rows) == 0:
-            break
-        key = expected_entropy(
-            model.theta_,
-            base,
-            loglik,
-            n_rev,
-            float(model.temperature),
-            test.query[rows],
-            test.model_a[rows],
-            test.model_b[rows],
-            criterion,
-        )
-        pick = _first_per_query(test.query[rows], key, n)
-        picked = rows[pick[pick >= 0]]
-        chosen[picked] = True
-        step = test.take(picked)
-        n_rev[step.query] += 1
-        loglik += evidence(model.theta_, step)
-    return chosen
 
 
 def probe_strategy_comparison(
@@ -687,7 +664,7 @@ __all__ = [
     "candidate_pairs",
     "compare_probe_strategies",
     "expected_entropy",
-    "probe_active",
+    "active_steps",
     "probe_strategy_comparison",
     "probe_strategy_over_seeds",
     "select_probes",

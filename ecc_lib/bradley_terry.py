@@ -22,7 +22,6 @@ search, so every step decreases every profile's objective).
 from __future__ import annotations
 
 import logging
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -32,7 +31,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 from scipy.stats import rankdata
 
-from ecc_lib.comparisons import Comparisons
+from ecc_lib.comparisons import Comparisons, _cpu_count
 
 logger = logging.getLogger(__name__)
 
@@ -211,14 +210,12 @@ def bt_objective(theta: np.ndarray, wins: np.ndarray, alpha: float = DEFAULT_ALP
 
 
 def bt_objective_grad(theta: np.ndarray, wins: np.ndarray, alpha: float = DEFAULT_ALPHA):
-    """Gradient of :func:`bt_objective`.
+    """Gradient of :func:`bt_objective`, ``-grad loglik + alpha * theta``.
 
     Parameters
     ----------
-    theta, wins : ndarray
-        As in :func:`bt_log_likelihood`.
-    alpha : float, default 1.0
-        Prior precision.
+    theta, wins, alpha
+        As in :func:`bt_objective`.
 
     Returns
     -------
@@ -720,13 +717,6 @@ def _pair_structure(winner: np.ndarray, loser: np.ndarray, n_models: int) -> dic
     }
     _STRUCTURE_CACHE["last"] = (key, structure)
     return structure
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _newton_cg(

@@ -1,4 +1,4 @@
-"""Evidence-calibrated clustering (ECC) and its baselines, as scikit-learn-style estimators.
+"""Evidence-calibrated clustering (ECC) as a scikit-learn-style estimator, and its EM engine.
 
 ECC (Wu, Silwal & Zhang 2026, "Capturing LLM Capabilities via Evidence-Calibrated Query Clustering",
 arXiv 2605.17110; restated precisely in ``DESIGN.md`` section 3) groups queries by the capability
@@ -32,16 +32,14 @@ The E-step runs over blocks of rows so that the dense float32 products ``X @ C^T
 the sparse products and the softmax of a block share the cache; nothing loops over pairs or
 queries in Python.
 
-Baselines behind the same interface: :class:`GlobalBT` (one profile), :class:`EmbeddingClusters`
-(soft spherical k-means on embeddings, then one weighted BT per cluster),
-:class:`ComparisonOnlyECC` (ECC without the cosine term) and :class:`HumanLabelClusters` (one BT per
-human category, hard assignment).
+The baselines (global BT, embedding-only, comparison-only, human labels) share this module's
+inference interface and EM engine; they are in :mod:`ecc_lib.ecc_baselines`.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-import os
 import sys
 import time
 import warnings
@@ -66,7 +64,7 @@ from ecc_lib.bradley_terry import (
     pair_log_probs,
     win_probability,
 )
-from ecc_lib.comparisons import Comparisons
+from ecc_lib.comparisons import Comparisons, _cpu_count
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +93,11 @@ def _check_comparisons(comparisons: Comparisons, what: str) -> None:
         )
     if len(comparisons) == 0:
         raise ValueError(f"{what} hold no comparisons: nothing to fit (were all pairs ties?)")
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
 def _check_embeddings(embeddings, n_rows: int | None, dtype, what: str = "embeddings"):
@@ -138,10 +141,7 @@ def _block_rows(n_rows: int, n_jobs: int) -> int:
 def _n_jobs(n_jobs: int | None, upper: int) -> int:
     """Threads to use: ``n_jobs`` (negative counts back from the CPUs available), at most ``upper``."""
     if n_jobs is None or n_jobs < 1:
-        try:
-            available = len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            available = os.cpu_count() or 1
+        available = _cpu_count()
         n_jobs = available if n_jobs is None else max(1, available + 1 + n_jobs)
     return int(max(1, min(n_jobs, upper)))
 
@@ -232,6 +232,54 @@ def _labels_to_str(labels, n: int) -> np.ndarray:
     out = series.astype(str).to_numpy(dtype=object)
     out[missing] = MISSING_LABEL
     return out
+
+
+def _log_missing_labels(labels: np.ndarray, who: str) -> None:
+    """Log how many queries have no label (:func:`_labels_to_str` made them ``"<missing>"``)."""
+    n_missing = int((labels == MISSING_LABEL).sum())
+    if n_missing:
+        logger.info(
+            "%s: %d queries without a label form the category %r", who, n_missing, MISSING_LABEL
+        )
+
+
+def _with_defaults(init, **defaults):
+    """``init`` (an estimator's ``__init__``) with other defaults for some of its parameters.
+
+    scikit-learn reads an estimator's parameters from the signature of its ``__init__``
+    (``get_params``, ``clone``); the returned function carries ``init``'s signature with the new
+    defaults, so a subclass that only changes defaults does not repeat the parameter list.
+
+    Parameters
+    ----------
+    init : callable
+        The ``__init__`` to wrap (it takes ``self`` first).
+    **defaults
+        New default value by parameter name.
+
+    Returns
+    -------
+    callable
+        An ``__init__`` with the new defaults.
+    """
+    signature = inspect.signature(init)
+    unknown = sorted(set(defaults) - set(signature.parameters))
+    if unknown:
+        raise TypeError(f"{init.__qualname__} has no parameter(s) {unknown}")
+    signature = signature.replace(
+        parameters=[
+            p.replace(default=defaults[p.name]) if p.name in defaults else p
+            for p in signature.parameters.values()
+        ]
+    )
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        init(*bound.args, **bound.kwargs)
+
+    __init__.__signature__ = signature
+    return __init__
 
 
 # --------------------------------------------------------------------------------------------------
@@ -533,8 +581,7 @@ class _ProfileMixture(BaseEstimator):
 
     def _mixture_responsibilities(self, embeddings, probe, mode, log_prior=None) -> np.ndarray:
         """``softmax((l^probe + lam cos) / T)``, each term used when the mode and inputs allow."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        _check_mode(mode)
         use_emb = mode in ("both", "embedding") and embeddings is not None
         use_probe = mode in ("both", "probe") and probe is not None
         if mode == "embedding" and embeddings is None:
@@ -582,7 +629,7 @@ class _ProfileMixture(BaseEstimator):
             ``r_q = softmax((l_q^probe + lam cos(e_q, c_k)) / T)``; ``"embedding"`` drops the
             evidence, ``"probe"`` drops the cosine term.
         labels : array-like, optional
-            Human categories (used by :class:`HumanLabelClusters` only).
+            Human categories (used by :class:`~ecc_lib.ecc_baselines.HumanLabelClusters` only).
 
         Returns
         -------
@@ -788,7 +835,7 @@ class ECC(_ProfileMixture):
         comparisons : Comparisons
             Training comparisons; ties count half in each direction.
         labels : ignored
-            Present for a common signature with :class:`HumanLabelClusters`.
+            Present for a common signature with :class:`~ecc_lib.ecc_baselines.HumanLabelClusters`.
 
         Returns
         -------
@@ -879,255 +926,3 @@ class ECC(_ProfileMixture):
         """
         self._check_fitted()
         return evidence(self.theta_, comparisons)
-
-
-class ComparisonOnlyECC(ECC):
-    """ECC without the cosine term (``lam = 0`` in fit and inference): clusters from comparison
-    evidence alone. Centroids are still computed (weighted mean embeddings) but unused; with
-    ``mode="embedding"`` responsibilities are uniform.
-
-    Parameters
-    ----------
-    n_clusters, temperature, max_iter, tol, n_init, alpha, centroid_tol, objective_tol, patience, dtype, n_jobs, random_state
-        As in :class:`ECC`.
-    lam : float, default 0.0
-        Must stay 0 (a :class:`ECC` with a cosine term is the other method).
-    """
-
-    def __init__(
-        self,
-        n_clusters: int = 30,
-        lam: float = 0.0,
-        temperature: float = 0.1,
-        max_iter: int = 100,
-        tol: float = KL_TOL,
-        n_init: int = 1,
-        alpha: float = DEFAULT_ALPHA,
-        centroid_tol: float = CENTROID_TOL,
-        objective_tol: float = OBJECTIVE_TOL,
-        patience: int = OBJECTIVE_PATIENCE,
-        dtype: str = "float32",
-        n_jobs: int | None = None,
-        random_state=None,
-    ):
-        super().__init__(
-            n_clusters=n_clusters,
-            lam=lam,
-            temperature=temperature,
-            max_iter=max_iter,
-            tol=tol,
-            n_init=n_init,
-            alpha=alpha,
-            centroid_tol=centroid_tol,
-            objective_tol=objective_tol,
-            patience=patience,
-            dtype=dtype,
-            n_jobs=n_jobs,
-            random_state=random_state,
-        )
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self.lam != 0:
-            raise ValueError("ComparisonOnlyECC has no cosine term: lam must be 0 (use ECC)")
-
-
-class EmbeddingClusters(ECC):
-    """Embedding-only baseline: soft spherical k-means (``r ~ exp(lam cos / T)``), then one
-    weighted BT profile per cluster (weights ``r_qk / N_q``, same prior as ECC).
-
-    The clustering ignores comparisons; inference uses the same formula as ECC (cosine term and,
-    in ``"probe"``/``"both"`` modes, the probe evidence under these profiles). The recorded
-    objective is ``sum_q T logsumexp_k(lam cos_qk / T)``, non-decreasing.
-    """
-
-    _use_evidence = False
-
-    def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):
-        super().fit(embeddings, comparisons, labels)
-        # profiles for the final responsibilities (the loop fits none: they do not feed its E-step)
-        dtype = np.dtype(self.dtype)
-        self.theta_ = _fit_profiles(
-            comparisons, self.responsibilities_.astype(dtype), self.alpha, self.theta_, dtype
-        )
-        return self
-
-
-# --------------------------------------------------------------------------------------------------
-# simple baselines
-
-
-class GlobalBT(_ProfileMixture):
-    """One BT profile for all queries (the reference of the ranking quality gain).
-
-    Parameters
-    ----------
-    alpha : float, default 1.0
-        BT prior precision. Comparisons are weighted ``1 / N_q`` like in ECC, so every query
-        counts once.
-    """
-
-    def __init__(self, alpha: float = DEFAULT_ALPHA):
-        self.alpha = alpha
-
-    def fit(self, embeddings, comparisons: Comparisons, labels=None) -> GlobalBT:
-        """Fit the profile; ``embeddings`` and ``labels`` are ignored (may be None).
-
-        Parameters
-        ----------
-        embeddings : ndarray, shape (n_queries, d) or None
-            Query embeddings aligned to ``comparisons.query_ids`` (ignored; may be None).
-        comparisons : Comparisons
-            Training comparisons.
-        labels : array-like, optional
-            Ignored.
-
-        Returns
-        -------
-        self
-        """
-        _check_comparisons(comparisons, "comparisons")
-        if embeddings is not None and np.shape(embeddings)[0] != comparisons.n_queries:
-            _check_embeddings(embeddings, comparisons.n_queries, np.float32)
-        self.theta_ = _fit_profiles(comparisons, np.ones((comparisons.n_queries, 1)), self.alpha)
-        self.centroids_ = None
-        self.responsibilities_ = np.ones((comparisons.n_queries, 1))
-        self.models_ = tuple(comparisons.models)
-        self.converged_ = True
-        self.n_iter_ = 1
-        return self
-
-    def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
-        """All ones, shape ``(n, 1)``.
-
-        Parameters
-        ----------
-        embeddings : ndarray, optional
-            Embeddings of the new queries.
-        probe : Comparisons, optional
-            Probe comparisons of the new queries.
-        mode : {"both", "embedding", "probe"}
-            Checked, otherwise ignored.
-        labels : array-like, optional
-            Ignored.
-
-        Returns
-        -------
-        ndarray, shape (n, 1)
-        """
-        self._check_fitted()
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        return np.ones((self._n_rows(embeddings, probe, labels), 1))
-
-
-class HumanLabelClusters(_ProfileMixture):
-    """One BT profile per human category (hard assignment), e.g. benchmark or subject labels.
-
-    Parameters
-    ----------
-    alpha : float, default 1.0
-        BT prior precision.
-    lam, temperature : float
-        Used only for queries whose label is unknown or absent at prediction time: they get
-        ``softmax((l^probe + lam cos(e_q, c_k)) / T)`` with ``c_k`` the mean embedding of category
-        ``k``.
-
-    Attributes
-    ----------
-    categories_ : ndarray of str
-        Category of each profile (missing labels form their own category ``"<missing>"``).
-    theta_, centroids_, responsibilities_, models_
-    """
-
-    def __init__(self, alpha: float = DEFAULT_ALPHA, lam: float = 3.0, temperature: float = 0.1):
-        self.alpha = alpha
-        self.lam = lam
-        self.temperature = temperature
-
-    def fit(self, embeddings, comparisons: Comparisons, labels=None) -> HumanLabelClusters:
-        """Fit one profile per category of ``labels`` (aligned to ``comparisons.query_ids``).
-
-        Parameters
-        ----------
-        embeddings : ndarray, shape (n_queries, d) or None
-            Query embeddings aligned to ``comparisons.query_ids`` (optional; they give the category centroids).
-        comparisons : Comparisons
-            Training comparisons.
-        labels : array-like, optional
-            Category per query (required).
-
-        Returns
-        -------
-        self
-        """
-        _check_comparisons(comparisons, "comparisons")
-        if labels is None:
-            raise ValueError("HumanLabelClusters.fit needs labels (one category per query)")
-        n = comparisons.n_queries
-        lab = _labels_to_str(labels, n)
-        categories, index = np.unique(lab.astype(str), return_inverse=True)
-        resp = np.zeros((n, len(categories)))
-        resp[np.arange(n), index] = 1.0
-        self.theta_ = _fit_profiles(comparisons, resp, self.alpha)
-        if embeddings is not None:
-            x = _check_embeddings(embeddings, n, np.float32)
-            self.centroids_ = _normalise_rows(resp.T @ x.astype(float))
-        else:
-            self.centroids_ = None
-        self.categories_ = categories
-        self.responsibilities_ = resp
-        self.models_ = tuple(comparisons.models)
-        self.converged_ = True
-        self.n_iter_ = 1
-        if (lab == MISSING_LABEL).any():
-            logger.info(
-                "HumanLabelClusters: %d queries without a label form the category %r",
-                int((lab == MISSING_LABEL).sum()),
-                MISSING_LABEL,
-            )
-        return self
-
-    def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
-        """One-hot rows for queries with a known label (modes ``"both"`` and ``"embedding"``);
-        the ECC formula over category profiles otherwise (always in mode ``"probe"``).
-
-        Parameters
-        ----------
-        embeddings : ndarray, optional
-            Embeddings of the new queries.
-        probe : Comparisons, optional
-            Probe comparisons of the new queries.
-        mode : {"both", "embedding", "probe"}
-            Which evidence to use.
-        labels : array-like, optional
-            Categories of the new queries.
-
-        Returns
-        -------
-        ndarray, shape (n, n_categories)
-            Rows sum to one.
-        """
-        self._check_fitted()
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        n = self._n_rows(embeddings, probe, labels)
-        known = np.zeros(n, dtype=bool)
-        out = np.zeros((n, len(self.categories_)))
-        if labels is not None and mode != "probe":
-            lab = _labels_to_str(labels, n).astype(str)
-            pos = np.searchsorted(self.categories_, lab)
-            pos = np.clip(pos, 0, len(self.categories_) - 1)
-            known = self.categories_[pos] == lab
-            out[np.flatnonzero(known), pos[known]] = 1.0
-        if not known.all():
-            have_emb = embeddings is not None and self.centroids_ is not None
-            if mode == "probe" or have_emb or probe is not None:
-                fallback = self._mixture_responsibilities(
-                    embeddings if self.centroids_ is not None else None, probe, mode
-                )
-            else:
-                weights = self.responsibilities_.sum(axis=0)
-                fallback = np.broadcast_to(weights / weights.sum(), out.shape)
-            out[~known] = fallback[~known]
-        return out

@@ -8,66 +8,68 @@ pairs. Ranking quality gain of a method = ``(NLL_global - NLL_method) / NLL_glob
 with a percentile bootstrap interval that resamples test queries (the per-query NLL sums of the
 global model and of the method are resampled jointly).
 
-Beyond the paper (``DESIGN.md`` section 3, issues 10 and 16):
+Beyond the paper (``DESIGN.md`` section 3, issues 10 and 16), each in its own module and used
+here:
 
-- **Seeds**: :func:`run_seeds` repeats the protocol over protocol seeds (each redraws the pairs,
-  the split and the EM start) and reports mean +- sd (ddof = 1) beside every per-seed bootstrap
-  interval.
-- **The probe's leak**: pairs are drawn among non-tie pairs, so with binary scores a probe "A beat
-  B" decides every scored pair that contains A or B. :func:`score_methods` also reports the gain on
-  the scored pairs that *touch* a probe model and on those *disjoint* from it, and the share of
-  touching pairs (``probe_leak_share``); :func:`make_leak_free` redraws each test query's probe
-  among pairs whose models appear in no scored pair (a leak-free protocol).
-- **Probe evidence**: ``probe_evidence="mean"`` (the authors' code: the probe log-likelihoods are
-  averaged) or ``"sum"`` (the Bayesian choice: they are added), see :func:`probe_responsibilities`.
-- **Probe strategies**: which candidate comparison of a test query is revealed as its probe is a
-  pluggable function (:data:`PROBE_STRATEGIES`, signature of :func:`probe_first`).
+- **The probe's leak** (:mod:`ecc_lib.probe_leak`): pairs are drawn among non-tie pairs, so with
+  binary scores a probe "A beat B" decides every scored pair that contains A or B.
+  :func:`score_methods` also reports the gain on the scored pairs that *touch* a probe model and
+  on those *disjoint* from it, and the share of touching pairs (``probe_leak_share``);
+  ``leak_free=True`` redraws each test query's probe among pairs whose models appear in no scored
+  pair (:func:`ecc_lib.probe_leak.make_leak_free`).
+- **Probe strategies and probe evidence** (:mod:`ecc_lib.probe_strategies`): which candidate
+  comparison of a test query is revealed as its probe (``"first"``, ``"random"``, ``"active"`` or
+  a function), and whether several probes' log-likelihoods are averaged (``"mean"``, the authors'
+  code) or added (``"sum"``, the Bayesian choice).
 
-The experiments built on the protocol (inference modes, sweeps, diagnostics, routing, the
-new-model experiment) are in :mod:`ecc_lib.ecc_experiments`.
+Several protocol seeds (mean +- sd beside every per-seed interval) are in :mod:`ecc_lib.ecc_seeds`;
+the experiments built on the protocol in :mod:`ecc_lib.ecc_experiments` (inference modes, sweeps,
+diagnostics), :mod:`ecc_lib.cluster_routing` (routing with the clusterings) and
+:mod:`ecc_lib.new_model` (ranking a new model from a comparison budget).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ecc_lib import data_checks
-from ecc_lib.active_probes import probe_active
 from ecc_lib.comparisons import (
     Comparisons,
     make_comparisons,
     score_matrix,
     split_queries,
 )
-from ecc_lib.ecc import (
-    ECC,
+from ecc_lib.ecc import ECC, MODES, _check_mode, _labels_to_str, comparison_nll
+from ecc_lib.ecc_baselines import (
     ComparisonOnlyECC,
     EmbeddingClusters,
     GlobalBT,
     HumanLabelClusters,
-    _labels_to_str,
-    comparison_nll,
-    evidence,
 )
 from ecc_lib.label_informed import LabelInformedECC
 from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.probe_leak import make_leak_free, probe_candidate_rows, touching_probe
+from ecc_lib.probe_strategies import (
+    PROBE_EVIDENCE,
+    ProbeStrategy,
+    probe_responsibilities,
+    select_probes,
+)
 from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
 
 METHODS: tuple[str, ...] = ("global", "ecc", "emb_only", "comp_only", "human")
 LABEL_METHODS: tuple[str, ...] = ("human", "ecc_labels")  # need query categories
-MODES: tuple[str, ...] = ("both", "embedding", "probe")
 PAPER_N_PAIRS = 7
 PAPER_SEED = 42
 PAPER_TEST_SIZE = 0.2
-PROBE_EVIDENCE: tuple[str, ...] = ("mean", "sum")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -98,7 +100,8 @@ class ProtocolData:
     probe_candidates : ndarray of bool or None
         Over the rows of ``test``: the comparisons that may be revealed as probes (the others are
         scored). ``None`` (the paper's protocol) means by position: a test query's first
-        ``n_probes`` (or ``score_from``) comparisons. Set by :func:`make_leak_free`.
+        ``n_probes`` (or ``score_from``) comparisons. Set by
+        :func:`~ecc_lib.probe_leak.make_leak_free`.
     """
 
     comparisons: Comparisons
@@ -241,368 +244,6 @@ def prepare_protocol(
             "evidence": evidence,
         },
     )
-
-
-def make_leak_free(
-    data: ProtocolData,
-    n_probes: int = 1,
-    random_state: int | np.random.Generator | None = PAPER_SEED,
-) -> ProtocolData:
-    """The leak-free protocol: redraw each test query's probe among pairs whose models appear in
-    no scored pair.
-
-    The scored pairs stay those of the paper's protocol (a test query's comparisons after its
-    first ``n_probes``). The probes are drawn (uniformly, seeded) among the query's non-tie pairs
-    of the full score matrix whose two models appear in none of its scored pairs, so a probe
-    outcome decides no scored pair. Where fewer than ``n_probes`` such pairs exist the query gets
-    as many as there are (possibly none: it is then scored from its embedding alone); the number
-    of such queries is logged and kept in ``params["n_short_probe_queries"]``.
-
-    Parameters
-    ----------
-    data : ProtocolData
-        From :func:`prepare_protocol` (paper protocol).
-    n_probes : int, default 1
-        Probes per test query.
-    random_state : int or Generator, optional
-        Seed of the probe draw.
-
-    Returns
-    -------
-    ProtocolData
-        A copy whose ``test`` holds the new probes first and the scored pairs after them, with
-        ``probe_candidates`` marking the probes.
-    """
-    if n_probes < 1:
-        raise ValueError(f"n_probes must be >= 1 for a leak-free probe, got {n_probes}")
-    if data.probe_candidates is not None:
-        raise ValueError("data already carry explicit probe candidates (leak-free twice?)")
-    test = data.test
-    candidates, scored_mask = probe_candidate_rows(data, n_probes)
-    scored = test.take(scored_mask)
-    n_test, m = test.n_queries, test.n_models
-    used = np.zeros((n_test, m), dtype=bool)
-    used[scored.query, scored.model_a] = True
-    used[scored.query, scored.model_b] = True
-    scores = data.scores[data.test_mask]
-    ia, ib = np.triu_indices(m, k=1)
-    left, right = scores[:, ia], scores[:, ib]
-    ok = np.isfinite(left) & np.isfinite(right) & (left != right)
-    ok &= ~used[:, ia] & ~used[:, ib]
-    rng = np.random.default_rng(random_state)
-    keys = rng.random(ok.shape)
-    keys[~ok] = np.inf
-    order = np.argsort(keys, axis=1, kind="stable")[:, :n_probes]
-    chosen = np.take_along_axis(ok, order, axis=1)
-    rows, cols = np.nonzero(chosen)
-    pair = order[rows, cols]
-    y = (right[rows, pair] > left[rows, pair]).astype(float)
-    n_short = int((chosen.sum(axis=1) < n_probes).sum())
-    if n_short:
-        logger.info(
-            "leak-free probes: %d of %d test queries have fewer than %d pair(s) of models outside "
-            "their scored pairs and get fewer probes",
-            n_short,
-            n_test,
-            n_probes,
-        )
-    query = np.concatenate([rows, scored.query]).astype(np.int64)
-    is_probe = np.concatenate([np.ones(len(rows), bool), np.zeros(len(scored), bool)])
-    order_rows = np.lexsort((~is_probe, query))
-    new_test = Comparisons(
-        query=query[order_rows],
-        model_a=np.concatenate([ia[pair], scored.model_a]).astype(np.int64)[order_rows],
-        model_b=np.concatenate([ib[pair], scored.model_b]).astype(np.int64)[order_rows],
-        y=np.concatenate([y, scored.y])[order_rows],
-        query_ids=test.query_ids,
-        models=test.models,
-    )
-    params = {
-        **data.params,
-        "leak_free": True,
-        "leak_free_n_probes": n_probes,
-        "n_short_probe_queries": n_short,
-    }
-    return replace(data, test=new_test, probe_candidates=is_probe[order_rows], params=params)
-
-
-# --------------------------------------------------------------------------------------------------
-# probes: which comparison is revealed, and how its evidence counts
-
-
-def probe_candidate_rows(
-    data: ProtocolData, n_probes: int = 1, score_from: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Which rows of ``data.test`` may be probes and which are scored.
-
-    In the paper's protocol (``data.probe_candidates is None``) a test query's first
-    ``score_from`` comparisons (default ``n_probes``) are candidates and the others are scored; a
-    leak-free :class:`ProtocolData` carries its own candidates.
-
-    Parameters
-    ----------
-    data : ProtocolData
-        The train/test split.
-    n_probes : int, default 1
-        Probes per test query (at least 0).
-    score_from : int, optional
-        Rank within its query from which a comparison is scored (default ``n_probes``; at least
-        ``n_probes``); not allowed when ``data.probe_candidates`` is set.
-
-    Returns
-    -------
-    candidates, scored : ndarray of bool
-        Masks over the rows of ``data.test``; disjoint.
-    """
-    if n_probes < 0:
-        raise ValueError(f"n_probes must be >= 0, got {n_probes}")
-    test = data.test
-    if data.probe_candidates is not None:
-        if score_from is not None:
-            raise ValueError("score_from applies to the paper's protocol, not to explicit probes")
-        candidates = np.asarray(data.probe_candidates, dtype=bool)
-        if candidates.shape != (len(test),):
-            raise ValueError("probe_candidates must have one entry per test comparison")
-        return candidates, ~candidates
-    if score_from is None:
-        score_from = n_probes
-    if score_from < n_probes:
-        raise ValueError(f"score_from ({score_from}) must be >= n_probes ({n_probes})")
-    rank = _rank_within_query(test.query)
-    candidates = rank < score_from
-    return candidates, ~candidates
-
-
-def _rank_within_query(query: np.ndarray) -> np.ndarray:
-    """Position of each row among its query's rows (rows must be grouped by query)."""
-    if len(query) and np.any(np.diff(query) < 0):
-        raise ValueError("comparisons must be grouped by query (sorted query column)")
-    starts = np.searchsorted(query, query, side="left")
-    return np.arange(len(query)) - starts
-
-
-def probe_first(
-    test: Comparisons,
-    n_probes: int,
-    candidates: np.ndarray,
-    model=None,
-    embeddings: np.ndarray | None = None,
-    labels: np.ndarray | None = None,
-    random_state: int | np.random.Generator | None = None,
-) -> np.ndarray:
-    """Probe strategy of the paper: a test query's first ``n_probes`` candidate comparisons.
-
-    Every probe strategy has this signature (register new ones in :data:`PROBE_STRATEGIES`, or
-    pass the function itself as ``probe_strategy``).
-
-    Parameters
-    ----------
-    test : Comparisons
-        The test queries' comparisons, grouped by query.
-    n_probes : int
-        Probes per query (fewer where a query has fewer candidates).
-    candidates : ndarray of bool, shape (len(test),)
-        Rows that may be revealed (scored rows never are).
-    model : fitted estimator, optional
-        The method whose probe is chosen (an active strategy may use its profiles); ignored here.
-    embeddings, labels : ndarray, optional
-        Of the test queries (rows aligned to ``test.query_ids``); ignored here.
-    random_state : int or Generator, optional
-        For randomised strategies; ignored here.
-
-    Returns
-    -------
-    ndarray of bool, shape (len(test),)
-        The probe rows, a subset of ``candidates`` with at most ``n_probes`` rows per query.
-    """
-    candidates = np.asarray(candidates, dtype=bool)
-    rank = _rank_within_query(test.query[candidates])
-    chosen = np.zeros(len(test), dtype=bool)
-    chosen[np.flatnonzero(candidates)[rank < n_probes]] = True
-    return chosen
-
-
-def probe_random(
-    test: Comparisons,
-    n_probes: int,
-    candidates: np.ndarray,
-    model=None,
-    embeddings: np.ndarray | None = None,
-    labels: np.ndarray | None = None,
-    random_state: int | np.random.Generator | None = None,
-) -> np.ndarray:
-    """Probe strategy: ``n_probes`` candidate comparisons per query drawn uniformly (seeded).
-
-    Same signature and return value as :func:`probe_first`.
-
-    Parameters
-    ----------
-    test : Comparisons
-        The test queries' comparisons.
-    n_probes : int
-        Probes per query (fewer where a query has fewer candidates).
-    candidates : ndarray of bool, shape (len(test),)
-        Rows that may be revealed.
-    model, embeddings, labels : optional
-        Ignored here.
-    random_state : int or Generator, optional
-        Seed of the draw.
-
-    Returns
-    -------
-    ndarray of bool, shape (len(test),)
-        The chosen probe rows.
-    """
-    candidates = np.asarray(candidates, dtype=bool)
-    rows = np.flatnonzero(candidates)
-    rng = np.random.default_rng(random_state)
-    order = np.lexsort((rng.random(len(rows)), test.query[rows]))
-    rank = _rank_within_query(test.query[rows][order])
-    chosen = np.zeros(len(test), dtype=bool)
-    chosen[rows[order][rank < n_probes]] = True
-    return chosen
-
-
-ProbeStrategy = Callable[..., np.ndarray]
-PROBE_STRATEGIES: dict[str, ProbeStrategy] = {
-    "first": probe_first,
-    "random": probe_random,
-    "active": probe_active,
-}
-
-
-def resolve_probe_strategy(strategy: str | ProbeStrategy) -> ProbeStrategy:
-    """The probe-selection function named ``strategy`` (or ``strategy`` itself if callable).
-
-    Parameters
-    ----------
-    strategy : str or callable
-        A key of :data:`PROBE_STRATEGIES`, or a function with the signature of
-        :func:`probe_first`.
-
-    Returns
-    -------
-    callable
-        The strategy function.
-
-    Raises
-    ------
-    ValueError
-        An unknown name.
-    """
-    if callable(strategy):
-        return strategy
-    if strategy not in PROBE_STRATEGIES:
-        raise ValueError(
-            f"unknown probe_strategy {strategy!r}; choose from {sorted(PROBE_STRATEGIES)} or pass "
-            "a function with the signature of probe_first"
-        )
-    return PROBE_STRATEGIES[strategy]
-
-
-def select_probes(
-    data: ProtocolData,
-    model,
-    n_probes: int = 1,
-    score_from: int | None = None,
-    probe_strategy: str | ProbeStrategy = "first",
-    random_state: int | np.random.Generator | None = 0,
-) -> tuple[Comparisons | None, Comparisons, np.ndarray, np.ndarray]:
-    """The probe and scored comparisons of the test queries for one fitted method.
-
-    Parameters
-    ----------
-    data : ProtocolData
-        The train/test split.
-    model : fitted estimator or None
-        The method whose probes are chosen (passed to the strategy).
-    n_probes : int, default 1
-        Probes per test query.
-    score_from : int, optional
-        See :func:`probe_candidate_rows`.
-    probe_strategy : str or callable, default "first"
-        See :func:`resolve_probe_strategy`.
-    random_state : int or Generator, optional
-        Passed to the strategy (default 0).
-
-    Returns
-    -------
-    probe : Comparisons or None
-        ``None`` when ``n_probes == 0``.
-    scored : Comparisons
-    probe_mask, scored_mask : ndarray of bool
-        Over the rows of ``data.test``.
-    """
-    candidates, scored_mask = probe_candidate_rows(data, n_probes, score_from)
-    if n_probes == 0:
-        return None, data.test.take(scored_mask), np.zeros(len(data.test), bool), scored_mask
-    strategy = resolve_probe_strategy(probe_strategy)
-    probe_mask = np.asarray(
-        strategy(
-            data.test,
-            n_probes,
-            candidates,
-            model=model,
-            embeddings=data.x_test,
-            labels=data.labels_test,
-            random_state=random_state,
-        ),
-        dtype=bool,
-    )
-    if probe_mask.shape != (len(data.test),) or (probe_mask & ~candidates).any():
-        raise ValueError("a probe strategy must return a boolean mask inside the candidates")
-    return data.test.take(probe_mask), data.test.take(scored_mask), probe_mask, scored_mask
-
-
-def probe_responsibilities(
-    model,
-    embeddings: np.ndarray | None,
-    probe: Comparisons | None,
-    mode: str = "both",
-    labels: np.ndarray | None = None,
-    probe_evidence: str = "mean",
-) -> np.ndarray:
-    """Responsibilities of test queries with an explicit choice of how probes count.
-
-    ``probe_evidence="mean"`` (the authors' code, the default) uses the probe log-likelihood
-    averaged over the query's ``n`` probes, ``l_q = (1/n) sum log P_k(outcome)``, as the
-    estimators do; ``"sum"`` adds them, ``l_q = sum log P_k(outcome)``, the Bayesian posterior of
-    the cluster given ``n`` independent outcomes. With one probe both agree. ``"sum"`` is computed
-    from the estimator's own responsibilities ``r`` as ``softmax(log r + (n - 1) l_q / T)``, which
-    equals ``softmax((n l_q + lam cos) / T)`` for ECC and its baselines (and leaves the one-hot
-    rows of known human labels unchanged).
-
-    Parameters
-    ----------
-    model : fitted estimator of :mod:`ecc_lib.ecc`
-    embeddings, probe, mode, labels
-        As in ``predict_responsibilities``.
-    probe_evidence : {"mean", "sum"}
-
-    Returns
-    -------
-    ndarray, shape (n, K)
-    """
-    if probe_evidence not in PROBE_EVIDENCE:
-        raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
-    resp = model.predict_responsibilities(embeddings, probe, mode, labels=labels)
-    if probe_evidence == "mean" or probe is None or mode == "embedding" or resp.shape[1] == 1:
-        return resp
-    n_q = probe.pairs_per_query().astype(float)
-    if np.all(n_q <= 1):
-        return resp
-    temperature = getattr(model, "temperature", None)
-    if temperature is None:
-        raise ValueError(
-            f"probe_evidence='sum' needs the estimator's temperature; {type(model).__name__} has "
-            "none"
-        )
-    extra = (n_q - 1.0)[:, None] * evidence(model.theta_, probe) / float(temperature)
-    with np.errstate(divide="ignore"):
-        score = np.log(resp) + extra
-    score -= score.max(axis=1, keepdims=True)
-    out = np.exp(score)
-    return out / out.sum(axis=1, keepdims=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -877,29 +518,6 @@ class ECCEvaluation:
         )
 
 
-def touching_probe(probe: Comparisons | None, scored: Comparisons) -> np.ndarray:
-    """Whether each scored comparison shares a model with its query's probe comparisons.
-
-    Parameters
-    ----------
-    probe : Comparisons or None
-        Probe comparisons, coded like ``scored`` (same queries and models); ``None``: no probe.
-    scored : Comparisons
-
-    Returns
-    -------
-    ndarray of bool, shape (len(scored),)
-    """
-    if probe is None or len(probe) == 0:
-        return np.zeros(len(scored), dtype=bool)
-    if probe.n_queries != scored.n_queries or probe.n_models != scored.n_models:
-        raise ValueError("probe and scored comparisons must share query and model coding")
-    seen = np.zeros((scored.n_queries, scored.n_models), dtype=bool)
-    seen[probe.query, probe.model_a] = True
-    seen[probe.query, probe.model_b] = True
-    return seen[scored.query, scored.model_a] | seen[scored.query, scored.model_b]
-
-
 def _gain_and_ci(g, m, index, confidence):
     """Gain ``100 (sum g - sum m) / sum g`` of per-query NLL sums and its bootstrap replicates."""
     total = g.sum()
@@ -945,9 +563,10 @@ def score_methods(
         Bootstrap over test queries (the same resamples for every method and every reading);
         ``random_state`` also seeds a randomised probe strategy.
     probe_evidence : {"mean", "sum"}, default "mean"
-        How several probes count (see :func:`probe_responsibilities`).
+        How several probes count (see :func:`~ecc_lib.probe_strategies.probe_responsibilities`).
     probe_strategy : str or callable, default "first"
-        Which candidate comparisons become probes (:data:`PROBE_STRATEGIES`, :func:`probe_first`).
+        Which candidate comparisons become probes
+        (:data:`~ecc_lib.probe_strategies.PROBE_STRATEGIES`).
 
     Returns
     -------
@@ -957,8 +576,7 @@ def score_methods(
     """
     if "global" not in fitted:
         raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    _check_mode(mode)
     if probe_evidence not in PROBE_EVIDENCE:
         raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
     _, scored_mask = probe_candidate_rows(data, n_probes, score_from)
@@ -1092,8 +710,8 @@ def run_protocol(
 
     ``random_state`` seeds the pair draw, the split and the EM initialisations. ``human`` is
     evaluated only when the queries have categories. ``leak_free=True`` redraws the probes with
-    :func:`make_leak_free`. Extra keyword arguments go to the EM-based estimators (see
-    :func:`make_methods`); ``probe_evidence`` and ``probe_strategy`` to :func:`score_methods`.
+    :func:`~ecc_lib.probe_leak.make_leak_free`. Extra keyword arguments go to the EM-based
+    estimators (see :func:`make_methods`); ``probe_evidence`` and ``probe_strategy`` to :func:`score_methods`.
 
     Parameters
     ----------
@@ -1118,22 +736,60 @@ def run_protocol(
     -------
     ECCEvaluation
     """
-    data, fitted, seconds = _prepare_and_fit(
+    data, result = _run_seed(
         queries,
         outcomes,
         embeddings,
-        n_clusters,
-        lam,
-        temperature,
-        n_pairs,
-        n_probes,
-        test_size,
         random_state,
-        methods,
-        leak_free,
-        ecc_params,
+        n_clusters=n_clusters,
+        lam=lam,
+        temperature=temperature,
+        n_pairs=n_pairs,
+        n_probes=n_probes,
+        test_size=test_size,
+        mode=mode,
+        methods=methods,
+        n_boot=n_boot,
+        probe_evidence=probe_evidence,
+        probe_strategy=probe_strategy,
+        leak_free=leak_free,
         evidence=evidence,
+        **ecc_params,
     )
+    return result
+
+
+def _run_seed(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    seed: int,
+    *,
+    n_clusters: int,
+    lam: float,
+    temperature: float,
+    n_pairs: int,
+    n_probes: int,
+    test_size: float,
+    mode: str,
+    methods: tuple[str, ...],
+    n_boot: int,
+    probe_evidence: str,
+    probe_strategy: str | ProbeStrategy,
+    leak_free: bool,
+    evidence: str,
+    **ecc_params,
+) -> tuple[ProtocolData, ECCEvaluation]:
+    """One protocol seed (pairs, split, EM start, leak-free probes); the bootstrap and a
+    randomised probe strategy use seed 0. Shared by :func:`run_protocol` and
+    :func:`ecc_lib.ecc_seeds.run_seeds`."""
+    data = prepare_protocol(
+        queries, outcomes, embeddings, n_pairs, test_size, seed, evidence=evidence
+    )
+    if leak_free:
+        data = make_leak_free(data, n_probes=n_probes, random_state=seed)
+    estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
+    fitted, seconds = fit_methods(data, estimators)
     result = score_methods(
         data,
         fitted,
@@ -1141,341 +797,14 @@ def run_protocol(
         mode=mode,
         fit_seconds=seconds,
         n_boot=n_boot,
+        random_state=0,
         probe_evidence=probe_evidence,
         probe_strategy=probe_strategy,
     )
     result.params.update(
         {"n_clusters": n_clusters, "lam": lam, "temperature": temperature, **ecc_params}
     )
-    return result
-
-
-def _prepare_and_fit(
-    queries,
-    outcomes,
-    embeddings,
-    n_clusters,
-    lam,
-    temperature,
-    n_pairs,
-    n_probes,
-    test_size,
-    random_state,
-    methods,
-    leak_free,
-    ecc_params,
-    evidence="sampled",
-):
-    data = prepare_protocol(
-        queries, outcomes, embeddings, n_pairs, test_size, random_state, evidence=evidence
-    )
-    if leak_free:
-        data = make_leak_free(data, n_probes=n_probes, random_state=random_state)
-    estimators = make_methods(n_clusters, lam, temperature, random_state, methods, **ecc_params)
-    fitted, seconds = fit_methods(data, estimators)
-    return data, fitted, seconds
-
-
-# --------------------------------------------------------------------------------------------------
-# several protocol seeds
-
-
-def mean_sd(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof = 1; NaN for fewer than 2 finite values).
-
-    Non-finite values are dropped first.
-
-    Parameters
-    ----------
-    values : sequence of float
-        The readings.
-
-    Returns
-    -------
-    mean, sd : float
-        Both NaN when no value is finite.
-    """
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) == 0:
-        return float("nan"), float("nan")
-    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
-
-
-@dataclass
-class MultiSeedEvaluation:
-    """The protocol repeated over protocol seeds (each redraws pairs, split and EM start).
-
-    Attributes
-    ----------
-    seeds : list of int
-    results : list of ECCEvaluation
-        One per seed, in the order of ``seeds`` (the fitted estimators are kept for the first
-        seed only).
-    routing : list of dict
-        Per seed, the routing experiment (:func:`ecc_lib.ecc_experiments.routing_experiment`'s
-        ``to_dict()``); empty when routing was not run.
-    cpu_seconds, wall_seconds : float
-        Process CPU time and wall time of the whole run.
-    data : ProtocolData or None
-        The first seed's protocol data (pairs, split), for further experiments on it.
-    """
-
-    seeds: list
-    results: list
-    routing: list = field(default_factory=list)
-    cpu_seconds: float = float("nan")
-    wall_seconds: float = float("nan")
-    data: ProtocolData | None = field(default=None, repr=False)
-
-    @property
-    def first(self) -> ECCEvaluation:
-        """The first seed's result (the top-level numbers of the CLI output)."""
-        return self.results[0]
-
-    def _over_seeds(self, attribute: str) -> dict:
-        names = list(getattr(self.first, attribute))
-        return {
-            name: mean_sd([getattr(r, attribute).get(name, np.nan) for r in self.results])
-            for name in names
-        }
-
-    def summary(self) -> dict:
-        """Mean and sd over seeds of every gain reading, the leak share and the paired
-        differences; JSON-ready (the keys the CLI adds when ``--seeds`` > 1).
-
-        Returns
-        -------
-        dict
-            ``seeds``, ``gain_*_mean`` / ``gain_*_sd``, ``probe_leak_share_mean_sd``,
-            ``difference_mean_sd``, ``difference_disjoint_mean_sd``, ``per_seed``,
-            ``cpu_seconds``, ``wall_seconds``, and the routing blocks when routing was run.
-        """
-        gain = self._over_seeds("gain")
-        touching = self._over_seeds("gain_touching")
-        disjoint = self._over_seeds("gain_disjoint")
-        names = list(gain)
-        differences, differences_disjoint = {}, {}
-        for first in ("ecc",):
-            if first not in names:
-                continue
-            for second in names:
-                if second == first:
-                    continue
-                diff = [r.gain[first] - r.gain[second] for r in self.results]
-                differences[f"{first} - {second}"] = list(mean_sd(diff))
-                diff_d = [r.gain_disjoint[first] - r.gain_disjoint[second] for r in self.results]
-                differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
-        per_seed = [
-            {
-                "seed": seed,
-                "ranking_quality_gain": r.gain,
-                "ci95": r.ci95,
-                "nll": r.nll,
-                "ranking_quality_gain_touching": r.gain_touching,
-                "ci95_touching": r.ci95_touching,
-                "ranking_quality_gain_disjoint": r.gain_disjoint,
-                "ci95_disjoint": r.ci95_disjoint,
-                "probe_leak_share": r.probe_leak_share,
-                "n_scored": r.n_scored,
-            }
-            for seed, r in zip(self.seeds, self.results, strict=True)
-        ]
-        leak = mean_sd([r.probe_leak_share for r in self.results])
-        out = {
-            "seeds": list(self.seeds),
-            "gain_mean": {k: v[0] for k, v in gain.items()},
-            "gain_sd": {k: v[1] for k, v in gain.items()},
-            "gain_touching_mean": {k: v[0] for k, v in touching.items()},
-            "gain_touching_sd": {k: v[1] for k, v in touching.items()},
-            "gain_disjoint_mean": {k: v[0] for k, v in disjoint.items()},
-            "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
-            "probe_leak_share_mean_sd": list(leak),
-            "difference_mean_sd": differences,
-            "difference_disjoint_mean_sd": differences_disjoint,
-            "per_seed": per_seed,
-            "cpu_seconds": self.cpu_seconds,
-            "wall_seconds": self.wall_seconds,
-        }
-        if self.routing:
-            from ecc_lib.ecc_experiments import routing_over_seeds
-
-            out["routing_per_seed"] = self.routing
-            out["routing_mean_sd"] = routing_over_seeds(self.routing)
-        return to_jsonable(out)
-
-    def table(self) -> pd.DataFrame:
-        """One row per (seed, method) with every gain reading and its interval.
-
-        Returns
-        -------
-        DataFrame
-            Each seed's :meth:`ECCEvaluation.table` with ``seed`` and ``probe_leak_share``
-            columns added.
-        """
-        frames = []
-        for seed, r in zip(self.seeds, self.results, strict=True):
-            t = r.table()
-            t.insert(0, "seed", seed)
-            t["probe_leak_share"] = r.probe_leak_share
-            frames.append(t)
-        return pd.concat(frames, ignore_index=True)
-
-    def summary_table(self) -> pd.DataFrame:
-        """Per method and reading (``all``, ``touching``, ``disjoint``): mean and sd (ddof = 1)
-        over seeds, and every seed's estimate with its bootstrap interval.
-
-        Returns
-        -------
-        DataFrame
-            ``method, reading, mean, sd, n_seeds, per_seed`` where ``per_seed`` is a list of
-            ``(seed, estimate, low, high)``.
-        """
-        readings = {
-            "all": ("gain", "ci95"),
-            "touching": ("gain_touching", "ci95_touching"),
-            "disjoint": ("gain_disjoint", "ci95_disjoint"),
-        }
-        rows = []
-        for name in self.first.gain:
-            for reading, (value, interval) in readings.items():
-                per_seed = [
-                    (seed, getattr(r, value)[name], *getattr(r, interval)[name])
-                    for seed, r in zip(self.seeds, self.results, strict=True)
-                ]
-                mean, sd = mean_sd([p[1] for p in per_seed])
-                rows.append(
-                    {
-                        "method": name,
-                        "reading": reading,
-                        "mean": mean,
-                        "sd": sd,
-                        "n_seeds": len(per_seed),
-                        "per_seed": per_seed,
-                    }
-                )
-        return pd.DataFrame(rows)
-
-    def to_dict(self) -> dict:
-        """The first seed's :meth:`ECCEvaluation.to_dict` plus :meth:`summary`.
-
-        Returns
-        -------
-        dict
-            The keys of :meth:`summary` override those of the first seed.
-        """
-        payload = self.first.to_dict()
-        payload.update(self.summary())
-        return payload
-
-
-def run_seeds(
-    queries: pd.DataFrame,
-    outcomes: pd.DataFrame,
-    embeddings: np.ndarray,
-    seeds: Sequence[int] = (PAPER_SEED,),
-    n_clusters: int = 30,
-    lam: float = 3.0,
-    temperature: float = 0.1,
-    n_pairs: int = PAPER_N_PAIRS,
-    n_probes: int = 1,
-    test_size: float = PAPER_TEST_SIZE,
-    mode: str = "both",
-    methods: tuple[str, ...] = METHODS,
-    n_boot: int = DEFAULT_N_BOOT,
-    probe_evidence: str = "mean",
-    probe_strategy: str | ProbeStrategy = "first",
-    leak_free: bool = False,
-    routing: bool = False,
-    evidence: str = "sampled",
-    **ecc_params,
-) -> MultiSeedEvaluation:
-    """The protocol over several protocol seeds: each seed redraws the pairs, the split and the
-    EM start (``random_state = seed``, as :func:`run_protocol`); the bootstrap over test queries
-    and a randomised probe strategy use ``random_state = 0`` as in :func:`run_protocol`, so the
-    first seed reproduces :func:`run_protocol` exactly.
-
-    Parameters
-    ----------
-    queries, outcomes, embeddings
-        As in :func:`run_protocol`.
-    seeds : sequence of int
-        Protocol seeds (the CLI's ``--seed, --seed + 1, ...``).
-    routing : bool, default False
-        Also run :func:`ecc_lib.ecc_experiments.routing_experiment` on every seed.
-    Other parameters
-        As in :func:`run_protocol`.
-
-    Returns
-    -------
-    MultiSeedEvaluation
-    """
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("run_seeds needs at least one seed")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, got {seeds}")
-    wall, cpu = time.perf_counter(), time.process_time()
-    results, routes = [], []
-    for i, seed in enumerate(seeds):
-        data, fitted, seconds = _prepare_and_fit(
-            queries,
-            outcomes,
-            embeddings,
-            n_clusters,
-            lam,
-            temperature,
-            n_pairs,
-            n_probes,
-            test_size,
-            seed,
-            methods,
-            leak_free,
-            ecc_params,
-            evidence=evidence,
-        )
-        result = score_methods(
-            data,
-            fitted,
-            n_probes=n_probes,
-            mode=mode,
-            fit_seconds=seconds,
-            n_boot=n_boot,
-            random_state=0,
-            probe_evidence=probe_evidence,
-            probe_strategy=probe_strategy,
-        )
-        result.params.update(
-            {"n_clusters": n_clusters, "lam": lam, "temperature": temperature, **ecc_params}
-        )
-        if routing:
-            from ecc_lib.ecc_experiments import routing_experiment
-
-            routes.append(
-                routing_experiment(
-                    data,
-                    fitted,
-                    outcomes=outcomes,
-                    n_probes=n_probes,
-                    probe_evidence=probe_evidence,
-                    probe_strategy=probe_strategy,
-                    n_boot=n_boot,
-                    random_state=0,
-                ).to_dict()
-            )
-        if i > 0:
-            result.fitted = {}
-        else:
-            first_data = data
-        results.append(result)
-    return MultiSeedEvaluation(
-        seeds=seeds,
-        results=results,
-        routing=routes,
-        cpu_seconds=time.process_time() - cpu,
-        wall_seconds=time.perf_counter() - wall,
-        data=first_data,
-    )
+    return data, result
 
 
 __all__ = [
@@ -1484,24 +813,14 @@ __all__ = [
     "METHODS",
     "METHOD_FACTORIES",
     "MODES",
-    "MultiSeedEvaluation",
-    "PROBE_EVIDENCE",
-    "PROBE_STRATEGIES",
+    "PAPER_N_PAIRS",
+    "PAPER_SEED",
+    "PAPER_TEST_SIZE",
     "ProtocolData",
     "default_methods",
     "fit_methods",
-    "make_leak_free",
     "make_methods",
-    "mean_sd",
     "prepare_protocol",
-    "probe_candidate_rows",
-    "probe_first",
-    "probe_random",
-    "probe_responsibilities",
-    "resolve_probe_strategy",
     "run_protocol",
-    "run_seeds",
     "score_methods",
-    "select_probes",
-    "touching_probe",
 ]

@@ -38,13 +38,14 @@ from ecc_lib.ecc import (
     CENTROID_TOL,
     ECC,
     KL_TOL,
-    MISSING_LABEL,
     OBJECTIVE_PATIENCE,
     OBJECTIVE_TOL,
     _dask_requested,
     _labels_to_str,
+    _log_missing_labels,
     comparison_nll,
 )
+from ecc_lib.probe_leak import disjoint_from_probe
 
 logger = logging.getLogger(__name__)
 
@@ -52,39 +53,6 @@ DEFAULT_LABEL_WEIGHTS: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 DEFAULT_CV_FOLDS = 3
 CV_PAIRS = ("all", "disjoint")
 PRIOR_FORMS = ("absolute", "relative")
-
-
-def disjoint_from_probe(scored: Comparisons, probe: Comparisons) -> np.ndarray:
-    """Mask of the scored comparisons that share no model with their query's probe.
-
-    Parameters
-    ----------
-    scored, probe : Comparisons
-        Same query coding.
-
-    Returns
-    -------
-    ndarray of bool, shape (len(scored),)
-    """
-    touched = probe_models(probe)
-    return ~(touched[scored.query, scored.model_a] | touched[scored.query, scored.model_b])
-
-
-def probe_models(probe: Comparisons) -> np.ndarray:
-    """Which models appear in each query's probe.
-
-    Parameters
-    ----------
-    probe : Comparisons
-
-    Returns
-    -------
-    ndarray of bool, shape (n_queries, M)
-    """
-    touched = np.zeros((probe.n_queries, probe.n_models), dtype=bool)
-    touched[probe.query, probe.model_a] = True
-    touched[probe.query, probe.model_b] = True
-    return touched
 
 
 def category_log_prior(
@@ -190,21 +158,8 @@ class LabelInformedECC(ECC):
         n_jobs: int | None = None,
         random_state=None,
     ):
-        super().__init__(
-            n_clusters=n_clusters,
-            lam=lam,
-            temperature=temperature,
-            max_iter=max_iter,
-            tol=tol,
-            n_init=n_init,
-            alpha=alpha,
-            centroid_tol=centroid_tol,
-            objective_tol=objective_tol,
-            patience=patience,
-            dtype=dtype,
-            n_jobs=n_jobs,
-            random_state=random_state,
-        )
+        params = locals()
+        super().__init__(**{name: params[name] for name in ECC._get_param_names()})
         self.label_weight = label_weight
         self.label_weights = label_weights
         self.cv_folds = cv_folds
@@ -336,12 +291,7 @@ class LabelInformedECC(ECC):
         self.label_weight_ = float(weight)
         self.categories_ = cats
         self.log_prior_ = self._final_prior(codes, len(cats))
-        if (lab == MISSING_LABEL).any():
-            logger.info(
-                "ecc_labels: %d queries without a label form the category %r",
-                int((lab == MISSING_LABEL).sum()),
-                MISSING_LABEL,
-            )
+        _log_missing_labels(lab, "ecc_labels")
         return self
 
     # -- inference ------------------------------------------------------------------------------
@@ -394,6 +344,4 @@ __all__ = [
     "DEFAULT_LABEL_WEIGHTS",
     "LabelInformedECC",
     "category_log_prior",
-    "disjoint_from_probe",
-    "probe_models",
 ]

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import dars, dars_diagnostics
-from ecc_lib.ecc import ECC, EmbeddingClusters, GlobalBT
+from ecc_lib.ecc import ECC
+from ecc_lib.ecc_baselines import EmbeddingClusters, GlobalBT
 from ecc_lib.metrics import adjusted_rand_ci, bootstrap_mean_ci
 from ecc_lib.synthetic import CapabilityData
 from ecc_lib.synthetic.repeated_outcomes import RepeatedOutcomesData

@@ -25,8 +25,9 @@ from ecc_lib.comparisons import split_probe
 from ecc_lib.ecc import comparison_nll
 from ecc_lib.ecc_protocol import fit_methods, make_methods, prepare_protocol
 from ecc_lib.embeddings import embed_texts
-from ecc_lib.label_informed import LabelInformedECC, disjoint_from_probe
+from ecc_lib.label_informed import LabelInformedECC
 from ecc_lib.loaders import load_bundled
+from ecc_lib.probe_leak import disjoint_from_probe
 from ecc_lib.soft_evidence import soft_evidence_comparison, true_win_probability
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 

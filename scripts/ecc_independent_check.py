@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp
 
 from ecc_lib import provenance
-from ecc_lib.ecc_protocol import run_seeds
+from ecc_lib.ecc_seeds import run_seeds
 from ecc_lib.embeddings import embed_texts
 
 

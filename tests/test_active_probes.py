@@ -16,7 +16,8 @@ from ecc_lib.active_probes import (
     select_probes,
 )
 from ecc_lib.comparisons import Comparisons, split_probe
-from ecc_lib.ecc import ECC, GlobalBT
+from ecc_lib.ecc import ECC
+from ecc_lib.ecc_baselines import GlobalBT
 from ecc_lib.ecc_protocol import prepare_protocol
 from ecc_lib.synthetic.capability import make_capability_data
 
@@ -188,9 +189,39 @@ def test_strategies_are_scored_on_the_same_pairs(small):
         assert len(refs) == 1
 
 
+def test_probe_active_without_profiles_takes_the_first_candidates(small):
+    from ecc_lib.probe_leak import probe_candidate_rows
+    from ecc_lib.probe_strategies import probe_active, probe_first
+
+    protocol, _, reference = small
+    candidates, _ = probe_candidate_rows(protocol, 2, score_from=3)
+    first = probe_first(protocol.test, 2, candidates)
+    assert first.sum() > 0
+    for model in (reference, None):
+        np.testing.assert_array_equal(probe_active(protocol.test, 2, candidates, model), first)
+
+
+def test_select_probes_and_the_protocol_strategy_share_the_greedy_choice(small):
+    """``select_probes(strategy="active")`` over every unscored pair is the protocol's
+    ``probe_active`` with those pairs as its candidates."""
+    from ecc_lib.probe_strategies import probe_active
+
+    protocol, model, _ = small
+    test = protocol.test
+    scores = protocol.scores[protocol.test_mask]
+    probe = select_probes(model, scores, test, 2, "active", 3, protocol.x_test)
+    cand = candidate_pairs(scores, [split_probe(test, 3)[1]])
+    mask = probe_active(cand, 2, np.ones(len(cand), dtype=bool), model, protocol.x_test)
+    chosen = cand.take(mask)
+    assert len(probe) > test.n_queries  # two probes for most queries
+    assert sorted(zip(probe.query, probe.model_a, probe.model_b, probe.y, strict=True)) == sorted(
+        zip(chosen.query, chosen.model_a, chosen.model_b, chosen.y, strict=True)
+    )
+
+
 def test_probe_active_strategy_of_the_protocol(small):
-    from ecc_lib.active_probes import probe_active
-    from ecc_lib.ecc_protocol import probe_candidate_rows
+    from ecc_lib.probe_leak import probe_candidate_rows
+    from ecc_lib.probe_strategies import probe_active
 
     protocol, model, reference = small
     candidates, _ = probe_candidate_rows(protocol, 1, score_from=3)

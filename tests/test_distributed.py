@@ -19,7 +19,8 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 from ecc_lib.comparisons import make_comparisons  # noqa: E402
 from ecc_lib.distributed import fit_partitioned, use_dask  # noqa: E402
-from ecc_lib.ecc import ECC, EmbeddingClusters  # noqa: E402
+from ecc_lib.ecc import ECC  # noqa: E402
+from ecc_lib.ecc_baselines import EmbeddingClusters  # noqa: E402
 from ecc_lib.embeddings import embed_texts  # noqa: E402
 from ecc_lib.loaders import load_bundled  # noqa: E402
 

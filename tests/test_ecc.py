@@ -3,6 +3,7 @@ tests), determinism, planted-cluster recovery, inference interface and input err
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -17,13 +18,12 @@ from sklearn.metrics import adjusted_rand_score
 from ecc_lib import ecc as ecc_module
 from ecc_lib.bradley_terry import fit_bt_pairwise
 from ecc_lib.comparisons import Comparisons
-from ecc_lib.ecc import (
-    ECC,
+from ecc_lib.ecc import ECC, evidence
+from ecc_lib.ecc_baselines import (
     ComparisonOnlyECC,
     EmbeddingClusters,
     GlobalBT,
     HumanLabelClusters,
-    evidence,
 )
 from ecc_lib.synthetic.capability import make_capability_data
 
@@ -372,6 +372,23 @@ def test_sklearn_conventions():
     assert fit_quiet(model, x, c) is model
     assert model.theta_.shape == (5, 4) and model.centroids_.shape == (5, 5)
     np.testing.assert_allclose(np.linalg.norm(model.centroids_, axis=1), 1.0, atol=1e-6)
+
+
+def test_comparison_only_has_the_parameters_of_ecc_with_lam_zero():
+    ecc_params = inspect.signature(ECC).parameters
+    own = inspect.signature(ComparisonOnlyECC).parameters
+    assert list(own) == list(ecc_params)
+    assert own["lam"].default == 0.0
+    assert all(own[n].default == p.default for n, p in ecc_params.items() if n != "lam")
+    model = ComparisonOnlyECC(4, temperature=0.2)  # positional as in ECC
+    assert model.get_params() == {**ECC(4, temperature=0.2, lam=0.0).get_params()}
+    assert clone(model).get_params() == model.get_params()
+    with pytest.raises(TypeError):
+        ComparisonOnlyECC(bogus=1)
+    with pytest.raises(ValueError, match="lam must be 0"):
+        fit_quiet(ComparisonOnlyECC(lam=1.0), *random_problem(n=20))
+    with pytest.raises(TypeError, match="no parameter"):
+        ecc_module._with_defaults(ECC.__init__, bogus=1)
 
 
 # ---------------------------------------------------------------- errors

@@ -9,17 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ecc_lib.cluster_routing import route_choices, routing_experiment
 from ecc_lib.comparisons import Comparisons, split_probe
-from ecc_lib.ecc import ECC, GlobalBT, comparison_nll, evidence
+from ecc_lib.ecc import ECC, comparison_nll, evidence
+from ecc_lib.ecc_baselines import GlobalBT
 from ecc_lib.ecc_experiments import (
     cluster_summary,
     cross_cluster_nll_gap,
     diagnostics,
     evaluate_modes,
-    new_model_experiment,
-    route_choices,
-    routing_experiment,
-    routing_over_seeds,
     sweep_clusters,
     sweep_probes,
     within_cluster_consistency,
@@ -27,18 +25,25 @@ from ecc_lib.ecc_experiments import (
 from ecc_lib.ecc_protocol import (
     METHODS,
     fit_methods,
-    make_leak_free,
     make_methods,
     prepare_protocol,
+    run_protocol,
+    score_methods,
+)
+from ecc_lib.ecc_seeds import routing_over_seeds, run_seeds
+from ecc_lib.new_model import new_model_experiment
+from ecc_lib.probe_leak import (
+    disjoint_from_probe,
+    make_leak_free,
     probe_candidate_rows,
+    probe_models,
+    touching_probe,
+)
+from ecc_lib.probe_strategies import (
     probe_first,
     probe_random,
     probe_responsibilities,
     resolve_probe_strategy,
-    run_protocol,
-    run_seeds,
-    score_methods,
-    touching_probe,
 )
 from ecc_lib.synthetic.capability import make_capability_data
 
@@ -303,6 +308,14 @@ def test_touching_probe_on_a_hand_made_case():
         touching_probe(probe, scored), [True, False, True, False, True, False]
     )
     assert not touching_probe(None, scored).any()
+    np.testing.assert_array_equal(
+        disjoint_from_probe(scored, probe), [False, True, False, True, False, True]
+    )
+    named = probe_models(probe)
+    assert named.shape == (3, 4)
+    np.testing.assert_array_equal(np.flatnonzero(named[0]), [0, 1])
+    np.testing.assert_array_equal(np.flatnonzero(named[1]), [2, 3])
+    assert not named[2].any()
 
 
 def test_leak_split_adds_up(protocol, fitted):

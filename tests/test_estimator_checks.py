@@ -15,7 +15,7 @@ import warnings
 import pytest
 from sklearn.utils import estimator_checks as checks
 
-from ecc_lib import ecc, routers
+from ecc_lib import ecc, ecc_baselines, routers
 
 CHECKS = (
     checks.check_parameters_default_constructible,
@@ -32,10 +32,10 @@ ESTIMATORS = [
     routers.BestFixedRouter,
     routers.RandomRouter,
     ecc.ECC,
-    ecc.ComparisonOnlyECC,
-    ecc.EmbeddingClusters,
-    ecc.GlobalBT,
-    ecc.HumanLabelClusters,
+    ecc_baselines.ComparisonOnlyECC,
+    ecc_baselines.EmbeddingClusters,
+    ecc_baselines.GlobalBT,
+    ecc_baselines.HumanLabelClusters,
 ]
 
 

@@ -11,6 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 from ecc_lib import dars, routers
 from ecc_lib.comparisons import split_queries
+from ecc_lib.routers.training import TorchRouter
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 FAST = {
@@ -302,3 +303,73 @@ def test_early_stopping_keeps_the_best_step():
     )
     assert len(history) < 500
     assert abs(float(weight.detach()) - 1.0) < 0.06
+
+
+# --------------------------------------------------------------------------------------------
+# One place per concept: parameters, the torch training path, target scaling, guards
+
+TORCH_FAMILIES = ["EmbedLLM-MF", "MIRT", "Softmax-ranking", "GraphRouter"]
+TRAINING_SETTINGS = {
+    "n_iter",
+    "learning_rate",
+    "weight_decay",
+    "early_stopping",
+    "validation_fraction",
+    "patience",
+    "n_threads",
+}
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_parameters_are_keyword_only_and_include_the_shared_ones(name):
+    cls = routers.router_families()[name]
+    params = set(cls().get_params())
+    assert {"target", "cost_weight", "beta", "random_state"} <= params
+    if name in TORCH_FAMILIES:
+        assert issubclass(cls, TorchRouter) and TRAINING_SETTINGS <= params
+    with pytest.raises(TypeError):
+        cls(1)  # keyword-only: no positional meaning to rely on
+
+
+def test_family_defaults_override_the_shared_training_settings():
+    assert routers.MatrixFactorizationRouter().learning_rate == 0.03
+    assert routers.MatrixFactorizationRouter().early_stopping is False
+    assert routers.SoftmaxRankingRouter().n_iter == 500
+    assert routers.GraphRouter().weight_decay == 1e-4
+    assert routers.GraphRouter().n_iter == TorchRouter().n_iter == 300
+    assert routers.SoftmaxRankingRouter().target == routers.ECCRouter().target == "utility"
+
+
+def test_factorisation_can_stop_early_through_the_shared_path(planted):
+    """Early stopping is one code path for every torch family, the factorisation included."""
+    kwargs = {"n_iter": 300, "early_stopping": True, "patience": 1, "random_state": 2}
+    a = routers.MatrixFactorizationRouter(**kwargs).fit(planted["x_train"], planted["train"])
+    b = routers.MatrixFactorizationRouter(**kwargs).fit(planted["x_train"], planted["train"])
+    assert len(a.loss_history_) < 300
+    assert a.loss_history_ == b.loss_history_
+    full = routers.MatrixFactorizationRouter(n_iter=300, random_state=2)
+    assert len(full.fit(planted["x_train"], planted["train"]).loss_history_) == 300
+
+
+@pytest.mark.parametrize("name", ["ECC", "Softmax-ranking"])
+def test_utility_only_families_refuse_components_before_fitting(planted, name):
+    router = routers.make_router(name, target="components")
+    with pytest.raises(ValueError, match="target='utility'"):
+        router.fit(planted["x_train"], planted["train"])
+    assert not hasattr(router, "fitted_target_")
+
+
+@pytest.mark.parametrize("name", ["MLP", "EmbedLLM-MF", "MIRT", "GraphRouter"])
+def test_scaled_families_predict_on_the_target_scale(planted, name):
+    """The families that learn scaled targets map predictions back with their own scaler_."""
+    router = routers.make_router(name, random_state=0, **FAST[name])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        router.fit(planted["x_train"], planted["train"])
+    y, _, _ = routers.target_matrix(planted["train"])
+    pred = router.predict(planted["x_train"])
+    # sigma_q (the last 4 columns): its mean and its scaled mean lie far apart, and the mean
+    # prediction lies near the mean target
+    sigma, scaled_sigma = y[:, 8:].mean(), router.scaler_.transform(y)[:, 8:].mean()
+    assert abs(sigma - scaled_sigma) > 0.3
+    assert abs(pred["sigma_q"].mean() - sigma) < 0.1

@@ -357,3 +357,46 @@ def test_refitted_curves_put_the_ecc_router_on_the_cost_quality_plane(synthetic)
     )
     ecc_rows = refitted.table["router"] == "ECC"
     assert refitted.table.loc[ecc_rows, "pareto_area"].notna().all()
+
+
+def test_the_package_exports_every_public_name_of_its_modules():
+    """routing_evaluation is split by job; callers keep importing every name from the package."""
+    import importlib
+    import inspect
+
+    for job in ("held_out", "curves", "experiment", "paired", "summary"):
+        module = importlib.import_module(f"ecc_lib.routing_evaluation.{job}")
+        own = {
+            name
+            for name, obj in vars(module).items()
+            if not name.startswith("_")
+            and (inspect.isfunction(obj) or inspect.isclass(obj))
+            and obj.__module__ == module.__name__
+        }
+        assert own and own <= set(ev.__all__), (job, own - set(ev.__all__))
+    assert all(hasattr(ev, name) for name in ev.__all__)
+
+
+def test_cost_quality_curve_refits_a_utility_router_at_each_weight(synthetic):
+    from ecc_lib import routers
+
+    obs = dars.repeated_observations(synthetic.outcomes)
+    position = {q: i for i, q in enumerate(synthetic.queries["query_id"])}
+    x = synthetic.embeddings[[position[q] for q in obs.query_ids]].astype(float)
+    train = np.arange(obs.n_queries) < 200
+    targets = dars.capability_distributions(obs.select_queries(train))
+    truth = ev.held_out_truth(obs.select_queries(~train))
+    lambdas = (0.0, 1.0)
+    router = routers.KNNRouter(target="utility").fit(x[train], targets)
+    with pytest.raises(ValueError, match="refit"):
+        ev.cost_quality_curve(router, x[~train], truth, lambdas)
+    curve = ev.cost_quality_curve(router, x[~train], truth, lambdas, refit_on=(x[train], targets))
+    # the same as a router fitted at each weight by hand
+    by_hand = [
+        routers.KNNRouter(target="utility", cost_weight=lam)
+        .fit(x[train], targets)
+        .route(x[~train], cost_weight=lam)
+        for lam in lambdas
+    ]
+    pd.testing.assert_frame_equal(curve, ev.curve_of_choices(by_hand, truth, lambdas))
+    assert router.cost_weight == routers.KNNRouter().cost_weight  # the router itself is untouched

@@ -304,7 +304,8 @@ def run(args: argparse.Namespace) -> int:
     int
         Exit status.
     """
-    from ecc_lib.ecc_protocol import default_methods, run_seeds
+    from ecc_lib.ecc_protocol import default_methods
+    from ecc_lib.ecc_seeds import run_seeds
 
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")

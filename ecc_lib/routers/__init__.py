@@ -32,7 +32,9 @@ each:
 - references :class:`BestFixedRouter` and :class:`RandomRouter`; the per-query oracle needs the
   held-out truth and lives in :mod:`ecc_lib.routing_evaluation`.
 
-The torch networks (:mod:`~ecc_lib.routers.networks`) are imported on first fit.
+The torch families share one base, :class:`~ecc_lib.routers.training.TorchRouter` (training
+settings, seeding, early stopping, the one training path); their networks
+(:mod:`~ecc_lib.routers.networks`) are imported on first fit.
 """
 
 from __future__ import annotations

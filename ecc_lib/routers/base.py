@@ -5,11 +5,18 @@ stores its arguments, ``fit`` returns ``self``, learned state ends in ``_``, ran
 from ``random_state``, and using an unfitted router raises
 :class:`sklearn.exceptions.NotFittedError`. Routers therefore work with ``clone``,
 ``get_params``/``set_params`` and parameter searches.
+
+A router declares its constructor parameters once, as annotated class attributes with defaults,
+and :func:`router_parameters` writes the keyword-only ``__init__`` that stores them; a subclass
+adds its own parameters (or new defaults) to those of its base, so the shared ones
+(``target``, ``cost_weight``, ``beta``, ``random_state`` here, the training settings in
+:class:`ecc_lib.routers.training.TorchRouter`) are declared in one place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -23,6 +30,28 @@ TARGET_KINDS = ("components", "utility")
 """What a router learns: the three components (route at any weights) or the utility itself."""
 
 Targets = CapabilityDistributions | Mapping[str, np.ndarray] | np.ndarray
+Weight = float | None
+"""A utility weight; None: the router's own."""
+
+
+def router_parameters(cls: type) -> type:
+    """Class decorator: the annotated class attributes become keyword-only ``__init__`` parameters.
+
+    The generated ``__init__`` only stores its arguments (scikit-learn's rule), and lists the
+    parameters of the base classes first; ``get_params``, ``clone`` and the repr come from
+    :class:`sklearn.base.BaseEstimator` (no dataclass ``__eq__`` or ``__repr__`` is added).
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`Router` subclass whose parameters are annotated class attributes with defaults.
+
+    Returns
+    -------
+    type
+        ``cls`` with its ``__init__``.
+    """
+    return dataclass(kw_only=True, eq=False, repr=False)(cls)
 
 
 def seed_from(random_state: int | np.random.Generator | None) -> int:
@@ -120,11 +149,14 @@ def target_matrix(
     return np.hstack([np.asarray(parts[c], float) for c in COMPONENTS]), "components", models
 
 
+@router_parameters
 class Router(BaseEstimator):
     """Base class: fit on query embeddings and capability targets, route by ``argmax U``.
 
     Subclasses implement ``_fit(x, y, rng)`` and ``_predict(x)`` on the flattened target matrix
-    (see :func:`target_matrix`).
+    (see :func:`target_matrix`), scaled by their ``_target_scaler`` when they name one (a
+    scikit-learn scaler class: ``fit`` scales the targets, ``predict`` maps back), and declare
+    their own parameters as annotated class attributes under :func:`router_parameters`.
 
     scikit-learn's parameter, clone, repr and unfitted checks pass for every family
     (``tests/test_estimator_checks.py``). Skipped by design: the checks that fit on ``(X, y)``
@@ -158,19 +190,17 @@ class Router(BaseEstimator):
         Utility weights at fit time.
     n_features_in_ : int
         Embedding dimension.
+    scaler_ : sklearn transformer
+        The fitted target scaling, in the families that scale their targets.
     """
 
-    def __init__(
-        self,
-        target: str = "components",
-        cost_weight: float = DEFAULT_LAMBDA,
-        beta: float = DEFAULT_BETA,
-        random_state: int | np.random.Generator | None = None,
-    ) -> None:
-        self.target = target
-        self.cost_weight = cost_weight
-        self.beta = beta
-        self.random_state = random_state
+    target: str = "components"
+    cost_weight: float = DEFAULT_LAMBDA
+    beta: float = DEFAULT_BETA
+    random_state: int | np.random.Generator | None = None
+
+    _learns_utility_only = False  # True: a family that cannot learn the three components
+    _target_scaler = None  # a scaler class: the family learns and predicts scaled targets
 
     # -- subclasses implement these two ------------------------------------------------------
     def _fit(self, x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> None:
@@ -204,6 +234,10 @@ class Router(BaseEstimator):
             raise ValueError("cannot fit a router on zero queries")
         if not np.isfinite(y).all():
             raise ValueError("targets hold NaN or infinite values")
+        if self._learns_utility_only and kind != "utility":
+            raise ValueError(
+                f"{type(self).__name__} learns the utility; construct it with target='utility'"
+            )
         n_models = y.shape[1] // (len(COMPONENTS) if kind == "components" else 1)
         self.n_models_ = n_models
         self.models_ = models if models is not None else tuple(str(m) for m in range(n_models))
@@ -211,6 +245,9 @@ class Router(BaseEstimator):
         self.fit_cost_weight_ = self.cost_weight
         self.fit_beta_ = self.beta
         self.n_features_in_ = x.shape[1]
+        if self._target_scaler is not None:
+            self.scaler_ = self._target_scaler().fit(y)
+            y = self.scaler_.transform(y)
         self._fit(x, y, np.random.default_rng(self.random_state))
         return self
 
@@ -237,16 +274,15 @@ class Router(BaseEstimator):
         """
         x = self._check_fitted(query_embeddings)
         y = self._predict(x)
+        if self._target_scaler is not None:
+            y = self.scaler_.inverse_transform(y)
         if self.fitted_target_ == "utility":
             return {"utility": y}
         m = self.n_models_
         return {c: y[:, i * m : (i + 1) * m] for i, c in enumerate(COMPONENTS)}
 
     def predict_utility(
-        self,
-        query_embeddings: np.ndarray,
-        cost_weight: float | None = None,
-        beta: float | None = None,
+        self, query_embeddings: np.ndarray, cost_weight: Weight = None, beta: Weight = None
     ) -> np.ndarray:
         """Predicted utility ``mu_q - cost_weight * mu_c - beta * sigma_q``.
 
@@ -278,19 +314,14 @@ class Router(BaseEstimator):
         return pred["mu_q"] - cost_weight * pred["mu_c"] - beta * pred["sigma_q"]
 
     def route(
-        self,
-        query_embeddings: np.ndarray,
-        cost_weight: float | None = None,
-        beta: float | None = None,
+        self, query_embeddings: np.ndarray, cost_weight: Weight = None, beta: Weight = None
     ) -> np.ndarray:
         """Index of the chosen model per query: ``argmax_m`` of the predicted utility.
 
         Parameters
         ----------
-        query_embeddings : ndarray, shape (n_queries, n_features)
-            Features of the new queries.
-        cost_weight, beta : float, optional
-            Utility weights (see :meth:`predict_utility`).
+        query_embeddings, cost_weight, beta
+            As in :meth:`predict_utility`.
 
         Returns
         -------
@@ -307,10 +338,7 @@ class Router(BaseEstimator):
 class BestFixedRouter(Router):
     """Predicts the training mean of every target: routes every query to one model.
 
-    Parameters
-    ----------
-    target, cost_weight, beta, random_state
-        As in :class:`Router`.
+    A reference with the parameters of :class:`Router` and none of its own.
 
     Attributes
     ----------
@@ -328,10 +356,7 @@ class BestFixedRouter(Router):
 class RandomRouter(Router):
     """Routes each query to a uniformly random model (seeded at ``fit``).
 
-    Parameters
-    ----------
-    target, cost_weight, beta, random_state
-        As in :class:`Router`.
+    A reference with the parameters of :class:`Router` (``random_state`` seeds the choices).
 
     Attributes
     ----------
@@ -351,9 +376,9 @@ class RandomRouter(Router):
 
         Parameters
         ----------
-        query_embeddings : ndarray, shape (n_queries, n_features)
-            Features of the new queries.
-        cost_weight, beta : float, optional
+        query_embeddings
+            As in :meth:`Router.predict_utility`.
+        cost_weight, beta
             Ignored.
 
         Returns

@@ -12,8 +12,7 @@ from sklearn.neighbors import KNeighborsRegressor
 from sklearn.neural_network import MLPRegressor
 from sklearn.preprocessing import StandardScaler
 
-from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA
-from ecc_lib.routers.base import Router, seed_from
+from ecc_lib.routers.base import Router, router_parameters, seed_from
 
 
 def inverse_distance_weights(distances: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -34,6 +33,7 @@ def inverse_distance_weights(distances: np.ndarray, eps: float = 1e-6) -> np.nda
     return 1.0 / (np.asarray(distances, float) + eps)
 
 
+@router_parameters
 class KNNRouter(Router):
     """k nearest training queries (Euclidean distance), inverse-distance weighted mean targets.
 
@@ -57,20 +57,9 @@ class KNNRouter(Router):
         The fitted neighbour regressor.
     """
 
-    def __init__(
-        self,
-        n_neighbors: int = 16,
-        eps: float = 1e-6,
-        algorithm: str = "auto",
-        target: str = "components",
-        cost_weight: float = DEFAULT_LAMBDA,
-        beta: float = DEFAULT_BETA,
-        random_state: int | np.random.Generator | None = None,
-    ) -> None:
-        super().__init__(target, cost_weight, beta, random_state)
-        self.n_neighbors = n_neighbors
-        self.eps = eps
-        self.algorithm = algorithm
+    n_neighbors: int = 16
+    eps: float = 1e-6
+    algorithm: str = "auto"
 
     def _fit(self, x, y, rng):
         if int(self.n_neighbors) < 1:
@@ -85,8 +74,10 @@ class KNNRouter(Router):
         return self.regressor_.predict(x).reshape(len(x), -1)
 
 
+@router_parameters
 class MLPRouter(Router):
-    """Multi-output MLP regressor (scikit-learn ``MLPRegressor``) on standardised targets.
+    """Multi-output MLP regressor (scikit-learn ``MLPRegressor``) on standardised targets
+    (``scaler_``, a :class:`~sklearn.preprocessing.StandardScaler`).
 
     With ``early_stopping`` (default) 10 % of the training queries are held out and training stops
     when their loss has not improved for 10 epochs. Non-convergence within ``max_iter`` warns
@@ -109,36 +100,21 @@ class MLPRouter(Router):
 
     Attributes
     ----------
-    scaler_ : StandardScaler
-        Target standardisation.
     mlp_ : MLPRegressor
     n_iter_ : int
         Epochs run.
     """
 
-    def __init__(
-        self,
-        hidden_layer_sizes: tuple[int, ...] = (64,),
-        alpha: float = 1e-3,
-        learning_rate_init: float = 1e-3,
-        max_iter: int = 200,
-        batch_size: int = 128,
-        early_stopping: bool = True,
-        target: str = "components",
-        cost_weight: float = DEFAULT_LAMBDA,
-        beta: float = DEFAULT_BETA,
-        random_state: int | np.random.Generator | None = None,
-    ) -> None:
-        super().__init__(target, cost_weight, beta, random_state)
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.alpha = alpha
-        self.learning_rate_init = learning_rate_init
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.early_stopping = early_stopping
+    hidden_layer_sizes: tuple[int, ...] = (64,)
+    alpha: float = 1e-3
+    learning_rate_init: float = 1e-3
+    max_iter: int = 200
+    batch_size: int = 128
+    early_stopping: bool = True
+
+    _target_scaler = StandardScaler
 
     def _fit(self, x, y, rng):
-        self.scaler_ = StandardScaler().fit(y)
         self.mlp_ = MLPRegressor(
             hidden_layer_sizes=self.hidden_layer_sizes,
             alpha=self.alpha,
@@ -148,14 +124,14 @@ class MLPRouter(Router):
             early_stopping=self.early_stopping and len(x) >= 20,
             random_state=seed_from(rng),
         )
-        self.mlp_.fit(x, self.scaler_.transform(y))
+        self.mlp_.fit(x, y)
         self.n_iter_ = int(self.mlp_.n_iter_)
 
     def _predict(self, x):
-        z = self.mlp_.predict(x)
-        return self.scaler_.inverse_transform(z.reshape(len(x), -1))
+        return self.mlp_.predict(x).reshape(len(x), -1)
 
 
+@router_parameters
 class ClusterRouter(Router):
     """Avengers-Pro-style cluster profiles: k-means on embeddings, mean targets per cluster; a new
     query averages the profiles of its ``n_nearest`` nearest centroids.
@@ -179,20 +155,9 @@ class ClusterRouter(Router):
     cluster_sizes_ : ndarray of int
     """
 
-    def __init__(
-        self,
-        n_clusters: int = 32,
-        n_nearest: int = 3,
-        n_init: int = 3,
-        target: str = "components",
-        cost_weight: float = DEFAULT_LAMBDA,
-        beta: float = DEFAULT_BETA,
-        random_state: int | np.random.Generator | None = None,
-    ) -> None:
-        super().__init__(target, cost_weight, beta, random_state)
-        self.n_clusters = n_clusters
-        self.n_nearest = n_nearest
-        self.n_init = n_init
+    n_clusters: int = 32
+    n_nearest: int = 3
+    n_init: int = 3
 
     def _fit(self, x, y, rng):
         k = int(self.n_clusters)

@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA
-from ecc_lib.routers.base import Router, seed_from
+from ecc_lib.routers.base import Router, router_parameters, seed_from
 
 
+@router_parameters
 class ECCRouter(Router):
     """Route with ECC capability clusters (Wu, Silwal & Zhang 2026; ``ecc_lib.ecc.ECC``).
 
@@ -45,25 +45,16 @@ class ECCRouter(Router):
         The affine map from strength to utility.
     """
 
-    def __init__(
-        self,
-        n_clusters: int = 30,
-        ecc_params: dict | None = None,
-        cost_weight: float = DEFAULT_LAMBDA,
-        beta: float = DEFAULT_BETA,
-        random_state: int | np.random.Generator | None = None,
-        target: str = "utility",
-    ) -> None:
-        super().__init__(target, cost_weight, beta, random_state)
-        self.n_clusters = n_clusters
-        self.ecc_params = ecc_params
+    target: str = "utility"
+    n_clusters: int = 30
+    ecc_params: dict | None = None
+
+    _learns_utility_only = True
 
     def _fit(self, x, y, rng):
         from ecc_lib.comparisons import make_comparisons
         from ecc_lib.ecc import ECC
 
-        if self.fitted_target_ != "utility":
-            raise ValueError("ECCRouter learns the utility; construct it with target='utility'")
         n, m = y.shape
         ids = np.array([str(i) for i in range(n)], dtype=object)
         frame = pd.DataFrame(

@@ -1,12 +1,13 @@
 """Torch networks of the learned routers and their one training loop.
 
 Imported on first use by the routers that need torch (importing torch takes seconds). Every fit
-seeds its own :class:`torch.Generator` (initial weights, random masks), never torch's global
-generator, and runs with a bounded number of torch threads that is restored afterwards.
+(:class:`ecc_lib.routers.training.TorchRouter`) seeds its own :class:`torch.Generator` (initial
+weights, random masks), never torch's global generator, and runs with a bounded number of torch
+threads that is restored afterwards.
 
-- :class:`FactorisationNet`: the factorisation core shared by the EmbedLLM-style matrix
-  factorisation router and the MIRT router;
-- :class:`RankingNet`: a two-tower scorer of each (query, model) pair (softmax ranking router);
+- :class:`FactorisationNet`: the query-column scorer shared by the EmbedLLM-style matrix
+  factorisation router and the MIRT router (with :data:`FACTORISATION_LOSSES`) and, with an MLP
+  query tower, the softmax ranking router;
 - :class:`BipartiteGraphNet`: message passing on the query-model graph (GraphRouter-style).
 """
 
@@ -186,9 +187,11 @@ def predict_numpy(module: nn.Module, *inputs: np.ndarray) -> np.ndarray:
 
 
 class FactorisationNet(nn.Module):
-    """``out_qt = <W^T x_q, v_t> + b_t (+ (x_q^T w)_{g(t)})``: low-rank query-column scores.
+    """``out_qt = <f(x_q), v_t> + b_t (+ (x_q^T w)_{g(t)})``: scores of every query and column.
 
-    ``W`` (features x factors) encodes a query; each target column ``t`` (a model for one
+    A query tower ``f`` encodes a query in ``n_factors`` dimensions: linear, ``f(x) = W^T x``
+    (the EmbedLLM-style factorisation and MIRT), or with ``hidden`` units a one-hidden-layer MLP
+    (the softmax ranking router's two-tower scorer). Each target column ``t`` (a model for one
     target) has a learned vector ``v_t`` and bias ``b_t``. With ``groups``, each column group
     ``g`` (one of ``mu_q``, ``mu_c``, ``sigma_q``) adds a linear query term ``w_g^T x_q`` (the
     MIRT difficulty).
@@ -202,11 +205,13 @@ class FactorisationNet(nn.Module):
     n_factors : int
         Latent dimension.
     generator : torch.Generator
-        Source of the initial weights.
+        Source of the initial weights (the query tower's first, then the column vectors).
     groups : ndarray of int, shape (n_columns,), optional
         Group of each column; no group term when None.
     bias : ndarray, shape (n_columns,), optional
         Initial biases (default zeros).
+    hidden : int, optional
+        Hidden units of an MLP query tower; a linear tower when None.
     """
 
     def __init__(
@@ -217,10 +222,20 @@ class FactorisationNet(nn.Module):
         generator: torch.Generator,
         groups: np.ndarray | None = None,
         bias: np.ndarray | None = None,
+        hidden: int | None = None,
     ) -> None:
         super().__init__()
-        scale = 1.0 / np.sqrt(n_features)
-        self.encoder = nn.Parameter(scale * torch.randn(n_features, n_factors, generator=generator))
+        if hidden is None:
+            scale = 1.0 / np.sqrt(n_features)
+            self.encoder = nn.Parameter(
+                scale * torch.randn(n_features, n_factors, generator=generator)
+            )
+        else:
+            self.encoder = nn.Sequential(
+                _linear(n_features, hidden, generator),
+                nn.ReLU(),
+                _linear(hidden, n_factors, generator),
+            )
         self.columns = nn.Parameter(0.1 * torch.randn(n_columns, n_factors, generator=generator))
         self.bias = nn.Parameter(
             torch.zeros(n_columns) if bias is None else as_tensor(bias).reshape(n_columns)
@@ -244,57 +259,11 @@ class FactorisationNet(nn.Module):
         -------
         torch.Tensor, shape (n, n_columns)
         """
-        out = (x @ self.encoder) @ self.columns.T + self.bias
+        h = x @ self.encoder if isinstance(self.encoder, nn.Parameter) else self.encoder(x)
+        out = h @ self.columns.T + self.bias
         if self.offset is not None:
             out = out + (x @ self.offset) @ self.onehot.T
         return out
-
-
-class RankingNet(nn.Module):
-    """Two-tower scorer ``s(q, m) = <f(x_q), v_m> + b_m`` with ``f`` a one-hidden-layer MLP.
-
-    Parameters
-    ----------
-    n_features : int
-        Embedding dimension.
-    n_models : int
-        Number of models.
-    hidden : int
-        Hidden units of the query tower.
-    n_factors : int
-        Dimension of the query and model vectors.
-    generator : torch.Generator
-        Source of the initial weights.
-    """
-
-    def __init__(
-        self,
-        n_features: int,
-        n_models: int,
-        hidden: int,
-        n_factors: int,
-        generator: torch.Generator,
-    ) -> None:
-        super().__init__()
-        self.hidden = _linear(n_features, hidden, generator)
-        self.out = _linear(hidden, n_factors, generator)
-        self.models = nn.Parameter(0.1 * torch.randn(n_models, n_factors, generator=generator))
-        self.bias = nn.Parameter(torch.zeros(n_models))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Scores of every (query, model) pair.
-
-        Parameters
-        ----------
-        x : torch.Tensor, shape (n, n_features)
-            Query embeddings.
-
-        Returns
-        -------
-        torch.Tensor, shape (n, n_models)
-        """
-        h = self.out(torch.relu(self.hidden(x)))
-        return h @ self.models.T + self.bias
 
 
 def _linear(n_in: int, n_out: int, generator: torch.Generator) -> nn.Linear:
@@ -351,24 +320,17 @@ class BipartiteGraphNet(nn.Module):
         edge_dim = n_edge_targets + 1
         self.query_in = _linear(n_features, hidden, generator)
         self.model_state = nn.Parameter(0.1 * torch.randn(n_models, hidden, generator=generator))
-        self.to_model_node = nn.ModuleList(
-            _linear(hidden, hidden, generator) for _ in range(n_rounds)
-        )
-        self.to_model_edge = nn.ModuleList(
-            _linear(edge_dim, hidden, generator) for _ in range(n_rounds)
-        )
-        self.model_update = nn.ModuleList(
-            _linear(2 * hidden, hidden, generator) for _ in range(n_rounds)
-        )
-        self.to_query_node = nn.ModuleList(
-            _linear(hidden, hidden, generator) for _ in range(n_rounds)
-        )
-        self.to_query_edge = nn.ModuleList(
-            _linear(edge_dim, hidden, generator) for _ in range(n_rounds)
-        )
-        self.query_update = nn.ModuleList(
-            _linear(2 * hidden, hidden, generator) for _ in range(n_rounds)
-        )
+
+        def per_round(n_in: int) -> nn.ModuleList:
+            """One ``n_in -> hidden`` layer per round."""
+            return nn.ModuleList(_linear(n_in, hidden, generator) for _ in range(n_rounds))
+
+        self.to_model_node = per_round(hidden)
+        self.to_model_edge = per_round(edge_dim)
+        self.model_update = per_round(2 * hidden)
+        self.to_query_node = per_round(hidden)
+        self.to_query_edge = per_round(edge_dim)
+        self.query_update = per_round(2 * hidden)
         self.decode_hidden = _linear(3 * hidden, hidden, generator)
         self.decode_out = _linear(hidden, n_edge_targets, generator)
 
@@ -415,72 +377,9 @@ class BipartiteGraphNet(nn.Module):
         return out.permute(0, 2, 1).reshape(n_tgt, -1)
 
 
-FACTORISATION_LOSSES = ("squared", "bernoulli")
-
-
-def fit_factorisation(
-    x: np.ndarray,
-    z: np.ndarray,
-    n_factors: int,
-    loss: str = "squared",
-    groups: np.ndarray | None = None,
-    bias: np.ndarray | None = None,
-    n_iter: int = 300,
-    learning_rate: float = 0.03,
-    weight_decay: float = 1e-3,
-    seed: int = 0,
-    n_threads: int = 1,
-) -> tuple[FactorisationNet, list[float]]:
-    """Fit a :class:`FactorisationNet` to targets ``z`` (the core of the MF and MIRT routers).
-
-    Parameters
-    ----------
-    x : ndarray, shape (n, n_features)
-        Query embeddings.
-    z : ndarray, shape (n, n_columns)
-        Scaled targets; in [0, 1] for ``loss="bernoulli"``.
-    n_factors : int
-        Latent dimension.
-    loss : {"squared", "bernoulli"}, default "squared"
-        Mean squared error of the scores, or mean Bernoulli cross-entropy of the logits against
-        fractional targets (IRT).
-    groups : ndarray of int, optional
-        Column groups of the per-group query term (see :class:`FactorisationNet`).
-    bias : ndarray, optional
-        Initial column biases.
-    n_iter, learning_rate, weight_decay : int, float, float
-        AdamW settings (:func:`train_full_batch`).
-    seed : int, default 0
-        Seed of the initial weights.
-    n_threads : int, default 1
-        Torch threads during the fit.
-
-    Returns
-    -------
-    net : FactorisationNet
-        The trained network (in eval mode).
-    history : list of float
-        Training loss before each step.
-    """
-    if loss not in FACTORISATION_LOSSES:
-        raise ValueError(f"loss must be one of {FACTORISATION_LOSSES}, got {loss!r}")
-    if int(n_factors) < 1:
-        raise ValueError(f"n_factors must be >= 1, got {n_factors}")
-    with torch_threads(n_threads):
-        generator = torch_generator(seed)
-        net = FactorisationNet(
-            x.shape[1], z.shape[1], int(n_factors), generator, groups=groups, bias=bias
-        )
-        xt, zt = as_tensor(x), as_tensor(z)
-        if loss == "squared":
-
-            def objective() -> torch.Tensor:
-                return nn.functional.mse_loss(net(xt), zt)
-
-        else:
-
-            def objective() -> torch.Tensor:
-                return nn.functional.binary_cross_entropy_with_logits(net(xt), zt)
-
-        history = train_full_batch(net, objective, n_iter, learning_rate, weight_decay)
-    return net, history
+FACTORISATION_LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "squared": nn.functional.mse_loss,
+    "bernoulli": nn.functional.binary_cross_entropy_with_logits,
+}
+"""Losses of a :class:`FactorisationNet` fit: mean squared error of the scores, or mean Bernoulli
+cross-entropy of the logits against fractional targets in [0, 1] (IRT)."""

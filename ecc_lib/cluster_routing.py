@@ -1,0 +1,318 @@
+"""Routing with the ECC clusterings: the paper's routing experiment, with and without the probe.
+
+Each fitted clustering of :mod:`ecc_lib.ecc_protocol` routes a test query to
+``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')`` among the models with an outcome on the
+query (Wu, Silwal & Zhang 2026; ``DESIGN.md`` section 3) and is scored by that model's mean score.
+Settings (:data:`ROUTING_SETTINGS`): ``no_probe`` (embedding and label only), ``probe`` (with the
+query's probe, beside ``probe_winner``, the probe's winner alone), ``probe_outside`` (the choice
+restricted to models outside the probe pair, so no router is judged on an outcome it has read) and
+``probe_cost`` (the probe's two calls charged). Summaries over protocol seeds are in
+:mod:`ecc_lib.ecc_seeds`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.comparisons import Comparisons, score_matrix
+from ecc_lib.ecc_protocol import ProtocolData
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.probe_leak import probe_models
+from ecc_lib.probe_strategies import ProbeStrategy, probe_responsibilities, select_probes
+from ecc_lib.serialization import to_jsonable
+
+ROUTING_SETTINGS: tuple[str, ...] = ("no_probe", "probe", "probe_outside", "probe_cost")
+
+
+def _cost_matrix(outcomes: pd.DataFrame | None, data: ProtocolData) -> np.ndarray | None:
+    """Mean cost per (test query, model), or None when the outcomes carry no cost."""
+    if outcomes is None or "cost" not in outcomes.columns or outcomes["cost"].isna().all():
+        return None
+    frame = outcomes[["query_id", "model", "cost"]].rename(columns={"cost": "score"})
+    costs, _, _ = score_matrix(frame, data.test.query_ids, data.models)
+    return costs
+
+
+def _argmax_allowed(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Index of the best allowed model per row (-1 where no model is allowed)."""
+    masked = np.where(allowed, scores, -np.inf)
+    choice = np.argmax(masked, axis=1)
+    return np.where(allowed.any(axis=1), choice, -1)
+
+
+def probe_winner(probe: Comparisons | None, n_queries: int, n_models: int) -> np.ndarray:
+    """The model that won most of a query's probe comparisons (lowest index among equals; -1
+    for a query without a probe). Ties (``y = 0.5``) count half a win for each side.
+
+    Parameters
+    ----------
+    probe : Comparisons or None
+        The probe comparisons (``model_b`` wins with weight ``y``, ``model_a`` with ``1 - y``).
+    n_queries, n_models : int
+        Shape of the win table.
+
+    Returns
+    -------
+    ndarray of int, shape (n_queries,)
+        The winning model index per query, -1 where the query has no probe (all -1 when
+        ``probe`` is None or empty).
+    """
+    wins = np.zeros((n_queries, n_models))
+    if probe is None or len(probe) == 0:
+        return np.full(n_queries, -1)
+    np.add.at(wins, (probe.query, probe.model_b), probe.y)
+    np.add.at(wins, (probe.query, probe.model_a), 1.0 - probe.y)
+    has = np.bincount(probe.query, minlength=n_queries) > 0
+    return np.where(has, np.argmax(wins, axis=1), -1)
+
+
+def route_choices(
+    data: ProtocolData,
+    fitted: dict,
+    setting: str = "no_probe",
+    n_probes: int = 1,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
+    random_state: int = 0,
+) -> dict:
+    """The model each fitted clustering routes every test query to, in one setting.
+
+    ``no_probe``: responsibilities from the embedding (and the human label, where the method uses
+    labels): what a router knows before calling any model; nothing of the test outcomes is read.
+    ``probe`` and ``probe_cost``: the ECC formula with the query's probe (embedding + probe
+    evidence). ``probe_outside``: as ``probe``, but the choice is restricted to models outside the
+    probe's pair(s). A method routes to ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')``
+    among the models with an outcome on the query (the paper's routing rule).
+
+    Parameters
+    ----------
+    data : ProtocolData
+        The train/test split.
+    fitted : dict
+        ``{method: fitted clustering}``.
+    setting : str, default "no_probe"
+        One of ``ROUTING_SETTINGS``.
+    n_probes : int, default 1
+        Probes per test query in the probe settings (at least 1 there).
+    probe_evidence : str, default "mean"
+        How the probe evidence enters the responsibilities (passed to
+        ``probe_responsibilities``).
+    probe_strategy : str or callable, default "first"
+        How probes are chosen (see :func:`ecc_lib.probe_strategies.select_probes`).
+    random_state : int, default 0
+        Seed of the probe strategy.
+
+    Returns
+    -------
+    dict
+        ``{method: ndarray of model index per test query}`` (-1 where no model is allowed), plus
+        ``"probe_winner"`` in the probe settings. Also returns the allowed mask under key
+        ``"_allowed"`` and the reference probe (None in ``no_probe``) under ``"_probe"``.
+    """
+    if setting not in ROUTING_SETTINGS:
+        raise ValueError(f"setting must be one of {ROUTING_SETTINGS}, got {setting!r}")
+    n_test, m = data.test.n_queries, data.test.n_models
+    # which models answered a query: presence only, never the values
+    allowed = np.isfinite(data.scores[data.test_mask])
+    reference_probe = None
+    if setting != "no_probe":
+        if n_probes < 1:
+            raise ValueError(f"the {setting!r} setting needs n_probes >= 1")
+        reference_probe = select_probes(data, None, n_probes, None, probe_strategy, random_state)[0]
+    if setting == "probe_outside":
+        allowed = allowed & ~probe_models(reference_probe)
+    choices = {}
+    for name, model in fitted.items():
+        if setting == "no_probe":
+            resp = probe_responsibilities(
+                model, data.x_test, None, "embedding", data.labels_test, probe_evidence
+            )
+        else:
+            probe = select_probes(data, model, n_probes, None, probe_strategy, random_state)[0]
+            resp = probe_responsibilities(
+                model, data.x_test, probe, "both", data.labels_test, probe_evidence
+            )
+        choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), allowed)
+    if setting in ("probe", "probe_cost"):
+        choices["probe_winner"] = probe_winner(reference_probe, n_test, m)
+    choices["_allowed"] = allowed
+    choices["_probe"] = reference_probe
+    return choices
+
+
+@dataclass
+class RoutingResult:
+    """Mean score of the routed model per setting and method, with bootstrap intervals.
+
+    Attributes
+    ----------
+    table : DataFrame
+        ``setting, method, score, score_low, score_high, cost, n_queries`` (``cost`` NaN without
+        costs; in ``probe_cost`` it includes the two probe calls).
+    choices : dict
+        ``{setting: {method: model index per test query}}``.
+    has_costs : bool
+    params : dict
+    """
+
+    table: pd.DataFrame
+    choices: dict = field(repr=False)
+    has_costs: bool = False
+    params: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``{setting: {method: {"score", "ci95", "cost"}}}`` plus top-level
+        ``oracle`` and ``probe_winner`` (the ``routing`` block of ``ecc-lab ecc --routing``).
+
+        Returns
+        -------
+        dict
+            Also holds ``settings``, ``has_costs`` and ``params``; each cell also has
+            ``n_queries``.
+        """
+        out: dict = {"settings": list(ROUTING_SETTINGS)}
+        for row in self.table.itertuples():
+            out.setdefault(row.setting, {})[row.method] = {
+                "score": row.score,
+                "ci95": [row.score_low, row.score_high],
+                "cost": row.cost,
+                "n_queries": row.n_queries,
+            }
+        out["oracle"] = out["probe"]["oracle"]
+        out["probe_winner"] = out["probe"]["probe_winner"]
+        out["has_costs"] = self.has_costs
+        out["params"] = self.params
+        return to_jsonable(out)
+
+
+def routing_experiment(
+    data: ProtocolData,
+    fitted: dict,
+    outcomes: pd.DataFrame | None = None,
+    n_probes: int = 1,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int = 0,
+) -> RoutingResult:
+    """The paper's routing experiment for every fitted clustering, with and without the probe.
+
+    Each test query is routed to one model and scored by that model's mean score on the query.
+    Rows per setting (see :func:`route_choices`): every fitted method (``global`` is the best
+    model of the global ranking), ``random`` (the expected score of a uniform choice among the
+    allowed models) and ``oracle`` (the best allowed model); in ``probe`` and ``probe_cost`` also
+    ``probe_winner`` (the model that won the probe, nothing else: with binary scores it scored 1,
+    so it is an upper bound of what the probe alone reveals). ``probe_outside`` restricts every
+    choice, the random and the oracle to the models outside the probe's pair(s), so no router is
+    judged on an outcome it has read. ``probe_cost`` charges the probe: cost = cost of the probe's
+    models + cost of the routed model unless it is one of them (its answer is already paid for).
+
+    Parameters
+    ----------
+    data : ProtocolData
+    fitted : dict
+        Fitted estimators by name (must hold ``"global"``).
+    outcomes : DataFrame, optional
+        Long outcomes with a ``cost`` column, for the costs (NaN without).
+    n_probes, probe_evidence, probe_strategy
+        As in :func:`ecc_lib.ecc_protocol.score_methods`.
+    n_boot, confidence, random_state
+        Bootstrap over test queries (the same resamples for every row).
+
+    Returns
+    -------
+    RoutingResult
+    """
+    if "global" not in fitted:
+        raise ValueError("routing_experiment needs the fitted 'global' model")
+    scores = data.scores[data.test_mask]
+    costs = _cost_matrix(outcomes, data)
+    n_test = scores.shape[0]
+    index = bootstrap_indices(n_test, n_boot, random_state)
+    rows, all_choices = [], {}
+
+    def add(setting, method, per_query_score, per_query_cost):
+        ok = np.isfinite(per_query_score)
+        if not ok.any():
+            return
+        vals = np.where(ok, per_query_score, 0.0)
+        reps = vals[index].sum(axis=1) / np.maximum(ok[index].sum(axis=1), 1)
+        low, high = percentile_interval(reps, confidence)
+        cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
+        rows.append(
+            {
+                "setting": setting,
+                "method": method,
+                "score": float(per_query_score[ok].mean()),
+                "score_low": low,
+                "score_high": high,
+                "cost": cost,
+                "n_queries": int(ok.sum()),
+            }
+        )
+
+    def picked(matrix, choice):
+        if matrix is None:
+            return None
+        safe = np.maximum(choice, 0)
+        return np.where(choice >= 0, matrix[np.arange(n_test), safe], np.nan)
+
+    for setting in ROUTING_SETTINGS:
+        choices = route_choices(
+            data, fitted, setting, n_probes, probe_evidence, probe_strategy, random_state
+        )
+        allowed = choices.pop("_allowed")
+        probe = choices.pop("_probe")
+        charge = np.zeros(n_test)
+        in_probe = np.zeros_like(allowed) if probe is None else probe_models(probe)
+        if probe is not None and costs is not None and setting == "probe_cost":
+            charge = np.nansum(np.where(in_probe, costs, 0.0), axis=1)
+
+        def charged(choice, charge=charge, in_probe=in_probe, setting=setting):
+            if costs is None:
+                return None
+            own = picked(costs, choice)
+            if setting != "probe_cost":
+                return own
+            already = in_probe[np.arange(n_test), np.maximum(choice, 0)] & (choice >= 0)
+            return charge + np.where(already, 0.0, own)
+
+        all_choices[setting] = choices
+        for name, choice in choices.items():
+            add(setting, name, picked(scores, choice), charged(choice))
+        with np.errstate(invalid="ignore"):
+            masked = np.where(allowed, scores, np.nan)
+            n_allowed = allowed.sum(axis=1)
+            random_score = np.where(n_allowed > 0, np.nansum(masked, axis=1) / n_allowed, np.nan)
+            random_cost = None
+            if costs is not None:
+                random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
+                if setting == "probe_cost":
+                    random_cost = charge + random_cost
+        add(setting, "random", random_score, random_cost)
+        oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
+        if setting != "probe_cost":
+            add(setting, "oracle", picked(scores, oracle), picked(costs, oracle))
+    params = {
+        "n_probes": n_probes,
+        "probe_evidence": probe_evidence,
+        "probe_strategy": probe_strategy if isinstance(probe_strategy, str) else "custom",
+        "n_boot": n_boot,
+        "random_state": random_state,
+    }
+    return RoutingResult(
+        table=pd.DataFrame(rows), choices=all_choices, has_costs=costs is not None, params=params
+    )
+
+
+__all__ = [
+    "ROUTING_SETTINGS",
+    "RoutingResult",
+    "probe_winner",
+    "route_choices",
+    "routing_experiment",
+]

@@ -1,0 +1,178 @@
+"""Cost-quality curves of routers and references, their Pareto front and the area under it.
+
+Sweeping the cost weight ``lambda`` of the utility gives one routing choice per weight; its mean
+held-out cost and score are a point of the curve (:mod:`~ecc_lib.routing_evaluation.held_out`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.dars import DEFAULT_BETA, CapabilityDistributions
+from ecc_lib.routers import Router
+from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
+
+DEFAULT_LAMBDA_GRID: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 2.0, 5.0)
+"""Cost weights swept for the cost-quality curve."""
+
+
+def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
+    """Points that no other point dominates.
+
+    A point is dominated when another has lower or equal cost and higher or equal quality, one of
+    them strictly.
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n,)
+        Coordinates of the points.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        True on the front.
+    """
+    cost = np.asarray(cost, float)
+    quality = np.asarray(quality, float)
+    le_cost = cost[None, :] <= cost[:, None]
+    ge_quality = quality[None, :] >= quality[:, None]
+    strict = (cost[None, :] < cost[:, None]) | (quality[None, :] > quality[:, None])
+    return ~np.any(le_cost & ge_quality & strict, axis=1)
+
+
+def pareto_area(
+    cost: np.ndarray, quality: np.ndarray, cost_range: tuple[float, float] = (0.0, 1.0)
+) -> float:
+    """Area under the Pareto front over ``cost_range``.
+
+    The front is read as a step function: at budget ``c`` the best quality of a point with
+    ``cost <= c`` (0 below the cheapest point). Its integral over ``cost_range`` (normalised by the
+    range's width) is the mean best quality over budgets, in [0, 1] for scores in [0, 1].
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n,)
+        Coordinates of the points (non-finite points are ignored).
+    cost_range : (float, float), default (0, 1)
+        Budgets integrated over.
+
+    Returns
+    -------
+    float
+        NaN without finite points.
+    """
+    cost = np.asarray(cost, float)
+    quality = np.asarray(quality, float)
+    keep = np.isfinite(cost) & np.isfinite(quality)
+    cost, quality = cost[keep], quality[keep]
+    low, high = cost_range
+    if high <= low:
+        raise ValueError(f"cost_range must be increasing, got {cost_range}")
+    if len(cost) == 0:
+        return float("nan")
+    order = np.argsort(cost, kind="stable")
+    cost = np.clip(cost[order], low, high)
+    best = np.maximum.accumulate(quality[order])
+    edges = np.append(cost, high)
+    return float(np.sum(best * np.diff(edges)) / (high - low))
+
+
+def curve_of_choices(
+    choices: Sequence[np.ndarray],
+    truth: HeldOut,
+    lambdas: Sequence[float],
+    beta: float = DEFAULT_BETA,
+) -> pd.DataFrame:
+    """Mean held-out cost, score and utility of one routing choice per cost weight.
+
+    The one curve builder: of routers (:func:`cost_quality_curve`) and of references (a fixed
+    model, the oracle) alike.
+
+    Parameters
+    ----------
+    choices : sequence of ndarray of int, each shape (n_test,)
+        The chosen model per test query, one array per cost weight.
+    truth : HeldOut
+        Held-out truth (:func:`~ecc_lib.routing_evaluation.held_out.held_out_truth`).
+    lambdas : sequence of float
+        The cost weight of each choice (also the weight of its utility).
+    beta : float
+        Weight of the score spread in the utility.
+
+    Returns
+    -------
+    DataFrame
+        ``lambda, cost, score, utility, on_front`` (``on_front``: on the Pareto front of cost
+        and score, :func:`pareto_front`).
+    """
+    rows = []
+    for choice, lam in zip(choices, lambdas, strict=True):
+        metrics = evaluate_choices(choice, truth, lam, beta)
+        rows.append(
+            {
+                "lambda": float(lam),
+                "cost": float(np.nanmean(metrics["cost"])),
+                "score": float(np.nanmean(metrics["score"])),
+                "utility": float(np.nanmean(metrics["utility"])),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame["on_front"] = pareto_front(frame["cost"].to_numpy(), frame["score"].to_numpy())
+    return frame
+
+
+def cost_quality_curve(
+    router: Router,
+    query_embeddings: np.ndarray,
+    truth: HeldOut,
+    lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,
+    beta: float = DEFAULT_BETA,
+    refit_on: tuple[np.ndarray, CapabilityDistributions] | None = None,
+) -> pd.DataFrame:
+    """Mean held-out cost and score of a router routing at each cost weight.
+
+    A router fitted with ``target="components"`` routes at every weight from one prediction. A
+    router that learns the utility at one cost weight (ECC, softmax ranking) cannot re-weight cost
+    after fitting: with ``refit_on``, a clone is fitted at every weight on that training data and
+    routes the test queries with that weight.
+
+    Parameters
+    ----------
+    router : Router
+        A fitted router; with ``refit_on``, fitted or not (its parameters are kept except
+        ``cost_weight``).
+    query_embeddings : ndarray, shape (n_test, n_features)
+        Features of the test queries, aligned to ``truth``.
+    truth : HeldOut
+        Held-out truth.
+    lambdas : sequence of float
+        Cost weights swept.
+    beta : float
+        Weight of the score spread.
+    refit_on : (ndarray, CapabilityDistributions), optional
+        Training embeddings (n_train, n_features) and targets (single-shot or DARS) to refit
+        the router on at every weight.
+
+    Returns
+    -------
+    DataFrame
+        ``lambda, cost, score, utility, on_front`` (:func:`curve_of_choices`).
+    """
+    if refit_on is None:
+        choices = [router.route(query_embeddings, cost_weight=lam, beta=beta) for lam in lambdas]
+        return curve_of_choices(choices, truth, lambdas, beta)
+    from sklearn.base import clone
+
+    train_embeddings, targets = refit_on
+    choices = []
+    for lam in lambdas:
+        refitted = clone(router).set_params(cost_weight=float(lam))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
+            refitted.fit(train_embeddings, targets)
+        choices.append(refitted.route(query_embeddings, cost_weight=lam, beta=beta))
+    return curve_of_choices(choices, truth, lambdas, beta)

@@ -1,0 +1,301 @@
+"""The routing experiment: every router family on single-shot and DARS targets, one table.
+
+Protocol (DARS, Lai et al. 2026, arXiv 2606.06924, section 4; ``shared/DESIGN.md`` section 4):
+queries are split into train and test (80/20, seed 42); routers learn from the training queries'
+targets, either DARS distributions (all observations) or single-shot draws (one observation per
+pair, repeated over ``n_runs`` seeds and reported as mean +- std), and are scored on the test
+queries (:mod:`~ecc_lib.routing_evaluation.held_out`) beside the best fixed model, a random model
+and the per-query oracle, with cost-quality curves (:mod:`~ecc_lib.routing_evaluation.curves`),
+paired intervals (:mod:`~ecc_lib.routing_evaluation.paired`) and a headline
+(:mod:`~ecc_lib.routing_evaluation.summary`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.comparisons import split_queries
+from ecc_lib.dars import (
+    DEFAULT_BETA,
+    DEFAULT_LAMBDA,
+    RepeatedObservations,
+    capability_distributions,
+    repeated_observations,
+    single_shot_distributions,
+)
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_mean_ci
+from ecc_lib.routers import make_router, router_families
+from ecc_lib.routing_evaluation import held_out
+from ecc_lib.routing_evaluation.curves import (
+    DEFAULT_LAMBDA_GRID,
+    cost_quality_curve,
+    curve_of_choices,
+    pareto_area,
+)
+from ecc_lib.routing_evaluation.paired import paired_differences
+from ecc_lib.routing_evaluation.summary import routing_headline
+
+
+@dataclass(frozen=True)
+class RoutingTable:
+    """Result of :func:`routing_table`.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per (router, supervision): ``router, supervision, n_runs`` and for each metric its
+        mean over runs, ``<metric>_std`` over runs and ``<metric>_ci_low/high`` (bootstrap over test
+        queries of the run-averaged per-query values); ``gap_closed``; ``pareto_area``.
+    runs : DataFrame
+        One row per fitted run with the mean metrics.
+    curves : DataFrame
+        Cost-quality points ``router, supervision, run, lambda, cost, score, utility, on_front``.
+    info : dict
+        Split sizes, lambda, beta, dataset facts; ``no_router_beats_best_fixed`` and
+        ``headline`` (one sentence, see
+        :func:`~ecc_lib.routing_evaluation.summary.routing_headline`).
+    paired : DataFrame
+        DARS minus single-shot per family on the same test queries, with joint bootstrap
+        intervals over test queries and single-shot runs (see
+        :func:`~ecc_lib.routing_evaluation.paired.paired_differences`).
+    versus_fixed : DataFrame
+        Every (router, supervision) minus the best fixed model, with intervals.
+    """
+
+    table: pd.DataFrame
+    runs: pd.DataFrame
+    curves: pd.DataFrame
+    info: dict
+    paired: pd.DataFrame = field(default_factory=pd.DataFrame)
+    versus_fixed: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def _align_embeddings(
+    embeddings: np.ndarray, embedding_ids: Sequence[str] | None, query_ids: np.ndarray
+) -> np.ndarray:
+    embeddings = np.asarray(embeddings)
+    if embedding_ids is None:
+        if len(embeddings) != len(query_ids):
+            raise ValueError(
+                f"{len(embeddings)} embeddings for {len(query_ids)} queries; pass embedding_ids"
+            )
+        return embeddings
+    position = pd.Index(np.asarray(embedding_ids, dtype=str)).get_indexer(query_ids.astype(str))
+    if np.any(position < 0):
+        missing = query_ids[position < 0]
+        raise ValueError(f"{len(missing)} queries have no embedding; first: {missing[0]!r}")
+    return embeddings[position]
+
+
+def routing_table(
+    outcomes: pd.DataFrame | RepeatedObservations,
+    embeddings: np.ndarray,
+    embedding_ids: Sequence[str] | None = None,
+    routers: Sequence[str] | None = None,
+    router_kwargs: dict[str, dict] | None = None,
+    n_runs: int = 10,
+    cost_weight: float = DEFAULT_LAMBDA,
+    beta: float = DEFAULT_BETA,
+    test_size: float = 0.2,
+    split_seed: int = 42,
+    random_state: int = 0,
+    n_boot: int = DEFAULT_N_BOOT,
+    lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,
+    progress: Callable[[str], None] | None = None,
+    refit_curves: bool = False,
+) -> RoutingTable:
+    """Every router family trained on single-shot targets (``n_runs`` seeded draws) and on DARS
+    targets, beside the best fixed model, a random model and the per-query oracle.
+
+    Parameters
+    ----------
+    outcomes : DataFrame or RepeatedObservations
+    embeddings : ndarray, shape (n, d)
+        Query features; aligned to ``embedding_ids`` (or to the outcome queries in order of first
+        appearance when ``embedding_ids`` is None).
+    routers : sequence of str, optional
+        Family names (see :func:`ecc_lib.routers.router_families`); default all available.
+    router_kwargs : dict, optional
+        Extra constructor arguments per family name.
+    n_runs : int, default 10
+        Single-shot repetitions (draw seed and router seed ``random_state + run``). DARS targets
+        are deterministic and are fitted once (router seed ``random_state``).
+    cost_weight, beta : float
+        Utility weights for routing and for the utility metric.
+    test_size, split_seed : float, int
+        Query split (:func:`ecc_lib.comparisons.split_queries`).
+    random_state : int
+    n_boot : int
+    lambdas : sequence of float
+        Cost weights of the cost-quality curves.
+    progress : callable, optional
+        Called with a short message before each fit.
+    refit_curves : bool, default False
+        Also draw cost-quality curves for routers that learn the utility at one cost weight
+        (ECC, softmax ranking) by refitting them at every weight
+        (:func:`~ecc_lib.routing_evaluation.curves.cost_quality_curve` with ``refit_on``);
+        without it only routers that predict the components get curves, at no extra fit.
+
+    Returns
+    -------
+    RoutingTable
+    """
+    obs = repeated_observations(outcomes)
+    x_all = _align_embeddings(embeddings, embedding_ids, obs.query_ids).astype(float)
+    train_mask, test_mask = split_queries(obs.n_queries, test_size, split_seed)
+    train_obs = obs.select_queries(train_mask)
+    test_obs = obs.select_queries(test_mask)
+    x_train, x_test = x_all[train_mask], x_all[test_mask]
+    truth = held_out.held_out_truth(test_obs)
+    dars_train = capability_distributions(train_obs)
+    names = list(router_families()) if routers is None else list(routers)
+    router_kwargs = router_kwargs or {}
+
+    fixed = held_out.best_fixed_model(dars_train, cost_weight, beta)
+    n_test = len(truth.query_ids)
+    per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]] = {
+        ("Oracle", "reference"): [
+            held_out.evaluate_choices(
+                held_out.oracle_choices(truth, cost_weight, beta), truth, cost_weight, beta
+            )
+        ],
+        ("Best fixed model", "reference"): [
+            held_out.evaluate_choices(np.full(n_test, fixed), truth, cost_weight, beta)
+        ],
+        ("Random", "reference"): [held_out.expected_random_metrics(truth, cost_weight, beta)],
+    }
+    reference_choices = {
+        "Best fixed model": [
+            np.full(n_test, held_out.best_fixed_model(dars_train, lam, beta)) for lam in lambdas
+        ],
+        "Oracle": [held_out.oracle_choices(truth, lam, beta) for lam in lambdas],
+    }
+    curves = [
+        _labelled(curve_of_choices(choices, truth, lambdas, beta), label, "reference", 0)
+        for label, choices in reference_choices.items()
+    ]
+
+    for name in names:
+        kwargs = {"cost_weight": cost_weight, "beta": beta, **router_kwargs.get(name, {})}
+        plans = [("DARS", 0, dars_train)] + [("single-shot", run, None) for run in range(n_runs)]
+        for supervision, run, targets in plans:
+            if targets is None:
+                targets = single_shot_distributions(train_obs, random_state=random_state + run)
+            if progress is not None:
+                progress(f"{name} / {supervision} / run {run}")
+            router = make_router(name, random_state=random_state + run, **kwargs)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
+                router.fit(x_train, targets)
+            choice = router.route(x_test, cost_weight=cost_weight, beta=beta)
+            per_query.setdefault((name, supervision), []).append(
+                held_out.evaluate_choices(choice, truth, cost_weight, beta)
+            )
+            if router.fitted_target_ == "components":
+                curve = cost_quality_curve(router, x_test, truth, lambdas, beta)
+            elif refit_curves:  # a router that learns U at one cost weight: refit at each weight
+                curve = cost_quality_curve(
+                    router, x_test, truth, lambdas, beta, refit_on=(x_train, targets)
+                )
+            else:
+                continue
+            curves.append(_labelled(curve, name, supervision, run))
+
+    curves_frame = pd.concat(curves, ignore_index=True)
+    run_rows, table_rows = _summaries(per_query, curves_frame, n_boot, random_state)
+
+    order = {"reference": 0, "single-shot": 1, "DARS": 2}
+    table = pd.DataFrame(table_rows)
+    ref_order = {"Oracle": 0, "Best fixed model": 1, "Random": 2}
+    table["_ref"] = table["router"].map(ref_order).fillna(3)
+    table["_fam"] = table["router"].map({n: i for i, n in enumerate(names)}).fillna(-1)
+    table["_sup"] = table["supervision"].map(order)
+    table = (
+        table.sort_values(["_ref", "_fam", "_sup"]).drop(columns=["_ref", "_fam", "_sup"])
+    ).reset_index(drop=True)
+    info = {
+        "n_queries": obs.n_queries,
+        "n_models": obs.n_models,
+        "n_observations": obs.n_observations,
+        "n_train": int(train_mask.sum()),
+        "n_test": int(test_mask.sum()),
+        "lambda": cost_weight,
+        "beta": beta,
+        "n_runs": n_runs,
+        "best_fixed_model": obs.models[fixed],
+        "cost_available": obs.cost_available,
+        "has_rewrites": obs.has_rewrites,
+        "has_decodes": obs.has_decodes,
+        "observations_per_pair_median": float(np.median(obs.count)),
+        "routers": names,
+    }
+    paired, versus_fixed = paired_differences(per_query, names, n_boot, random_state)
+    result = RoutingTable(
+        table=table,
+        runs=pd.DataFrame(run_rows),
+        curves=curves_frame,
+        info=info,
+        paired=paired,
+        versus_fixed=versus_fixed,
+    )
+    headline = routing_headline(result)
+    info["no_router_beats_best_fixed"] = headline["no_router_beats_best_fixed"]
+    info["headline"] = headline["sentence"]
+    return result
+
+
+def _labelled(curve: pd.DataFrame, router: str, supervision: str, run: int) -> pd.DataFrame:
+    """``curve`` with leading ``router, supervision, run`` columns."""
+    curve.insert(0, "run", run)
+    curve.insert(0, "supervision", supervision)
+    curve.insert(0, "router", router)
+    return curve
+
+
+def _summaries(
+    per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]],
+    curves: pd.DataFrame,
+    n_boot: int,
+    random_state: int,
+) -> tuple[list[dict], list[dict]]:
+    """Mean metrics per fitted run, and per (router, supervision) their mean, standard deviation
+    over runs and bootstrap interval of the run-averaged per-query values."""
+    oracle_u = float(np.nanmean(per_query[("Oracle", "reference")][0]["utility"]))
+    fixed_u = float(np.nanmean(per_query[("Best fixed model", "reference")][0]["utility"]))
+    run_rows, table_rows = [], []
+    for (name, supervision), runs in per_query.items():
+        rows = []
+        for run_index, metrics in enumerate(runs):
+            row = {"router": name, "supervision": supervision, "run": run_index}
+            for key, values in metrics.items():
+                row[key] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
+            row["gap_closed"] = held_out.gap_closed(row["utility"], fixed_u, oracle_u)
+            sel = curves[
+                (curves["router"] == name)
+                & (curves["supervision"] == supervision)
+                & (curves["run"] == run_index)
+            ]
+            row["pareto_area"] = (
+                pareto_area(sel["cost"].to_numpy(), sel["score"].to_numpy()) if len(sel) else np.nan
+            )
+            rows.append(row)
+        run_rows.extend(rows)
+        summary = {"router": name, "supervision": supervision, "n_runs": len(runs)}
+        for key in (*held_out.METRICS, "gap_closed", "pareto_area"):
+            run_means = np.array([r[key] for r in rows], float)
+            ok = bool(np.isfinite(run_means).all())
+            summary[key] = float(np.mean(run_means)) if ok else np.nan
+            summary[f"{key}_std"] = (
+                float(np.std(run_means, ddof=1)) if ok and len(rows) > 1 else np.nan
+            )
+            if key in held_out.METRICS:
+                averaged = np.mean([m[key] for m in runs], axis=0)
+                _, low, high = bootstrap_mean_ci(averaged, n_boot, random_state)
+                summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
+        table_rows.append(summary)
+    return run_rows, table_rows
