@@ -440,7 +440,7 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
         One row per (method, reading): ``method``, ``reading`` (``all``, ``touching``,
         ``disjoint``), ``mean`` (gain in percent, the mean over seeds), ``sd`` (over seeds; NaN
         with one seed) and ``per_seed`` (list of ``(seed, estimate, low, high)``), as
-        :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary_table`. ``global`` rows are left
+        :meth:`ecc_lib.ecc_seeds.MultiSeedEvaluation.summary_table`. ``global`` rows are left
         out. Whiskers: +- sd over seeds, or the bootstrap interval with a single seed; dots: the
         seeds' estimates.
     title : str, optional
