@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ecc_lib.collect.store import CollectionStore, records_frame
+from ecc_lib.collect import CollectionStore, records_frame
 
 
 def run_table(store: CollectionStore) -> pd.DataFrame:

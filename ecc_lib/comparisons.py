@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib.schema import DataValidationError
+from ecc_lib.schema import DataValidationError, QueryModelAxes
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ SORT_CHUNK_ROWS = 2048
 
 
 @dataclass(frozen=True)
-class Comparisons:
+class Comparisons(QueryModelAxes):
     """Pairwise comparisons in integer-coded arrays.
 
     Attributes
@@ -81,16 +81,6 @@ class Comparisons:
 
     def __len__(self) -> int:
         return int(len(self.y))
-
-    @property
-    def n_queries(self) -> int:
-        """Number of queries in :attr:`query_ids`."""
-        return int(len(self.query_ids))
-
-    @property
-    def n_models(self) -> int:
-        """Number of models."""
-        return len(self.models)
 
     def pairs_per_query(self) -> np.ndarray:
         """Number of comparisons of each query, aligned to :attr:`query_ids`.
@@ -196,22 +186,8 @@ class Comparisons:
             models=self.models,
         )
 
-    def select_queries(self, query_mask: np.ndarray) -> Comparisons:
-        """Keep the queries where ``query_mask`` (aligned to :attr:`query_ids`) is true, re-coded
-        so that ``query`` indexes the kept queries in their original order.
-
-        Parameters
-        ----------
-        query_mask : ndarray of bool, shape (n_queries,)
-            Queries to keep.
-
-        Returns
-        -------
-        Comparisons
-        """
-        query_mask = np.asarray(query_mask, dtype=bool)
-        if query_mask.shape != (self.n_queries,):
-            raise ValueError(f"query_mask must have shape ({self.n_queries},)")
+    def _keep_queries(self, query_mask: np.ndarray) -> Comparisons:
+        # the rows of the kept queries, with ``query`` re-coded to index the kept queries
         new_index = np.cumsum(query_mask) - 1
         rows = query_mask[self.query]
         return Comparisons(

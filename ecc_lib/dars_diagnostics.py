@@ -32,14 +32,12 @@ import pandas as pd
 from ecc_lib.dars import (
     DEFAULT_BETA,
     DEFAULT_LAMBDA,
-    RepeatedObservations,
     argmax_sets,
     capability_distributions,
     label_shares,
-    observation_subsets,
-    repeated_observations,
 )
 from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_mean_ci
+from ecc_lib.observations import RepeatedObservations, observation_subsets, repeated_observations
 
 logger = logging.getLogger(__name__)
 DEFAULT_N_DRAWS = 1000

@@ -457,13 +457,9 @@ def record_data_policy(run_dir, report: DataPolicyReport) -> None:
     run_dir : path or RunContext
     report : DataPolicyReport
     """
-    from ecc_lib import run_folder
+    from ecc_lib.run_folder import record_metric_entry
 
-    context = run_folder.run_context(run_dir)
-    path = context.metrics_dir / "data_policy.json"
-    values = run_folder._read_json(path).get("values", {}) if path.exists() else {}
-    values[str(report.dataset)] = report.to_dict()
-    run_folder.record_metrics(context, "data_policy", values)
+    record_metric_entry(run_dir, "data_policy", report.dataset, report.to_dict())
 
 
 def recorded_policy(run_dir, label: str) -> dict:

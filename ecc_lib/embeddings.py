@@ -653,10 +653,6 @@ def record_embedding_check(run_dir, label: str, check: EmbeddingCheck) -> None:
         Dataset label.
     check : EmbeddingCheck
     """
-    from ecc_lib import run_folder
+    from ecc_lib.run_folder import record_metric_entry
 
-    context = run_folder.run_context(run_dir)
-    path = context.metrics_dir / "embeddings.json"
-    values = run_folder._read_json(path).get("values", {}) if path.exists() else {}
-    values[str(label)] = check.to_dict()
-    run_folder.record_metrics(context, "embeddings", values)
+    record_metric_entry(run_dir, "embeddings", label, check.to_dict())

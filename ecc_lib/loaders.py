@@ -49,8 +49,12 @@ ID_COLUMNS: tuple[str, ...] = ("query_id", "sample_id", "id", "key", "question_i
 """Columns read as strings from every file format (``"001"`` stays ``"001"``)."""
 
 
+WRITE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".pq", ".jsonl", ".ndjson")
+"""Extensions :func:`write_table` writes (and :func:`read_table` reads)."""
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV, TSV, Parquet, JSONL/JSON or pickle file by its extension.
+    """Read a CSV, TSV, Parquet, JSONL/NDJSON/JSON or pickle file by its extension.
 
     Parameters
     ----------
@@ -79,16 +83,17 @@ def read_table(path: str | Path) -> pd.DataFrame:
             return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=ids)
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
-        if suffix in (".jsonl", ".json"):
+        if suffix in (".jsonl", ".ndjson", ".json"):
             # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
-            return pd.read_json(path, lines=suffix == ".jsonl", dtype=False)
+            return pd.read_json(path, lines=suffix != ".json", dtype=False)
         if suffix in (".pkl", ".pickle"):
             # RouterBench ships pickled DataFrames; only open pickles you trust.
             return pd.read_pickle(path)
     except (ValueError, OSError, pd.errors.ParserError) as error:
         raise DataValidationError(f"{path}: could not be read as {suffix[1:]}: {error}") from error
     raise DataValidationError(
-        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet, .jsonl, .json or .pkl"
+        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl (.ndjson), "
+        ".json or .pkl"
     )
 
 
@@ -100,7 +105,8 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     frame : DataFrame
         The table.
     path : str or Path
-        ``.csv``, ``.parquet`` or ``.jsonl`` file.
+        ``.csv``, ``.parquet`` / ``.pq`` or ``.jsonl`` / ``.ndjson`` file (each read back by
+        :func:`read_table`); its folder is created.
 
     Returns
     -------
@@ -108,16 +114,16 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
         ``path``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
+    if suffix not in WRITE_SUFFIXES:
+        raise ValueError(f"{path}: write {', '.join(WRITE_SUFFIXES[:-1])} or {WRITE_SUFFIXES[-1]}")
+    path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".csv":
         frame.to_csv(path, index=False)
     elif suffix in (".parquet", ".pq"):
         frame.to_parquet(path, index=False)
-    elif suffix == ".jsonl":
-        frame.to_json(path, orient="records", lines=True, force_ascii=False)
     else:
-        raise ValueError(f"{path}: write .csv, .parquet or .jsonl")
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
     return path
 
 

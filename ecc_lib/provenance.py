@@ -27,7 +27,6 @@ from ecc_lib.run_folder import (
     _read_json,
     _write_json,
     collect_metrics,
-    resolve_run_dir,
     run_context,
 )
 
@@ -297,9 +296,7 @@ def provenance(run_dir: str | os.PathLike | RunContext) -> dict[str, Any]:
     dict
         JSON-safe provenance record.
     """
-    context = (
-        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
-    )
+    context = run_context(run_dir, create=False)
     datasets_path = context.provenance_dir / "datasets.json"
     return {
         "packages": package_versions(),

@@ -72,6 +72,16 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 # run folder
 
 
+def _under_run_dir(name: str, doc: str) -> property:
+    """A read-only property: ``run_dir / name``."""
+
+    def path(self: RunContext) -> Path:
+        return self.run_dir / name
+
+    path.__doc__ = doc
+    return property(path)
+
+
 @dataclass(frozen=True)
 class RunContext:
     """Folders of one run; :func:`run_context` creates them.
@@ -84,35 +94,14 @@ class RunContext:
 
     run_dir: Path
 
-    @property
-    def figures_dir(self) -> Path:
-        """``figures/`` of the run."""
-        return self.run_dir / FIGURES
-
-    @property
-    def tables_dir(self) -> Path:
-        """``tables/`` of the run."""
-        return self.run_dir / TABLES
-
-    @property
-    def metrics_dir(self) -> Path:
-        """``metrics/`` of the run (one JSON fragment per notebook section)."""
-        return self.run_dir / METRICS
-
-    @property
-    def provenance_dir(self) -> Path:
-        """``provenance/`` of the run."""
-        return self.run_dir / PROVENANCE
-
-    @property
-    def metrics_path(self) -> Path:
-        """``metrics.json`` of the run."""
-        return self.run_dir / METRICS_FILE
-
-    @property
-    def report_path(self) -> Path:
-        """The HTML report of the run."""
-        return self.run_dir / REPORT_FILE
+    figures_dir = _under_run_dir(FIGURES, "``figures/`` of the run.")
+    tables_dir = _under_run_dir(TABLES, "``tables/`` of the run.")
+    metrics_dir = _under_run_dir(
+        METRICS, "``metrics/`` of the run (one JSON fragment per notebook section)."
+    )
+    provenance_dir = _under_run_dir(PROVENANCE, "``provenance/`` of the run.")
+    metrics_path = _under_run_dir(METRICS_FILE, "``metrics.json`` of the run.")
+    report_path = _under_run_dir(REPORT_FILE, "The HTML report of the run.")
 
     def create(self) -> RunContext:
         """Create the run folder and its sub-folders.
@@ -159,21 +148,23 @@ def resolve_run_dir(run_dir: str | os.PathLike | None) -> Path:
     return Path(run_dir).expanduser().resolve()
 
 
-def run_context(run_dir: str | os.PathLike | RunContext | None) -> RunContext:
-    """The :class:`RunContext` of ``run_dir`` with its folders created.
+def run_context(run_dir: str | os.PathLike | RunContext | None, create: bool = True) -> RunContext:
+    """The :class:`RunContext` of ``run_dir``, with its folders created unless ``create`` is False.
 
     Parameters
     ----------
     run_dir : path, RunContext or None
         The run folder (None or empty: ``runs/interactive``).
+    create : bool, default True
+        Create the run folder and its sub-folders; False only reads (what does not exist stays
+        absent).
 
     Returns
     -------
     RunContext
     """
-    if isinstance(run_dir, RunContext):
-        return run_dir.create()
-    return RunContext(resolve_run_dir(run_dir)).create()
+    context = run_dir if isinstance(run_dir, RunContext) else RunContext(resolve_run_dir(run_dir))
+    return context.create() if create else context
 
 
 def _check_name(name: str) -> str:
@@ -379,6 +370,37 @@ def record_metrics(
     return path
 
 
+def record_metric_entry(
+    run_dir: str | os.PathLike | RunContext, section: str, key: str, value: Any
+) -> Path:
+    """Set ``metrics.json[section][key]`` to ``value``, keeping the section's other keys.
+
+    For sections that collect one entry per dataset (``data_policy``, ``embeddings``), written by
+    whichever notebook loads that dataset.
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+        The run folder.
+    section : str
+        Top-level key in ``metrics.json``.
+    key : str
+        Key inside the section (a dataset label).
+    value : object
+        JSON-able value (converted as by :func:`record_metrics`).
+
+    Returns
+    -------
+    Path
+        The section's fragment.
+    """
+    context = run_context(run_dir)
+    path = context.metrics_dir / f"{section}.json"
+    values = _read_json(path).get("values", {}) if path.exists() else {}
+    values[str(key)] = value
+    return record_metrics(context, section, values)
+
+
 def collect_metrics(run_dir: str | os.PathLike | RunContext) -> dict:
     """Merge the fragments under ``metrics/`` into ``{section: values, "parameters": {...}}``.
 
@@ -391,9 +413,7 @@ def collect_metrics(run_dir: str | os.PathLike | RunContext) -> dict:
     -------
     dict
     """
-    context = (
-        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
-    )
+    context = run_context(run_dir, create=False)
     merged: dict[str, Any] = {"parameters": {}}
     if not context.metrics_dir.is_dir():
         return merged
@@ -519,9 +539,7 @@ def list_figures(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
     -------
     DataFrame
     """
-    context = (
-        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
-    )
+    context = run_context(run_dir, create=False)
     captions_path = context.figures_dir / "captions.json"
     captions = _read_captions(captions_path)
     rows = []
@@ -555,9 +573,7 @@ def list_tables(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
     -------
     DataFrame
     """
-    context = (
-        RunContext(resolve_run_dir(run_dir)) if not isinstance(run_dir, RunContext) else run_dir
-    )
+    context = run_context(run_dir, create=False)
     rows = [
         {"name": csv.stem, "notebook": csv.stem.split("_", 1)[0], "csv": str(csv)}
         for csv in sorted(context.tables_dir.glob("*.csv"))

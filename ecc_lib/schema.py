@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Self
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,52 @@ class DataValidationError(ValueError):
 
     The message names the file (when known), the column and the first offending row.
     """
+
+
+class QueryModelAxes:
+    """The two axes shared by the package's containers of per-(query, model) data.
+
+    Mixed into frozen dataclasses that hold ``query_ids`` (one entry per query) and ``models`` (one
+    name per model): :class:`ecc_lib.comparisons.Comparisons`,
+    :class:`ecc_lib.observations.RepeatedObservations` and
+    :class:`ecc_lib.dars.CapabilityDistributions`. Each says how it keeps a subset of its queries
+    (``_keep_queries``); :meth:`select_queries` checks the mask for all of them.
+    """
+
+    query_ids: np.ndarray
+    models: tuple[str, ...]
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries in :attr:`query_ids`."""
+        return int(len(self.query_ids))
+
+    @property
+    def n_models(self) -> int:
+        """Number of models."""
+        return len(self.models)
+
+    def select_queries(self, query_mask: np.ndarray) -> Self:
+        """The same container restricted to the queries where ``query_mask`` is true.
+
+        Parameters
+        ----------
+        query_mask : ndarray of bool, shape (n_queries,)
+            Queries to keep, aligned to :attr:`query_ids`.
+
+        Returns
+        -------
+        same type as the container
+            Its ``query_ids`` are ``query_ids[query_mask]`` in their original order; the data of
+            the kept queries follow them, re-coded where they index queries.
+        """
+        query_mask = np.asarray(query_mask, dtype=bool)
+        if query_mask.shape != (self.n_queries,):
+            raise ValueError(f"query_mask must have shape ({self.n_queries},)")
+        return self._keep_queries(query_mask)
+
+    def _keep_queries(self, query_mask: np.ndarray) -> Self:
+        raise NotImplementedError(f"{type(self).__name__} does not say how it keeps queries")
 
 
 def _where(source: str | None) -> str:
@@ -96,6 +143,19 @@ def _require_columns(
         )
 
 
+def _require_values(
+    frame: pd.DataFrame, columns: Iterable[str], what: str, source: str | None
+) -> None:
+    """Raise when a cell of ``columns`` is missing, naming the column and the first row."""
+    for column in columns:
+        missing = frame[column].isna().to_numpy()
+        if missing.any():
+            raise DataValidationError(
+                f"{_where(source)}{what} column '{column}' has {int(missing.sum())} missing "
+                f"value(s); first at {_first_row(frame, missing)}"
+            )
+
+
 def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
     """Check a queries table and return it in canonical form.
 
@@ -119,13 +179,7 @@ def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.Dat
     """
     _require_columns(queries, REQUIRED_QUERY_COLUMNS, "queries", source)
     frame = queries.copy()
-    for column in ("query_id", "text"):
-        missing = frame[column].isna().to_numpy()
-        if missing.any():
-            raise DataValidationError(
-                f"{_where(source)}queries column '{column}' has {int(missing.sum())} missing "
-                f"value(s); first at {_first_row(frame, missing)}"
-            )
+    _require_values(frame, ("query_id", "text"), "queries", source)
     frame["query_id"] = id_strings(frame["query_id"])
     frame["text"] = frame["text"].astype(str)
     duplicated = frame["query_id"].duplicated(keep="first").to_numpy()
@@ -180,13 +234,7 @@ def validate_outcomes(
     declared_models = None
     if isinstance(frame["model"].dtype, pd.CategoricalDtype):
         declared_models = list(frame["model"].cat.categories)
-    for column in ("query_id", "model"):
-        missing = frame[column].isna().to_numpy()
-        if missing.any():
-            raise DataValidationError(
-                f"{_where(source)}outcomes column '{column}' has {int(missing.sum())} missing "
-                f"value(s); first at {_first_row(frame, missing)}"
-            )
+    _require_values(frame, ("query_id", "model"), "outcomes", source)
     frame["query_id"] = id_strings(frame["query_id"])
     frame["model"] = frame["model"].astype(str)
 

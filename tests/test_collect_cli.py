@@ -13,7 +13,9 @@ from ecc_lib.cli import collect as collect_cli
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ecc-lab")
-    collect_cli.register(root.add_subparsers(dest="command"))
+    subparsers = root.add_subparsers(dest="command")
+    for subcommand in collect_cli.SUBCOMMANDS:
+        subcommand.add_to(subparsers)
     return root
 
 
@@ -51,7 +53,7 @@ def test_contract_flags_and_defaults():
     assert (export.store, export.out, export.handler) == (
         "d",
         "o.csv",
-        collect_cli.run_collect_export,
+        collect_cli._export,
     )
 
 

@@ -172,12 +172,12 @@ def test_read_rewrites_says_how_it_read_the_reply(
 def test_the_shipped_demo_queries_read_with_answers_and_scorers():
     from pathlib import Path
 
+    from ecc_lib.collect.context import prepare_queries
     from ecc_lib.collect.queries import read_queries_file
-    from ecc_lib.collect.runner import _prepare_queries
 
     path = Path(__file__).resolve().parents[1] / "data" / "collect-demo" / "queries.jsonl"
     table = read_queries_file(path)
-    prepared = _prepare_queries(table, None, 0.7, 1.0, 256)
+    prepared = prepare_queries(table, None, 0.7, 1.0, 256)
     assert len(prepared) == 20 and all(q.answer not in (None, "") for q in prepared)
     assert Counter(q.scorer_name for q in prepared) == {"numeric": 10, "multiple_choice": 10}
     for query in prepared:

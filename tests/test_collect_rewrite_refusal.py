@@ -60,3 +60,95 @@ def test_a_rewrite_missing_any_one_number_is_refused(numbers, drop):
             + " please; what total do you get overall?"
         )
         assert rewrite_refusal(shortened, question) == "drops a number of the question"
+
+
+# -- one paraphrase per call (--rewrite-format single) -------------------------------------------
+
+
+def _single_responder(replies):
+    """Answers one-paraphrase calls with ``replies(question, n)`` (n counts that question's calls),
+    everything else with the answer-key responder."""
+    from test_collect_support import responder
+
+    answers = responder()
+    seen: dict[str, int] = {}
+
+    def respond(model, messages, body):
+        last = messages[-1]["content"]
+        if messages[0]["role"] == "system" and "paraphrase" in messages[0]["content"].lower():
+            assert messages[2]["role"] == "assistant"  # the worked example comes first
+            question = last.rsplit("Paraphrase: ", 1)[1]
+            seen[question] = seen.get(question, 0) + 1
+            return replies(question, seen[question])
+        return answers(model, messages, body)
+
+    return respond
+
+
+def test_single_format_asks_one_paraphrase_per_call_and_refuses_fragments(tmp_path, capsys):
+    import json
+
+    from fake_openai_server import FakeOpenAIServer
+    from test_collect_support import QUERIES
+
+    from ecc_lib.cli import main
+
+    def replies(question, n):  # a fragment first, then labelled paraphrases
+        return "72" if n == 1 else f'Paraphrase: "Put differently ({n}): {question}"\nextra line'
+
+    queries = tmp_path / "queries.jsonl"
+    QUERIES.to_json(queries, orient="records", lines=True)
+    store = tmp_path / "store"
+    with FakeOpenAIServer(responder=_single_responder(replies), response_formats=set()) as server:
+        status = main(
+            ["collect", "--queries", str(queries), "--models", "m1", "--base-url",
+             server.base_url, "--store", str(store), "--rewrites", "2", "--decodes", "1",
+             "--concurrency", "1", "--rewrite-format", "single"]
+        )  # fmt: skip
+        rewriting = [r for r in server.requests if "paraphrase" in json.dumps(r["body"]).lower()]
+    out = capsys.readouterr().out
+    assert status == 0
+    assert all("response_format" not in r["body"] for r in rewriting)
+    assert len(rewriting) == 9  # per query: one refused fragment, then two paraphrases
+    assert "9 rewrite call(s) asking for one paraphrase each: 3 gave no usable rewrite" in out
+    assert "rewrite format single" in out
+    calls = [json.loads(line) for line in (store / "rewrite_calls.jsonl").read_text().splitlines()]
+    assert {c["parse_method"] for c in calls} == {"single"}
+    assert sum(c["n_accepted"] for c in calls) == 6
+    refused = [c["refused"] for c in calls if not c["n_accepted"]]
+    assert all(r for r in refused)
+    rewrites = [json.loads(line) for line in (store / "rewrites.jsonl").read_text().splitlines()]
+    texts = [r["text"] for r in rewrites if r["variant_id"] > 0]
+    assert len(texts) == 6 and all(t.startswith("Put differently") for t in texts)
+    assert not any("extra line" in t or '"' in t for t in texts)
+
+
+def test_rewrite_calls_bounds_the_calls_and_missing_variants_are_counted(tmp_path):
+    from fake_openai_server import FakeOpenAIServer
+    from test_collect_support import QUERIES, fast
+
+    from ecc_lib.collect import collect
+
+    with FakeOpenAIServer(
+        responder=_single_responder(lambda question, n: "42"), response_formats=set()
+    ) as server:
+        summary = collect(
+            QUERIES, ["m1"], server.base_url, tmp_path,
+            **fast(n_decodes=1, rewrite_format="single", rewrite_calls=2),
+        )  # fmt: skip
+    assert summary.n_rewrite_calls == 6  # 2 calls for each of the 3 queries
+    assert summary.n_missing_variants == 6 and not summary.complete
+    assert summary.rewrite_problems == {
+        "every candidate refused (drops a number of the question)": 2,
+        "every candidate refused (too short to be the whole question)": 4,
+    }
+
+
+@pytest.mark.parametrize("calls", [0, -1, True])
+def test_rewrite_calls_must_be_a_positive_whole_number(tmp_path, calls):
+    from test_collect_support import QUERIES, fast
+
+    from ecc_lib.collect import collect
+
+    with pytest.raises(ValueError, match="rewrite_calls"):
+        collect(QUERIES, ["m1"], "http://127.0.0.1:9/v1", tmp_path, **fast(rewrite_calls=calls))

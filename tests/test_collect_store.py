@@ -9,14 +9,8 @@ import pandas as pd
 import pytest
 
 from ecc_lib.collect.errors import StoreError
-from ecc_lib.collect.store import (
-    RECORDS_FILE,
-    CollectionStore,
-    collected_outcomes,
-    export_outcomes,
-    observation_type,
-    read_jsonl,
-)
+from ecc_lib.collect.export import collected_outcomes, export_outcomes
+from ecc_lib.collect.store import RECORDS_FILE, CollectionStore, observation_type, read_jsonl
 from ecc_lib.schema import validate_outcomes
 
 

@@ -190,7 +190,7 @@ def test_utility_defaults_and_labels():
 
 def test_no_cost_means_zero_mu_c(caplog):
     frame = long_frame({("q", "A"): [1, 0], ("q", "B"): [1, 1]})
-    with caplog.at_level(logging.INFO, logger="ecc_lib.dars"):
+    with caplog.at_level(logging.INFO, logger="ecc_lib.observations"):
         obs = dars.repeated_observations(frame)
     assert not obs.cost_available
     assert "no cost" in caplog.text
@@ -371,7 +371,7 @@ def test_incomplete_query_dropped_and_logged(caplog):
             ("q2", "B"): [1],
         }
     )
-    with caplog.at_level(logging.INFO, logger="ecc_lib.dars"):
+    with caplog.at_level(logging.INFO, logger="ecc_lib.observations"):
         obs = dars.repeated_observations(frame)
     assert obs.query_ids.tolist() == ["q1"]
     assert obs.dropped_query_ids == ("q2",)

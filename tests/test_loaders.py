@@ -54,7 +54,7 @@ def test_unknown_bundled_name():
         load_bundled("nope")
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".pq", ".jsonl", ".ndjson"])
 def test_generic_long_round_trip(tmp_path, suffix):
     queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["a", "b"], "category": ["x", "y"]})
     outcomes = pd.DataFrame(
@@ -73,6 +73,12 @@ def test_generic_long_round_trip(tmp_path, suffix):
     assert len(o) == 5 and o["variant_id"].tolist() == [0, 0, 0, 0, 1]
     q2, o2 = load_dataset(str(tmp_path))
     pd.testing.assert_frame_equal(o, o2)
+
+
+def test_write_table_refuses_an_unknown_extension_before_creating_folders(tmp_path):
+    with pytest.raises(ValueError, match=r"new/t\.xlsx: write \.csv, .*\.ndjson"):
+        write_table(pd.DataFrame({"a": [1]}), tmp_path / "new" / "t.xlsx")
+    assert not (tmp_path / "new").exists()
 
 
 def test_generic_wide_csv_reports_empty_cells(tmp_path, caplog):

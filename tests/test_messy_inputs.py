@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from ecc_lib import data_checks, loaders, provenance
-from ecc_lib.dars import repeated_observations
 from ecc_lib.data_checks import DataPolicyError, apply_data_policy
+from ecc_lib.observations import repeated_observations
 from ecc_lib.schema import DataValidationError
 from ecc_lib.synthetic.messy import write_foreign_dataset
 

@@ -455,3 +455,43 @@ def test_cli_reports_failing_notebook(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.startswith("ecc-lab run: error: notebook 02_second.ipynb failed in cell 3 (In [2])")
     assert "ValueError: planted failure" in err
+
+
+def test_reading_a_run_creates_no_folders(tmp_path):
+    run_dir = tmp_path / "absent"
+    context = run_folder.run_context(run_dir, create=False)
+    assert context.run_dir == run_dir.resolve()
+    assert context.figures_dir == run_dir.resolve() / "figures"
+    assert context.metrics_path == run_dir.resolve() / "metrics.json"
+    assert run_folder.list_figures(run_dir).empty
+    assert run_folder.list_tables(run_dir).empty
+    assert run_folder.collect_metrics(run_dir) == {"parameters": {}}
+    assert provenance.provenance(run_dir)["datasets"] == {}
+    assert not run_dir.exists()
+    created = run_folder.run_context(context)
+    assert created is context
+    for folder in ("figures", "tables", "metrics", "provenance"):
+        assert (run_dir / folder).is_dir()
+
+
+def test_metric_entries_per_dataset_keep_the_other_entries(tmp_path):
+    from ecc_lib.data_checks import apply_data_policy, record_data_policy, recorded_policy
+    from ecc_lib.embeddings import embedding_check, record_embedding_check
+    from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
+
+    run_folder.record_metric_entry(tmp_path, "data_policy", "a", {"n": 1})
+    run_folder.record_metric_entry(tmp_path, "data_policy", "b", {"n": np.int64(2)})
+    run_folder.record_metric_entry(tmp_path, "data_policy", "a", {"n": 3})
+    assert run_folder.collect_metrics(tmp_path)["data_policy"] == {"a": {"n": 3}, "b": {"n": 2}}
+
+    data = make_repeated_outcomes(n_queries=8, n_models=3, n_rewrites=2, n_decodes=1)
+    _, _, report = apply_data_policy(data.queries, data.outcomes, dataset="synth")
+    record_data_policy(tmp_path, report)
+    assert recorded_policy(tmp_path, "synth") == json.loads(json.dumps(report.to_dict()))
+    assert set(run_folder.collect_metrics(tmp_path)["data_policy"]) == {"a", "b", "synth"}
+
+    vectors = np.eye(3, dtype=np.float32)
+    check = embedding_check(vectors, ["x", "y", "z"], np.zeros(3, dtype=bool), "auto", 256)
+    record_embedding_check(tmp_path, "synth", check)
+    recorded = run_folder.collect_metrics(tmp_path)["embeddings"]["synth"]
+    assert recorded["n_texts"] == 3 and recorded["n_duplicate_vectors"] == 0

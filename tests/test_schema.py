@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from ecc_lib.comparisons import Comparisons
+from ecc_lib.dars import capability_distributions
 from ecc_lib.loaders import read_outcomes, read_queries
-from ecc_lib.schema import DataValidationError, validate_outcomes, validate_queries
+from ecc_lib.observations import repeated_observations
+from ecc_lib.schema import (
+    DataValidationError,
+    QueryModelAxes,
+    validate_outcomes,
+    validate_queries,
+)
+from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 QUERIES_CSV = "query_id,text,category\nq1,What is 2+2?,math\nq2,Capital of France?,geo\n"
 GOOD_OUTCOMES = "query_id,model,score\nq1,a,1\nq1,b,0\nq2,a,0.5\nq2,b,1\n"
@@ -114,3 +124,48 @@ def test_unknown_extension_and_missing_file(tmp_path):
         read_outcomes(write(tmp_path, "outcomes.xlsx", "x"))
     with pytest.raises(FileNotFoundError, match="nope.csv"):
         read_outcomes(tmp_path / "nope.csv")
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [("queries", "query_id"), ("queries", "text"), ("outcomes", "query_id"), ("outcomes", "model")],
+)
+def test_missing_ids_name_table_column_count_and_row(table, column):
+    queries = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["a", "b", "c"]})
+    outcomes = pd.DataFrame(
+        {"query_id": ["q1", "q1", "q2", "q2"], "model": ["a", "b", "a", "b"], "score": 1.0}
+    )
+    frame = (queries if table == "queries" else outcomes).astype(object)
+    frame.loc[[1, 2], column] = None
+    validate = validate_queries if table == "queries" else validate_outcomes
+    with pytest.raises(DataValidationError) as info:
+        validate(frame, source="t.csv")
+    message = str(info.value)
+    for needle in (f"t.csv: {table} column '{column}'", "has 2 missing", "first at row 1"):
+        assert needle in message
+
+
+def test_query_model_axes_count_and_check_masks():
+    data = make_repeated_outcomes(n_queries=6, n_models=3, n_rewrites=2, n_decodes=1)
+    obs = repeated_observations(data.outcomes)
+    distributions = capability_distributions(obs)
+    comparisons = Comparisons(
+        query=np.array([0, 5]),
+        model_a=np.array([0, 1]),
+        model_b=np.array([2, 0]),
+        y=np.array([1.0, 0.5]),
+        query_ids=obs.query_ids,
+        models=obs.models,
+    )
+    for container in (obs, distributions, comparisons):
+        assert isinstance(container, QueryModelAxes)
+        assert (container.n_queries, container.n_models) == (6, 3)
+    mask = np.arange(6) % 3 != 1
+    for container in (obs, distributions, comparisons):
+        with pytest.raises(ValueError, match=r"query_mask must have shape \(6,\)"):
+            container.select_queries(np.ones(5, dtype=bool))
+        part = container.select_queries(mask)
+        assert type(part) is type(container)
+        assert part.query_ids.tolist() == obs.query_ids[mask].tolist()
+        assert part.models == obs.models
+    assert comparisons.select_queries(mask).query.tolist() == [0, 3]  # re-coded: query 5 is 4th

@@ -1,8 +1,9 @@
 """The ``ecc-lab`` command line (also ``python -m ecc_lib``).
 
-Each subcommand lives in its own module of this package with a ``register(subparsers)`` function
-that adds its parser and sets ``handler``; heavy imports stay inside the handlers so that
-``ecc-lab --help`` is fast.
+Each subcommand lives in its own module of this package, which lists it in ``SUBCOMMANDS`` (see
+:class:`ecc_lib.cli.subcommand.Subcommand`); heavy imports stay inside the handlers so that
+``ecc-lab --help`` is fast. Errors become one-line messages in one place,
+:func:`ecc_lib.cli.subcommand.run_handler`.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import sys
 
-from ecc_lib.schema import DataValidationError
+from ecc_lib.cli.subcommand import run_handler
 
 SUBCOMMAND_MODULES = ("datasets", "ecc", "dars", "collect", "run", "init")
 
@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
             if error.name != f"ecc_lib.cli.{name}":
                 raise
             continue
-        module.register(subparsers)
+        for subcommand in module.SUBCOMMANDS:
+            subcommand.add_to(subparsers)
     return parser
 
 
@@ -63,11 +64,4 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    try:
-        return int(args.handler(args) or 0)
-    except (DataValidationError, FileNotFoundError, FileExistsError, ValueError) as error:
-        print(f"ecc-lab {args.command}: error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"ecc-lab {args.command}: interrupted", file=sys.stderr)
-        return 130
+    return run_handler(args)

@@ -7,25 +7,11 @@ import argparse
 import logging
 import sys
 
+from ecc_lib.cli.subcommand import Subcommand, UsageError
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``collect`` and ``collect-export`` subcommands.
 
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``ecc-lab`` subcommand registry.
-    """
-    parser = subparsers.add_parser(
-        "collect",
-        help="collect rewrites x decodes from an OpenAI-compatible endpoint",
-        description=(
-            "Ask each model to answer each query's original text and N rewrites M times, score and "
-            "cost every answer, and append it to the store. Rerunning the same command skips what "
-            "is done and retries what failed. The API key is read from an environment variable "
-            "and never stored."
-        ),
-    )
+def _collect_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab collect``."""
     parser.add_argument(
         "--queries",
         required=True,
@@ -96,10 +82,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--rewrite-format",
-        choices=("auto", "json_schema", "json_object", "none"),
+        choices=("auto", "json_schema", "json_object", "none", "single"),
         default="auto",
         help="response_format of the rewriting calls (default auto: structured JSON where the "
-        "server accepts it; numbered or one-per-line lists are read as a fallback)",
+        "server accepts it; numbered or one-per-line lists are read as a fallback); single: one "
+        "paraphrase per call after a worked example, for small models",
+    )
+    parser.add_argument(
+        "--rewrite-calls",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rewriting calls per query per run before its missing rewrites are given up "
+        "(default 3, or 3 per missing rewrite with --rewrite-format single)",
     )
     parser.add_argument(
         "--max-tokens",
@@ -114,41 +109,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="price table (.csv, .json, .yaml): model, input_per_1m, output_per_1m in USD",
     )
     parser.add_argument("--store", required=True, metavar="DIR", help="collection folder")
-    parser.set_defaults(handler=run_collect)
 
-    export = subparsers.add_parser(
-        "collect-export",
-        help="export a collection store to the long outcomes format",
-        description=(
-            "Write one row per (query_id, model, variant_id, decode_id) with score, cost, tokens "
-            "and latency. Records whose scoring failed are left out and counted."
-        ),
-    )
-    export.add_argument("--store", required=True, metavar="DIR", help="collection folder")
-    export.add_argument(
+
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab collect-export``."""
+    parser.add_argument("--store", required=True, metavar="DIR", help="collection folder")
+    parser.add_argument(
         "--out",
         required=True,
         metavar="FILE|DIR",
         help="output table (.csv, .parquet, .jsonl), or a folder (no such suffix) that gets "
         "queries.parquet and outcomes.parquet, ready for `ecc-lab run --dataset DIR`",
     )
-    export.set_defaults(handler=run_collect_export)
 
 
-def run_collect(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab collect``; exit status 0 when every planned record is stored.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    int
-        Exit status.
-    """
-    from ecc_lib.collect import CollectError, CollectionInterrupted, collect
+def _collect(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab collect``; exit status 0 when every planned record is stored."""
+    from ecc_lib.collect import collect
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
     for name, value, low in (
@@ -158,34 +135,27 @@ def run_collect(args: argparse.Namespace) -> int:
         ("--max-tokens", args.max_tokens, 0),
     ):
         if not value > low:
-            print(f"ecc-lab collect: error: {name} must be > {low:g}, got {value}", file=sys.stderr)
-            return 2
-    try:
-        summary = collect(
-            args.queries,
-            args.models,
-            args.base_url,
-            args.store,
-            api_key_env=args.api_key_env or None,
-            rewriter=args.rewriter,
-            n_rewrites=args.rewrites,
-            n_decodes=args.decodes,
-            temperature=args.temperature,
-            max_tokens=args.max_tokens,
-            rewrite_format=args.rewrite_format,
-            concurrency=args.concurrency,
-            prices=args.prices,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            max_consecutive_errors=args.max_consecutive_errors,
-            show_progress=True,
-        )
-    except CollectionInterrupted as error:
-        print(f"ecc-lab collect: {error}", file=sys.stderr)
-        return 128 + error.signal_number
-    except CollectError as error:
-        print(f"ecc-lab collect: error: {error}", file=sys.stderr)
-        return 1
+            raise UsageError(f"{name} must be > {low:g}, got {value}")
+    summary = collect(
+        args.queries,
+        args.models,
+        args.base_url,
+        args.store,
+        api_key_env=args.api_key_env or None,
+        rewriter=args.rewriter,
+        n_rewrites=args.rewrites,
+        n_decodes=args.decodes,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        rewrite_format=args.rewrite_format,
+        rewrite_calls=args.rewrite_calls,
+        concurrency=args.concurrency,
+        prices=args.prices,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        max_consecutive_errors=args.max_consecutive_errors,
+        show_progress=True,
+    )
     spend = f"${summary.spend_usd:.4f}"
     if summary.n_unpriced:
         spend += f" (+{summary.n_unpriced} call(s) of unknown cost)"
@@ -211,26 +181,14 @@ def run_collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_collect_export(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab collect-export``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    int
-        Exit status.
-    """
+def _export(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab collect-export``."""
     from pathlib import Path
 
-    from ecc_lib.collect import export_outcomes
-    from ecc_lib.collect.store import export_dataset
+    from ecc_lib.collect.export import EXPORT_SUFFIXES, export_dataset, export_outcomes
 
     out = Path(args.out)
-    if out.is_dir() or out.suffix.lower() not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
+    if out.is_dir() or out.suffix.lower() not in EXPORT_SUFFIXES:
         queries, outcomes = export_dataset(args.store, out)
         print(
             f"{out}: queries.parquet ({len(queries)} queries) and outcomes.parquet "
@@ -240,3 +198,29 @@ def run_collect_export(args: argparse.Namespace) -> int:
     outcomes = export_outcomes(args.store, args.out)
     print(f"{args.out}: {len(outcomes)} outcome row(s) from {args.store}")
     return 0
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "collect",
+        help="collect rewrites x decodes from an OpenAI-compatible endpoint",
+        description=(
+            "Ask each model to answer each query's original text and N rewrites M times, score and "
+            "cost every answer, and append it to the store. Rerunning the same command skips what "
+            "is done and retries what failed. The API key is read from an environment variable "
+            "and never stored."
+        ),
+        add_arguments=_collect_arguments,
+        handler=_collect,
+    ),
+    Subcommand(
+        "collect-export",
+        help="export a collection store to the long outcomes format",
+        description=(
+            "Write one row per (query_id, model, variant_id, decode_id) with score, cost, tokens "
+            "and latency. Records whose scoring failed are left out and counted."
+        ),
+        add_arguments=_export_arguments,
+        handler=_export,
+    ),
+)

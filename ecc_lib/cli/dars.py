@@ -18,27 +18,12 @@ identical models with every score tied.
 from __future__ import annotations
 
 import argparse
-import json
-import math
+
+from ecc_lib.cli.subcommand import Subcommand, write_json
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``dars`` subcommand.
-
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``ecc-lab`` subcommand registry.
-    """
-    parser = subparsers.add_parser(
-        "dars",
-        help="DARS labels and single-shot label-instability diagnostics",
-        description="Summarise repeated outcomes per (query, model): mean score, spread and "
-        "normalised cost; label each query with argmax U = mu_q - lambda mu_c - beta sigma_q; "
-        "measure how unstable single-shot labels are (winner flip rate, tied top scores, "
-        "disagreement with the DARS label), for rewrites, decodes and all observations, with "
-        "bootstrap 95%% intervals over queries.",
-    )
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab dars``."""
     parser.add_argument(
         "--outcomes",
         required=True,
@@ -81,26 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also compute the distributions, labels and flip readings as Dask group-bys: "
         "'local' starts a local cluster, anything else is a scheduler address",
     )
-    parser.set_defaults(handler=run)
 
 
 def _read(path: str):
     from ecc_lib.loaders import read_outcomes
 
     return read_outcomes(path)
-
-
-def _clean(value):
-    """JSON-safe copy: NaN becomes null, numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def dars_summary(
@@ -141,6 +112,7 @@ def dars_summary(
     from ecc_lib.dars import capability_distributions, label_shares
     from ecc_lib.dars import repeated_observations as group
     from ecc_lib.dars_diagnostics import label_instability
+    from ecc_lib.serialization import to_jsonable
 
     obs = group(outcomes, source=source, validate=validate)
     diagnostics = label_instability(
@@ -192,7 +164,7 @@ def dars_summary(
     summary["subsets"] = {
         name: (None if d is None else d.summary) for name, d in diagnostics.items()
     }
-    return _clean(summary)
+    return to_jsonable(summary)
 
 
 def format_summary(summary: dict) -> str:
@@ -276,20 +248,10 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
     return {"labels": stats.labels, "flip_rates": stats.flip_rates}
 
 
-def run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab dars``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    int
-        Exit status.
-    """
+def _run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab dars``."""
     from ecc_lib.data_checks import apply_data_policy, check_utility_weights
+    from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)
     if args.draws < 1:
@@ -310,12 +272,26 @@ def run(args: argparse.Namespace) -> int:
         validate=False,  # read_outcomes has validated the table
         change_draws=args.change_draws,
     )
-    summary["data_policy"] = _clean(report.to_dict())
+    summary["data_policy"] = to_jsonable(report.to_dict())
     print(format_summary(summary))
     if getattr(args, "scheduler", None):
         summary["dask"] = _dask_summary(outcomes, args)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as stream:
-            json.dump(summary, stream, indent=2)
+        write_json(args.json, summary)
         print(f"\nwrote {args.json}")
     return 0
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "dars",
+        help="DARS labels and single-shot label-instability diagnostics",
+        description="Summarise repeated outcomes per (query, model): mean score, spread and "
+        "normalised cost; label each query with argmax U = mu_q - lambda mu_c - beta sigma_q; "
+        "measure how unstable single-shot labels are (winner flip rate, tied top scores, "
+        "disagreement with the DARS label), for rewrites, decodes and all observations, with "
+        "bootstrap 95%% intervals over queries.",
+        add_arguments=_arguments,
+        handler=_run,
+    ),
+)

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from ecc_lib.cli.subcommand import Subcommand, write_json
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``datasets`` subcommand.
-
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``ecc-lab`` subcommand registry.
-    """
-    parser = subparsers.add_parser(
-        "datasets",
-        help="list the bundled datasets with their counts",
-        description="List the bundled datasets: queries, models, observations, categories and the "
-        "mean score of each model.",
-    )
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab datasets``."""
     parser.add_argument("--json", metavar="OUT.json", help="also write the summary as JSON")
     parser.add_argument(
         "--scores", action="store_true", help="print the mean score of each model too"
     )
-    parser.set_defaults(handler=run)
 
 
 def dataset_summaries() -> dict[str, dict]:
@@ -77,22 +65,22 @@ def format_summaries(summaries: dict[str, dict], scores: bool = False) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab datasets``: print the table, optionally write JSON.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    int
-        Exit status.
-    """
+def _run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab datasets``: print the table, optionally write JSON."""
     summaries = dataset_summaries()
     print(format_summaries(summaries, scores=args.scores))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as stream:
-            json.dump(summaries, stream, indent=2, sort_keys=True)
+        write_json(args.json, summaries, sort_keys=True)
     return 0
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "datasets",
+        help="list the bundled datasets with their counts",
+        description="List the bundled datasets: queries, models, observations, categories and the "
+        "mean score of each model.",
+        add_arguments=_arguments,
+        handler=_run,
+    ),
+)

@@ -14,24 +14,12 @@ split and EM start) and adds ``seeds``, ``gain_mean``, ``gain_sd``, ``per_seed``
 from __future__ import annotations
 
 import argparse
-import json
+
+from ecc_lib.cli.subcommand import Subcommand, write_json
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``ecc`` subcommand.
-
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``ecc-lab`` subcommand registry.
-    """
-    parser = subparsers.add_parser(
-        "ecc",
-        help="evidence-calibrated clustering: the paper protocol with every baseline",
-        description="Run the ECC paper protocol (pairs per query, 80/20 split by query, probe "
-        "comparisons on test queries) and compare ECC with the global, embedding-only, "
-        "comparison-only and human-label baselines.",
-    )
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab ecc``."""
     parser.add_argument(
         "--outcomes", required=True, metavar="FILE", help="long outcomes (query_id,model,score)"
     )
@@ -109,7 +97,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fit the ECC-family methods on Dask partitions: 'local' starts a local cluster, "
         "anything else is a scheduler address (default: in memory)",
     )
-    parser.set_defaults(handler=run)
 
 
 def _read_inputs(args: argparse.Namespace):
@@ -217,6 +204,24 @@ def _mean_sd(mean, sd) -> str:
     return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
 
 
+def _seeds(args: argparse.Namespace) -> range:
+    """The protocol seeds ``--seed, --seed + 1, ...`` (``--seeds`` of them)."""
+    return range(args.seed, args.seed + args.seeds)
+
+
+def _protocol_options(args: argparse.Namespace) -> dict:
+    """The protocol settings every ECC run of this command shares, by keyword, from the flags."""
+    return {
+        "n_clusters": args.k,
+        "lam": args.lam,
+        "temperature": args.temperature,
+        "n_pairs": args.pairs,
+        "n_probes": args.probes,
+        "test_size": args.test_size,
+        "evidence": args.evidence,
+    }
+
+
 def _scheduler(scheduler: str | None):
     """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
     from ecc_lib.distributed import scheduler_context
@@ -225,12 +230,12 @@ def _scheduler(scheduler: str | None):
 
 
 def format_seeds(summary: dict) -> str:
-    """The printed over-seeds table of :meth:`ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`.
+    """The printed over-seeds table of :meth:`ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
 
     Parameters
     ----------
     summary : dict
-        The output of :meth:`~ecc_lib.ecc_protocol.MultiSeedEvaluation.summary`.
+        The output of :meth:`~ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
 
     Returns
     -------
@@ -263,7 +268,7 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
     Parameters
     ----------
     routing : dict
-        The ``routing`` block (:meth:`ecc_lib.ecc_experiments.RoutingResult.to_dict`).
+        The ``routing`` block (:meth:`ecc_lib.cluster_routing.RoutingResult.to_dict`).
     over_seeds : dict, optional
         ``{setting: {method: {"score": (mean, sd)}}}`` over seeds, appended to each line.
 
@@ -291,19 +296,8 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    int
-        Exit status.
-    """
+def _run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
     from ecc_lib.ecc_protocol import default_methods
     from ecc_lib.ecc_seeds import run_seeds
 
@@ -342,19 +336,13 @@ def run(args: argparse.Namespace) -> int:
             queries,
             outcomes,
             embeddings,
-            seeds=range(args.seed, args.seed + args.seeds),
-            n_clusters=args.k,
-            lam=args.lam,
-            temperature=args.temperature,
-            n_pairs=args.pairs,
-            n_probes=args.probes,
-            test_size=args.test_size,
+            seeds=_seeds(args),
             methods=methods,
             probe_evidence=args.probe_evidence,
             probe_strategy=args.probe_strategy,
             leak_free=args.leak_free,
             routing=args.routing,
-            evidence=args.evidence,
+            **_protocol_options(args),
         )
     result = multi.first
     print(format_result(result))
@@ -384,8 +372,7 @@ def run(args: argparse.Namespace) -> int:
         if no_human:
             payload["ranking_quality_gain"]["human"] = None
             payload["human_skipped"] = no_human
-        with open(args.json, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, indent=2)
+        write_json(args.json, payload)
     return 0
 
 
@@ -395,7 +382,6 @@ def _beyond(args, queries, outcomes, embeddings) -> dict:
     from ecc_lib.serialization import to_jsonable
 
     extra = {}
-    seeds = range(args.seed, args.seed + args.seeds)
     if args.probe_strategy != "first":
         from ecc_lib.active_probes import probe_strategy_over_seeds
 
@@ -405,15 +391,9 @@ def _beyond(args, queries, outcomes, embeddings) -> dict:
             queries,
             outcomes,
             embeddings,
-            seeds,
+            _seeds(args),
             args.probe_strategy,
-            n_probes=args.probes,
-            n_clusters=args.k,
-            lam=args.lam,
-            temperature=args.temperature,
-            n_pairs=args.pairs,
-            test_size=args.test_size,
-            evidence=args.evidence,
+            **_protocol_options(args),
         )
         s = args.probe_strategy
         print(
@@ -441,3 +421,16 @@ def _beyond(args, queries, outcomes, embeddings) -> dict:
         )
         extra["soft_evidence"] = soft
     return to_jsonable(extra)
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "ecc",
+        help="evidence-calibrated clustering: the paper protocol with every baseline",
+        description="Run the ECC paper protocol (pairs per query, 80/20 split by query, probe "
+        "comparisons on test queries) and compare ECC with the global, embedding-only, "
+        "comparison-only and human-label baselines.",
+        add_arguments=_arguments,
+        handler=_run,
+    ),
+)

@@ -6,6 +6,8 @@ import argparse
 import shutil
 from pathlib import Path
 
+from ecc_lib.cli.subcommand import Subcommand
+
 EXAMPLE_CONFIG = "params.example.yaml"
 
 
@@ -66,41 +68,14 @@ def init_folder(target: str | Path, force: bool = False) -> list[Path]:
     return written
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``init`` subcommand.
-
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``ecc-lab`` subcommand registry.
-    """
-    parser = subparsers.add_parser(
-        "init",
-        help="copy the notebooks and an example config into a folder to edit in JupyterLab",
-        description=(
-            "Copy the analysis notebooks (NN_*.ipynb) and params.example.yaml into DIR, so that "
-            "you can open, edit and rerun them in JupyterLab; 'ecc-lab run --notebooks DIR' runs "
-            "your copies. Existing files are never overwritten unless --force is given."
-        ),
-    )
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab init``."""
     parser.add_argument("folder", metavar="DIR", help="folder to create or fill")
     parser.add_argument("--force", action="store_true", help="overwrite files of the same name")
-    parser.set_defaults(handler=handler)
 
 
-def handler(args: argparse.Namespace) -> int:
-    """Copy the starter files and say what to do next.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    int
-        Exit status.
-    """
+def _run(args: argparse.Namespace) -> int:
+    """Copy the starter files and say what to do next."""
     written = init_folder(args.folder, force=args.force)
     folder = Path(args.folder)
     for path in written:
@@ -110,3 +85,18 @@ def handler(args: argparse.Namespace) -> int:
         f"'ecc-lab run --notebooks {folder}' to run your copies into ./runs/."
     )
     return 0
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "init",
+        help="copy the notebooks and an example config into a folder to edit in JupyterLab",
+        description=(
+            "Copy the analysis notebooks (NN_*.ipynb) and params.example.yaml into DIR, so that "
+            "you can open, edit and rerun them in JupyterLab; 'ecc-lab run --notebooks DIR' runs "
+            "your copies. Existing files are never overwritten unless --force is given."
+        ),
+        add_arguments=_arguments,
+        handler=_run,
+    ),
+)

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from ecc_lib.cli.subcommand import Subcommand
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``run`` subcommand.
-
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``ecc-lab`` subcommand registry.
-    """
-    parser = subparsers.add_parser(
-        "run",
-        help="execute the notebooks (01 data ... 05 report) into runs/NAME/",
-        description=(
-            "Execute notebooks/NN_*.ipynb in order with papermill into a run folder: executed "
-            "notebooks, figures/ (PNG and PDF), tables/ (CSV), metrics.json and report.html. "
-            "A failing notebook stops the run; an unknown parameter is an error."
-        ),
-    )
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab run``."""
     parser.add_argument(
         "--config",
         metavar="PARAMS.yaml",
@@ -61,47 +47,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "package's own",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.set_defaults(handler=handler)
 
 
-def handler(args: argparse.Namespace) -> int:
-    """Run the pipeline; print the run folder and the main outputs.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed command line.
-
-    Returns
-    -------
-    int
-        Exit status.
-    """
-    from ecc_lib.notebook_execution import NotebookExecutionError
+def _run(args: argparse.Namespace) -> int:
+    """Run the pipeline; print the run folder and the main outputs."""
     from ecc_lib.pipeline import run_pipeline
 
     if args.timeout is not None and not args.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
-    try:
-        result = run_pipeline(
-            config=args.config,
-            only=args.only,
-            out=args.out,
-            dataset=args.dataset,
-            notebooks_dir=args.notebooks,
-            progress=not args.no_progress,
-            timeout=args.timeout,
-        )
-    except NotebookExecutionError as error:
-        print(f"ecc-lab run: error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(
-            "ecc-lab run: interrupted; the executed copy of the running notebook is marked as "
-            "incomplete and run.json says 'interrupted'",
-            file=sys.stderr,
-        )
-        return 130
+    result = run_pipeline(
+        config=args.config,
+        only=args.only,
+        out=args.out,
+        dataset=args.dataset,
+        notebooks_dir=args.notebooks,
+        progress=not args.no_progress,
+        timeout=args.timeout,
+    )
     print(f"run folder: {result.run_dir}")
     if result.metrics_path is not None:
         print(f"metrics:    {result.metrics_path}")
@@ -110,3 +72,22 @@ def handler(args: argparse.Namespace) -> int:
     total = sum(result.durations.values())
     print(f"notebooks:  {len(result.executed)} in {total:.0f} s")
     return 0
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "run",
+        help="execute the notebooks (01 data ... 05 report) into runs/NAME/",
+        description=(
+            "Execute notebooks/NN_*.ipynb in order with papermill into a run folder: executed "
+            "notebooks, figures/ (PNG and PDF), tables/ (CSV), metrics.json and report.html. "
+            "A failing notebook stops the run; an unknown parameter is an error."
+        ),
+        add_arguments=_arguments,
+        handler=_run,
+        interrupted=(
+            "interrupted; the executed copy of the running notebook is marked as incomplete and "
+            "run.json says 'interrupted'"
+        ),
+    ),
+)

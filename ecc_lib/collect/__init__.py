@@ -8,10 +8,14 @@ Rewrites x decodes for every query and model, scored, costed, stored append-only
                       n_rewrites=2, n_decodes=3)
     queries, outcomes = read_collected("runs/c1")
 
-Modules: :mod:`~ecc_lib.collect.client` (HTTP client, retries), :mod:`~ecc_lib.collect.prompts`,
-:mod:`~ecc_lib.collect.scorers`, :mod:`~ecc_lib.collect.pricing`, :mod:`~ecc_lib.collect.queries`,
-:mod:`~ecc_lib.collect.store`, :mod:`~ecc_lib.collect.runner`, :mod:`~ecc_lib.collect.models`
-(model variants), :mod:`~ecc_lib.collect.local_server` (a local llama.cpp server).
+Modules: :mod:`~ecc_lib.collect.runner` (:func:`collect`, :func:`acollect`) runs the phases of
+:mod:`~ecc_lib.collect.rewriting` and :mod:`~ecc_lib.collect.answers` on the state of
+:mod:`~ecc_lib.collect.context` with the worker pools of :mod:`~ecc_lib.collect.workers`, and records
+its :mod:`~ecc_lib.collect.summary`; :mod:`~ecc_lib.collect.client` (HTTP client, retries),
+:mod:`~ecc_lib.collect.prompts`, :mod:`~ecc_lib.collect.scorers`, :mod:`~ecc_lib.collect.pricing`,
+:mod:`~ecc_lib.collect.queries`, :mod:`~ecc_lib.collect.models` (model variants),
+:mod:`~ecc_lib.collect.store` (the append-only store), :mod:`~ecc_lib.collect.export` (outcomes and
+dataset folders), :mod:`~ecc_lib.collect.local_server` (a local llama.cpp server).
 """
 
 from ecc_lib.collect.client import ChatClient, ChatResult
@@ -24,6 +28,14 @@ from ecc_lib.collect.errors import (
     EndpointNotFoundError,
     EndpointUnreachableError,
     StoreError,
+)
+from ecc_lib.collect.export import (
+    collected_outcomes,
+    collected_queries,
+    export_dataset,
+    export_outcomes,
+    read_collected,
+    records_frame,
 )
 from ecc_lib.collect.models import ModelSpec, parse_model_spec, parse_models
 from ecc_lib.collect.pricing import Price, call_cost, price_table, read_price_table
@@ -40,15 +52,7 @@ from ecc_lib.collect.scorers import (
     numeric_equivalence,
     token_f1,
 )
-from ecc_lib.collect.store import (
-    CollectionStore,
-    collected_outcomes,
-    collected_queries,
-    export_dataset,
-    export_outcomes,
-    observation_type,
-    read_collected,
-)
+from ecc_lib.collect.store import CollectionStore, observation_type
 
 __all__ = [
     "SCORERS",
@@ -88,5 +92,6 @@ __all__ = [
     "read_price_table",
     "read_queries_file",
     "read_rewrites",
+    "records_frame",
     "token_f1",
 ]

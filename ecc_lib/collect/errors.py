@@ -85,3 +85,8 @@ class CollectionInterrupted(CollectError):
     def __init__(self, message: str, *, signal_number: int) -> None:
         super().__init__(message)
         self.signal_number = signal_number
+
+    @property
+    def exit_status(self) -> int:
+        """``128 + signal_number``: the shell's status of a process stopped by that signal."""
+        return 128 + self.signal_number

@@ -153,6 +153,58 @@ REWRITES_SCHEMA: dict = {
 RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
 """Ways to ask for structured rewrites, tried in this order by ``rewrite_format="auto"``."""
 
+REWRITE_FORMATS: tuple[str, ...] = ("auto", *RESPONSE_FORMATS, "single")
+"""Values of ``rewrite_format``: the list formats above (``"auto"`` steps down through them), or
+``"single"``, one paraphrase per call shown by one worked example (:func:`single_rewrite_messages`),
+for small models that do not manage a list of rewrites."""
+
+SINGLE_REWRITE_SYSTEM_PROMPT = (
+    "You paraphrase questions. Reply with the paraphrased question only: keep every number, name "
+    "and unit, and do not answer it."
+)
+SINGLE_REWRITE_EXAMPLE = (
+    "Tom has 3 apples and buys 5 more. How many apples does he have?",
+    "After buying 5 more apples, how many apples does Tom have if he started with 3?",
+)
+"""The worked example (question, paraphrase) shown before the question in ``"single"`` calls."""
+
+
+def single_rewrite_messages(
+    text: str, *, choices: list[str] | None = None, passage: str | None = None
+) -> list[dict[str, str]]:
+    """Chat messages asking for one paraphrase of a question, after one worked example.
+
+    Small models (SmolLM2-135M, measured) answer a request for a JSON list of rewrites mostly
+    with answers or fragments; asked for one paraphrase after an example, they often write one.
+
+    Parameters
+    ----------
+    text : str
+        The question stem.
+    choices : list of str, optional
+        Answer options (shown for context).
+    passage : str, optional
+        A context passage (shown for context).
+
+    Returns
+    -------
+    list of dict
+        ``{"role", "content"}`` chat messages.
+    """
+    question, paraphrase = SINGLE_REWRITE_EXAMPLE
+    context = []
+    if passage:
+        context.append(f"Passage (context only):\n{passage}")
+    if choices:
+        context.append("Options (context only):\n" + format_options(choices))
+    ask = "\n\n".join([*context, f"Paraphrase: {text}"])
+    return [
+        {"role": "system", "content": SINGLE_REWRITE_SYSTEM_PROMPT},
+        {"role": "user", "content": f"Paraphrase: {question}"},
+        {"role": "assistant", "content": paraphrase},
+        {"role": "user", "content": ask},
+    ]
+
 
 def rewrite_response_format(kind: str) -> dict | None:
     """The ``response_format`` request field of a rewriting call (``None`` for ``"none"``).
@@ -197,7 +249,8 @@ class ParsedRewrites:
     rewrites : list of str
     method : str
         ``"json"`` (a JSON object or list), ``"truncated_json"`` (the complete strings of a JSON
-        answer cut short), ``"numbered_list"``, ``"lines"`` (one rewrite per line) or ``"none"``.
+        answer cut short), ``"numbered_list"``, ``"lines"`` (one rewrite per line), ``"single"``
+        (the one paraphrase of :func:`read_single_rewrite`) or ``"none"``.
     problem : str or None
         Why nothing was read (``method == "none"``).
     """
@@ -287,6 +340,36 @@ def _from_lines(text: str, questions_only: bool) -> list[str]:
             continue
         lines.append(item)
     return lines
+
+
+_LABEL_RE = re.compile(r"^(?:paraphrased?(?: question)?|rewrite|question)\s*:\s*", re.IGNORECASE)
+
+
+def read_single_rewrite(content: str | None, finish_reason: str | None = None) -> ParsedRewrites:
+    """The paraphrase in the reply to :func:`single_rewrite_messages`: its first non-empty line,
+    without a leading label (``Paraphrase:``) or surrounding quotes.
+
+    Parameters
+    ----------
+    content : str or None
+    finish_reason : str, optional
+        Named in the problem of an empty reply.
+
+    Returns
+    -------
+    ParsedRewrites
+        Method ``"single"``, or ``"none"`` with the problem.
+    """
+    if content is None or not content.strip():
+        shown = "null" if content is None else "empty"
+        return ParsedRewrites(
+            [], "none", f"empty reply (content {shown}, finish_reason {finish_reason!r})"
+        )
+    line = next(line for line in content.splitlines() if line.strip())
+    line = _LABEL_RE.sub("", line.strip()).strip().strip('"\u201c\u201d').strip()
+    if not line:
+        return ParsedRewrites([], "none", "nothing readable as a rewrite")
+    return ParsedRewrites([line], "single")
 
 
 def read_rewrites(

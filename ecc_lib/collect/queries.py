@@ -38,8 +38,19 @@ QUERY_FILE_SUFFIXES: tuple[str, ...] = (".csv", ".tsv", ".parquet", ".pq", ".jso
 TEXT_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "answer", "choices", "passage")
 
 
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA:
+def is_missing(value: Any) -> bool:
+    """True for a missing cell: None, NaN, ``pd.NA`` or ``pd.NaT``.
+
+    Parameters
+    ----------
+    value : object
+        One cell of a queries table.
+
+    Returns
+    -------
+    bool
+    """
+    if value is None or value is pd.NA or value is pd.NaT:
         return True
     return isinstance(value, float) and math.isnan(value)
 
@@ -61,7 +72,7 @@ def parse_choices(value: Any) -> list[str] | None:
     ValueError
         Fewer than two options, or an unreadable JSON string.
     """
-    if _missing(value):
+    if is_missing(value):
         return None
     if isinstance(value, np.ndarray):
         value = value.tolist()
@@ -87,7 +98,7 @@ def parse_choices(value: Any) -> list[str] | None:
         value = [value[key] for key in sorted(value)]
     if not isinstance(value, (list, tuple)):
         raise ValueError(f"choices must be a list, got {type(value).__name__}")
-    options = [str(option).strip() for option in value if not _missing(option)]
+    options = [str(option).strip() for option in value if not is_missing(option)]
     if len(options) < 2:
         raise ValueError(f"choices need at least 2 options, got {options}")
     return options

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ecc_lib.collect.queries import is_missing
+
 
 @dataclass(frozen=True)
 class ScoringFailure:
@@ -53,6 +55,28 @@ class ScoringFailure:
 
 
 Scorer = Callable[..., Any]
+
+SCORER_SECTIONS = """Parameters
+----------
+response : str or None
+    The model's response.
+answer : object
+    The reference answer(s).
+choices : list of str, optional
+    Answer options (multiple choice).
+
+Returns
+-------
+float or ScoringFailure
+    The score in [0, 1], or why the response cannot be scored."""
+"""The numpydoc sections of every built-in scorer (they share one signature)."""
+
+
+def _scorer(function: Scorer) -> Scorer:
+    """Give a built-in scorer the shared :data:`SCORER_SECTIONS` after its own description."""
+    function.__doc__ = inspect.cleandoc(function.__doc__ or "") + "\n\n" + SCORER_SECTIONS
+    return function
+
 
 LETTERS = string.ascii_uppercase
 
@@ -144,19 +168,6 @@ def _last_line(response: str) -> str | None:
     return _strip_markup(lines[-1]) if lines else None
 
 
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    try:
-        import pandas as pd
-
-        return value is pd.NA or value is pd.NaT
-    except ImportError:  # pragma: no cover
-        return False
-
-
 def references(answer: Any) -> list[str] | ScoringFailure:
     """The acceptable reference answers: a list, a JSON list string, or a single value.
 
@@ -170,7 +181,7 @@ def references(answer: Any) -> list[str] | ScoringFailure:
     list of str or ScoringFailure
         Non-empty references, or why there is none.
     """
-    if _is_missing(answer):
+    if is_missing(answer):
         return ScoringFailure("no reference answer")
     if isinstance(answer, np.ndarray):
         answer = answer.tolist()
@@ -182,7 +193,7 @@ def references(answer: Any) -> list[str] | ScoringFailure:
         if isinstance(parsed, list):
             answer = parsed
     if isinstance(answer, (list, tuple)):
-        values = [str(a) for a in answer if not _is_missing(a) and str(a).strip()]
+        values = [str(a) for a in answer if not is_missing(a) and str(a).strip()]
         return values or ScoringFailure("empty list of reference answers")
     text = str(answer).strip()
     return [text] if text else ScoringFailure("empty reference answer")
@@ -192,7 +203,18 @@ def references(answer: Any) -> list[str] | ScoringFailure:
 # multiple choice
 
 
-def _normalise_text(text: str) -> str:
+def normalise_answer(text: str) -> str:
+    """SQuAD-style normalisation: lower case, no punctuation, no articles, single spaces.
+
+    Parameters
+    ----------
+    text : str
+        An answer.
+
+    Returns
+    -------
+    str
+    """
     text = text.lower()
     text = "".join(ch for ch in text if ch not in string.punctuation)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
@@ -209,9 +231,9 @@ def _letter_from_text(text: str, n_choices: int | None, choices: list[str] | Non
         if letter.isupper() or len(text) <= 3:
             return letter.upper()
     if choices:
-        wanted = _normalise_text(text)
+        wanted = normalise_answer(text)
         for index, choice in enumerate(choices):
-            if wanted and wanted == _normalise_text(choice):
+            if wanted and wanted == normalise_answer(choice):
                 return LETTERS[index]
     match = re.search(r"\b(?:option|choice|answer)\s*(?:is\s*)?[:\s]\s*[\[(]?([A-Z])[\])]?\b", text)
     if match and match.group(1) in valid:
@@ -256,25 +278,11 @@ def reference_letter(answer: Any, choices: list[str] | None = None) -> str | Sco
     return letter
 
 
+@_scorer
 def multiple_choice_letter(
     response: str | None, answer: Any, choices: list[str] | None = None
 ) -> float | ScoringFailure:
-    """1 when the response's option letter (or option text) is the reference's, else 0.
-
-    Parameters
-    ----------
-    response : str or None
-        The model's response.
-    answer : object
-        The reference answer(s).
-    choices : list of str, optional
-        Answer options (multiple choice).
-
-    Returns
-    -------
-    float or ScoringFailure
-        The score in [0, 1], or why the response cannot be scored.
-    """
+    """1 when the response's option letter (or option text) is the reference's, else 0."""
     correct = reference_letter(answer, choices)
     if isinstance(correct, ScoringFailure):
         return correct
@@ -379,6 +387,7 @@ def numbers_equal(a: Fraction, b: Fraction, rel_tol: float = 1e-6, abs_tol: floa
     return a == b or math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=abs_tol)
 
 
+@_scorer
 def numeric_equivalence(
     response: str | None, answer: Any, choices: list[str] | None = None
 ) -> float | ScoringFailure:
@@ -386,20 +395,6 @@ def numeric_equivalence(
     ``3.0`` = ``3``, ``\\frac{1}{2}`` = ``0.5``, relative tolerance 1e-6), else 0.
 
     Without a final-answer line or ``\\boxed{}``, the last number of the response is used.
-
-    Parameters
-    ----------
-    response : str or None
-        The model's response.
-    answer : object
-        The reference answer(s).
-    choices : list of str, optional
-        Answer options (multiple choice).
-
-    Returns
-    -------
-    float or ScoringFailure
-        The score in [0, 1], or why the response cannot be scored.
     """
     refs = references(answer)
     if isinstance(refs, ScoringFailure):
@@ -423,55 +418,35 @@ def numeric_equivalence(
 # text
 
 
-def normalise_answer(text: str) -> str:
-    """SQuAD-style normalisation: lower case, no punctuation, no articles, single spaces.
-
-    Parameters
-    ----------
-    text : str
-        An answer.
-
-    Returns
-    -------
-    str
-    """
-    return _normalise_text(text)
-
-
-def _response_text(response: str) -> str | None:
-    final = extract_final_answer(response)
-    return final if final is not None else _last_line(response)
-
-
-def exact_match(
-    response: str | None, answer: Any, choices: list[str] | None = None
+def _score_final_text(
+    response: str | None, answer: Any, compare: Callable[[str, list[str]], float]
 ) -> float | ScoringFailure:
-    """1 when the normalised final answer equals a normalised reference, else 0.
-
-    Parameters
-    ----------
-    response : str or None
-        The model's response.
-    answer : object
-        The reference answer(s).
-    choices : list of str, optional
-        Answer options (multiple choice).
-
-    Returns
-    -------
-    float or ScoringFailure
-        The score in [0, 1], or why the response cannot be scored.
-    """
+    """The guard every text scorer shares: a missing reference is a failure, a response without a
+    final answer (nor a last line to fall back on) scores 0, else ``compare(predicted, refs)``."""
     refs = references(answer)
     if isinstance(refs, ScoringFailure):
         return refs
     if not response:
         return 0.0
-    predicted = _response_text(response)
+    final = extract_final_answer(response)
+    predicted = final if final is not None else _last_line(response)
     if predicted is None:
         return 0.0
-    predicted = normalise_answer(predicted)
-    return float(any(predicted == normalise_answer(ref) for ref in refs))
+    return compare(predicted, refs)
+
+
+@_scorer
+def exact_match(
+    response: str | None, answer: Any, choices: list[str] | None = None
+) -> float | ScoringFailure:
+    """1 when the normalised final answer equals a normalised reference, else 0."""
+    return _score_final_text(
+        response,
+        answer,
+        lambda predicted, refs: float(
+            any(normalise_answer(predicted) == normalise_answer(ref) for ref in refs)
+        ),
+    )
 
 
 def _is_number(text: str) -> bool:
@@ -523,6 +498,7 @@ def _drop_f1(predicted: set[str], gold: set[str]) -> float:
     return f1
 
 
+@_scorer
 def token_f1(
     response: str | None, answer: Any, choices: list[str] | None = None
 ) -> float | ScoringFailure:
@@ -530,31 +506,12 @@ def token_f1(
 
     Single-span DROP F1 (bags of normalised tokens; when the reference holds numbers, F1 is 0 unless
     one of them is predicted); several references are alternatives and the best one counts.
-
-    Parameters
-    ----------
-    response : str or None
-        The model's response.
-    answer : object
-        The reference answer(s).
-    choices : list of str, optional
-        Answer options (multiple choice).
-
-    Returns
-    -------
-    float or ScoringFailure
-        The score in [0, 1], or why the response cannot be scored.
     """
-    refs = references(answer)
-    if isinstance(refs, ScoringFailure):
-        return refs
-    if not response:
-        return 0.0
-    predicted = _response_text(response)
-    if predicted is None:
-        return 0.0
-    bag = drop_bag(predicted)
-    return max(_drop_f1(bag, drop_bag(ref)) for ref in refs)
+    return _score_final_text(
+        response,
+        answer,
+        lambda predicted, refs: max(_drop_f1(drop_bag(predicted), drop_bag(ref)) for ref in refs),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,7 +584,7 @@ def scorer_for_category(category: str | None) -> str | None:
     -------
     str or None
     """
-    if _is_missing(category) or not str(category).strip():
+    if is_missing(category) or not str(category).strip():
         return None
     lowered = str(category).strip().lower()
     tokens = set(re.split(r"[^a-z0-9]+", lowered)) | {lowered.replace("-", "_")}
@@ -665,10 +622,10 @@ def choose_scorer(
     """
     if override is not None and not isinstance(override, Mapping):
         return get_scorer(override)
-    if isinstance(override, Mapping) and not _is_missing(category):
+    if isinstance(override, Mapping) and not is_missing(category):
         if str(category) in override:
             return get_scorer(override[str(category)])
-    if not _is_missing(query_scorer) and str(query_scorer).strip():
+    if not is_missing(query_scorer) and str(query_scorer).strip():
         return get_scorer(str(query_scorer))
     if has_choices:
         return get_scorer("multiple_choice")
@@ -694,12 +651,8 @@ def apply_scorer(
     ----------
     scorer : callable
         A scorer ``(response, answer, choices) -> float | ScoringFailure``.
-    response : str or None
-        The model's response.
-    answer : object
-        The reference answer(s).
-    choices : list of str, optional
-        Answer options (multiple choice).
+    response, answer, choices
+        Handed to the scorer (see :data:`SCORER_SECTIONS`).
 
     Returns
     -------

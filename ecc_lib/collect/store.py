@@ -47,7 +47,6 @@ import pandas as pd
 
 from ecc_lib.collect.client import redact, utc_now
 from ecc_lib.collect.errors import StoreError
-from ecc_lib.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +59,6 @@ MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".lock"
 STORE_FORMAT = "ecc_lib.collect/1"
 
-EXPORT_EXTRA_COLUMNS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "latency_s")
 QUERY_FIELDS: tuple[str, ...] = (
     "query_id",
     "text",
@@ -234,6 +232,14 @@ def read_jsonl(path: str | Path) -> tuple[list[dict], int, int]:
     return records, n_torn, n_bad
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to ``fd``: one ``os.write`` for a regular file; the loop only guards against
+    short writes."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 class _AppendFile:
     """A file opened for appending whole lines; a torn tail is cut off first."""
 
@@ -281,11 +287,8 @@ class _AppendFile:
         """
         data = to_json_line(record, self.secrets)
         size = os.fstat(self.fd).st_size
-        view = memoryview(data)
         try:
-            while view:  # one write for regular files; the loop only guards against short writes
-                written = os.write(self.fd, view)
-                view = view[written:]
+            _write_all(self.fd, data)
             if self.fsync:
                 os.fsync(self.fd)
         except OSError:
@@ -516,6 +519,14 @@ class CollectionStore:
         except OSError as error:
             raise StoreError(os_error_message(error, self.directory, self.path(name))) from None
 
+    def _append_new(self, name: str, index: dict, key: Any, entry: dict) -> bool:
+        """Append ``entry`` to file ``name`` and ``index`` unless ``key`` is there already."""
+        if key in index:
+            return False
+        self._append(name, entry)
+        index[key] = entry
+        return True
+
     def add_queries(self, queries: Iterable[dict]) -> int:
         """Store new queries; check that already-stored ones are unchanged. Returns how many were
         added.
@@ -568,11 +579,7 @@ class CollectionStore:
             True when written.
         """
         key = (str(rewrite["query_id"]), int(rewrite["variant_id"]))
-        if key in self.rewrites:
-            return False
-        self._append(REWRITES_FILE, rewrite)
-        self.rewrites[key] = rewrite
-        return True
+        return self._append_new(REWRITES_FILE, self.rewrites, key, rewrite)
 
     def add_rewrite_call(self, call: dict) -> None:
         """Append one rewriting call (the prompt's cost and token counts).
@@ -597,12 +604,7 @@ class CollectionStore:
         bool
             True when written.
         """
-        key = record_key(record)
-        if key in self.records:
-            return False
-        self._append(RECORDS_FILE, record)
-        self.records[key] = record
-        return True
+        return self._append_new(RECORDS_FILE, self.records, record_key(record), record)
 
     def add_failure(self, failure: dict) -> None:
         """Append one call that failed for good.
@@ -639,9 +641,7 @@ class CollectionStore:
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                _write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -688,210 +688,3 @@ class CollectionStore:
                 len(stale),
             )
         return len(stale)
-
-
-# -- export -------------------------------------------------------------------------------------
-
-
-def records_frame(store: str | Path | CollectionStore) -> pd.DataFrame:
-    """Every stored record as a table (scoring failures included, ``score`` missing there).
-
-    Parameters
-    ----------
-    store : path or CollectionStore
-        A collection store (folder) or an open store.
-
-    Returns
-    -------
-    DataFrame
-    """
-    if not isinstance(store, CollectionStore):
-        store = CollectionStore(store)
-    frame = pd.DataFrame(list(store.records.values()))
-    if frame.empty:
-        return pd.DataFrame(columns=list(OBSERVATION_KEY) + ["score", "cost"])
-    return frame.sort_values(list(OBSERVATION_KEY), kind="stable").reset_index(drop=True)
-
-
-def _check_store(directory: Path) -> None:
-    if not directory.is_dir():
-        raise FileNotFoundError(f"collection store {directory} does not exist")
-    if not (directory / RECORDS_FILE).exists():
-        raise FileNotFoundError(f"{directory} holds no {RECORDS_FILE}; is it a collection store?")
-
-
-def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
-    """The store's records in the long outcomes format.
-
-    Columns :data:`ecc_lib.schema.OUTCOME_COLUMNS` plus ``prompt_tokens``, ``completion_tokens`` and
-    ``latency_s``. Records whose scoring failed are left out, and their count is logged.
-
-    Parameters
-    ----------
-    store : path or CollectionStore
-        A collection store (folder) or an open store.
-
-    Returns
-    -------
-    DataFrame
-    """
-    if not isinstance(store, CollectionStore):
-        _check_store(Path(store))
-        store = CollectionStore(store)
-    frame = records_frame(store)
-    columns = list(OUTCOME_COLUMNS) + list(EXPORT_EXTRA_COLUMNS)
-    for column in columns:
-        if column not in frame.columns:
-            frame[column] = np.nan
-    unscored = frame["score"].isna().to_numpy()
-    if unscored.any():
-        reasons = (
-            frame.loc[unscored, "scoring_error"].fillna("unknown").value_counts().head(3).to_dict()
-            if "scoring_error" in frame.columns
-            else {}
-        )
-        logger.warning(
-            "%s: left out %d record(s) whose scoring failed (most common reasons: %s)",
-            store.directory,
-            int(unscored.sum()),
-            reasons,
-        )
-    out = frame.loc[~unscored, columns].reset_index(drop=True)
-    out["query_id"] = out["query_id"].astype(str)
-    out["model"] = out["model"].astype(str)
-    out["score"] = out["score"].astype(float)
-    out["cost"] = pd.to_numeric(out["cost"], errors="coerce").astype(float)
-    for column in ("variant_id", "decode_id"):
-        out[column] = out[column].astype(np.int64)
-    for column in ("prompt_tokens", "completion_tokens"):
-        out[column] = pd.to_numeric(out[column], errors="coerce").astype("Int64")
-    out["latency_s"] = pd.to_numeric(out["latency_s"], errors="coerce").astype(float)
-    return out
-
-
-def collected_queries(store: str | Path | CollectionStore) -> pd.DataFrame:
-    """The store's queries (``query_id, text, category, source`` plus ``answer``, ``choices``,
-    ``passage``, ``scorer``); ``source`` is ``"collected"``.
-
-    Parameters
-    ----------
-    store : path or CollectionStore
-        A collection store (folder) or an open store.
-
-    Returns
-    -------
-    DataFrame
-    """
-    if not isinstance(store, CollectionStore):
-        store = CollectionStore(store)
-    frame = pd.DataFrame(list(store.queries.values()), columns=list(QUERY_FIELDS))
-    frame.insert(3, "source", "collected")
-    frame["category"] = frame["category"].astype("string")
-    frame["source"] = frame["source"].astype("string")
-    return frame
-
-
-def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
-    """Write a table by extension: ``.csv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``.
-
-    Parameters
-    ----------
-    frame : DataFrame
-        The table.
-    out : str or Path
-        Output file.
-
-    Returns
-    -------
-    Path
-        ``out``.
-    """
-    out = Path(out)
-    suffix = out.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq", ".jsonl", ".ndjson"):
-        raise ValueError(f"{out}: output must end in .csv, .parquet, .pq, .jsonl or .ndjson")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
-        frame.to_csv(out, index=False)
-    elif suffix in (".parquet", ".pq"):
-        frame.to_parquet(out, index=False)
-    else:
-        frame.to_json(out, orient="records", lines=True, force_ascii=False)
-    return out
-
-
-def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.DataFrame:
-    """Export a store to the long outcomes format, optionally writing it to ``out``.
-
-    Parameters
-    ----------
-    store_dir : str or Path
-    out : str or Path, optional
-        ``.csv``, ``.parquet`` or ``.jsonl`` file to write.
-
-    Returns
-    -------
-    DataFrame
-        See :func:`collected_outcomes`.
-    """
-    outcomes = collected_outcomes(store_dir)
-    if out is not None:
-        write_table(outcomes, out)
-        logger.info("wrote %d outcome row(s) to %s", len(outcomes), out)
-    return outcomes
-
-
-DATASET_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "source", "scorer")
-"""Query columns of an exported dataset folder (answers and options stay in the store)."""
-
-
-def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Export a store as a dataset folder that every loader (and ``ecc-lab run --dataset``) reads:
-    ``queries.parquet`` and ``outcomes.parquet``.
-
-    Parameters
-    ----------
-    store_dir : str or Path
-    folder : str or Path
-        Created when missing; its ``queries.parquet`` and ``outcomes.parquet`` are replaced.
-
-    Returns
-    -------
-    queries, outcomes : DataFrame
-        As written (queries: :data:`DATASET_QUERY_COLUMNS`; outcomes: see
-        :func:`collected_outcomes`).
-
-    Raises
-    ------
-    FileNotFoundError
-        ``store_dir`` is not a collection store.
-    ValueError
-        ``folder`` exists and is a file.
-    """
-    queries, outcomes = read_collected(store_dir)
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{folder} is a file; give a folder to export the dataset into")
-    folder.mkdir(parents=True, exist_ok=True)
-    queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
-    queries.to_parquet(folder / "queries.parquet", index=False)
-    outcomes.to_parquet(folder / "outcomes.parquet", index=False)
-    logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
-    return queries, outcomes
-
-
-def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(queries, outcomes)`` of a store, like every ecc_lib loader.
-
-    Parameters
-    ----------
-    store_dir : str or Path
-        The store folder.
-
-    Returns
-    -------
-    queries, outcomes : DataFrame
-    """
-    _check_store(Path(store_dir))
-    store = CollectionStore(store_dir)
-    return collected_queries(store), collected_outcomes(store)
