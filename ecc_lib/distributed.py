@@ -578,13 +578,7 @@ def dars_statistics(
     import dask.dataframe as dd
     import pandas as pd
 
-    from ecc_lib.dars import (
-        DEFAULT_BETA,
-        DEFAULT_LAMBDA,
-        CapabilityDistributions,
-        _normalise_cost,
-        label_shares,
-    )
+    from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA, CapabilityDistributions, label_shares
     from ecc_lib.dars_diagnostics import (
         chance_flip_rates,
         change_probability,
@@ -594,6 +588,7 @@ def dars_statistics(
         winner_probabilities_exact,
     )
     from ecc_lib.metrics import bootstrap_ci
+    from ecc_lib.observations import _normalise_cost
 
     cost_weight = DEFAULT_LAMBDA if cost_weight is None else cost_weight
     beta = DEFAULT_BETA if beta is None else beta

@@ -132,7 +132,7 @@ def test_export_leaves_out_scoring_failures_with_a_logged_count(tmp_path, caplog
     assert len(pd.read_parquet(tmp_path / "o.parquet")) == 2
     export_outcomes(tmp_path, tmp_path / "o.jsonl")
     assert len(pd.read_json(tmp_path / "o.jsonl", lines=True)) == 2
-    with pytest.raises(ValueError, match="must end in"):
+    with pytest.raises(ValueError, match=r"write \.csv, \.parquet"):
         export_outcomes(tmp_path, tmp_path / "o.xlsx")
 
 

@@ -14,13 +14,15 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.collect.store import QUERY_FIELDS, RECORDS_FILE, CollectionStore
+from ecc_lib.loaders import WRITE_SUFFIXES, write_table
 from ecc_lib.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
 
 logger = logging.getLogger(__name__)
 
 EXPORT_EXTRA_COLUMNS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "latency_s")
-EXPORT_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".pq", ".jsonl", ".ndjson")
-"""File endings :func:`write_table` writes (any other output is a dataset folder for the CLI)."""
+EXPORT_SUFFIXES: tuple[str, ...] = WRITE_SUFFIXES
+"""File endings written as one table (:func:`ecc_lib.loaders.write_table`); any other output is a
+dataset folder for the CLI."""
 
 
 def _as_store(store: str | Path | CollectionStore, check: bool = False) -> CollectionStore:
@@ -120,35 +122,6 @@ def collected_queries(store: str | Path | CollectionStore) -> pd.DataFrame:
     frame["category"] = frame["category"].astype("string")
     frame["source"] = frame["source"].astype("string")
     return frame
-
-
-def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
-    """Write a table by extension: ``.csv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``.
-
-    Parameters
-    ----------
-    frame : DataFrame
-        The table.
-    out : str or Path
-        Output file.
-
-    Returns
-    -------
-    Path
-        ``out``.
-    """
-    out = Path(out)
-    suffix = out.suffix.lower()
-    if suffix not in EXPORT_SUFFIXES:
-        raise ValueError(f"{out}: output must end in .csv, .parquet, .pq, .jsonl or .ndjson")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
-        frame.to_csv(out, index=False)
-    elif suffix in (".parquet", ".pq"):
-        frame.to_parquet(out, index=False)
-    else:
-        frame.to_json(out, orient="records", lines=True, force_ascii=False)
-    return out
 
 
 def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.DataFrame:
