@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib
@@ -248,7 +250,7 @@ def _contrast(a, b) -> float:
 def test_heatmap_text_contrasts_with_every_cell(cmap):
     matrix = np.linspace(-1, 1, 60).reshape(6, 10)
     fig, ax = plt.subplots()
-    image = plotting._heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
+    image = plotting.style._heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
     colours = image.cmap(image.norm(matrix))
     texts = ax.texts
     assert len(texts) == matrix.size
@@ -380,3 +382,36 @@ def test_saved_figures_are_page_wide_with_embedded_truetype_fonts(tmp_path):
     assert b"/FontFile2" in data and b"/Type3" not in data
     assert run_folder.save_figure(None, tmp_path, "01_scores") == []
     assert not png.exists() and not pdf.exists()
+
+
+def _public_names(module) -> set[str]:
+    """Public functions, classes and constants defined at the top level of ``module``'s source."""
+    tree = ast.parse(Path(module.__file__).read_text())
+    defined = [
+        node.name if not isinstance(node, ast.Assign) else node.targets[0].id
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name))
+    ]
+    return {name for name in defined if not name.startswith("_")}
+
+
+@pytest.mark.parametrize(
+    "name", ["style", "estimates", "data", "label_instability", "clustering", "routing"]
+)
+def test_every_public_figure_is_importable_from_the_package(name):
+    import importlib
+
+    module = importlib.import_module(f"ecc_lib.plotting.{name}")
+    missing = {
+        n for n in _public_names(module) if getattr(plotting, n, None) is not getattr(module, n)
+    }
+    assert not missing, f"re-export these from ecc_lib.plotting: {sorted(missing)}"
+    assert set(plotting.__all__) <= set(dir(plotting))
+
+
+def test_error_bars_are_finite_and_never_negative():
+    from ecc_lib.plotting.style import _error_bars
+
+    err = _error_bars([0.5, 0.5, np.nan, 0.2], [0.4, 0.6, 0.1, np.nan], [0.7, 0.55, 0.9, 0.3])
+    np.testing.assert_allclose(err, [[0.1, 0.0, 0.0, 0.0], [0.2, 0.05, 0.0, 0.1]])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import matplotlib
 
@@ -249,3 +251,57 @@ def test_wide_latex_tables_span_the_page():
 def test_no_negative_zero():
     assert report.format_interval(-1e-6, [-2e-6, 0.0], "%") == "0.0% [0.0, 0.0]"
     assert report.format_number(-0.05) == "-0.050"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "build",
+        "reading",
+        "formatting",
+        "document",
+        "latex",
+        "sections.clustering",
+        "sections.other",
+    ],
+)
+def test_public_report_names_are_importable_from_the_package(name):
+    import importlib
+
+    module = importlib.import_module(f"ecc_lib.report.{name}")
+    tree = ast.parse(Path(module.__file__).read_text())
+    defined = [
+        node.name if not isinstance(node, ast.Assign) else node.targets[0].id
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name))
+    ]
+    public = {n for n in defined if not n.startswith("_") and not n.endswith("_section")}
+    missing = {n for n in public if getattr(report, n, None) is not getattr(module, n)}
+    assert not missing, f"re-export these from ecc_lib.report: {sorted(missing)}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.none(), st.just(float("nan")), st.floats(-1e6, 1e6)),
+    st.floats(-1e6, 1e6),
+    st.floats(-1e6, 1e6),
+    st.sampled_from(["", "%", "pct", "pp", "pp_share", "signed", "count"]),
+)
+def test_an_interval_shows_its_bounds_in_the_units_of_its_value(value, low, high, unit):
+    import re
+
+    text = report.format_interval(value, [low, high], unit)
+    number = report.format_number(value, unit)
+    assert text.startswith(number)
+    if number == report.DASH:
+        assert text == report.DASH
+        return
+    inner = text[len(number) :]
+    assert inner.startswith(" [") and inner.endswith("]")
+    bounds = [float(b) for b in inner[2:-1].split(", ")]
+    scale = 100 if unit in ("%", "pp_share") else 1
+    step = 0.1 if unit in ("%", "pct", "pp", "pp_share") else 0.001
+    assert bounds == pytest.approx([scale * low, scale * high], abs=step / 2 + 1e-9, rel=1e-12)
+    # a bound that rounds to zero reads as 0, never as a negative zero
+    assert not re.search(r"(?<![\d.])-0(?:\.0+)?(?![\d.])", text)

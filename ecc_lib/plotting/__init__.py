@@ -1,0 +1,122 @@
+"""Figures of the notebooks: each function takes its data first, ``ax=None``, and returns the figure.
+
+Saving is the caller's job (:func:`ecc_lib.run_folder.save_figure`). Every figure carries a title,
+axis labels with units and a legend where colours carry meaning, so that it reads without the code.
+No figure shows query text (GPQA examples must not be published in plain text).
+
+One module per subject, all drawing through :mod:`ecc_lib.plotting.style`:
+
+- :mod:`ecc_lib.plotting.estimates`: estimates with 95% intervals (notebook 00, the tour);
+- :mod:`ecc_lib.plotting.data`: scores per model and category, observations per pair (01);
+- :mod:`ecc_lib.plotting.label_instability`: flip rates, spread sigma, label disagreement (02);
+- :mod:`ecc_lib.plotting.clustering`: ECC gains, cluster profiles, query map, the probe's leak (03);
+- :mod:`ecc_lib.plotting.routing`: router tables, cost-quality fronts, routing settings (03, 04).
+
+Every public name of these modules is importable from :mod:`ecc_lib.plotting` itself.
+"""
+
+from __future__ import annotations
+
+from ecc_lib.plotting.clustering import (
+    LEAK_READING_COLORS,
+    LEAK_READING_LABELS,
+    METHOD_COLORS,
+    METHOD_LABELS,
+    cluster_names,
+    method_label,
+    plot_cluster_category,
+    plot_cluster_profiles,
+    plot_gain_curve,
+    plot_gains,
+    plot_leak_gains,
+    plot_query_map,
+    project_2d,
+)
+from ecc_lib.plotting.data import (
+    model_score_table,
+    plot_model_scores,
+    plot_observations_per_pair,
+    plot_scores_by_category,
+    scores_by_category_table,
+)
+from ecc_lib.plotting.estimates import plot_estimates
+from ecc_lib.plotting.label_instability import (
+    READING_LABELS,
+    SIDE_LABELS,
+    TIE_LABEL,
+    flip_rate_table,
+    label_confusion,
+    plot_flip_rates,
+    plot_label_disagreement,
+    plot_sigma_distribution,
+)
+from ecc_lib.plotting.routing import (
+    REFERENCE_ROUTERS,
+    ROUTING_KIND_COLORS,
+    ROUTING_METHOD_LABELS,
+    ROUTING_SETTING_LABELS,
+    plot_cost_quality,
+    plot_routing_cost_quality,
+    plot_routing_settings,
+    plot_routing_table,
+)
+from ecc_lib.plotting.style import (
+    CLUSTER_COLORS,
+    COLUMN_WIDTH,
+    FONT_SIZE,
+    OTHERS_GREY,
+    PAGE_WIDTH,
+    SCORE_LABEL,
+    TITLE_SIZE,
+    relative_luminance,
+    short_model_names,
+    text_colour,
+)
+
+__all__ = [
+    "CLUSTER_COLORS",
+    "COLUMN_WIDTH",
+    "FONT_SIZE",
+    "LEAK_READING_COLORS",
+    "LEAK_READING_LABELS",
+    "METHOD_COLORS",
+    "METHOD_LABELS",
+    "OTHERS_GREY",
+    "PAGE_WIDTH",
+    "READING_LABELS",
+    "REFERENCE_ROUTERS",
+    "ROUTING_KIND_COLORS",
+    "ROUTING_METHOD_LABELS",
+    "ROUTING_SETTING_LABELS",
+    "SCORE_LABEL",
+    "SIDE_LABELS",
+    "TIE_LABEL",
+    "TITLE_SIZE",
+    "cluster_names",
+    "flip_rate_table",
+    "label_confusion",
+    "method_label",
+    "model_score_table",
+    "plot_cluster_category",
+    "plot_cluster_profiles",
+    "plot_cost_quality",
+    "plot_estimates",
+    "plot_flip_rates",
+    "plot_gain_curve",
+    "plot_gains",
+    "plot_label_disagreement",
+    "plot_leak_gains",
+    "plot_model_scores",
+    "plot_observations_per_pair",
+    "plot_query_map",
+    "plot_routing_cost_quality",
+    "plot_routing_settings",
+    "plot_routing_table",
+    "plot_scores_by_category",
+    "plot_sigma_distribution",
+    "project_2d",
+    "relative_luminance",
+    "scores_by_category_table",
+    "short_model_names",
+    "text_colour",
+]

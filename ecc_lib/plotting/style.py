@@ -1,0 +1,206 @@
+"""Shared look of every figure: sizes, fonts, colours, the axes and heatmap helpers, model names.
+
+The figure modules of :mod:`ecc_lib.plotting` draw through these helpers, so that all figures share
+the page width, the font sizes and the way long model names are shortened.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+FONT_SIZE = 9
+TITLE_SIZE = 10
+PAGE_WIDTH = 7.0
+"""Width in inches of every figure: the text width of a two-column paper (a column is 3.5)."""
+COLUMN_WIDTH = 3.5
+SCORE_LABEL = "mean score (0-1, fraction correct)"
+OTHERS_GREY = "#c8c8c8"
+"""Colour of the points of clusters that are not named in a figure."""
+CLUSTER_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+)
+"""Colours of named clusters: tab10 with its grey replaced, so none looks like the others' grey."""
+_RC = {
+    "font.size": FONT_SIZE,
+    "font.family": "DejaVu Sans",
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
+    "axes.titlesize": TITLE_SIZE,
+    "axes.labelsize": FONT_SIZE,
+    "xtick.labelsize": FONT_SIZE - 1,
+    "ytick.labelsize": FONT_SIZE - 1,
+    "legend.fontsize": FONT_SIZE - 1,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _styled(function):
+    """Run a figure function under the package style (readable font sizes, no top/right spines)."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context(_RC):
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _axes(ax, figsize: tuple[float, float]):
+    """``(fig, ax)``: the given axes' figure, or a new figure."""
+    if ax is not None:
+        return ax.figure, ax
+    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return fig, ax
+
+
+def _short(label: str, width: int = 28) -> str:
+    """``label`` cut in the middle to ``width`` characters, keeping its start and its end."""
+    label = str(label)
+    if len(label) <= width:
+        return label
+    head = (width - 1) // 2
+    return label[:head] + "\u2026" + label[len(label) - (width - 1 - head) :]
+
+
+def short_model_names(names: Sequence[str], width: int = 24) -> dict[str, str]:
+    """Display names of models that never look alike.
+
+    The organisation prefix (``meta-llama/``) is dropped unless two models would then share a
+    name; a name longer than ``width`` is cut in the middle, keeping its distinguishing end
+    (``llama-3.1-n\u2026-51b-instruct``); where cutting would make two names equal, they stay
+    whole.
+
+    Parameters
+    ----------
+    names : sequence of str
+    width : int, default 24
+
+    Returns
+    -------
+    dict
+        Full name -> display name, one entry per distinct name.
+    """
+    full = [str(n) for n in dict.fromkeys(str(n) for n in names)]
+    stripped = {n: n.rsplit("/", 1)[-1] or n for n in full}
+    counts = pd.Series(list(stripped.values()), dtype=object).value_counts()
+    base = {n: (s if counts[s] == 1 else n) for n, s in stripped.items()}
+    cut = {n: _short(s, width) for n, s in base.items()}
+    seen = pd.Series(list(cut.values()), dtype=object).value_counts()
+    return {n: (c if seen[c] == 1 else base[n]) for n, c in cut.items()}
+
+
+def _model_labels(names: Sequence[str]) -> list[str]:
+    mapping = short_model_names(names)
+    return [mapping[str(n)] for n in names]
+
+
+def _heatmap(
+    ax,
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    cmap: str,
+    colorbar_label: str,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    annotate: bool = True,
+    fmt: str = "{:.2f}",
+    center: float | None = None,
+    row_width: int = 28,
+):
+    matrix = np.asarray(matrix, dtype=float)
+    if center is not None:
+        span = np.nanmax(np.abs(matrix - center)) if np.isfinite(matrix).any() else 1.0
+        span = span or 1.0
+        vmin, vmax = center - span, center + span
+    image = ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_xticks(np.arange(len(col_labels)))
+    ax.set_xticklabels([_short(c) for c in col_labels], rotation=45, ha="right")
+    ax.set_yticks(np.arange(len(row_labels)))
+    ax.set_yticklabels([_short(r, row_width) for r in row_labels])
+    ax.spines[:].set_visible(False)
+    # a colour bar as tall as the axes of a tall figure (its aspect ratio is length / width)
+    aspect = 20 * max(1.0, ax.figure.get_figheight() / 3.5)
+    bar = ax.figure.colorbar(image, ax=ax, fraction=0.04, pad=0.02, aspect=aspect)
+    bar.set_label(colorbar_label)
+    n_cells = matrix.size
+    if annotate and n_cells <= 400:
+        colours = image.cmap(image.norm(matrix))
+        for (i, j), value in np.ndenumerate(matrix):
+            if not np.isfinite(value):
+                continue
+            text = fmt.format(value)
+            if text.lstrip("+-").strip("0.") == "":
+                text = text.lstrip("+-")  # "-0.0" and "+0.00" read as 0
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=max(5.5, FONT_SIZE - 2 - n_cells // 120),
+                color=text_colour(colours[i, j]),
+            )
+    return image
+
+
+def _clean_errors(err: np.ndarray) -> np.ndarray:
+    """Error-bar lengths as matplotlib draws them: negative ones clipped to 0, non-finite ones 0."""
+    return np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+
+
+def _error_bars(estimate, low, high) -> np.ndarray:
+    """Lengths ``(2, n)`` below and above each estimate of its interval ``[low, high]``."""
+    estimate = np.asarray(estimate, dtype=float)
+    below = estimate - np.asarray(low, dtype=float)
+    return _clean_errors(np.vstack([below, np.asarray(high, dtype=float) - estimate]))
+
+
+def relative_luminance(rgba) -> float:
+    """WCAG relative luminance (0 black to 1 white) of an RGB(A) colour with channels in 0-1.
+
+    Parameters
+    ----------
+    rgba : sequence of float
+
+    Returns
+    -------
+    float
+    """
+    rgb = np.asarray(rgba, dtype=float)[:3]
+    linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def text_colour(rgba) -> str:
+    """Black or white, whichever contrasts more with the background colour ``rgba``.
+
+    Parameters
+    ----------
+    rgba : sequence of float
+
+    Returns
+    -------
+    str
+        ``"black"`` or ``"white"``.
+    """
+    lum = relative_luminance(rgba)
+    # contrast ratios (L1 + 0.05) / (L2 + 0.05) against white (1) and black (0)
+    return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"

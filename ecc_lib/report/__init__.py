@@ -1,0 +1,89 @@
+"""The run report: findings paragraphs, headline tables and their LaTeX, built from ``metrics.json``.
+
+``notebooks/05_report.ipynb`` calls :func:`build_report` on a run folder and displays each
+:class:`ReportSection` as HTML; ``ecc-lab run`` exports it to ``report.html``. Everything here is
+built defensively from what the run recorded:
+
+- a metric ``x`` with a ``x_ci95`` sibling (at any level of its dotted key) is shown as an interval,
+  ``28.2% [25.1, 31.4]``; a ``x_mean`` / ``x_sd`` pair as ``mean +- sd`` over seeds;
+- a ``skipped`` (or ``*_skipped``) string in a section is the one sentence that says why the section
+  (or that part of it) is left out;
+- sections whose notebook did not run are left out with a sentence saying so.
+
+Each section opens with a findings paragraph generated from the numbers: what was measured, the
+headline with its uncertainty, how it compares with the baselines, and plainly when a result is
+negative. No query text of GPQA is ever shown (:func:`ecc_lib.ecc_experiments.cluster_summary`
+leaves those queries out of the examples).
+
+The package holds one job per module, and every public name of them is importable from
+:mod:`ecc_lib.report` itself:
+
+- :mod:`ecc_lib.report.build`: :func:`build_report` reads a run folder and assembles the report;
+- :mod:`ecc_lib.report.reading`: what is read from the run (flattened metrics, intervals, skips);
+- :mod:`ecc_lib.report.formatting`: numbers, intervals and metric keys as text;
+- :mod:`ecc_lib.report.sections`: one findings-and-tables builder per notebook;
+- :mod:`ecc_lib.report.document`: the report's classes and their HTML;
+- :mod:`ecc_lib.report.latex`: the headline tables as LaTeX.
+"""
+
+from __future__ import annotations
+
+from ecc_lib.report.build import SECTION_KEYS, appendix_html, build_report, report_title
+from ecc_lib.report.document import (
+    Figure,
+    HeadlineTable,
+    Report,
+    ReportSection,
+    figure_html,
+    table_html,
+)
+from ecc_lib.report.formatting import (
+    DASH,
+    PM,
+    UNIT_TEXT,
+    format_interval,
+    format_mean_sd,
+    format_number,
+    guess_unit,
+    humanise,
+)
+from ecc_lib.report.latex import latex_escape, latex_table, save_headline_tables
+from ecc_lib.report.reading import ci_of, flatten, generic_rows, skip_reasons
+from ecc_lib.report.sections import (
+    GAIN_METHODS,
+    cluster_summary_html,
+    data_notes,
+    other_section,
+)
+
+__all__ = [
+    "DASH",
+    "GAIN_METHODS",
+    "PM",
+    "SECTION_KEYS",
+    "UNIT_TEXT",
+    "Figure",
+    "HeadlineTable",
+    "Report",
+    "ReportSection",
+    "appendix_html",
+    "build_report",
+    "ci_of",
+    "cluster_summary_html",
+    "data_notes",
+    "figure_html",
+    "flatten",
+    "format_interval",
+    "format_mean_sd",
+    "format_number",
+    "generic_rows",
+    "guess_unit",
+    "humanise",
+    "latex_escape",
+    "latex_table",
+    "other_section",
+    "report_title",
+    "save_headline_tables",
+    "skip_reasons",
+    "table_html",
+]

@@ -1,0 +1,200 @@
+"""Building the report of a run folder: read ``metrics.json``, ``run.json``, the figures, the tables
+and the provenance, run the section builders in notebook order, and add the appendix."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ecc_lib import run_folder
+from ecc_lib.notebook_execution import NOTEBOOK_TITLES
+from ecc_lib.report.document import Figure, Report, ReportSection, table_html
+from ecc_lib.report.formatting import DASH
+from ecc_lib.report.reading import skip_reasons
+from ecc_lib.report.sections import (
+    dars_section,
+    data_notes,
+    data_section,
+    ecc_section,
+    other_section,
+    routing_section,
+    tour_section,
+)
+
+SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
+"""Metrics section recorded by each notebook (by number)."""
+
+
+def _datasets_of(metrics: Mapping[str, Any]) -> list[str]:
+    names: list[str] = []
+    names += list((metrics.get("data") or {}).get("datasets", {}) or {})
+    for key in ("dars", "ecc"):
+        names.append(str((metrics.get(key) or {}).get("dataset") or ""))
+    names.append(str(((metrics.get("routing") or {}).get("headline") or {}).get("dataset") or ""))
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def report_title(metrics: Mapping[str, Any], run_name: str) -> str:
+    """``ecc_lib report: dcrouter and re2, run NAME``.
+
+    Parameters
+    ----------
+    metrics : mapping
+    run_name : str
+
+    Returns
+    -------
+    str
+    """
+    names = _datasets_of(metrics)
+    joined = (
+        (", ".join(names[:-1]) + " and " + names[-1])
+        if len(names) > 1
+        else (names[0] if names else "no dataset")
+    )
+    return f"ecc_lib report: {joined}, run {run_name}"
+
+
+def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str = "") -> Report:
+    """Read a run folder and build the report (sections in notebook order).
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+    title : str, optional
+        Heading of the report; default :func:`report_title` (datasets and run name).
+
+    Returns
+    -------
+    Report
+    """
+    run = run_folder.run_context(run_dir)
+    metrics = run_folder.collect_metrics(run)
+    parameters = metrics.get("parameters", {})
+    figures = run_folder.list_figures(run)
+    run_json = run.run_dir / run_folder.RUN_FILE
+    record = json.loads(run_json.read_text()) if run_json.exists() else {}
+    ran = set(record.get("notebooks", []))
+    sections = []
+    for number, key in SECTION_KEYS.items():
+        section = ReportSection(number, NOTEBOOK_TITLES.get(number, key))
+        shown = figures[figures["notebook"] == number]
+        section.figures = [Figure(f.name, f.png, f.caption) for f in shown.itertuples()]
+        values = metrics.get(key)
+        reasons = skip_reasons(values) if values is not None else {}
+        if values is None:
+            notebook_ran = any(n.startswith(number) for n in ran)
+            section.skipped = (
+                f"This section is left out: notebook {number} ran but recorded no {key!r} metrics."
+                if notebook_ran
+                else f"This section is left out: notebook {number} was not run in this run."
+            )
+        elif "" in reasons or "skipped" in reasons:
+            section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
+        else:
+            for where, reason in reasons.items():
+                section.notes.append(
+                    f"Not measured ({where.replace('_skipped', '').replace('.', ' ')}): {reason}"
+                )
+            builder = {
+                "tour": lambda v, s: tour_section(v, s),
+                "data": lambda v, s: data_section(v, s, run),
+                "dars": lambda v, s: dars_section(v, s),
+                "ecc": lambda v, s: ecc_section(v, s, run),
+                "routing": lambda v, s: routing_section(v, s, parameters.get("routing", {})),
+            }[key]
+            builder(values, section)
+        if key == "data" and not section.skipped:
+            section.notes += data_notes(metrics.get("data_policy") or {})
+        sections.append(section)
+    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy"}
+    for key in sorted(k for k in metrics if k not in known):
+        sections.append(other_section(key, metrics[key]))
+    n_tables = len(run_folder.list_tables(run))
+    intro = (
+        f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
+        f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
+        "Intervals are 95% percentile-bootstrap intervals over queries; 'mean \u00b1 sd' is over seeds. "
+    )
+    git = _run_provenance(run).get("git", {})
+    if git:
+        intro += f"Code at git commit {git.get('commit') or 'unknown'}" + (
+            " with local changes." if git.get("dirty") else "."
+        )
+    return Report(
+        title=title or report_title(metrics, run.run_dir.name),
+        intro=intro,
+        sections=sections,
+        appendix_html=appendix_html(metrics, run),
+    )
+
+
+def _run_provenance(run: run_folder.RunContext) -> dict[str, Any]:
+    """The run's provenance (:func:`ecc_lib.provenance.provenance`), ``{}`` where it cannot be read
+    (it is informative only)."""
+    try:
+        from ecc_lib import provenance
+
+        return provenance.provenance(run)
+    except Exception:
+        return {}
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(_compact(v) for v in value) or DASH
+    if value is None or value == "":
+        return DASH
+    if isinstance(value, float) and not math.isfinite(value):
+        return DASH
+    return str(value)
+
+
+def appendix_html(metrics: Mapping[str, Any], run) -> str:
+    """Parameters of each section and the provenance, as compact tables (no NaN).
+
+    Parameters
+    ----------
+    metrics : mapping
+    run : RunContext
+
+    Returns
+    -------
+    str
+    """
+    rows = [
+        {
+            "section": section,
+            "parameters": "; ".join(f"{k} = {_compact(v)}" for k, v in sorted(params.items())),
+        }
+        for section, params in (metrics.get("parameters") or {}).items()
+    ]
+    parts = ["<h2>Appendix: parameters and provenance</h2>"]
+    if rows:
+        parts.append(table_html(pd.DataFrame(rows), "Parameters of each section"))
+    prov = _run_provenance(run)
+    packages = prov.get("packages") or {}
+    if packages:
+        parts.append(
+            "<p>Packages: "
+            + html.escape(", ".join(f"{k} {v}" for k, v in sorted(packages.items())))
+            + "</p>"
+        )
+    datasets = prov.get("datasets") or {}
+    if datasets:
+        rows = []
+        for name, info in datasets.items():
+            files = info.items() if isinstance(info, Mapping) else [(name, info)]
+            rows += [
+                {"dataset": name, "file": f, "sha256 (first 16)": _compact(h)[:16]}
+                for f, h in files
+            ]
+        frame = pd.DataFrame(rows)
+        parts.append(table_html(frame, "Dataset files (sha256)"))
+    return "\n".join(parts)

@@ -1,0 +1,192 @@
+"""Numbers as the report writes them: estimates with units, 95% intervals, mean +- sd over seeds,
+and dotted metric keys as words. ``None``, NaN and non-numbers read as an en dash, never "NaN";
+``-0.0`` reads as ``0.0``."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ecc_lib.plotting import method_label
+
+DASH = "\u2013"
+PM = "\u00b1"
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+_NEGATIVE_ZERO = re.compile(r"-(?=0(?:\.0+)?(?![\d.]))")
+
+
+def _no_negative_zero(function):
+    """``-0.0`` reads as a negative result: write it as ``0.0``."""
+
+    def wrapper(*args, **kwargs):
+        return _NEGATIVE_ZERO.sub("", function(*args, **kwargs))
+
+    wrapper.__doc__, wrapper.__name__ = function.__doc__, function.__name__
+    return wrapper
+
+
+_UNIT_FORMATS = {
+    "%": (100, ".1f", "%"),
+    "pct": (1, ".1f", "%"),
+    "pp": (1, "+.1f", " pp"),
+    "pp_share": (100, "+.1f", " pp"),
+    "signed": (1, "+.3f", ""),
+}
+"""Unit code -> (scale, format spec, unit sign) of :func:`format_number` (``count`` aside)."""
+_PLAIN = (1, ".3f", "")
+
+
+@_no_negative_zero
+def format_number(value: Any, unit: str = "") -> str:
+    """One number in the report's style.
+
+    Parameters
+    ----------
+    value : float or None
+        ``None`` or a non-finite value gives an en dash (never "NaN").
+    unit : str
+        ``"%"``: a fraction shown as a percentage with one decimal (0.282 -> ``28.2%``);
+        ``"pct"``: a value already in percent (28.2 -> ``28.2%``); ``"pp"``: percentage points
+        with a sign; ``"count"``: an integer with thousands separators; ``"signed"``: three
+        decimals with a sign; anything else: three significant decimals.
+
+    Returns
+    -------
+    str
+    """
+    if not _finite(value):
+        return DASH
+    if unit == "count":
+        return f"{round(float(value)):,}"
+    scale, spec, sign = _UNIT_FORMATS.get(unit, _PLAIN)
+    return f"{scale * float(value):{spec}}{sign}"
+
+
+@_no_negative_zero
+def _bare(value: float, unit: str) -> str:
+    """A bound of an interval: the number without its unit sign."""
+    scale, spec, _ = _UNIT_FORMATS.get(unit, _PLAIN)
+    return f"{scale * value:{spec}}"
+
+
+def _ci_text(ci: Sequence[Any] | None, unit: str) -> str:
+    """A space and ``[low, high]`` for a finite interval (bounds without unit sign), else ``""``."""
+    if ci is None or len(ci) != 2 or not all(_finite(b) for b in ci):
+        return ""
+    return f" [{_bare(float(ci[0]), unit)}, {_bare(float(ci[1]), unit)}]"
+
+
+def format_interval(value: Any, ci: Sequence[Any] | None, unit: str = "") -> str:
+    """``value [low, high]``, e.g. ``28.2% [25.1, 31.4]``; without a finite interval, the value.
+
+    Parameters
+    ----------
+    value : float or None
+    ci : pair of float, optional
+        95% interval.
+    unit : str
+        As in :func:`format_number`.
+
+    Returns
+    -------
+    str
+    """
+    text = format_number(value, unit)
+    return text if text == DASH else text + _ci_text(ci, unit)
+
+
+def format_mean_sd(mean: Any, sd: Any, unit: str = "", n: int | None = None) -> str:
+    """``mean +- sd`` over seeds (``n`` seeds when given), e.g. ``28.2% +- 1.3 (5 seeds)``.
+
+    Parameters
+    ----------
+    mean, sd : float or None
+    unit : str
+        As in :func:`format_number`.
+    n : int, optional
+        Number of seeds.
+
+    Returns
+    -------
+    str
+    """
+    text = format_number(mean, unit)
+    if text == DASH or not _finite(sd):
+        return text
+    seeds = f" ({int(n)} seeds)" if n else ""
+    return f"{text} {PM} {_bare(float(sd), unit).lstrip('+')}{seeds}"
+
+
+def guess_unit(key: str) -> str:
+    """Unit of a metric from its key: gains are in percent, rates and shares are fractions.
+
+    Parameters
+    ----------
+    key : str
+        Dotted metric key.
+
+    Returns
+    -------
+    str
+        A unit code of :func:`format_number`.
+    """
+    name = key.lower()
+    if "gain" in name and "gap" not in name:
+        return "pct"
+    if name.startswith("n_") or ".n_" in name or name.endswith("_count"):
+        return "count"
+    if any(w in name for w in ("rate", "share", "disagreement", "accuracy", "gap_closed", "agree")):
+        return "%"
+    if "minus" in name or "difference" in name or "delta" in name:
+        return "signed"
+    return ""
+
+
+UNIT_TEXT = {
+    "%": "% of queries",
+    "pct": "% of global BT held-out NLL",
+    "pp": "percentage points",
+    "count": "count",
+    "signed": "difference",
+    "": "",
+}
+
+
+def humanise(key: str) -> str:
+    """A dotted metric key as words: ``ranking_quality_gain.ecc`` -> ``ranking quality gain: ECC``.
+
+    Parameters
+    ----------
+    key : str
+
+    Returns
+    -------
+    str
+    """
+    parts = [p for p in key.split(".") if p]
+    words = [
+        method_label(p) if p in ("ecc", "emb_only", "comp_only", "human") else p for p in parts
+    ]
+    words = [w.replace("_", " ") for w in words]
+    return words[0] + (": " + ", ".join(words[1:]) if len(words) > 1 else "")
+
+
+def _verdict(ci: Sequence[Any] | None, better: str, worse: str, same: str) -> str:
+    """``better`` when the interval lies above 0, ``worse`` below 0, else (or without one) ``same``."""
+    if ci is None or not all(_finite(b) for b in ci):
+        return same
+    if float(ci[0]) > 0:
+        return better
+    if float(ci[1]) < 0:
+        return worse
+    return same

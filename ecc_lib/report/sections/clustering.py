@@ -1,0 +1,208 @@
+"""The report's section of notebook 03 (ECC clustering): ranking quality gain over one global
+Bradley-Terry model with paired differences, and a summary of the largest clusters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ecc_lib.plotting import method_label, short_model_names
+from ecc_lib.report.document import HeadlineTable, ReportSection, table_html
+from ecc_lib.report.formatting import (
+    DASH,
+    _ci_text,
+    _finite,
+    _verdict,
+    format_interval,
+    format_number,
+)
+from ecc_lib.report.reading import _frame, _read_csv, _row, flatten, generic_rows
+
+GAIN_METHODS = ("ecc", "emb_only", "comp_only", "human")
+
+
+def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
+    """Fill the section of notebook 03: ECC's ranking quality gain over global BT, its paired
+    differences to the other clusterings, and the largest clusters.
+
+    Parameters
+    ----------
+    values : mapping
+        ``metrics.json["ecc"]``.
+    section : ReportSection
+        Filled in place: findings paragraph, headline tables and the cluster summary.
+    run : RunContext
+        Run folder whose ``tables/03_cluster_summary.csv`` gives the cluster summary.
+    """
+    flat = flatten(values)
+    dataset = str(values.get("dataset", ""))
+    gain = values.get("ranking_quality_gain") or {}
+    gain_ci = values.get("ranking_quality_gain_ci95") or {}
+    nll, acc, tau = (
+        values.get("nll") or {},
+        values.get("accuracy") or {},
+        values.get("within_cluster_tau") or {},
+    )
+    rows = []
+    for method in [
+        "global",
+        *[m for m in GAIN_METHODS if m in gain],
+        *[m for m in gain if m not in GAIN_METHODS],
+    ]:
+        if method != "global" and method not in gain:
+            continue
+        rows.append(
+            {
+                "dataset": dataset,
+                "method": method_label(method),
+                "gain over global BT (% of NLL) [95% CI]": "0 (reference)"
+                if method == "global"
+                else format_interval(gain.get(method), gain_ci.get(method), "pct"),
+                "held-out NLL (nats per comparison)": format_number(nll.get(method)),
+                "pairwise accuracy": format_number(acc.get(method), "%"),
+                "within-cluster Kendall tau": format_number(tau.get(method)),
+            }
+        )
+    section.tables.append(
+        HeadlineTable(
+            "05_ecc_headline",
+            f"Ranking quality on held-out comparisons of {dataset} (95% bootstrap CI over test queries)",
+            pd.DataFrame(rows),
+        )
+    )
+    differences = values.get("gain_differences") or {}
+    diff_rows = [
+        _row(
+            dataset,
+            f"gain of ECC minus {method_label(k.split('_minus_', 1)[-1])}",
+            format_interval(d.get("estimate"), d.get("ci95"), "pct").replace("%", " pp"),
+            "percentage points",
+        )
+        for k, d in differences.items()
+        if isinstance(d, Mapping)
+    ]
+    used = {
+        "ranking_quality_gain",
+        "ranking_quality_gain_ci95",
+        "gain_differences",
+        "nll",
+        "accuracy",
+        "within_cluster_tau",
+        "gain_vs_probes",
+        "gain_vs_k",
+        "dataset",
+    }
+    diff_rows += generic_rows(flat, used, dataset)
+    if diff_rows:
+        section.tables.append(
+            HeadlineTable(
+                "05_ecc_differences",
+                "Paired differences and further measurements (95% bootstrap CI)",
+                _frame(diff_rows),
+            )
+        )
+    text = []
+    if _finite(gain.get("ecc")):
+        text.append(
+            f"On {dataset} ({format_number(values.get('n_queries'), 'count')} queries: "
+            f"{format_number(values.get('n_train'), 'count')} to fit, {format_number(values.get('n_test'), 'count')} held out, "
+            f"{format_number(values.get('n_scored_pairs'), 'count')} held-out comparisons scored), ECC reduces the held-out "
+            f"pairwise negative log-likelihood of one global Bradley-Terry model by "
+            f"{format_interval(gain['ecc'], gain_ci.get('ecc'), 'pct')}."
+        )
+    for key, d in differences.items():
+        if not isinstance(d, Mapping):
+            continue
+        other = method_label(key.split("_minus_", 1)[-1])
+        est = (
+            f"{float(d['estimate']):+.1f} points{_ci_text(d.get('ci95'), 'pp')}"
+            if _finite(d.get("estimate"))
+            else DASH
+        )
+        text.append(
+            _verdict(
+                d.get("ci95"),
+                f"It beats {other} by {est}.",
+                f"It does worse than {other}: {est}.",
+                f"Against {other} the difference is {est}, not distinguishable from zero.",
+            )
+        )
+    best = max(gain, key=lambda m: gain[m] if _finite(gain[m]) else -math.inf) if gain else None
+    if best and best != "ecc" and _finite(gain.get(best)):
+        versus = differences.get(f"ecc_minus_{best}")
+        ci = versus.get("ci95") if isinstance(versus, Mapping) else None
+        text.append(
+            f"The largest point estimate is that of {method_label(best)} "
+            f"({format_number(gain[best], 'pct')}), not ECC"
+            + (
+                "; the two are not distinguishable."
+                if ci and all(_finite(b) for b in ci) and float(ci[0]) <= 0 <= float(ci[1])
+                else "."
+            )
+        )
+    if values.get("ecc_converged") is False:
+        text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
+    section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."
+    section.extra_html = cluster_summary_html(run)
+
+
+def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
+    """The largest ECC clusters: name (dominant category, size), top models, example queries.
+
+    Examples come from :func:`ecc_lib.ecc_experiments.cluster_summary`, which never shows GPQA
+    queries; an example whose cluster row names no example is shown as an en dash.
+
+    Parameters
+    ----------
+    run : RunContext
+    max_rows : int, default 8
+    n_examples : int, default 2
+
+    Returns
+    -------
+    str
+        Empty when the run has no cluster summary.
+    """
+    summary = _read_csv(run, "03_cluster_summary")
+    if summary is None or summary.empty:
+        return ""
+    summary = summary.sort_values("size", ascending=False).head(max_rows)
+    models = sorted(
+        {
+            m.split(" (")[0].strip()
+            for cell in summary.get("top_models", pd.Series(dtype=str)).dropna()
+            for m in str(cell).split(", ")
+        }
+    )
+    short = short_model_names(models)
+    rows = []
+    for row in summary.itertuples():
+        top_cat = str(getattr(row, "top_categories", "") or "")
+        top = (
+            top_cat.split(",")[0].strip().rsplit(" ", 1)[0] if top_cat and top_cat != "nan" else ""
+        )
+        name = top or f"cluster {row.cluster}"
+        top_models = str(getattr(row, "top_models", "") or "")
+        for full, brief in short.items():
+            top_models = top_models.replace(full + " (", brief + " (")
+        examples = str(getattr(row, "examples", "") or "")
+        rows.append(
+            {
+                "cluster": f"{name} (n={int(row.size)})",
+                "categories": top_cat if top_cat != "nan" else DASH,
+                "strongest models (BT score minus mean)": top_models,
+                "example queries": " \u2022 ".join(examples.split(" | ")[:n_examples])
+                if examples and examples != "nan"
+                else DASH,
+            }
+        )
+    return (
+        "<h3>The largest ECC clusters</h3>"
+        '<p class="note">Each cluster is named by its most common human category and its number of '
+        "training queries. Examples are the queries the cluster is surest of; GPQA questions are never shown.</p>"
+        + table_html(pd.DataFrame(rows))
+    )

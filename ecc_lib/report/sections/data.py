@@ -1,0 +1,96 @@
+"""The report's section of notebook 01 (the data): queries, models, categories, observations per
+(query, model) pair and the best model of each dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ecc_lib.plotting import short_model_names
+from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.report.formatting import (
+    DASH,
+    format_interval,
+    format_number,
+)
+from ecc_lib.report.reading import _read_csv
+
+
+def _observations_text(summary: Mapping[str, Any]) -> str:
+    rewrites, decodes = int(summary.get("n_variants") or 1), int(summary.get("n_decodes") or 1)
+    if rewrites * decodes == 1:
+        return "1 (no repeats)"
+    return (
+        f"{rewrites * decodes} ({rewrites} rewrite{'s' if rewrites > 1 else ''} x "
+        f"{decodes} decode{'s' if decodes > 1 else ''})"
+    )
+
+
+def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
+    """Fill the section of notebook 01: size of each dataset, observations per pair, best model.
+
+    Parameters
+    ----------
+    values : mapping
+        ``metrics.json["data"]``.
+    section : ReportSection
+        Filled in place: findings paragraph, headline tables.
+    run : RunContext
+        Run folder whose ``tables/01_model_scores.csv`` gives the best model's interval.
+    """
+    datasets = values.get("datasets", {}) or {}
+    scores = _read_csv(run, "01_model_scores")
+    rows, sentences = [], []
+    for name, summary in datasets.items():
+        summary = summary or {}
+        obs = (summary.get("n_variants") or 1) * (summary.get("n_decodes") or 1)
+        best, best_text = None, DASH
+        if scores is not None and {"model", "score"} <= set(scores.columns):
+            part = scores[scores["dataset"] == name] if "dataset" in scores else scores
+            if len(part):
+                top = part.sort_values("score", ascending=False).iloc[0]
+                best = str(top["model"])
+                best_text = f"{short_model_names([best])[best]}: " + format_interval(
+                    top["score"], [top.get("low"), top.get("high")]
+                )
+        elif summary.get("mean_score"):
+            best = max(summary["mean_score"], key=summary["mean_score"].get)
+            best_text = (
+                f"{short_model_names([best])[best]}: {format_number(summary['mean_score'][best])}"
+            )
+        rows.append(
+            {
+                "dataset": name,
+                "queries": format_number(summary.get("n_queries"), "count"),
+                "models": format_number(summary.get("n_models"), "count"),
+                "categories": format_number(summary.get("n_categories"), "count"),
+                "observations per pair": _observations_text(summary),
+                "best model: mean score [95% CI]": best_text,
+            }
+        )
+        sentences.append(
+            f"{name} has {format_number(summary.get('n_queries'), 'count')} queries, "
+            f"{format_number(summary.get('n_models'), 'count')} models and "
+            f"{format_number(summary.get('n_categories'), 'count')} categories, with "
+            + (
+                "one observation per (query, model) pair"
+                if obs <= 1
+                else f"{obs} observations per pair"
+            )
+            + (f"; its best model on average is {best_text}" if best else "")
+        )
+    section.tables.append(
+        HeadlineTable(
+            "05_data_headline",
+            "Datasets of the run (mean score: fraction correct, 95% bootstrap CI over queries)",
+            pd.DataFrame(rows),
+        )
+    )
+    section.findings = (
+        f"The run covers {len(datasets)} dataset{'s' if len(datasets) != 1 else ''}. "
+        + ". ".join(sentences)
+        + ". A dataset with one observation per pair supports clustering and routing but not the label-instability measurements, which need repeated observations."
+    )

@@ -1,0 +1,147 @@
+"""The report's section of notebook 02 (label instability): the winner flip rate in its three
+readings beside chance, by source of randomness (rewrites, decodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.report.formatting import (
+    _finite,
+    format_interval,
+    format_number,
+)
+from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+
+
+def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
+    """Fill the section of notebook 02: the three flip-rate readings beside chance, by side.
+
+    Parameters
+    ----------
+    values : mapping
+        ``metrics.json["dars"]``.
+    section : ReportSection
+        Filled in place: findings paragraph, headline tables and notes on sides without repeats.
+    """
+    flat = flatten(values)
+    dataset = str(values.get("dataset", ""))
+    rows, used = [], {"by_side", "dataset", "winner_flip_rate_side"}
+    side = values.get("winner_flip_rate_side") or "both"
+    by_side = values.get("by_side") or {}
+    n_models = next((s.get("n_models") for s in by_side.values() if s), None)
+    chance = values.get("flip_rate_chance") or {}
+    if not chance and n_models:
+        chance = {"pairwise": 1 - 1 / int(n_models)}
+    r = values.get("winner_change_rate_r")
+    readings = (
+        ("winner_flip_rate", "pairwise", f"two single-shot labels name different winners ({side})"),
+        ("winner_flip_rate_strict", "strict", "strict flip: the two draws' top sets are disjoint"),
+        ("winner_change_rate", "change", f"the winner changes within {r or 'R'} draws"),
+        ("single_vs_distribution_disagreement", None, "single-shot label differs from argmax U"),
+    )
+    for key, reading, label in readings:
+        if _finite(values.get(key)):
+            used |= {key, key + "_ci95"}
+            level = chance.get(reading) if reading else None
+            rows.append(
+                _row(
+                    dataset,
+                    label + (f" (chance {format_number(level, '%')})" if _finite(level) else ""),
+                    format_interval(values[key], values.get(key + "_ci95"), "%"),
+                    "% of queries",
+                )
+            )
+    used |= {"flip_rate_chance", "winner_change_rate_r"}
+    side_rows = []
+    missing = [name for name, summary in by_side.items() if not summary]
+    sources = {"input": "rewrites", "output": "decodes", "both": "rewrites and decodes"}
+    for name, summary in by_side.items():
+        if not summary:
+            section.notes.append(
+                f"The {name} side ({sources.get(name, name)}) is not measured: {dataset} has no repeated "
+                "observations there, so 'both' equals the other side."
+            )
+            continue
+        if name == "both" and missing:
+            continue  # the same numbers as the one side that has repeats
+        side_rows.append(
+            {
+                "dataset": dataset,
+                "source of randomness": sources.get(name, name),
+                "flip rate": format_interval(
+                    summary.get("winner_flip_rate"), summary.get("winner_flip_rate_ci95"), "%"
+                ),
+                "unstable pairs": format_interval(
+                    summary.get("unstable_pair_share"), summary.get("unstable_pair_share_ci95"), "%"
+                ),
+                "queries": format_number(summary.get("n_queries"), "count"),
+            }
+        )
+    rows += generic_rows(flat, used, dataset)
+    section.tables.append(
+        HeadlineTable(
+            "05_dars_headline",
+            f"Label instability on {dataset} (95% bootstrap CI over queries)",
+            _frame(rows),
+        )
+    )
+    if side_rows:
+        section.tables.append(
+            HeadlineTable(
+                "05_dars_by_side",
+                "Flip rate and share of pairs whose observations disagree, by source of randomness",
+                pd.DataFrame(side_rows),
+            )
+        )
+    rate, ci = values.get("winner_flip_rate"), values.get("winner_flip_rate_ci95")
+    if not _finite(rate):
+        section.findings = f"{dataset} has no (query, model) pair with two observations, so the flip rate is not measured."
+        return
+    present = [sources.get(n, n) for n, v in by_side.items() if v and n != "both"]
+    origin = " and ".join(present) if present else sources.get(side, side)
+    text = (
+        f"On {dataset}, two single-shot labels of the same query (one sampled observation per model, "
+        f"randomness from {origin}) name different best models "
+        f"{format_interval(rate, ci, '%')} of the time"
+    )
+    if _finite(chance.get("pairwise")):
+        text += (
+            f"; with {n_models or 'these'} models that always tie, a random tie-break would flip "
+            f"{format_number(chance['pairwise'], '%')} of the time"
+        )
+    text += "."
+    strict, change = values.get("winner_flip_rate_strict"), values.get("winner_change_rate")
+    if _finite(strict):
+        text += (
+            f" Counting a flip only when the two draws' sets of top-scoring models are disjoint "
+            f"(no tie involved), the rate is {format_interval(strict, values.get('winner_flip_rate_strict_ci95'), '%')}"
+            + (
+                f"; the winner changes within {r} draws for "
+                f"{format_interval(change, values.get('winner_change_rate_ci95'), '%')} of queries"
+                + (
+                    f" (chance {format_number(chance.get('change'), '%')})"
+                    if _finite(chance.get("change"))
+                    else ""
+                )
+                if _finite(change)
+                else ""
+            )
+            + "."
+        )
+    dis = values.get("single_vs_distribution_disagreement")
+    if _finite(dis):
+        text += (
+            f" The single-shot winner differs from the distribution-aware label argmax U on "
+            f"{format_interval(dis, values.get('single_vs_distribution_disagreement_ci95'), '%')} of queries."
+        )
+    shares = [
+        s.get("tied_top_share") for s in by_side.values() if s and _finite(s.get("tied_top_share"))
+    ]
+    if shares:
+        text += f" Several models share the best drawn score in {100 * shares[0]:.1f}% of draws, so many flips come from tie-breaking among equally good models."
+    section.findings = text

@@ -1,0 +1,70 @@
+"""Parts of the report no notebook section owns: a section for metrics no builder knows, and
+the data checks' notes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.report.reading import _frame, flatten, generic_rows, skip_reasons
+
+
+def data_notes(policy: Mapping[str, Any]) -> list[str]:
+    """The data checks' notes per dataset (``metrics.json["data_policy"]``) as sentences.
+
+    Parameters
+    ----------
+    policy : mapping
+
+    Returns
+    -------
+    list of str
+    """
+    notes = []
+    for name, entry in policy.items():
+        if not isinstance(entry, Mapping):
+            continue
+        for note in entry.get("notes") or []:
+            text = str(note).strip()
+            notes.append(
+                f"{name}: {text[0].upper() + text[1:] if text else text}".rstrip(".") + "."
+            )
+    return notes
+
+
+def other_section(key: str, values: Any) -> ReportSection:
+    """A section for metrics no builder knows: every value with an interval or a seed spread.
+
+    Parameters
+    ----------
+    key : str
+        Section name in ``metrics.json``.
+    values : mapping
+
+    Returns
+    -------
+    ReportSection
+    """
+    section = ReportSection("", key.replace("_", " ").capitalize())
+    reasons = skip_reasons(values)
+    if "" in reasons or "skipped" in reasons:
+        section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
+        return section
+    dataset = str(values.get("dataset", "")) if isinstance(values, Mapping) else ""
+    rows = generic_rows(flatten(values), set(), dataset)
+    if rows:
+        section.tables.append(
+            HeadlineTable(f"05_{key}_headline", f"{key}: values with 95% intervals", _frame(rows))
+        )
+        section.findings = (
+            f"This run recorded {len(rows)} {key.replace('_', ' ')} value"
+            f"{'s' if len(rows) != 1 else ''} with an interval or a spread over seeds"
+            + (f" on {dataset}" if dataset else "")
+            + "; the table lists them."
+        )
+    else:
+        section.findings = (
+            f"This run recorded {key.replace('_', ' ')} values without intervals; see metrics.json."
+        )
+    return section

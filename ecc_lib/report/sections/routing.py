@@ -1,0 +1,218 @@
+"""The report's section of notebook 04 (routing): held-out score, utility and gap closed per
+router, DARS minus single-shot supervision, and the area under the cost-quality front.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ecc_lib.plotting import short_model_names
+from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.report.formatting import (
+    DASH,
+    _finite,
+    format_interval,
+    format_number,
+)
+from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+
+
+def routing_section(
+    values: Mapping[str, Any], section: ReportSection, parameters: Mapping[str, Any]
+) -> None:
+    """Fill the section of notebook 04: routers against the best fixed model and the oracle,
+    DARS targets against single-shot labels, and the cost-quality trade-off.
+
+    Parameters
+    ----------
+    values : mapping
+        ``metrics.json["routing"]``.
+    section : ReportSection
+        Filled in place: findings paragraph, headline tables.
+    parameters : mapping
+        ``metrics.json["parameters"]["routing"]`` (its ``cost_dataset`` names the cost data).
+    """
+    headline = values.get("headline") or {}
+    flat = flatten(headline)
+    dataset = str(headline.get("dataset", ""))
+    score, score_ci = headline.get("score") or {}, headline.get("score_ci95") or {}
+    utility, gap = headline.get("utility") or {}, headline.get("gap_closed") or {}
+    rows = []
+    for name, value in score.items():
+        router, _, supervision = name.partition(" (")
+        rows.append(
+            {
+                "dataset": dataset,
+                "router": router,
+                "supervision": supervision.rstrip(")"),
+                "held-out score [95% CI]": format_interval(value, score_ci.get(name)),
+                "utility U": format_number(utility.get(name)),
+                "gap closed": format_number(gap.get(name), "%") if name in gap else DASH,
+            }
+        )
+    section.tables.append(
+        HeadlineTable(
+            "05_routing_headline",
+            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries); gap closed: share of the utility gap from the best fixed model (0%) to the oracle (100%)",
+            pd.DataFrame(rows),
+        )
+    )
+    used = {
+        "score",
+        "score_ci95",
+        "utility",
+        "gap_closed",
+        "dataset",
+        "best_fixed_model",
+        "best_router",
+        "best_router_utility_minus_fixed",
+        "best_router_utility_minus_fixed_ci95",
+        "n_routers_beating_best_fixed",
+        "no_router_beats_best_fixed",
+        "pareto_area",
+        "dars_minus_single_shot",
+        "dars_minus_single_shot_utility",
+        "dars_minus_single_shot_utility_ci95",
+    }
+    paired = headline.get("dars_minus_single_shot") or {}
+    if isinstance(paired, Mapping) and paired:
+        paired_rows = []
+        for name, d in paired.items():
+            if not isinstance(d, Mapping):
+                continue
+            gap_ss, gap_dars = d.get("gap_closed_single_shot"), d.get("gap_closed_dars")
+            paired_rows.append(
+                {
+                    "dataset": dataset,
+                    "router": name,
+                    "score: DARS minus single-shot": format_interval(
+                        d.get("score"), d.get("score_ci95"), "signed"
+                    ),
+                    "utility: DARS minus single-shot": format_interval(
+                        d.get("utility"), d.get("utility_ci95"), "signed"
+                    ),
+                    "gap closed: single-shot to DARS": (
+                        f"{format_number(gap_ss, '%')} to {format_number(gap_dars, '%')} "
+                        f"({format_interval(d.get('gap_closed_diff'), d.get('gap_closed_diff_ci95'), 'pp_share')})"
+                    ),
+                }
+            )
+        section.tables.append(
+            HeadlineTable(
+                "05_routing_dars_minus_single_shot",
+                f"DARS targets minus single-shot labels, paired per router family on {dataset} "
+                "(score and utility in score units; 95% intervals over test queries and single-shot runs)",
+                pd.DataFrame(paired_rows),
+            )
+        )
+    extra = []
+    if not paired:
+        for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
+            extra.append(
+                _row(
+                    dataset,
+                    f"DARS minus single-shot utility: {name}",
+                    format_interval(
+                        value,
+                        (headline.get("dars_minus_single_shot_utility_ci95") or {}).get(name),
+                        "signed",
+                    ),
+                    "score units",
+                )
+            )
+    cost_dataset = str(
+        (parameters or {}).get("cost_dataset") or values.get("cost_dataset") or "the cost dataset"
+    )
+    for name, value in (headline.get("pareto_area") or {}).items():
+        if _finite(value):
+            extra.append(
+                _row(
+                    cost_dataset,
+                    f"area under the cost-quality Pareto front: {name}",
+                    format_number(value),
+                    "score x normalised cost",
+                )
+            )
+    extra += generic_rows(flat, used, dataset)
+    if extra:
+        section.tables.append(
+            HeadlineTable(
+                "05_routing_more", "Supervision effect and cost-quality trade-off", _frame(extra)
+            )
+        )
+    best_fixed = headline.get("best_fixed_model")
+    ref = "Best fixed model (reference)"
+    learned = {k: v for k, v in score.items() if "(reference)" not in k and _finite(v)}
+    text = []
+    if learned and _finite(score.get(ref)):
+        top = max(learned, key=learned.get)
+        text.append(
+            f"On {dataset}, the best fixed model ({short_model_names([str(best_fixed)]).get(str(best_fixed), best_fixed)}) "
+            f"scores {format_interval(score[ref], score_ci.get(ref))} on held-out queries and the per-query oracle "
+            f"{format_interval(score.get('Oracle (reference)'), score_ci.get('Oracle (reference)'))}."
+        )
+        if learned[top] > score[ref]:
+            text.append(
+                f"The best router, {top}, scores {format_interval(learned[top], score_ci.get(top))}, above the best fixed model."
+            )
+        else:
+            text.append(
+                f"No router beats the best fixed model: the best, {top}, scores "
+                f"{format_interval(learned[top], score_ci.get(top))}"
+                + (
+                    f" and closes {format_number(gap.get(top), '%')} of the gap to the oracle."
+                    if top in gap
+                    else "."
+                )
+            )
+        margin = headline.get("best_router_utility_minus_fixed")
+        if _finite(margin):
+            text.append(
+                f"The best router's utility minus the best fixed model's is "
+                f"{format_interval(margin, headline.get('best_router_utility_minus_fixed_ci95'), 'signed')}."
+            )
+    diffs = headline.get("dars_minus_single_shot_utility") or {}
+    if isinstance(paired, Mapping) and paired:
+        parts, better, worse = [], 0, 0
+        for name, d in paired.items():
+            if isinstance(d, Mapping) and _finite(d.get("utility")):
+                ci = d.get("utility_ci95")
+                parts.append(f"{name} {format_interval(d['utility'], ci, 'signed')}")
+                if ci and all(_finite(b) for b in ci):
+                    better += float(ci[0]) > 0
+                    worse += float(ci[1]) < 0
+        if parts:
+            text.append(
+                "Training on DARS targets instead of single-shot labels changes the held-out utility by "
+                + ", ".join(parts)
+                + f": {better} of {len(parts)} router families gain measurably"
+                + (f", {worse} lose" if worse else "")
+                + (", the others are within noise." if better + worse < len(parts) else ".")
+            )
+    elif diffs:
+        parts = ", ".join(f"{k} {float(v):+.3f}" for k, v in diffs.items() if _finite(v))
+        positive = sum(float(v) > 0 for v in diffs.values() if _finite(v))
+        text.append(
+            f"Training on DARS targets instead of single-shot labels changes the held-out utility by {parts} "
+            f"({positive} of {len(diffs)} router families gain)."
+        )
+    areas = {k: v for k, v in (headline.get("pareto_area") or {}).items() if _finite(v)}
+    if areas:
+        learned_areas = {k: v for k, v in areas.items() if "(reference)" not in k}
+        fixed = areas.get("Best fixed model (reference)")
+        if learned_areas and fixed is not None:
+            top = max(learned_areas, key=learned_areas.get)
+            verdict = "above" if learned_areas[top] > fixed else "not above"
+            text.append(
+                f"On {cost_dataset} with model prices, the largest area under the cost-quality Pareto front is "
+                f"{top}'s {learned_areas[top]:.3f}, {verdict} the best fixed model's {fixed:.3f}"
+                + (
+                    f" (oracle {areas['Oracle (reference)']:.3f})."
+                    if "Oracle (reference)" in areas
+                    else "."
+                )
+            )
+    section.findings = " ".join(text) or f"No routing result was recorded for {dataset}."
