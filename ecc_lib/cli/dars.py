@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from ecc_lib.cli.subcommand import Subcommand, write_json
+from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,11 +60,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "the median when they differ)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="also write the summary as JSON")
-    parser.add_argument(
-        "--scheduler",
-        metavar="local|ADDRESS",
-        help="also compute the distributions, labels and flip readings as Dask group-bys: "
-        "'local' starts a local cluster, anything else is a scheduler address",
+    add_scheduler_option(
+        parser, "also compute the distributions, labels and flip readings as group-bys"
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from ecc_lib.cli.subcommand import Subcommand, write_json
+from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,12 +91,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "probe restricted to models outside the probe pair, probe with its cost)",
     )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
-    parser.add_argument(
-        "--scheduler",
-        metavar="local|ADDRESS",
-        help="fit the ECC-family methods on Dask partitions: 'local' starts a local cluster, "
-        "anything else is a scheduler address (default: in memory)",
-    )
+    add_scheduler_option(parser, "fit the ECC-family methods on partitions")
 
 
 def _read_inputs(args: argparse.Namespace):

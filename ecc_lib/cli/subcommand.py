@@ -152,3 +152,21 @@ def write_json(path: str, payload: dict, sort_keys: bool = False) -> None:
     """
     with open(path, "w", encoding="utf-8") as stream:
         json.dump(payload, stream, indent=2, sort_keys=sort_keys)
+
+
+def add_scheduler_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--scheduler local|ADDRESS``, the one Dask switch of the subcommands.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The subcommand's parser.
+    what : str
+        What runs on Dask, completing "... on Dask ('local' starts a local cluster, ...)".
+    """
+    parser.add_argument(
+        "--scheduler",
+        metavar="local|ADDRESS",
+        help=f"{what} on Dask ('local' starts a local cluster, anything else is a scheduler "
+        "address); without it everything runs in memory",
+    )
