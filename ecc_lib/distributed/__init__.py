@@ -1,0 +1,53 @@
+"""ECC on partitioned data with Dask: the E-step per partition, the M-step on reduced statistics.
+
+Both EM steps are sums over queries (``DESIGN.md`` section 5): the E-step of a partition needs
+only its own embeddings and comparisons plus the current profiles and centroids, and the M-step
+needs only the sums over partitions of ``C_p^T R_p`` (weighted win counts per observed pair) and
+``X_p^T R_p`` (centroid sums). So a fit sends the profiles (as a ``log P / T`` table over the
+observed pairs) and scaled centroids to every partition, runs
+:func:`ecc_lib.ecc._block_e_step` there (the same function the in-memory fit runs on its
+blocks), adds the statistics up in a tree, and runs the M-step of :func:`ecc_lib.ecc._run_em` on
+the client. The EM loop, the BT fit and the stopping rule are the in-memory ones.
+
+Tasks are pure functions of a partition and the parameters: a partition's responsibilities before
+the step (needed for the KL stopping test) are recomputed from the previous parameters, or from
+the seeded Dirichlet start, instead of being kept on a worker. A worker that dies mid-fit is
+therefore survived: the scheduler reruns its tasks elsewhere (reloading the partition from its
+source); when a task keeps failing, the fit raises a :class:`RuntimeError` that says so.
+
+Usage::
+
+    from ecc_lib.distributed import dask_client, use_dask
+    with dask_client("local") as client, use_dask(client):
+        ECC(random_state=0).fit(embeddings, comparisons)   # runs partitioned
+
+DARS statistics (distributions, labels, the three flip readings) come from one
+``dask.dataframe`` group-by over partitioned outcomes: :func:`dars_statistics`.
+
+Or pass a ``dask.array`` of embeddings (for example over a memory-mapped ``.npy`` file) to
+:func:`fit_partitioned`; its row chunks are the partitions and are read from disk at every step.
+"""
+
+from ecc_lib.distributed.ecc_fit import Partition, fit_partitioned, partitions_from_arrays
+from ecc_lib.distributed.group_bys import DarsStatistics, dars_statistics, flip_rate_agreement
+from ecc_lib.distributed.scheduler import (
+    DEFAULT_PARTITION_ROWS,
+    active,
+    dask_client,
+    scheduler_context,
+    use_dask,
+)
+
+__all__ = [
+    "DEFAULT_PARTITION_ROWS",
+    "DarsStatistics",
+    "Partition",
+    "active",
+    "dars_statistics",
+    "dask_client",
+    "fit_partitioned",
+    "flip_rate_agreement",
+    "partitions_from_arrays",
+    "scheduler_context",
+    "use_dask",
+]
