@@ -369,10 +369,12 @@ def summarise(queries: pd.DataFrame, outcomes: pd.DataFrame) -> dict:
     Returns
     -------
     dict
-        ``n_queries, n_models, n_observations, n_categories, n_variants`` and further counts, and
-        the mean score per model.
+        ``n_queries, n_models, n_observations, n_categories, n_variants`` and further counts
+        (``min_observations_per_pair`` and ``max_observations_per_pair`` over the observed
+        (query, model) pairs), and the mean score per model.
     """
     categories = queries["category"].dropna() if "category" in queries else pd.Series([])
+    per_pair = outcomes.groupby(["query_id", "model"]).size()
     return {
         "n_queries": int(queries["query_id"].nunique()),
         "n_models": int(outcomes["model"].nunique()),
@@ -380,5 +382,7 @@ def summarise(queries: pd.DataFrame, outcomes: pd.DataFrame) -> dict:
         "n_categories": int(categories.nunique()),
         "n_variants": int(outcomes["variant_id"].nunique()),
         "n_decodes": int(outcomes["decode_id"].nunique()),
+        "min_observations_per_pair": int(per_pair.min()) if len(per_pair) else 0,
+        "max_observations_per_pair": int(per_pair.max()) if len(per_pair) else 0,
         "mean_score": outcomes.groupby("model")["score"].mean().round(4).to_dict(),
     }

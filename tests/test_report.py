@@ -305,3 +305,29 @@ def test_an_interval_shows_its_bounds_in_the_units_of_its_value(value, low, high
     assert bounds == pytest.approx([scale * low, scale * high], abs=step / 2 + 1e-9, rel=1e-12)
     # a bound that rounds to zero reads as 0, never as a negative zero
     assert not re.search(r"(?<![\d.])-0(?:\.0+)?(?![\d.])", text)
+
+
+def test_observations_per_pair_show_their_range_when_pairs_differ():
+    """An incomplete collection (some pairs with fewer rewrites) is not reported as complete."""
+    import pandas as pd
+
+    from ecc_lib.report.sections.data import _observations_text
+    from ecc_lib.schema import summarise
+
+    outcomes = pd.DataFrame(
+        {
+            "query_id": ["a"] * 12 + ["b"] * 3,
+            "model": ["m"] * 15,
+            "score": [1.0] * 15,
+            "variant_id": [v for v in range(4) for _ in range(3)] + [0, 0, 0],
+            "decode_id": [d for _ in range(4) for d in range(3)] + [0, 1, 2],
+        }
+    )
+    queries = pd.DataFrame({"query_id": ["a", "b"], "text": ["x", "y"]})
+    summary = summarise(queries, outcomes)
+    assert (summary["min_observations_per_pair"], summary["max_observations_per_pair"]) == (3, 12)
+    assert _observations_text(summary) == "3 to 12 (4 rewrites x 3 decodes at most)"
+    assert _observations_text({**summary, "min_observations_per_pair": 12}) == (
+        "12 (4 rewrites x 3 decodes)"
+    )
+    assert _observations_text({"n_variants": 1, "n_decodes": 1}) == "1 (no repeats)"

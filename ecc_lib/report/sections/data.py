@@ -19,13 +19,25 @@ from ecc_lib.report.formatting import (
 from ecc_lib.report.reading import _read_csv
 
 
+def _observations_range(summary: Mapping[str, Any]) -> tuple[int, int]:
+    """Fewest and most observations of a (query, model) pair; variants x decodes for summaries
+    written before the range was recorded."""
+    full = int(summary.get("n_variants") or 1) * int(summary.get("n_decodes") or 1)
+    return (
+        int(summary.get("min_observations_per_pair") or full),
+        int(summary.get("max_observations_per_pair") or full),
+    )
+
+
 def _observations_text(summary: Mapping[str, Any]) -> str:
     rewrites, decodes = int(summary.get("n_variants") or 1), int(summary.get("n_decodes") or 1)
-    if rewrites * decodes == 1:
+    low, high = _observations_range(summary)
+    if high <= 1:
         return "1 (no repeats)"
+    count = f"{high}" if low == high else f"{low} to {high}"
     return (
-        f"{rewrites * decodes} ({rewrites} rewrite{'s' if rewrites > 1 else ''} x "
-        f"{decodes} decode{'s' if decodes > 1 else ''})"
+        f"{count} ({rewrites} rewrite{'s' if rewrites > 1 else ''} x "
+        f"{decodes} decode{'s' if decodes > 1 else ''}{' at most' if low < high else ''})"
     )
 
 
@@ -46,7 +58,7 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
     rows, sentences = [], []
     for name, summary in datasets.items():
         summary = summary or {}
-        obs = (summary.get("n_variants") or 1) * (summary.get("n_decodes") or 1)
+        low, obs = _observations_range(summary)
         best, best_text = None, DASH
         if scores is not None and {"model", "score"} <= set(scores.columns):
             part = scores[scores["dataset"] == name] if "dataset" in scores else scores
@@ -78,7 +90,7 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
             + (
                 "one observation per (query, model) pair"
                 if obs <= 1
-                else f"{obs} observations per pair"
+                else f"{obs if low == obs else f'{low} to {obs}'} observations per pair"
             )
             + (f"; its best model on average is {best_text}" if best else "")
         )
