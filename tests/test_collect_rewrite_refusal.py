@@ -29,6 +29,14 @@ QUESTION = "Ali had $21. Leila gave him half of her $100. How much does Ali have
             "Ali had $21 and Leila gave him half her $100; we need to add. How much now?",
             "works on the answer",
         ),
+        (
+            "First, Ali had $21, then Leila gave him half of her $100. How much does he have?",
+            "works on the answer",
+        ),
+        (
+            "Firstly Ali had $21 and Leila gave him half of her $100. How much does he have now?",
+            None,
+        ),
         ("Ali has $21; Leila hands him half of her $100. How much money does Ali hold now?", None),
         ("Leila gave Ali half of her 100 dollars and he had 21 before. What has he now?", None),
     ],

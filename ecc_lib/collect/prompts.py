@@ -426,7 +426,7 @@ MIN_REWRITE_WORD_SHARE = 0.5
 
 _SOLVING_RE = re.compile(
     r"\s=\s|\banswer (?:is|would be)\b|\bwe (?:need|have) to\b|"
-    r"^\s*(?:to (?:find|solve|calculate|determine|figure out)|let's|first,)\b",
+    r"^\s*(?:(?:to (?:find|solve|calculate|determine|figure out)|let's)\b|first,)",
     re.IGNORECASE,
 )
 
