@@ -27,6 +27,7 @@ from test_collect_support import (
     keys_of,
     record_lines,
     responder,
+    wait_for_records,
 )
 
 from ecc_lib.cli import main
@@ -322,12 +323,7 @@ def test_sigterm_marks_the_run_interrupted_and_a_rerun_completes(tmp_path):
             env=env,
         )
         records = store / "records.jsonl"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.poll() is None:
-            if records.exists() and records.read_bytes().count(b"\n") >= 6:
-                break
-            time.sleep(0.01)
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        wait_for_records(process, records, 6)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=20)
         err = err.decode()

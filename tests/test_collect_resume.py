@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from fake_openai_server import FakeOpenAIServer
@@ -22,6 +21,7 @@ from test_collect_support import (
     keys_of,
     record_lines,
     responder,
+    wait_for_records,
 )
 
 from ecc_lib.collect import EndpointAuthError, acollect, collect
@@ -51,12 +51,7 @@ def test_a_run_killed_midway_and_restarted_ends_with_the_same_records(tmp_path):
         )
         process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
         records = killed / "records.jsonl"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.poll() is None:
-            if records.exists() and records.read_bytes().count(b"\n") >= 10:
-                break
-            time.sleep(0.01)
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        wait_for_records(process, records, 10)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
         process.stderr.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -62,3 +63,14 @@ def assert_no_duplicates(store: Path) -> None:
     counts = Counter(keys_of(record_lines(store)))
     duplicated = {key: n for key, n in counts.items() if n > 1}
     assert not duplicated, duplicated
+
+
+def wait_for_records(process, records: Path, n: int, timeout: float = 30.0) -> None:
+    """Wait until the collection running in ``process`` has written ``n`` record lines, and
+    check it is still running (its stderr tail is the failure message)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if records.exists() and records.read_bytes().count(b"\n") >= n:
+            break
+        time.sleep(0.01)
+    assert process.poll() is None, process.stderr.read().decode()[-2000:]
