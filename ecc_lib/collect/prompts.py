@@ -342,6 +342,14 @@ def _from_lines(text: str, questions_only: bool) -> list[str]:
     return lines
 
 
+def _empty_reply(content: str | None, finish_reason: str | None) -> ParsedRewrites:
+    """Nothing read from a null or blank reply, with the reason."""
+    shown = "null" if content is None else "empty"
+    return ParsedRewrites(
+        [], "none", f"empty reply (content {shown}, finish_reason {finish_reason!r})"
+    )
+
+
 _LABEL_RE = re.compile(r"^(?:paraphrased?(?: question)?|rewrite|question)\s*:\s*", re.IGNORECASE)
 
 
@@ -361,10 +369,7 @@ def read_single_rewrite(content: str | None, finish_reason: str | None = None) -
         Method ``"single"``, or ``"none"`` with the problem.
     """
     if content is None or not content.strip():
-        shown = "null" if content is None else "empty"
-        return ParsedRewrites(
-            [], "none", f"empty reply (content {shown}, finish_reason {finish_reason!r})"
-        )
+        return _empty_reply(content, finish_reason)
     line = next(line for line in content.splitlines() if line.strip())
     line = _LABEL_RE.sub("", line.strip()).strip().strip('"\u201c\u201d').strip()
     if not line:
@@ -396,10 +401,7 @@ def read_rewrites(
     ParsedRewrites
     """
     if content is None or not content.strip():
-        shown = "null" if content is None else "empty"
-        return ParsedRewrites(
-            [], "none", f"empty reply (content {shown}, finish_reason {finish_reason!r})"
-        )
+        return _empty_reply(content, finish_reason)
     fenced = _FENCE_RE.search(content)
     text = fenced.group(1) if fenced else content
     parsed = _from_json(text)
