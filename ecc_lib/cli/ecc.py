@@ -217,13 +217,6 @@ def _protocol_options(args: argparse.Namespace) -> dict:
     }
 
 
-def _scheduler(scheduler: str | None):
-    """Context in which ECC fits run on Dask (``--scheduler``), or nothing."""
-    from ecc_lib.distributed import scheduler_context
-
-    return scheduler_context(scheduler or "")
-
-
 def format_seeds(summary: dict) -> str:
     """The printed over-seeds table of :meth:`ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
 
@@ -326,7 +319,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if (args.routing or args.leak_free) and args.probes < 1:
         raise ValueError("--routing and --leak-free need --probes >= 1")
-    with _scheduler(getattr(args, "scheduler", None)):
+    from ecc_lib.distributed import scheduler_context  # Dask is imported only when asked for
+
+    with scheduler_context(getattr(args, "scheduler", None) or ""):
         multi = run_seeds(
             queries,
             outcomes,
