@@ -274,7 +274,16 @@ class LabelInformedECC(ECC):
         if labels is None:
             raise ValueError("LabelInformedECC.fit needs labels (one category per query)")
         if _dask_requested(embeddings):
-            raise ValueError("LabelInformedECC fits in memory only (its prior is not partitioned)")
+            from ecc_lib.distributed.scheduler import _is_dask_array, in_memory
+
+            if _is_dask_array(embeddings):
+                raise ValueError(
+                    "LabelInformedECC fits in memory only (its prior is not partitioned); "
+                    "pass the embeddings as a numpy array"
+                )
+            logger.info("ecc_labels fits in memory: its category prior is not partitioned")
+            with in_memory():
+                return self.fit(embeddings, comparisons, labels)
         lab = _labels_to_str(labels, comparisons.n_queries).astype(str)
         x = np.asarray(embeddings)
         if self.label_weight == "cv":

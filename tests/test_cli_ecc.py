@@ -387,3 +387,19 @@ def test_routing_block_and_probe_evidence(files, tmp_path, capsys):
             assert low <= cell["score"] <= high
     with pytest.raises(SystemExit):
         main(_base(files, "--probe-evidence", "max"))
+
+
+def test_scheduler_local_gives_the_in_memory_gains(files):
+    """``--scheduler local`` runs every default method (label-informed ECC in memory) with the
+    gains of the in-memory run."""
+    pytest.importorskip("distributed")
+    base = ["ecc", "--outcomes", files["outcomes"], "--queries", files["queries"],
+            "--embeddings", files["embeddings"], "--k", "4"]  # fmt: skip
+    gains = []
+    for extra, name in (([], "memory.json"), (["--scheduler", "local"], "dask.json")):
+        out = files["folder"] / name
+        assert main([*base, *extra, "--json", str(out)]) == 0
+        gains.append(json.loads(out.read_text())["ranking_quality_gain"])
+    assert "ecc_labels" in gains[0] and gains[0].keys() == gains[1].keys()
+    for method, gain in gains[0].items():
+        assert gains[1][method] == pytest.approx(gain, abs=0.01), method

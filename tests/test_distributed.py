@@ -155,3 +155,20 @@ def test_worker_killed_mid_fit_is_survived_or_reported(client, bundled, tmp_path
     with pytest.raises(RuntimeError, match="lost its workers"):
         fit_partitioned(ECC(**PARAMS), _dying_embeddings(x, str(marker), True), c, client=client)
     marker.unlink()
+
+
+def test_label_informed_ecc_fits_in_memory_inside_a_dask_block(client, bundled):
+    """``--scheduler`` runs every method; the one whose prior is not partitioned fits in memory
+    with the same result, and still refuses embeddings that live on Dask."""
+    from ecc_lib.label_informed import LabelInformedECC
+
+    x, c = bundled
+    labels = np.array(["a", "b", "c"])[np.arange(c.n_queries) % 3]
+    params = dict(PARAMS, label_weight=1.0)
+    ref = LabelInformedECC(**params).fit(x, c, labels)
+    with use_dask(client, partition_rows=300):
+        est = LabelInformedECC(**params).fit(x, c, labels)
+        with pytest.raises(ValueError, match="in memory only"):
+            LabelInformedECC(**params).fit(da.from_array(x, chunks=(300, -1)), c, labels)
+    np.testing.assert_array_equal(est.theta_, ref.theta_)
+    np.testing.assert_array_equal(est.responsibilities_, ref.responsibilities_)

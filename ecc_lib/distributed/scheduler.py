@@ -109,6 +109,24 @@ def scheduler_context(scheduler: str = "", partition_rows: int | None = None) ->
         yield client
 
 
+@contextlib.contextmanager
+def in_memory() -> Iterator[None]:
+    """Run the fits inside the block in memory, even within :func:`use_dask`.
+
+    For estimators whose fit is not partitioned (``LabelInformedECC``): their fit is the
+    in-memory one, while the rest of a ``--scheduler`` run stays on Dask.
+
+    Yields
+    ------
+    None
+    """
+    token = _ACTIVE.set(None)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
 def active(embeddings=None) -> bool:
     """Whether an ECC fit should run partitioned: inside :func:`use_dask`, or on a dask array.
 
