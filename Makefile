@@ -79,7 +79,8 @@ stop-local:
 	@$(LOCAL_SERVER) stop --port $(LOCAL_PORT)
 
 # Serve the local model, collect 20 bundled questions x 2 model variants x (1 + 3 rewrites) x
-# 3 decodes, export the store as a dataset folder and run notebooks 01, 02 and the report on it.
+# 3 decodes (up to three passes: a pass retries what the last one missed), export the store as a
+# dataset folder and run notebooks 01, 02 and the report on it.
 collect-demo: serve-local
 	@set -e; trap '$(LOCAL_SERVER) stop --port $(LOCAL_PORT) >/dev/null' EXIT; start=$$(date +%s); \
 	collect() { $(BIN)/python -m ecc_lib collect --queries data/collect-demo/queries.jsonl \
@@ -87,7 +88,7 @@ collect-demo: serve-local
 		--base-url http://127.0.0.1:$(LOCAL_PORT)/v1 --rewrites 3 \
 		--decodes 3 --max-tokens 256 --concurrency 2 --timeout 300 \
 		--store $(DEMO_DIR)/store $(DEMO_ARGS); }; \
-	collect || collect || echo "collect-demo: the store is incomplete; continuing with what it holds"; \
+	collect || collect || collect || echo "collect-demo: the store is incomplete; continuing with what it holds"; \
 	$(BIN)/python -m ecc_lib collect-export --store $(DEMO_DIR)/store --out $(DEMO_DIR)/export; \
 	$(BIN)/python -m ecc_lib run --only 01,02,05 --dataset $(DEMO_DIR)/export --out $(DEMO_DIR)/report; \
 	echo "collect-demo: $$(( $$(date +%s) - start )) s (server start not included)"

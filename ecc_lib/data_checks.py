@@ -17,15 +17,21 @@ in another, every entry point applies the same rules (issue 9):
   queries print a small-data warning beside the numbers (:func:`check_protocol_sizes`);
 - **utility weights** lambda and beta must be finite and >= 0 (:func:`check_utility_weights`);
 - **costs**: a dataset without costs has its cost sections skipped with one sentence
-  (:func:`cost_reason`).
+  (:func:`cost_reason`);
+- **an incomplete collection** (a dataset folder exported from a collection store that lacks
+  records its last run planned) carries a loud note into the metrics and the report
+  (:func:`collection_notes`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -296,6 +302,41 @@ def two_models_note(n_models: int) -> str | None:
     )
 
 
+def collection_notes(folder: str | os.PathLike) -> list[str]:
+    """Warnings for a dataset folder exported from a collection: an incomplete collection, and
+    answers without a ``Final answer:`` line.
+
+    ``ecc-lab collect-export`` writes ``collection.json`` (the store's
+    :func:`ecc_lib.collect.export.collection_status`) beside the tables; a folder without it (not
+    a collection) gives no note.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        A dataset folder.
+
+    Returns
+    -------
+    list of str
+    """
+    from ecc_lib.collect.export import COLLECTION_FILE, incomplete_collection_sentence
+    from ecc_lib.collect.summary import without_final_answer_sentence
+
+    path = Path(folder) / COLLECTION_FILE
+    if not path.is_file():
+        return []
+    try:
+        status = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return [f"{path} cannot be read ({error}); whether the collection is complete is unknown"]
+    notes = [] if status.get("complete") else [incomplete_collection_sentence(status)]
+    if status.get("n_without_final_answer"):
+        notes.append(
+            without_final_answer_sentence(status["n_without_final_answer"], status["n_records"])
+        )
+    return notes
+
+
 def cost_reason(outcomes: pd.DataFrame | None = None) -> str:
     """Sentence saying that cost sections are skipped because the data hold no cost.
 
@@ -490,6 +531,7 @@ __all__ = [
     "check_embedding_dims",
     "check_protocol_sizes",
     "check_utility_weights",
+    "collection_notes",
     "cost_reason",
     "has_repeated_observations",
     "human_baseline_reason",

@@ -183,7 +183,9 @@ def load_dataset(
     policy : bool, default True
         Apply :func:`ecc_lib.data_checks.apply_data_policy` (queries seen for fewer than 2 models
         are left out, logged); with ``run_dir`` its report is recorded as
-        ``data_policy.<dataset label>`` in ``metrics.json``.
+        ``data_policy.<dataset label>`` in ``metrics.json``. The warnings of a folder exported from
+        a collection (:func:`ecc_lib.data_checks.collection_notes`: incomplete, answers without a
+        final-answer line) are logged and come first in that report.
 
     Returns
     -------
@@ -193,10 +195,14 @@ def load_dataset(
     loaders = importlib.import_module("ecc_lib.loaders")
     label = dataset_label(name)
     queries, outcomes = loaders.load_dataset(str(name))
-    if policy:
-        from ecc_lib.data_checks import apply_data_policy, record_data_policy
+    from ecc_lib.data_checks import apply_data_policy, collection_notes, record_data_policy
 
+    collection = collection_notes(name) if Path(name).is_dir() else []
+    for note in collection:
+        logger.warning("%s: %s", label, note)
+    if policy:
         queries, outcomes, report = apply_data_policy(queries, outcomes, dataset=label)
+        report.notes[:0] = collection
         if run_dir is not None:
             record_data_policy(run_dir, report)
     queries, outcomes = subsample_queries(queries, outcomes, max_queries, random_state)

@@ -1,11 +1,17 @@
 """Build ``data/collect-demo/queries.jsonl``: 20 bundled questions with reference answers.
 
 The bundled ``data/re2`` queries carry no answers; the unchanged Re2 originals (``../shared/data``,
-the same source ``scripts/build_bundled_data.py`` reads) do. This script takes the 10 shortest GSM8K
-questions of ``data/re2`` (short questions suit small local models) and 10 CommonsenseQA questions
-drawn with ``np.random.default_rng(0)``, looks their answers up in the originals, and writes
-``query_id, text, category, answer, choices, scorer`` (CommonsenseQA options as ``choices``, so that
-rewrites change only the question stem). Run it only to rebuild the shipped file::
+the same source ``scripts/build_bundled_data.py`` reads) do. This script draws 20 CommonsenseQA
+questions of ``data/re2`` with ``np.random.default_rng(0)``, looks their answers up in the originals,
+and writes ``query_id, text, category, answer, choices, scorer`` (the options as ``choices``, so that
+rewrites change only the question stem).
+
+No GSM8K questions: asked to paraphrase a word problem, SmolLM2-135M (the demo's local model) mostly
+solves it or drops a number, and the rewrite refusal rules turn those away. Measured on the 10
+shortest GSM8K questions: 12 calls each gave no question its 3 rewrites, and 6 calls each with four
+prompt designs accepted 3-13 of 60, several of which changed the problem. With those questions the
+demo's store stayed at 72.5% of its records.
+Run it only to rebuild the shipped file::
 
     python scripts/build_collect_demo_queries.py --source ../shared/data
 """
@@ -20,39 +26,20 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-GSM8K_FILE = "gsm_gpt-4o-mini-2024-07-18_topp1.0_temp0.0_majority1_readtimes1_20240926_221724.jsonl"
 CSQA_FILE = "commonsenseqa_gpt-4o-mini-2024-07-18_topp1.0_temp0.0_majority1_readtimes1_20240926_224916.jsonl"
-N_PER_BENCHMARK = 10
+N_QUESTIONS = 20
 
 
 def build(source: Path, out: Path) -> pd.DataFrame:
     """Write the demo queries; returns them."""
     queries = pd.read_parquet(ROOT / "data" / "re2" / "queries.parquet")
     results = source / "re2-rereading" / "results"
-    gsm = {f"gsm8k-{r['id']}": r for r in map(json.loads, (results / GSM8K_FILE).open())}
     csqa = {f"csqa-{r['id']}": r for r in map(json.loads, (results / CSQA_FILE).open())}
 
-    math = queries[queries["category"] == "gsm8k"].copy()
-    math = math[math["query_id"].isin(list(gsm))]
-    math["length"] = math["text"].str.len()
-    math = math.sort_values(["length", "query_id"], kind="stable").head(N_PER_BENCHMARK)
     rows = []
-    for query_id, text in zip(math["query_id"], math["text"], strict=True):
-        target = gsm[query_id]["target"]
-        assert str(gsm[query_id]["input"]) == text, query_id
-        rows.append(
-            {
-                "query_id": query_id,
-                "text": " ".join(text.split()),
-                "category": "gsm8k",
-                "answer": str(int(target)) if float(target).is_integer() else str(target),
-                "choices": None,
-                "scorer": "numeric",
-            }
-        )
     common = queries[(queries["category"] == "commonsense_qa")]
     common = common[common["query_id"].isin(list(csqa))].sort_values("query_id", kind="stable")
-    picked = np.random.default_rng(0).choice(len(common), size=N_PER_BENCHMARK, replace=False)
+    picked = np.random.default_rng(0).choice(len(common), size=N_QUESTIONS, replace=False)
     for query_id in common["query_id"].iloc[np.sort(picked)]:
         record = csqa[query_id]
         question = record["question"]

@@ -120,3 +120,98 @@ def test_export_to_a_folder_gives_a_dataset_every_loader_reads(tmp_path, capsys)
     assert sorted(queries["query_id"]) == ["q1", "q2", "q3"]
     assert len(outcomes) == 3 * 2 * 2 * 2
     assert set(outcomes["variant_id"]) == {0, 1} and set(outcomes["decode_id"]) == {0, 1}
+
+
+def test_an_incomplete_collection_is_said_in_the_export_the_metrics_and_the_report(
+    tmp_path, caplog
+):
+    """Rewrites the rewriter never gives leave their answers unasked: the exported folder says
+    the collection is incomplete, and loading it puts that note first in the data policy that
+    metrics.json and the report show."""
+    import json
+
+    from fake_openai_server import is_rewrite_request
+    from test_collect_support import fast
+
+    from ecc_lib import provenance, run_folder
+    from ecc_lib.collect import collect
+    from ecc_lib.data_checks import recorded_policy
+    from ecc_lib.report import data_notes
+
+    answers = responder()
+
+    def no_rewrites(model, messages, body):  # every rewrite call is unusable
+        return "42" if is_rewrite_request(messages) else answers(model, messages, body)
+
+    store, folder = tmp_path / "store", tmp_path / "export"
+    with FakeOpenAIServer(responder=no_rewrites) as server:
+        result = collect(QUERIES, ["m1", "m2"], server.base_url, store, **fast(n_rewrites=1))
+    assert not result.complete and result.n_missing_variants == 3
+    with caplog.at_level("WARNING"):
+        assert run(["collect-export", "--store", str(store), "--out", str(folder)]) == 0
+    status = json.loads((folder / "collection.json").read_text())
+    assert status["complete"] is False and status["last_run_status"] == "incomplete"
+    assert (status["n_done"], status["n_planned"]) == (3 * 2 * 3, 3 * 2 * 2 * 3)
+    expected = "collection incomplete: the store holds 18 of 36 planned records (50.0%)"
+    assert any(expected in message for message in caplog.messages)
+
+    run_dir = run_folder.run_context(tmp_path / "run")
+    provenance.load_dataset(str(folder), run_dir=run_dir)
+    notes = recorded_policy(run_dir, "export")["notes"]
+    assert notes[0].startswith(expected) and "3 rewrite(s) missing" in notes[0]
+    report_notes = data_notes({"export": {"notes": notes}})
+    assert report_notes[0].startswith("export: Collection incomplete: the store holds 18 of 36")
+
+
+def test_a_complete_collection_exports_without_a_note(tmp_path):
+    import json
+
+    from test_collect_support import fast
+
+    from ecc_lib.collect import collect
+    from ecc_lib.data_checks import collection_notes
+
+    store, folder = tmp_path / "store", tmp_path / "export"
+    with FakeOpenAIServer(responder=responder()) as server:
+        collect(QUERIES, ["m1", "m2"], server.base_url, store, **fast(n_rewrites=1, n_decodes=1))
+    assert run(["collect-export", "--store", str(store), "--out", str(folder)]) == 0
+    status = json.loads((folder / "collection.json").read_text())
+    assert status["complete"] is True and status["n_done"] == status["n_planned"] == 12
+    assert status["n_without_final_answer"] == 0  # the fake models end with "Final answer:"
+    assert collection_notes(folder) == []
+    (folder / "collection.json").write_text("{not json")
+    (note,) = collection_notes(folder)
+    assert "whether the collection is complete is unknown" in note
+
+
+def test_answers_without_a_final_answer_line_are_counted_and_noted(tmp_path, caplog):
+    """A model that ignores the answer format is scored by the scorer's fallback or as wrong: the
+    run, the exported folder and the data notes say how many answers that was."""
+    import json
+
+    from fake_openai_server import is_rewrite_request, rewrite_response
+    from test_collect_support import fast
+
+    from ecc_lib.collect import collect
+    from ecc_lib.data_checks import collection_notes
+
+    def no_format(model, messages, body):
+        if is_rewrite_request(messages):
+            return rewrite_response(model, messages)
+        text = json.dumps(messages)
+        if "[Q1]" in text:
+            return "Final answer: 72"
+        return "I think the answer is Paris." if "[Q2]" in text else "Jupiter, of course."
+
+    store, folder = tmp_path / "store", tmp_path / "export"
+    with FakeOpenAIServer(responder=no_format) as server, caplog.at_level("WARNING"):
+        result = collect(QUERIES, ["m1"], server.base_url, store, **fast(n_rewrites=0, n_decodes=2))
+    assert result.complete and result.n_collected == 6
+    assert result.n_without_final_answer == 4
+    assert any("4 of 6 answer(s) have no 'Final answer:' line" in m for m in caplog.messages)
+    assert run(["collect-export", "--store", str(store), "--out", str(folder)]) == 0
+    outcomes = pd.read_parquet(folder / "outcomes.parquet").set_index("query_id")["score"]
+    # exact match reads q2's last line whole; q3 names no option letter
+    assert outcomes.groupby(level=0).mean().to_dict() == {"q1": 1.0, "q2": 0.0, "q3": 0.0}
+    (note,) = collection_notes(folder)
+    assert note.startswith("4 of 6 answer(s) have no 'Final answer:' line")

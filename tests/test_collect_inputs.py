@@ -179,11 +179,10 @@ def test_the_shipped_demo_queries_read_with_answers_and_scorers():
     table = read_queries_file(path)
     prepared = prepare_queries(table, None, 0.7, 1.0, 256)
     assert len(prepared) == 20 and all(q.answer not in (None, "") for q in prepared)
-    assert Counter(q.scorer_name for q in prepared) == {"numeric": 10, "multiple_choice": 10}
+    assert Counter(q.scorer_name for q in prepared) == {"multiple_choice": 20}
+    assert len({q.query_id for q in prepared}) == 20
     for query in prepared:
-        if query.scorer_name == "multiple_choice":
-            assert len(query.choices) == 5 and query.answer in "ABCDE"
-            right = f"Final answer: {query.answer}"
-        else:
-            right = f"So it is {query.answer}.\nFinal answer: {query.answer}"
-        assert query.scorer(right, query.answer, choices=query.choices) == 1.0
+        assert len(query.choices) == 5 and query.answer in "ABCDE"
+        assert query.scorer(f"Final answer: {query.answer}", query.answer, choices=query.choices)
+        wrong = "ABCDE".replace(query.answer, "")[0]
+        assert query.scorer(f"Final answer: {wrong}", query.answer, choices=query.choices) == 0.0

@@ -49,7 +49,7 @@ def local_server():
 
 def _queries() -> pd.DataFrame:
     table = pd.read_json(ROOT / "data" / "collect-demo" / "queries.jsonl", lines=True, dtype=False)
-    return table.iloc[[0, 1, 10]].reset_index(drop=True)  # two GSM8K, one CommonsenseQA
+    return table.iloc[[0, 1, 10]].reset_index(drop=True)  # three CommonsenseQA questions
 
 
 def test_three_questions_from_the_local_model_are_collected_scored_and_resumed(

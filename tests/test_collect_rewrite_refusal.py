@@ -39,6 +39,10 @@ QUESTION = "Ali had $21. Leila gave him half of her $100. How much does Ali have
         ),
         ("Ali has $21; Leila hands him half of her $100. How much money does Ali hold now?", None),
         ("Leila gave Ali half of her 100 dollars and he had 21 before. What has he now?", None),
+        (  # what SmolLM2-135M does to "Where would you find X?": a statement, often an answer
+            "Ali had $21 and Leila gave him half of her $100, which is what Ali has now.",
+            "not a question",
+        ),
     ],
 )
 def test_refusal_reasons(candidate, reason):
@@ -59,6 +63,56 @@ def test_thousands_separators_and_questions_without_numbers():
     assert rewrite_refusal("Paris", "What is the capital city of France today?") == (
         "too short to be the whole question"
     )
+    # only a question must stay a question
+    assert rewrite_refusal("Give the capital of France.", "Name the capital of France") is None
+
+
+def _multiple_choice_query():
+    import pandas as pd
+
+    from ecc_lib.collect.context import prepare_queries
+
+    table = pd.DataFrame(
+        {
+            "query_id": ["q1"],
+            "text": ["Where would you most likely find a stapler at work?"],
+            "answer": ["B"],
+            "choices": [["kitchen", "office desk", "garden", "car park", "desk lamp"]],
+        }
+    )
+    (query,) = prepare_queries(table, None, 0.7, 1.0, 256)
+    assert query.scorer_name == "multiple_choice"
+    return query
+
+
+@pytest.mark.parametrize(
+    ("candidate", "reason"),
+    [
+        (
+            "At work, where is a stapler usually found, on the office desk?",
+            "states the reference answer",
+        ),
+        ("At work, where is a stapler usually found, in the KITCHEN?", "names an option"),
+        ("At work, where is a stapler most likely to be found?", None),
+        # an option word inside another word is not the option
+        ("At work, where are staplers most likely found by the gardener?", None),
+    ],
+)
+def test_a_rewrite_that_names_an_answer_option_is_refused(candidate, reason):
+    from ecc_lib.collect.rewriting import _accept
+
+    query = _multiple_choice_query()
+    accepted, refused = _accept([candidate], query, set())
+    assert (dict(refused), accepted) == (({reason: 1}, []) if reason else ({}, [candidate]))
+
+
+def test_an_option_the_question_already_names_may_stay():
+    from ecc_lib.collect.rewriting import _accept
+
+    query = _multiple_choice_query()
+    query.text = "Where in the office would you most likely find a stapler, maybe the desk lamp?"
+    candidate = "In the office, where is a stapler most likely found, maybe by the desk lamp?"
+    assert _accept([candidate], query, set()) == ([candidate], {})
 
 
 @given(st.lists(st.integers(0, 10_000), min_size=1, max_size=4), st.integers(0, 3))
@@ -130,6 +184,8 @@ def test_single_format_asks_one_paraphrase_per_call_and_refuses_fragments(tmp_pa
     out = capsys.readouterr().out
     assert status == 0
     assert all("response_format" not in r["body"] for r in rewriting)
+    # q3's options are not shown to the rewriter (small models work them into the paraphrase)
+    assert not any("Jupiter" in json.dumps(r["body"]) for r in rewriting)
     assert len(rewriting) == 9  # per query: one refused fragment, then two paraphrases
     assert "9 rewrite call(s) asking for one paraphrase each: 3 gave no usable rewrite" in out
     assert "rewrite format single" in out

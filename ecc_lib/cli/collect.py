@@ -86,7 +86,7 @@ def _collect_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="response_format of the rewriting calls (default auto: structured JSON where the "
         "server accepts it; numbered or one-per-line lists are read as a fallback); single: one "
-        "paraphrase per call after a worked example, for small models",
+        "paraphrase per call after worked examples, for small models",
     )
     parser.add_argument(
         "--rewrite-calls",
@@ -194,9 +194,9 @@ def _export(args: argparse.Namespace) -> int:
             f"{out}: queries.parquet ({len(queries)} queries) and outcomes.parquet "
             f"({len(outcomes)} row(s)) from {args.store}; use it with --dataset {out}"
         )
-        return 0
-    outcomes = export_outcomes(args.store, args.out)
-    print(f"{args.out}: {len(outcomes)} outcome row(s) from {args.store}")
+    else:
+        outcomes = export_outcomes(args.store, args.out)
+        print(f"{args.out}: {len(outcomes)} outcome row(s) from {args.store}")
     return 0
 
 

@@ -91,13 +91,14 @@ async def answer(
         progress.step(False, context.summary.spend_usd)
         return
     score, scoring_error = apply_scorer(query.scorer, result.content, query.answer, query.choices)
+    extracted = extract_final_answer(result.content)
     record = {
         **key,
         "observation_type": observation_type(variant_id, decode_id),
         "score": score,
         "scoring_error": scoring_error,
         "scorer": query.scorer_name,
-        "extracted_answer": extract_final_answer(result.content),
+        "extracted_answer": extracted,
         **call_fields(result, cost, cost_source),
         "endpoint_model": spec.endpoint_model,
         "model_settings": spec.settings,
@@ -113,4 +114,6 @@ async def answer(
         context.summary.n_collected += 1
         if score is None:
             context.summary.n_scoring_failures += 1
+        elif extracted is None:
+            context.summary.n_without_final_answer += 1
     progress.step(True, context.summary.spend_usd)

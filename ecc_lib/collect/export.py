@@ -2,11 +2,14 @@
 format (a file, or a dataset folder that every ecc_lib loader reads).
 
 Records whose scoring failed are left out of the outcomes, and their count is logged with the most
-common reasons.
+common reasons. A dataset folder also gets ``collection.json`` (:func:`collection_status`): whether
+the store holds every record its last run planned, so that an analysis of an incomplete collection
+says so (:func:`ecc_lib.data_checks.collection_notes`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -139,10 +142,54 @@ def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.
         See :func:`collected_outcomes`.
     """
     outcomes = collected_outcomes(store_dir)
+    checked_status(store_dir)
     if out is not None:
         write_table(outcomes, out)
         logger.info("wrote %d outcome row(s) to %s", len(outcomes), out)
     return outcomes
+
+
+COLLECTION_FILE = "collection.json"
+"""File of a dataset folder exported from a store: :func:`collection_status` of that store."""
+
+
+def collection_status(store: str | Path | CollectionStore) -> dict:
+    """Whether a store holds what its last run planned, from the store's manifest.
+
+    Parameters
+    ----------
+    store : str, Path or CollectionStore
+
+    Returns
+    -------
+    dict
+        ``store``, ``n_runs``, ``last_run_status`` (``"completed"``, ``"incomplete"``,
+        ``"interrupted"``, ``"failed: ..."``; ``None`` without runs), ``complete`` (every planned
+        record is there), ``n_planned`` and ``n_done`` (records of the last run's plan;
+        ``None`` when the run recorded no summary, e.g. it was killed), ``n_missing_variants``
+        (rewrites the rewriter did not provide, so their answers were not asked for),
+        ``n_failed`` (answers that failed in the last run), ``n_records`` (all records) and
+        ``n_without_final_answer`` (scored records whose answer has no ``Final answer:`` line).
+    """
+    store = _as_store(store, check=True)
+    runs = store.manifest().get("runs", [])
+    last = runs[-1] if runs else {}
+    summary = last.get("summary") or {}
+    return {
+        "store": str(store.directory),
+        "n_runs": len(runs),
+        "last_run_status": last.get("status"),
+        "complete": bool(summary.get("complete")) and last.get("status") == "completed",
+        "n_planned": summary.get("n_planned"),
+        "n_done": summary.get("n_done"),
+        "n_missing_variants": summary.get("n_missing_variants"),
+        "n_failed": summary.get("n_failed"),
+        "n_records": len(store.records),
+        "n_without_final_answer": sum(
+            record.get("score") is not None and record.get("extracted_answer") is None
+            for record in store.records.values()
+        ),
+    }
 
 
 DATASET_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "source", "scorer")
@@ -151,7 +198,8 @@ DATASET_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "sourc
 
 def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Export a store as a dataset folder that every loader (and ``ecc-lab run --dataset``) reads:
-    ``queries.parquet`` and ``outcomes.parquet``.
+    ``queries.parquet`` and ``outcomes.parquet``, with :data:`COLLECTION_FILE` (the store's
+    :func:`collection_status`; an incomplete collection is logged as a warning).
 
     Parameters
     ----------
@@ -173,6 +221,7 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
         ``folder`` exists and is a file.
     """
     queries, outcomes = read_collected(store_dir)
+    status = checked_status(store_dir)
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is a file; give a folder to export the dataset into")
@@ -180,8 +229,57 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
     queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
     queries.to_parquet(folder / "queries.parquet", index=False)
     outcomes.to_parquet(folder / "outcomes.parquet", index=False)
+    (folder / COLLECTION_FILE).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
     logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
     return queries, outcomes
+
+
+def incomplete_collection_sentence(status: dict) -> str:
+    """One sentence on an incomplete collection (:func:`collection_status`), for logs and reports.
+
+    Parameters
+    ----------
+    status : dict
+
+    Returns
+    -------
+    str
+    """
+    planned, done = status.get("n_planned"), status.get("n_done")
+    if planned:
+        held = f"{done} of {planned} planned records ({100 * done / planned:.1f}%)"
+    else:
+        held = f"{status.get('n_records', 0)} records, of a plan the last run did not record"
+    reasons = []
+    if status.get("n_missing_variants"):
+        reasons.append(
+            f"{status['n_missing_variants']} rewrite(s) missing, so their answers were not asked for"
+        )
+    if status.get("n_failed"):
+        reasons.append(f"{status['n_failed']} answer(s) failed")
+    why = "".join(f"; {reason}" for reason in reasons)
+    return (
+        f"collection incomplete: the store holds {held}{why}; the last run ended "
+        f"{status.get('last_run_status')!r}. Numbers from it describe what was collected, not "
+        "the plan; rerun the collection to fill it in"
+    )
+
+
+def checked_status(store: str | Path | CollectionStore) -> dict:
+    """:func:`collection_status`, logged as a warning when the collection is incomplete.
+
+    Parameters
+    ----------
+    store : str, Path or CollectionStore
+
+    Returns
+    -------
+    dict
+    """
+    status = collection_status(store)
+    if not status["complete"]:
+        logger.warning("%s", incomplete_collection_sentence(status))
+    return status
 
 
 def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:

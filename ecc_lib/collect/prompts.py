@@ -155,34 +155,46 @@ RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
 
 REWRITE_FORMATS: tuple[str, ...] = ("auto", *RESPONSE_FORMATS, "single")
 """Values of ``rewrite_format``: the list formats above (``"auto"`` steps down through them), or
-``"single"``, one paraphrase per call shown by one worked example (:func:`single_rewrite_messages`),
+``"single"``, one paraphrase per call after worked examples (:func:`single_rewrite_messages`),
 for small models that do not manage a list of rewrites."""
 
 SINGLE_REWRITE_SYSTEM_PROMPT = (
-    "You paraphrase questions. Reply with the paraphrased question only: keep every number, name "
-    "and unit, and do not answer it."
+    "You paraphrase questions. Reply with the paraphrased question only, as one question ending "
+    "with a question mark: keep every number, name and unit, and do not answer it."
 )
-SINGLE_REWRITE_EXAMPLE = (
-    "Tom has 3 apples and buys 5 more. How many apples does he have?",
-    "After buying 5 more apples, how many apples does Tom have if he started with 3?",
+SINGLE_REWRITE_EXAMPLES: tuple[tuple[str, str], ...] = (
+    (
+        "Where would you keep milk so that it stays cold?",
+        "To keep milk cold, where would you store it?",
+    ),
+    (
+        "The boy stayed up reading all night, so how did he feel the next morning?",
+        "How did the boy feel the next morning after reading all night long?",
+    ),
+    (
+        "Tom has 3 apples and buys 5 more. How many apples does he have?",
+        "After buying 5 more apples, how many apples does Tom have if he started with 3?",
+    ),
 )
-"""The worked example (question, paraphrase) shown before the question in ``"single"`` calls."""
+"""The worked examples (question, paraphrase) shown before the question in ``"single"`` calls.
+
+Measured with SmolLM2-135M on the 20 demo questions (5 calls each, temperature 0.7): one numeric
+example gave 16 of 100 replies that pass the refusal rules; these three gave 62."""
 
 
-def single_rewrite_messages(
-    text: str, *, choices: list[str] | None = None, passage: str | None = None
-) -> list[dict[str, str]]:
-    """Chat messages asking for one paraphrase of a question, after one worked example.
+def single_rewrite_messages(text: str, *, passage: str | None = None) -> list[dict[str, str]]:
+    """Chat messages asking for one paraphrase of a question, after worked examples.
 
     Small models (SmolLM2-135M, measured) answer a request for a JSON list of rewrites mostly
-    with answers or fragments; asked for one paraphrase after an example, they often write one.
+    with answers or fragments; asked for one paraphrase after examples, they often write one.
+    Answer options are not shown: with them in the prompt (and three similar examples)
+    SmolLM2-135M worked an option into 35 of 100 replies on the demo questions, refused as a hint,
+    against 5-7 of 100 without.
 
     Parameters
     ----------
     text : str
         The question stem.
-    choices : list of str, optional
-        Answer options (shown for context).
     passage : str, optional
         A context passage (shown for context).
 
@@ -191,19 +203,15 @@ def single_rewrite_messages(
     list of dict
         ``{"role", "content"}`` chat messages.
     """
-    question, paraphrase = SINGLE_REWRITE_EXAMPLE
-    context = []
+    messages = [{"role": "system", "content": SINGLE_REWRITE_SYSTEM_PROMPT}]
+    for question, paraphrase in SINGLE_REWRITE_EXAMPLES:
+        messages.append({"role": "user", "content": f"Paraphrase: {question}"})
+        messages.append({"role": "assistant", "content": paraphrase})
+    ask = f"Paraphrase: {text}"
     if passage:
-        context.append(f"Passage (context only):\n{passage}")
-    if choices:
-        context.append("Options (context only):\n" + format_options(choices))
-    ask = "\n\n".join([*context, f"Paraphrase: {text}"])
-    return [
-        {"role": "system", "content": SINGLE_REWRITE_SYSTEM_PROMPT},
-        {"role": "user", "content": f"Paraphrase: {question}"},
-        {"role": "assistant", "content": paraphrase},
-        {"role": "user", "content": ask},
-    ]
+        ask = f"Passage (context only):\n{passage}\n\n{ask}"
+    messages.append({"role": "user", "content": ask})
+    return messages
 
 
 def rewrite_response_format(kind: str) -> dict | None:
@@ -447,8 +455,10 @@ def rewrite_refusal(candidate: str, question: str) -> str | None:
     (``"21"``, ``"3.5"``, ``"1,000"`` must all appear, in any format of thousands separators),
     one that adds a number the question does not have (a result or a made-up value), one that
     works on the answer (``" = "``, "the answer is", "we need to", or opening with "To find",
-    "To solve", "Let's", "First,") unless the question itself does, and one with fewer than
-    :data:`MIN_REWRITE_WORD_SHARE` of the words of a question of six words or more.
+    "To solve", "Let's", "First,") unless the question itself does, one with fewer than
+    :data:`MIN_REWRITE_WORD_SHARE` of the words of a question of six words or more, and one that
+    is not a question when the original is (it ends with "?" and the rewrite does not: small
+    models turn "Where would you find X?" into a statement that answers it).
 
     Parameters
     ----------
@@ -461,7 +471,8 @@ def rewrite_refusal(candidate: str, question: str) -> str | None:
     -------
     str or None
         ``"drops a number of the question"``, ``"adds a number the question does not have"``,
-        ``"works on the answer"``, ``"too short to be the whole question"`` or ``None``.
+        ``"works on the answer"``, ``"too short to be the whole question"``, ``"not a question"``
+        or ``None``.
     """
     in_question, in_candidate = _numbers(question), _numbers(candidate)
     if not in_question <= in_candidate:
@@ -473,6 +484,8 @@ def rewrite_refusal(candidate: str, question: str) -> str | None:
     n_words = len(question.split())
     if n_words >= 6 and len(candidate.split()) < MIN_REWRITE_WORD_SHARE * n_words:
         return "too short to be the whole question"
+    if question.rstrip().endswith("?") and not candidate.rstrip().endswith("?"):
+        return "not a question"
     return None
 
 

@@ -5,10 +5,10 @@ Rewrites are asked for as structured JSON (``response_format``) where the server
 ``"auto"`` steps down (JSON schema, JSON mode, plain text) when the server refuses the field. A
 tolerant parser also reads numbered or one-per-line lists (:func:`ecc_lib.collect.prompts.read_rewrites`).
 A candidate that equals the original or another variant, that states the reference answer the
-original does not, or that does not keep the question's content
+original does not (for a multiple-choice question, that names one of its options), or that does not keep the question's content
 (:func:`ecc_lib.collect.prompts.rewrite_refusal`) is refused; a query gets up to
 :data:`REWRITE_ATTEMPTS` calls per run (``rewrite_calls``). With ``rewrite_format="single"`` each
-call asks for one paraphrase after a worked example
+call asks for one paraphrase after worked examples
 (:func:`ecc_lib.collect.prompts.single_rewrite_messages`), which small models manage far more often
 than a list.
 """
@@ -50,19 +50,37 @@ def _normalised(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-def _reveals_answer(candidate: str, query: PreparedQuery) -> bool:
-    """A rewrite that states the reference answer the original does not state is a hint."""
-    if query.answer is None or query.scorer_name == "multiple_choice":
-        return False
+def _mentions(phrase: str, text: str) -> bool:
+    pattern = rf"(?<!\w){re.escape(phrase)}(?!\w)"
+    return re.search(pattern, text, re.I) is not None
+
+
+def _reveals_answer(candidate: str, query: PreparedQuery) -> str | None:
+    """Why a rewrite gives a hint the original does not, or ``None``.
+
+    A rewrite must not state the reference answer (for a multiple-choice question: the text of the
+    right option), nor name any other option: "where would he issue such a decree, in Washington?"
+    no longer asks the same question.
+    """
+    if query.answer is None:
+        return None
+    if query.scorer_name == "multiple_choice":
+        options = [str(option).strip() for option in query.choices or []]
+        answer = str(query.answer).strip()
+        index = "ABCDEFGHIJKLMNOPQRSTUVWXYZ".find(answer.upper()) if len(answer) == 1 else -1
+        right = options[index] if 0 <= index < len(options) else answer
+        for option in options:
+            if option and _mentions(option, candidate) and not _mentions(option, query.text):
+                return "states the reference answer" if option == right else "names an option"
+        return None
     answers = query.answer if isinstance(query.answer, list) else [query.answer]
     for answer in answers:
         text = str(answer).strip()
         if len(text) < 2 and not text.isdigit():
             continue
-        pattern = rf"(?<!\w){re.escape(text)}(?!\w)"
-        if re.search(pattern, candidate, re.I) and not re.search(pattern, query.text, re.I):
-            return True
-    return False
+        if _mentions(text, candidate) and not _mentions(text, query.text):
+            return "states the reference answer"
+    return None
 
 
 def _accept(candidates: list[str], query: PreparedQuery, seen: set[str]) -> tuple[list, Counter]:
@@ -75,8 +93,9 @@ def _accept(candidates: list[str], query: PreparedQuery, seen: set[str]) -> tupl
         if not normal or normal in seen:
             refused["same as the question or another variant"] += 1
             continue
-        if _reveals_answer(candidate, query):
-            refused["states the reference answer"] += 1
+        hint = _reveals_answer(candidate, query)
+        if hint is not None:
+            refused[hint] += 1
             continue
         reason = rewrite_refusal(candidate, query.text)
         if reason is not None:
@@ -199,9 +218,7 @@ class Rewriter:
             if not missing:
                 break
             if single:
-                messages = single_rewrite_messages(
-                    query.text, choices=query.choices, passage=query.passage
-                )
+                messages = single_rewrite_messages(query.text, passage=query.passage)
                 budget = 64 + len(query.text) // 2  # one paraphrase, about as long as the text
             else:
                 messages = rewrite_messages(

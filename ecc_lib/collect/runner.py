@@ -393,7 +393,7 @@ def collect(*args: Any, **kwargs: Any) -> CollectionSummary:
         output and steps down (JSON mode with the schema, then plain text) when the server
         answers 400/415/422. Whatever comes back, a tolerant parser also reads numbered and
         one-per-line lists; the summary counts the calls that needed it. ``"single"`` asks for
-        one paraphrase per call after a worked example, for small models.
+        one paraphrase per call after worked examples, for small models.
     rewrite_calls : int, optional
         Rewriting calls per query per run before its missing variants are given up (default 3,
         or 3 per missing variant with ``"single"``).

@@ -40,6 +40,10 @@ class CollectionSummary:
         Rewrites still missing after this run (their decodes were not asked for).
     n_scoring_failures : int
         Records of this run stored with ``score = None``.
+    n_without_final_answer : int
+        Records of this run whose answer has no ``Final answer:`` line (nor ``\\boxed{}``): the
+        scorer read them its fallback way (numeric: the last number; text: the last line;
+        multiple choice: "the answer is X") or scored them 0.
     n_unpriced : int
         Calls of this run with unknown cost (no reported cost, model not in the price table).
     n_rewrite_calls : int
@@ -75,6 +79,7 @@ class CollectionSummary:
     n_empty_replies: int = 0
     n_missing_variants: int = 0
     n_scoring_failures: int = 0
+    n_without_final_answer: int = 0
     n_unpriced: int = 0
     n_rewrite_calls: int = 0
     n_rewrite_structured: int = 0
@@ -195,5 +200,30 @@ def log_summary(summary: CollectionSummary) -> None:
             summary.n_empty_replies,
             summary.n_missing_variants,
         )
+    if summary.n_without_final_answer:
+        logger.warning(
+            "%s", without_final_answer_sentence(summary.n_without_final_answer, summary.n_collected)
+        )
     if summary.n_rewrite_fallback or summary.n_rewrite_unusable:
         logger.info("%s", summary.rewrite_report())
+
+
+def without_final_answer_sentence(n_without: int, n_answers: int) -> str:
+    """One sentence on answers that state no ``Final answer:`` line, for logs and reports.
+
+    Parameters
+    ----------
+    n_without : int
+        Answers without the line.
+    n_answers : int
+        Answers counted.
+
+    Returns
+    -------
+    str
+    """
+    return (
+        f"{n_without} of {n_answers} answer(s) have no 'Final answer:' line: the scorer read them "
+        "its fallback way (the last number, the last line, or 'the answer is X' for options) "
+        "or scored them wrong, so their scores measure the answer format as well as the answer"
+    )
