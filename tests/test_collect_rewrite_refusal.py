@@ -106,6 +106,16 @@ def test_a_rewrite_that_names_an_answer_option_is_refused(candidate, reason):
     assert (dict(refused), accepted) == (({reason: 1}, []) if reason else ({}, [candidate]))
 
 
+def test_a_reference_given_as_an_option_index_or_text_finds_the_right_option():
+    from ecc_lib.collect.rewriting import _reveals_answer
+
+    query = _multiple_choice_query()
+    candidate = "At work, where is a stapler usually found, on the office desk?"
+    for reference in ("B", 1, "1", "office desk"):
+        query.answer = reference
+        assert _reveals_answer(candidate, query) == "states the reference answer", reference
+
+
 def test_an_option_the_question_already_names_may_stay():
     from ecc_lib.collect.rewriting import _accept
 

@@ -178,8 +178,8 @@ SINGLE_REWRITE_EXAMPLES: tuple[tuple[str, str], ...] = (
 )
 """The worked examples (question, paraphrase) shown before the question in ``"single"`` calls.
 
-Measured with SmolLM2-135M on the 20 demo questions (5 calls each, temperature 0.7): one numeric
-example gave 16 of 100 replies that pass the refusal rules; these three gave 62."""
+Measured with SmolLM2-135M on the 20 demo questions (5 calls each, temperature 0.7): the former
+prompt (one numeric example) gave 16 of 100 replies that pass the refusal rules; this one 62."""
 
 
 def single_rewrite_messages(text: str, *, passage: str | None = None) -> list[dict[str, str]]:

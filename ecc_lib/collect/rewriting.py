@@ -5,8 +5,8 @@ Rewrites are asked for as structured JSON (``response_format``) where the server
 ``"auto"`` steps down (JSON schema, JSON mode, plain text) when the server refuses the field. A
 tolerant parser also reads numbered or one-per-line lists (:func:`ecc_lib.collect.prompts.read_rewrites`).
 A candidate that equals the original or another variant, that states the reference answer the
-original does not (for a multiple-choice question, that names one of its options), or that does not keep the question's content
-(:func:`ecc_lib.collect.prompts.rewrite_refusal`) is refused; a query gets up to
+original does not (for a multiple-choice question, that names one of its options), or that does
+not keep the question's content (:func:`ecc_lib.collect.prompts.rewrite_refusal`) is refused; a query gets up to
 :data:`REWRITE_ATTEMPTS` calls per run (``rewrite_calls``). With ``rewrite_format="single"`` each
 call asks for one paraphrase after worked examples
 (:func:`ecc_lib.collect.prompts.single_rewrite_messages`), which small models manage far more often
@@ -33,6 +33,7 @@ from ecc_lib.collect.prompts import (
     rewrite_response_format,
     single_rewrite_messages,
 )
+from ecc_lib.collect.scorers import LETTERS, reference_letter
 from ecc_lib.collect.workers import Progress
 
 logger = logging.getLogger(__name__)
@@ -66,9 +67,9 @@ def _reveals_answer(candidate: str, query: PreparedQuery) -> str | None:
         return None
     if query.scorer_name == "multiple_choice":
         options = [str(option).strip() for option in query.choices or []]
-        answer = str(query.answer).strip()
-        index = "ABCDEFGHIJKLMNOPQRSTUVWXYZ".find(answer.upper()) if len(answer) == 1 else -1
-        right = options[index] if 0 <= index < len(options) else answer
+        letter = reference_letter(query.answer, options or None)
+        index = LETTERS.find(letter) if isinstance(letter, str) else -1
+        right = options[index] if 0 <= index < len(options) else None
         for option in options:
             if option and _mentions(option, candidate) and not _mentions(option, query.text):
                 return "states the reference answer" if option == right else "names an option"
