@@ -84,7 +84,7 @@ stop-local:
 collect-demo: serve-local
 	@set -e; trap '$(LOCAL_SERVER) stop --port $(LOCAL_PORT) >/dev/null' EXIT; start=$$(date +%s); \
 	collect() { $(BIN)/python -m ecc_lib collect --queries data/collect-demo/queries.jsonl \
-		--models "$(DEMO_MODELS)" --rewrite-format single --rewrite-calls 12 \
+		--models "$(DEMO_MODELS)" --rewrite-format single --rewrite-calls 20 \
 		--base-url http://127.0.0.1:$(LOCAL_PORT)/v1 --rewrites 3 \
 		--decodes 3 --max-tokens 256 --concurrency 2 --timeout 300 \
 		--store $(DEMO_DIR)/store $(DEMO_ARGS); }; \
