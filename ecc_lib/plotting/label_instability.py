@@ -276,7 +276,7 @@ def plot_label_disagreement(
         vmin=0,
     )
     ax.set_xlabel("single-shot winner (one random observation per pair)")
-    ax.set_ylabel("distribution-aware label (argmax U)")
+    ax.set_ylabel("distribution-aware label\n(argmax U)")  # two lines: a short axes with 2 models
     text = title or "Single-shot winner versus distribution-aware label"
     if rate is not None:
         text += f"\n(they disagree on {rate:.1%} of queries)"

@@ -55,10 +55,11 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
     """
     datasets = values.get("datasets", {}) or {}
     scores = _read_csv(run, "01_model_scores")
-    rows, sentences = [], []
+    rows, sentences, ranges = [], [], []  # ranges: most observations per pair
     for name, summary in datasets.items():
         summary = summary or {}
         low, obs = _observations_range(summary)
+        ranges.append(obs)
         best, best_text = None, DASH
         if scores is not None and {"model", "score"} <= set(scores.columns):
             part = scores[scores["dataset"] == name] if "dataset" in scores else scores
@@ -101,8 +102,16 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
             pd.DataFrame(rows),
         )
     )
+    single = [row["dataset"] for row, most in zip(rows, ranges, strict=True) if most <= 1]
     section.findings = (
         f"The run covers {len(datasets)} dataset{'s' if len(datasets) != 1 else ''}. "
         + ". ".join(sentences)
-        + ". A dataset with one observation per pair supports clustering and routing but not the label-instability measurements, which need repeated observations."
+        + "."
+        + (
+            f" With one observation per pair, {' and '.join(single)} "
+            f"support{'s' if len(single) == 1 else ''} clustering and routing but not the "
+            "label-instability measurements, which need repeated observations."
+            if single
+            else ""
+        )
     )
