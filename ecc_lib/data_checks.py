@@ -327,13 +327,14 @@ def collection_notes(folder: str | os.PathLike) -> list[str]:
         return []
     try:
         status = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(status, dict):
+            raise ValueError("not a JSON object")
     except (OSError, ValueError) as error:
         return [f"{path} cannot be read ({error}); whether the collection is complete is unknown"]
     notes = [] if status.get("complete") else [incomplete_collection_sentence(status)]
-    if status.get("n_without_final_answer"):
-        notes.append(
-            without_final_answer_sentence(status["n_without_final_answer"], status["n_records"])
-        )
+    without = status.get("n_without_final_answer")
+    if without:
+        notes.append(without_final_answer_sentence(without, status.get("n_records", without)))
     return notes
 
 

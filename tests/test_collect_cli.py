@@ -182,6 +182,9 @@ def test_a_complete_collection_exports_without_a_note(tmp_path):
     (folder / "collection.json").write_text("{not json")
     (note,) = collection_notes(folder)
     assert "whether the collection is complete is unknown" in note
+    (folder / "collection.json").write_text("[1, 2]")
+    (note,) = collection_notes(folder)
+    assert "not a JSON object" in note
 
 
 def test_answers_without_a_final_answer_line_are_counted_and_noted(tmp_path, caplog):
