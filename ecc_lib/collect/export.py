@@ -141,8 +141,9 @@ def export_outcomes(store_dir: str | Path, out: str | Path | None = None) -> pd.
     DataFrame
         See :func:`collected_outcomes`.
     """
-    outcomes = collected_outcomes(store_dir)
-    checked_status(store_dir)
+    store = _as_store(store_dir, check=True)  # read once, for the outcomes and the status
+    outcomes = collected_outcomes(store)
+    checked_status(store)
     if out is not None:
         write_table(outcomes, out)
         logger.info("wrote %d outcome row(s) to %s", len(outcomes), out)
@@ -220,8 +221,9 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
     ValueError
         ``folder`` exists and is a file.
     """
-    queries, outcomes = read_collected(store_dir)
-    status = checked_status(store_dir)
+    store = _as_store(store_dir, check=True)  # read once, for the tables and the status
+    queries, outcomes = collected_queries(store), collected_outcomes(store)
+    status = checked_status(store)
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is a file; give a folder to export the dataset into")
