@@ -55,11 +55,12 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
     """
     datasets = values.get("datasets", {}) or {}
     scores = _read_csv(run, "01_model_scores")
-    rows, sentences, ranges = [], [], []  # ranges: most observations per pair
+    rows, sentences, single = [], [], []  # single: datasets with one observation per pair
     for name, summary in datasets.items():
         summary = summary or {}
         low, obs = _observations_range(summary)
-        ranges.append(obs)
+        if obs <= 1:
+            single.append(name)
         best, best_text = None, DASH
         if scores is not None and {"model", "score"} <= set(scores.columns):
             part = scores[scores["dataset"] == name] if "dataset" in scores else scores
@@ -102,7 +103,6 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
             pd.DataFrame(rows),
         )
     )
-    single = [row["dataset"] for row, most in zip(rows, ranges, strict=True) if most <= 1]
     section.findings = (
         f"The run covers {len(datasets)} dataset{'s' if len(datasets) != 1 else ''}. "
         + ". ".join(sentences)
