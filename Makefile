@@ -48,9 +48,11 @@ data: install
 embeddings: install
 	$(BIN)/python scripts/build_embedding_cache.py
 
-# API reference from the numpydoc docstrings (warnings are errors); open docs/_build/html/index.html.
+# The user guide (docs/guide, MyST) and the API reference (numpydoc docstrings), warnings are errors;
+# open docs/_build/html/index.html. Nothing is executed: the tour is docs/guide/tour.ipynb
+# (scripts/build_docs_tour.py), the parameter and figure tables are generated from the notebooks.
 docs: install
-	$(BIN)/python -m sphinx -W --keep-going -b html docs/api docs/_build/html
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
 
 benchmarks: install
 	$(BIN)/python benchmarks/ecc_speed.py

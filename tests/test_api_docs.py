@@ -1,14 +1,10 @@
-"""The Sphinx API reference (docs/api) lists every public module and builds without warnings."""
+"""The Sphinx API reference (docs/api) lists every public module (the build is in test_docs)."""
 
 from __future__ import annotations
 
 import pkgutil
 import re
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 import ecc_lib
 
@@ -32,18 +28,3 @@ def test_every_public_module_has_a_place_in_the_reference():
     assert not missing, f"add these modules to a page under docs/api/: {missing}"
     stale = sorted(documented - public_modules())
     assert not stale, f"docs/api/ names modules that do not exist: {stale}"
-
-
-def test_api_reference_builds_without_warnings(tmp_path):
-    pytest.importorskip("sphinx")
-    result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
-        + [str(API), str(tmp_path / "html")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert (tmp_path / "html" / "routing.html").exists()
-    assert "SoftmaxRankingRouter" in (tmp_path / "html" / "routing.html").read_text()

@@ -1,0 +1,103 @@
+"""Write the README's generated blocks: measured times and the defaults, never typed by hand.
+
+* ``times``: from ``benchmarks/results/two_commands.json`` (``benchmarks/two_commands_time.py``:
+  ``make test`` and ``make run`` from a fresh clone) and ``benchmarks/results/make_run.json``
+  (``benchmarks/make_run_time.py``: the main job once installed);
+* ``defaults``: ECC's and the protocol's defaults read from the code.
+
+``tests/test_docs.py`` fails while a block differs from what this script writes.
+
+Usage: python scripts/update_readme.py [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def minutes_seconds(seconds: float) -> str:
+    """``95.4`` -> ``"1 min 35 s"``; under a minute ``"48 s"``."""
+    seconds = int(round(seconds))
+    minutes, rest = divmod(seconds, 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def times_block() -> str:
+    """The measured times of the two commands."""
+    fresh = json.loads((RESULTS / "two_commands.json").read_text())
+    main_job = json.loads((RESULTS / "make_run.json").read_text())
+    notebooks = main_job["notebooks_s"]
+    slowest = sorted(notebooks, key=notebooks.get, reverse=True)[:2]
+    slow_text = " and ".join(f"{name} {notebooks[name]:.0f} s" for name in slowest)
+    return (
+        f"Measured on a {fresh['cpus']}-core machine from a fresh clone (`{fresh['commit']}`): "
+        f"`make test` {minutes_seconds(fresh['make_test_s'])} "
+        f"(building the venv included; {fresh['n_passed']} tests), then `make run` "
+        f"{minutes_seconds(fresh['make_run_s'])}. Once installed, the main job takes "
+        f"{minutes_seconds(main_job['wall_s'])} (slowest notebooks: {slow_text}; "
+        "`benchmarks/make_run_time.py`)."
+    )
+
+
+def defaults_block() -> str:
+    """ECC's and the protocol's defaults, read from the code."""
+    from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA
+    from ecc_lib.ecc import ECC
+    from ecc_lib.ecc_protocol import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE
+
+    params = inspect.signature(ECC).parameters
+    k, lam, t = (params[name].default for name in ("n_clusters", "lam", "temperature"))
+    return (
+        f"Defaults are the authors': ECC with K = {k} clusters, lam = {lam:g}, T = {t:g}; the "
+        f"protocol draws {PAPER_N_PAIRS} non-tie pairs per query, splits {1 - PAPER_TEST_SIZE:.0%} / "
+        f"{PAPER_TEST_SIZE:.0%} by query (seed {PAPER_SEED}) and reveals 1 comparison of each test "
+        f"query as its probe; DARS utility U = mu_q - {DEFAULT_LAMBDA:g} mu_c - "
+        f"{DEFAULT_BETA:g} sigma_q."
+    )
+
+
+BLOCKS = {"times": times_block, "defaults": defaults_block}
+
+
+def render(text: str) -> str:
+    """``text`` with every generated block rewritten."""
+    for name, make in BLOCKS.items():
+        pattern = re.compile(
+            rf"(<!-- BEGIN generated: {name} [^\n]*-->\n)(.*?)(<!-- END generated: {name} -->)",
+            re.DOTALL,
+        )
+        if not pattern.search(text):
+            raise ValueError(f"README.md has no generated block {name!r}")
+        body = make()
+        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(3), text)
+    return text
+
+
+def main() -> int:
+    """Rewrite the README (or, with ``--check``, exit 1 when it is stale)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check, write nothing")
+    args = parser.parse_args()
+    current = README.read_text(encoding="utf-8")
+    wanted = render(current)
+    if args.check:
+        if wanted != current:
+            print("README.md is stale: run python scripts/update_readme.py")
+            return 1
+        return 0
+    README.write_text(wanted, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
