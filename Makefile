@@ -1,4 +1,6 @@
 # Two commands: `make run` (set up, then the main job on the bundled data) and `make test`.
+# Both install ecc_lib with every extra but [local] (`.[all,dev]`); the core install is plain
+# `pip install .` (numpy, scipy, pandas, pyarrow, scikit-learn).
 # The virtual environment is made once, and again when pyproject.toml changes.
 
 PYTHON ?= python3
@@ -21,7 +23,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ecc_lib)" >/dev/null
 	touch $(STAMP)
 
@@ -37,6 +39,7 @@ test-all: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: install
 	$(BIN)/ruff check --fix .

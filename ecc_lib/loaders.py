@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import paths
+from ecc_lib._optional import require
 from ecc_lib.schema import (
     OUTCOME_COLUMNS,
     DataValidationError,
@@ -567,10 +568,9 @@ def download_public(
         When the Hub cannot be reached (offline machine), naming the dataset.
     """
     repo_id, default_patterns, _ = PUBLIC_DATASETS.get(name, (name, None, None))
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as error:  # pragma: no cover - installed with sentence-transformers
-        raise ImportError("downloading public datasets needs huggingface_hub") from error
+    snapshot_download = require(
+        "huggingface_hub", extra="hf", purpose="downloading public datasets"
+    ).snapshot_download
     try:
         folder = snapshot_download(
             repo_id=repo_id,

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ecc_lib._optional import require
+
 logger = logging.getLogger(__name__)
 REPORT_NOTEBOOK_PREFIX = "05"
 NOTEBOOK_TITLES = {
@@ -101,7 +103,7 @@ def mark_interrupted(executed: str | os.PathLike, reason: str) -> int | None:
     int or None
         Index (in the source notebook) of the first cell that did not complete, when known.
     """
-    import nbformat
+    nbformat = require("nbformat", extra="notebooks")
 
     executed = Path(executed)
     if not executed.is_file():
@@ -261,10 +263,12 @@ def execute_notebook(
     KeyboardInterrupt
         Re-raised after marking the copy as interrupted (also :class:`RunInterrupted`).
     """
-    import nbformat
-    import papermill
-    from nbclient.exceptions import CellTimeoutError
-    from papermill.exceptions import PapermillExecutionError
+    papermill = require("papermill", extra="notebooks", purpose="running notebooks")
+    nbformat = require("nbformat", extra="notebooks", purpose="running notebooks")
+    CellTimeoutError = require("nbclient.exceptions", extra="notebooks").CellTimeoutError
+    PapermillExecutionError = require(
+        "papermill.exceptions", extra="notebooks"
+    ).PapermillExecutionError
 
     notebook, output = Path(notebook), Path(output)
     try:
@@ -383,8 +387,10 @@ def export_report(
     """
     import html as html_lib
 
-    import nbformat
-    from nbconvert import HTMLExporter
+    nbformat = require("nbformat", extra="notebooks", purpose="exporting notebooks")
+    HTMLExporter = require(
+        "nbconvert", extra="notebooks", purpose="exporting notebooks"
+    ).HTMLExporter
 
     notebook = nbformat.read(str(executed_notebook), as_version=4)
     title = title or _first_heading(notebook) or Path(executed_notebook).stem

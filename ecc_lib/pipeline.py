@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ecc_lib import paths
+from ecc_lib._optional import require
 from ecc_lib.notebook_execution import (
     REPORT_NOTEBOOK_PREFIX,
     NotebookTimeoutError,
@@ -177,7 +178,8 @@ def run_pipeline(
     NotebookExecutionError
         When a notebook fails; the run stops there (metrics.json holds what ran before).
     """
-    from tqdm.auto import tqdm
+    require("papermill", extra="notebooks", purpose="ecc-lab run")  # fail before anything runs
+    tqdm = require("tqdm.auto", extra="notebooks", purpose="ecc-lab run").tqdm
 
     all_notebooks = discover_notebooks(notebooks_dir)
     selected = select_notebooks(all_notebooks, only)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ecc_lib import paths
+from ecc_lib._optional import require
 
 logger = logging.getLogger(__name__)
 RESERVED_PARAMETERS = ("run_dir",)
@@ -114,7 +115,7 @@ def notebook_parameters(notebook: str | os.PathLike) -> dict[str, dict[str, Any]
     dict of str to dict
         ``{name: {"default", "type", "help"}}`` in declaration order.
     """
-    import papermill
+    papermill = require("papermill", extra="notebooks", purpose="reading notebook parameters")
 
     declared = papermill.inspect_notebook(str(notebook))
     result = {}
@@ -147,7 +148,7 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[st
         return {}
     if isinstance(config, Mapping):
         return dict(config)
-    import yaml
+    yaml = require("yaml", extra="notebooks", purpose="reading a run configuration")
 
     path = Path(config)
     if not path.is_file():
@@ -169,7 +170,7 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[st
 def _config_loader():
     """A safe YAML loader that keeps mapping keys as written: ``03:`` names notebook 03 (plain
     YAML would read it as the octal number 3), ``1e1:`` stays a string."""
-    import yaml
+    yaml = require("yaml", extra="notebooks", purpose="reading a run configuration")
 
     class KeyPreservingLoader(yaml.SafeLoader):
         def construct_mapping(self, node, deep=False):

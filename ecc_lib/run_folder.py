@@ -43,6 +43,7 @@ from typing import Any
 import pandas as pd
 
 from ecc_lib import paths
+from ecc_lib._optional import require
 from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ def save_figure(
         The PNG and PDF paths (empty for ``None``). The figure is left open (the notebook
         displays it).
     """
-    import matplotlib
+    matplotlib = require("matplotlib", extra="plot", purpose="saving figures")
 
     context = run_context(run_dir)
     _check_name(name)

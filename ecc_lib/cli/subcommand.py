@@ -18,6 +18,7 @@ from dataclasses import dataclass
 Handler = Callable[[argparse.Namespace], "int | None"]
 
 USER_ERRORS: tuple[tuple[str, str], ...] = (
+    ("ecc_lib._optional", "MissingExtraError"),
     ("ecc_lib.collect.errors", "CollectError"),
     ("ecc_lib.notebook_execution", "NotebookExecutionError"),
     ("ecc_lib.schema", "DataValidationError"),

@@ -32,12 +32,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import numpy as np
 
+from ecc_lib._optional import require
 from ecc_lib.collect.errors import (
     EndpointAuthError,
     EndpointConfigError,
@@ -46,6 +46,9 @@ from ecc_lib.collect.errors import (
     EndpointUnreachableError,
 )
 from ecc_lib.collect.pricing import reported_cost
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -415,6 +418,7 @@ class ChatClient:
         headers = {"Content-Type": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
+        httpx = require("httpx", extra="collect", purpose="collecting from an endpoint")
         self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(self.timeout),
@@ -481,6 +485,7 @@ class ChatClient:
         return f"the API key is read from the environment variable {self.api_key_env} ({state})"
 
     async def _attempt(self, model: str, body: dict) -> tuple[dict, float]:
+        httpx = require("httpx", extra="collect")
         started = time.perf_counter()
         try:
             response = await asyncio.wait_for(self._client.post(self.url, json=body), self.timeout)

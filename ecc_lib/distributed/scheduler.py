@@ -8,6 +8,8 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
+from ecc_lib._optional import require
+
 DEFAULT_PARTITION_ROWS = 50_000
 
 _ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("ecc_dask", default=None)
@@ -30,7 +32,8 @@ def dask_client(scheduler: str, n_workers: int = 2, threads_per_worker: int = 1)
     ------
     distributed.Client
     """
-    from distributed import Client, LocalCluster
+    distributed = require("distributed", extra="dask", purpose="a Dask scheduler")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
 
     if not scheduler:
         raise ValueError("scheduler must be 'local' or a scheduler address, got an empty string")

@@ -17,6 +17,10 @@ Every public name of these modules is importable from :mod:`ecc_lib.plotting` it
 
 from __future__ import annotations
 
+from ecc_lib._optional import require
+
+require("matplotlib", extra="plot", purpose="ecc_lib.plotting")  # before any figure module
+
 from ecc_lib.plotting.clustering import (
     LEAK_READING_COLORS,
     LEAK_READING_LABELS,
