@@ -113,4 +113,4 @@ wheel: install
 	$(BIN)/python -m build --sdist --no-isolation --outdir dist .
 
 clean:
-	rm -rf $(VENV) build dist .cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist .cache .pytest_cache .ruff_cache .hypothesis .import_linter_cache .grimp_cache
