@@ -223,7 +223,7 @@ def check_base_url(base_url: str) -> str:
     if not parts.hostname:
         raise EndpointConfigError(f"base URL {public_url(url)!r} has no host name")
     try:
-        parts.port
+        _ = parts.port
     except ValueError:
         raise EndpointConfigError(f"base URL {public_url(url)!r} has an invalid port") from None
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), parts.query, ""))

@@ -45,7 +45,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-
 from urllib.parse import urlsplit
 
 import numpy as np
