@@ -38,6 +38,33 @@ class ParameterTypeError(ValueError):
     """A configured value does not have the type of the notebook's default."""
 
 
+class ParameterValueError(ValueError):
+    """A configured value is out of its range (``n_boot: 0``, ``seed: -1``)."""
+
+
+PARAMETER_MINIMA: dict[str, int] = {
+    "seed": 0,
+    "split_seed": 0,
+    "max_queries": 0,
+    "change_draws": 0,
+    "n_probes": 0,
+    "n_boot": 1,
+    "n_seeds": 1,
+    "n_runs": 1,
+    "n_draws": 1,
+    "n_pairs": 1,
+    "n_clusters": 1,
+    "ecc_router_clusters": 1,
+    "n_capabilities": 1,
+    "n_queries": 1,
+    "max_iter": 1,
+    "collect_decodes": 1,
+    "collect_rewrites": 0,
+}
+"""Smallest value of the notebooks' whole-number parameters (seeds are numpy seeds: >= 0; a
+bootstrap needs a resample), checked before any notebook runs."""
+
+
 class ConfigError(ValueError):
     """A configuration file cannot be read (YAML syntax); the message names the file and line."""
 
@@ -277,6 +304,8 @@ def resolve_parameters(
         A parameter or section that no notebook declares.
     ParameterTypeError
         A value of another type than the notebook's declared type.
+    ParameterValueError
+        A whole number below its :data:`PARAMETER_MINIMA` (``n_boot: 0``, ``seed: -1``).
     """
     if dataset is not None:
         looks_like_path = os.sep in dataset or "/" in dataset or dataset.startswith(".")
@@ -334,6 +363,12 @@ def resolve_parameters(
                 chosen["cost_dataset"] = ""
         for key, value in chosen.items():
             _check_type(stem, key, value, params[key])
+            low = PARAMETER_MINIMA.get(key)
+            if low is not None and isinstance(value, int) and value < low:
+                raise ParameterValueError(
+                    f"parameter {key!r} of {stem} must be >= {low}, got {value!r}"
+                    + (" (seeds are whole numbers >= 0)" if "seed" in key else "")
+                )
             if key in PATH_PARAMETERS:
                 chosen[key] = resolve_path_value(value)
         resolved[stem] = chosen
