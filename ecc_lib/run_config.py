@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ecc_lib import paths
+from ecc_lib.redaction import redact_urls_in
 
 logger = logging.getLogger(__name__)
 RESERVED_PARAMETERS = ("run_dir",)
@@ -269,6 +270,23 @@ def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any
             f"parameter {name!r} of {notebook} must be {type_name} (default "
             f"{declared['default']!r}), got {type(value).__name__} {value!r}"
         )
+
+
+def recorded_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as they are written down (``run.json``, ``metrics.json``, the executed
+    notebook): every URL with its credentials redacted (:func:`ecc_lib.redaction.redact_url`).
+    The notebook itself is given the real values.
+
+    Parameters
+    ----------
+    parameters : mapping
+        Parameters of one notebook.
+
+    Returns
+    -------
+    dict
+    """
+    return redact_urls_in(dict(parameters))
 
 
 def resolve_parameters(

@@ -106,7 +106,9 @@ def test_a_folder_with_two_outcome_tables_is_refused(tmp_path):
     outcomes.to_csv(folder / "outcomes.csv", index=False)
     load_dataset(str(folder))  # one table of each kind: fine
     outcomes.head(3).to_parquet(folder / "outcomes.parquet")
-    with pytest.raises(DataValidationError, match=r"2 outcomes tables \(outcomes.csv, outcomes.parquet\)"):
+    with pytest.raises(
+        DataValidationError, match=r"2 outcomes tables \(outcomes.csv, outcomes.parquet\)"
+    ):
         load_dataset(str(folder))
     (folder / "outcomes.parquet").rename(folder / "outcomes.parquet.bak")  # not a table name
     load_dataset(str(folder))
@@ -117,7 +119,9 @@ def test_collect_export_refuses_a_folder_that_holds_another_table(tmp_path, caps
     with FakeOpenAIServer() as server:
         from ecc_lib.collect import collect
 
-        collect(QUERIES.head(2), ["m1", "m2"], server.base_url, store, **fast(n_rewrites=0, n_decodes=1))
+        collect(
+            QUERIES.head(2), ["m1", "m2"], server.base_url, store, **fast(n_rewrites=0, n_decodes=1)
+        )
     out = tmp_path / "dataset"
     out.mkdir()
     (out / "outcomes.csv").write_text("query_id,model,score\nold,a,1\n")
@@ -266,7 +270,9 @@ def test_a_negative_seed_flag_is_one_line(tmp_path, capsys, command):
     path = tmp_path / "outcomes.csv"
     _outcomes().to_csv(path, index=False)
     queries = tmp_path / "queries.csv"
-    pd.DataFrame({"query_id": [f"q{q}" for q in range(12)], "text": "t"}).to_csv(queries, index=False)
+    pd.DataFrame({"query_id": [f"q{q}" for q in range(12)], "text": "t"}).to_csv(
+        queries, index=False
+    )
     extra = ["--queries", str(queries)] if command == "ecc" else []
     assert main([command, "--outcomes", str(path), *extra, "--seed", "-1"]) == 1
     assert "--seed must be a whole number >= 0, got -1" in capsys.readouterr().err
@@ -283,7 +289,9 @@ def test_a_bad_dask_scheduler_address_is_one_line(tmp_path, capsys, monkeypatch,
     assert main(["dars", "--outcomes", str(path), "--scheduler", address]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    assert _last_line(err).startswith(f"ecc-lab dars: error: cannot reach the Dask scheduler at '{address}'")
+    assert _last_line(err).startswith(
+        f"ecc-lab dars: error: cannot reach the Dask scheduler at '{address}'"
+    )
 
 
 def test_a_read_only_embedding_cache_warns_in_one_line_and_keeps_going(tmp_path, caplog):
