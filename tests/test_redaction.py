@@ -84,7 +84,9 @@ def test_a_key_in_the_endpoint_of_notebook_01_is_written_nowhere(tmp_path):
                 "n_boot": 20,
             }
         }
-        result = pipeline.run_pipeline(config=config, only="01,05", out=tmp_path / "run", progress=False)
+        result = pipeline.run_pipeline(
+            config=config, only="01,05", out=tmp_path / "run", progress=False
+        )
         assert {r["query"] for r in server.requests} == {f"api_key={SECRET}"}  # the key did go
     files = [p for p in result.run_dir.rglob("*") if p.is_file()]
     assert result.run_dir / "01_data.ipynb" in files and result.report_path in files
