@@ -306,13 +306,26 @@ class EmbeddingCache:
         """
         if len(digests) == 0:
             return None
-        self.write_dir.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.write_dir, suffix=".tmp")
-        os.close(handle)
-        with open(temporary, "wb") as stream:
-            np.savez(stream, digests=digests, vectors=vectors.astype(np.float32))
-        target = self.write_dir / f"shard-{time.time_ns()}-{digests[0].tobytes().hex()[:8]}.npz"
-        os.replace(temporary, target)
+        temporary = None
+        try:
+            self.write_dir.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.write_dir, suffix=".tmp")
+            os.close(handle)
+            with open(temporary, "wb") as stream:
+                np.savez(stream, digests=digests, vectors=vectors.astype(np.float32))
+            target = self.write_dir / f"shard-{time.time_ns()}-{digests[0].tobytes().hex()[:8]}.npz"
+            os.replace(temporary, target)
+        except OSError as error:  # read-only or full: the vectors are used, just not kept
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
+            logger.warning(
+                "embedding cache %s cannot be written (%s); %d new vector(s) are used but not "
+                "cached (set ECC_LIB_CACHE_DIR to a writable folder to keep them)",
+                self.write_dir,
+                error.strerror or type(error).__name__,
+                len(digests),
+            )
+            return None
         self._index = None
         return target
 

@@ -54,13 +54,23 @@ WRITE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".pq", ".jsonl", ".ndjson
 """Extensions :func:`write_table` writes (and :func:`read_table` reads)."""
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV, TSV, Parquet, JSONL/NDJSON/JSON or pickle file by its extension.
+PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle")
+"""Pickles: unpickling runs code, so user data in them is refused (CSV, Parquet, JSONL only)."""
+
+
+def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
+    """Read a CSV, TSV, Parquet or JSONL/NDJSON/JSON file by its extension.
+
+    A pickle (``.pkl``, ``.pickle``) is refused with a message naming the file: unpickling runs
+    whatever code the file holds, so a dataset folder or ``--outcomes`` file is never unpickled.
 
     Parameters
     ----------
     path : str or Path
         The file.
+    allow_pickle : bool, default False
+        Read a pickle anyway; only for the RouterBench release downloaded by
+        :func:`load_public` (that dataset ships as a pickled DataFrame).
 
     Returns
     -------
@@ -71,13 +81,20 @@ def read_table(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         The file does not exist.
     DataValidationError
-        The extension is unknown or the file cannot be parsed (the message names the file).
+        The extension is unknown, the file is a pickle, or it cannot be parsed (the message names
+        the file).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
     suffix = suffixes[-1] if suffixes else ""
+    if suffix in PICKLE_SUFFIXES and not allow_pickle:
+        raise DataValidationError(
+            f"{path}: refusing to read a pickle (unpickling a file runs any code it holds); "
+            "convert it to .parquet, .csv or .jsonl where you trust it, e.g. "
+            "pd.read_pickle(path).to_parquet(...)"
+        )
     try:
         if suffix in (".csv", ".tsv"):
             ids = dict.fromkeys(ID_COLUMNS, str)
@@ -87,14 +104,13 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if suffix in (".jsonl", ".ndjson", ".json"):
             # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
             return pd.read_json(path, lines=suffix != ".json", dtype=False)
-        if suffix in (".pkl", ".pickle"):
-            # RouterBench ships pickled DataFrames; only open pickles you trust.
+        if suffix in PICKLE_SUFFIXES:  # allow_pickle: the downloaded RouterBench release only
             return pd.read_pickle(path)
     except (ValueError, OSError, pd.errors.ParserError) as error:
         raise DataValidationError(f"{path}: could not be read as {suffix[1:]}: {error}") from error
     raise DataValidationError(
-        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl (.ndjson), "
-        ".json or .pkl"
+        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl (.ndjson) "
+        "or .json"
     )
 
 
@@ -612,7 +628,7 @@ def load_public(
     files = sorted(p for p in folder.rglob("*") if p.suffix in (".pkl", ".parquet"))
     if not files:
         raise FileNotFoundError(f"no data file found for '{name}' under {folder}")
-    frame = pd.concat([read_table(f) for f in files], ignore_index=True)
+    frame = pd.concat([read_table(f, allow_pickle=True) for f in files], ignore_index=True)
     return parser(frame, source=name)
 
 
@@ -627,17 +643,50 @@ def dataset_files(folder: str | Path) -> dict[str, Path] | None:
     Returns
     -------
     dict or None
-        The first file of each kind in sorted order; None when ``folder`` is not a folder or
-        lacks either file.
+        The table of each kind (a file ``queries.<table suffix>``, see :data:`TABLE_SUFFIXES`);
+        None when ``folder`` is not a folder or lacks either file.
+
+    Raises
+    ------
+    DataValidationError
+        The folder holds two tables of one kind (``outcomes.csv`` and ``outcomes.parquet``, say):
+        which one is meant is not guessed.
     """
     folder = Path(folder)
     if not folder.is_dir():
         return None
-    found = {
-        kind: next(iter(sorted(p for p in folder.glob(f"{kind}.*") if p.is_file())), None)
-        for kind in ("queries", "outcomes")
-    }
-    return found if all(found.values()) else None
+    found: dict[str, Path | None] = {}
+    for kind in ("queries", "outcomes"):
+        tables = sorted(p for p in folder.glob(f"{kind}.*") if p.is_file() and is_table_file(p))
+        if len(tables) > 1:
+            raise DataValidationError(
+                f"folder {folder} holds {len(tables)} {kind} tables "
+                f"({', '.join(p.name for p in tables)}); keep one (which one is meant is not "
+                "guessed)"
+            )
+        found[kind] = tables[0] if tables else None
+    return found if all(found.values()) else None  # type: ignore[return-value]
+
+
+TABLE_SUFFIXES: tuple[str, ...] = (
+    ".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", *PICKLE_SUFFIXES,
+)  # fmt: skip
+"""Suffixes of the files :func:`dataset_files` takes for tables (a pickle is found, then refused)."""
+
+
+def is_table_file(path: str | Path) -> bool:
+    """True when ``path``'s suffix (before ``.gz``, ``.bz2``, ``.zst``) is a table suffix.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    bool
+    """
+    suffixes = [s.lower() for s in Path(path).suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
+    return bool(suffixes) and suffixes[-1] in TABLE_SUFFIXES
 
 
 def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -139,6 +139,44 @@ def mark_interrupted(executed: str | os.PathLike, reason: str) -> int | None:
     return stopped
 
 
+def scrub_credentials(executed: str | os.PathLike, parameters: Mapping[str, Any]) -> int:
+    """Redact, in an executed copy, every URL of ``parameters`` that carries credentials.
+
+    papermill writes the injected parameters (cell source and ``metadata.papermill``) and the
+    outputs verbatim; the copy is rewritten with :func:`ecc_lib.redaction.redact_url`'s form of
+    each such URL (also JSON- and ``repr``-escaped, percent-encoded, and the bare credential
+    values of 8 characters or more).
+
+    Parameters
+    ----------
+    executed : path
+        The executed copy (nothing happens when it does not exist).
+    parameters : mapping
+        The parameters it was executed with.
+
+    Returns
+    -------
+    int
+        Replacements made.
+    """
+    from ecc_lib.redaction import secret_replacements
+
+    executed = Path(executed)
+    pairs = secret_replacements(parameters)
+    if not pairs or not executed.is_file():
+        return 0
+    text = executed.read_text(encoding="utf-8")
+    count = 0
+    for raw, clean in pairs.items():
+        count += text.count(raw)
+        text = text.replace(raw, clean)
+    if count:
+        temporary = executed.with_name(f".{executed.name}.scrub")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, executed)
+    return count
+
+
 # --------------------------------------------------------------------------------------------
 # execution
 
@@ -236,6 +274,8 @@ def execute_notebook(
     """Execute one notebook with papermill in the current interpreter.
 
     ``blas_threads`` limits OpenBLAS threads in the kernel (see :func:`kernel_environment`).
+    The executed copy never keeps credentials found in URLs of ``parameters`` (see
+    :func:`scrub_credentials`), whether the run succeeds or not.
 
     Parameters
     ----------
@@ -263,6 +303,23 @@ def execute_notebook(
     KeyboardInterrupt
         Re-raised after marking the copy as interrupted (also :class:`RunInterrupted`).
     """
+    notebook, output = Path(notebook), Path(output)
+    try:
+        _execute(notebook, output, parameters, cwd, timeout, start_timeout, blas_threads)
+    finally:
+        scrub_credentials(output, parameters)
+
+
+def _execute(
+    notebook: Path,
+    output: Path,
+    parameters: Mapping[str, Any],
+    cwd: str | os.PathLike | None,
+    timeout: float | None,
+    start_timeout: float,
+    blas_threads: int | None,
+) -> None:
+    """:func:`execute_notebook` without the scrubbing."""
     papermill = require("papermill", extra="notebooks", purpose="running notebooks")
     nbformat = require("nbformat", extra="notebooks", purpose="running notebooks")
     CellTimeoutError = require("nbclient.exceptions", extra="notebooks").CellTimeoutError
@@ -270,7 +327,6 @@ def execute_notebook(
         "papermill.exceptions", extra="notebooks"
     ).PapermillExecutionError
 
-    notebook, output = Path(notebook), Path(output)
     try:
         papermill.execute_notebook(
             str(notebook),

@@ -36,6 +36,7 @@ from ecc_lib.run_config import (
     discover_notebooks,
     load_config,
     notebook_parameters,
+    recorded_parameters,
     resolve_parameters,
     select_notebooks,
 )
@@ -210,8 +211,8 @@ def run_pipeline(
             bar.set_postfix_str(notebook.stem)
             params = dict(resolved[notebook.stem])
             params["run_dir"] = str(context.run_dir)
-            run_record["parameters"][notebook.stem] = params
-            result.parameters[notebook.stem] = params
+            run_record["parameters"][notebook.stem] = recorded_parameters(params)
+            result.parameters[notebook.stem] = recorded_parameters(params)
             executed = context.run_dir / notebook.name
             tick = time.perf_counter()
             try:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ecc_lib import paths
 from ecc_lib._optional import require
+from ecc_lib.redaction import redact_urls_in
 
 logger = logging.getLogger(__name__)
 RESERVED_PARAMETERS = ("run_dir",)
@@ -37,6 +38,33 @@ class UnknownParameterError(ValueError):
 
 class ParameterTypeError(ValueError):
     """A configured value does not have the type of the notebook's default."""
+
+
+class ParameterValueError(ValueError):
+    """A configured value is out of its range (``n_boot: 0``, ``seed: -1``)."""
+
+
+PARAMETER_MINIMA: dict[str, int] = {
+    "seed": 0,
+    "split_seed": 0,
+    "max_queries": 0,
+    "change_draws": 0,
+    "n_probes": 0,
+    "n_boot": 1,
+    "n_seeds": 1,
+    "n_runs": 1,
+    "n_draws": 1,
+    "n_pairs": 1,
+    "n_clusters": 1,
+    "ecc_router_clusters": 1,
+    "n_capabilities": 1,
+    "n_queries": 1,
+    "max_iter": 1,
+    "collect_decodes": 1,
+    "collect_rewrites": 0,
+}
+"""Smallest value of the notebooks' whole-number parameters (seeds are numpy seeds: >= 0; a
+bootstrap needs a resample), checked before any notebook runs."""
 
 
 class ConfigError(ValueError):
@@ -245,6 +273,23 @@ def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any
         )
 
 
+def recorded_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as they are written down (``run.json``, ``metrics.json``, the executed
+    notebook): every URL with its credentials redacted (:func:`ecc_lib.redaction.redact_url`).
+    The notebook itself is given the real values.
+
+    Parameters
+    ----------
+    parameters : mapping
+        Parameters of one notebook.
+
+    Returns
+    -------
+    dict
+    """
+    return redact_urls_in(dict(parameters))
+
+
 def resolve_parameters(
     notebooks: Sequence[Path],
     config: Mapping[str, Any],
@@ -278,6 +323,8 @@ def resolve_parameters(
         A parameter or section that no notebook declares.
     ParameterTypeError
         A value of another type than the notebook's declared type.
+    ParameterValueError
+        A whole number below its :data:`PARAMETER_MINIMA` (``n_boot: 0``, ``seed: -1``).
     """
     if dataset is not None:
         looks_like_path = os.sep in dataset or "/" in dataset or dataset.startswith(".")
@@ -335,6 +382,12 @@ def resolve_parameters(
                 chosen["cost_dataset"] = ""
         for key, value in chosen.items():
             _check_type(stem, key, value, params[key])
+            low = PARAMETER_MINIMA.get(key)
+            if low is not None and isinstance(value, int) and value < low:
+                raise ParameterValueError(
+                    f"parameter {key!r} of {stem} must be >= {low}, got {value!r}"
+                    + (" (seeds are whole numbers >= 0)" if "seed" in key else "")
+                )
             if key in PATH_PARAMETERS:
                 chosen[key] = resolve_path_value(value)
         resolved[stem] = chosen

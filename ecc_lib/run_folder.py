@@ -44,6 +44,7 @@ import pandas as pd
 
 from ecc_lib import paths
 from ecc_lib._optional import require
+from ecc_lib.redaction import redact_urls_in
 from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -329,7 +330,8 @@ def save_latex_table(
 
 
 def _write_json(path: Path, payload: Any) -> None:
-    text = json.dumps(to_jsonable(payload), indent=2, sort_keys=True, allow_nan=False)
+    payload = redact_urls_in(to_jsonable(payload))  # no credentials in a recorded URL
+    text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
     path.write_text(text + "\n", encoding="utf-8")
 
 

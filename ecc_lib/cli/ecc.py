@@ -289,6 +289,8 @@ def _run(args: argparse.Namespace) -> int:
     from ecc_lib.ecc_protocol import default_methods
     from ecc_lib.ecc_seeds import run_seeds
 
+    if args.seed < 0:
+        raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
     if args.pairs < 2:

@@ -22,6 +22,8 @@ USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("ecc_lib.collect.errors", "CollectError"),
     ("ecc_lib.notebook_execution", "NotebookExecutionError"),
     ("ecc_lib.schema", "DataValidationError"),
+    ("ecc_lib.cli.init", "InitError"),
+    ("ecc_lib.distributed.scheduler", "SchedulerError"),
     ("builtins", "FileNotFoundError"),
     ("builtins", "FileExistsError"),
     ("builtins", "ValueError"),
