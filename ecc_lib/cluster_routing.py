@@ -19,7 +19,12 @@ import pandas as pd
 
 from ecc_lib.comparisons import Comparisons, score_matrix
 from ecc_lib.ecc_protocol import ProtocolData
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.metrics import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    mean_with_replicates,
+    paired_difference,
+)
 from ecc_lib.probe_leak import probe_models
 from ecc_lib.probe_strategies import ProbeStrategy, probe_responsibilities, select_probes
 from ecc_lib.serialization import to_jsonable
@@ -156,12 +161,16 @@ class RoutingResult:
         ``{setting: {method: model index per test query}}``.
     has_costs : bool
     params : dict
+    differences : dict
+        ``{setting: {"ecc_minus_<method>": {"estimate", "ci95"}}}``: routed score of ECC minus
+        each other row, with a paired bootstrap interval (one shared resample of test queries).
     """
 
     table: pd.DataFrame
     choices: dict = field(repr=False)
     has_costs: bool = False
     params: dict = field(default_factory=dict)
+    differences: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-ready: ``{setting: {method: {"score", "ci95", "cost"}}}`` plus top-level
@@ -173,16 +182,20 @@ class RoutingResult:
             Also holds ``settings``, ``has_costs`` and ``params``; each cell also has
             ``n_queries``.
         """
-        out: dict = {"settings": list(ROUTING_SETTINGS)}
+        settings = list(self.params.get("settings", ROUTING_SETTINGS))
+        out: dict = {"settings": settings}
         for row in self.table.itertuples():
             out.setdefault(row.setting, {})[row.method] = {
                 "score": row.score,
                 "ci95": [row.score_low, row.score_high],
                 "cost": row.cost,
                 "n_queries": row.n_queries,
+                "same_as_global": bool(getattr(row, "same_as_global", False)),
             }
-        out["oracle"] = out["probe"]["oracle"]
-        out["probe_winner"] = out["probe"]["probe_winner"]
+        first = "probe" if "probe" in out else settings[0]
+        out["oracle"] = out[first]["oracle"]
+        out["probe_winner"] = out.get("probe", {}).get("probe_winner")
+        out["differences"] = self.differences
         out["has_costs"] = self.has_costs
         out["params"] = self.params
         return to_jsonable(out)
@@ -233,25 +246,26 @@ def routing_experiment(
     costs = _cost_matrix(outcomes, data)
     n_test = scores.shape[0]
     index = bootstrap_indices(n_test, n_boot, random_state)
-    rows, all_choices = [], {}
+    rows, all_choices, replicates = [], {}, {}
+    settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
 
-    def add(setting, method, per_query_score, per_query_cost):
+    def add(setting, method, per_query_score, per_query_cost, same_as_global=False):
         ok = np.isfinite(per_query_score)
         if not ok.any():
             return
-        vals = np.where(ok, per_query_score, 0.0)
-        reps = vals[index].sum(axis=1) / np.maximum(ok[index].sum(axis=1), 1)
-        low, high = percentile_interval(reps, confidence)
+        score, (low, high), reps = mean_with_replicates(per_query_score, index, confidence)
+        replicates.setdefault(setting, {})[method] = (score, reps)
         cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
         rows.append(
             {
                 "setting": setting,
                 "method": method,
-                "score": float(per_query_score[ok].mean()),
+                "score": score,
                 "score_low": low,
                 "score_high": high,
                 "cost": cost,
                 "n_queries": int(ok.sum()),
+                "same_as_global": bool(same_as_global),
             }
         )
 
@@ -261,7 +275,7 @@ def routing_experiment(
         safe = np.maximum(choice, 0)
         return np.where(choice >= 0, matrix[np.arange(n_test), safe], np.nan)
 
-    for setting in ROUTING_SETTINGS:
+    for setting in settings:
         choices = route_choices(
             data, fitted, setting, n_probes, probe_evidence, probe_strategy, random_state
         )
@@ -283,21 +297,37 @@ def routing_experiment(
 
         all_choices[setting] = choices
         for name, choice in choices.items():
-            add(setting, name, picked(scores, choice), charged(choice))
+            # e.g. comp_only without a probe: nothing tells its queries apart, it routes as global
+            same = name != "global" and np.array_equal(choice, choices["global"])
+            add(setting, name, picked(scores, choice), charged(choice), same)
         with np.errstate(invalid="ignore"):
             masked = np.where(allowed, scores, np.nan)
             n_allowed = allowed.sum(axis=1)
             random_score = np.where(n_allowed > 0, np.nansum(masked, axis=1) / n_allowed, np.nan)
             random_cost = None
             if costs is not None:
-                random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
                 if setting == "probe_cost":
-                    random_cost = charge + random_cost
+                    # a probe model's answer is already paid for: charge it once, not twice
+                    unpaid = np.where(in_probe, 0.0, costs)
+                    random_cost = charge + np.nanmean(np.where(allowed, unpaid, np.nan), axis=1)
+                else:
+                    random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
         add(setting, "random", random_score, random_cost)
         oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
         if setting != "probe_cost":
             add(setting, "oracle", picked(scores, oracle), picked(costs, oracle))
+    differences = {}
+    for setting, arms in replicates.items():
+        if "ecc" not in arms:
+            continue
+        e_score, e_reps = arms["ecc"]
+        differences[setting] = {
+            f"ecc_minus_{name}": paired_difference(e_score, e_reps, score, reps, confidence)
+            for name, (score, reps) in arms.items()
+            if name != "ecc"
+        }
     params = {
+        "settings": list(settings),
         "n_probes": n_probes,
         "probe_evidence": probe_evidence,
         "probe_strategy": probe_strategy if isinstance(probe_strategy, str) else "custom",
@@ -305,7 +335,11 @@ def routing_experiment(
         "random_state": random_state,
     }
     return RoutingResult(
-        table=pd.DataFrame(rows), choices=all_choices, has_costs=costs is not None, params=params
+        table=pd.DataFrame(rows),
+        choices=all_choices,
+        has_costs=costs is not None,
+        params=params,
+        differences=differences,
     )
 
 

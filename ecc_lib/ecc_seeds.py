@@ -300,7 +300,7 @@ def run_seeds(
                     data,
                     result.fitted,
                     outcomes=outcomes,
-                    n_probes=n_probes,
+                    n_probes=result.n_probes,  # 0 on two-model data (single_pair_settings)
                     probe_evidence=probe_evidence,
                     probe_strategy=probe_strategy,
                     n_boot=n_boot,
@@ -363,6 +363,7 @@ def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = Non
                     "score": cell["score"],
                     "score_low": cell["ci95"][0],
                     "score_high": cell["ci95"][1],
+                    "same_as_global": bool(cell.get("same_as_global", False)),
                     "per_seed": [(s, c["score"], *c["ci95"]) for s, c in cells],
                 }
             )
@@ -392,6 +393,7 @@ def routing_metrics(table: pd.DataFrame) -> dict:
             "score": row.score,
             "ci95": [row.score_low, row.score_high],
             "cost_mean": row.cost_mean,
+            "same_as_global": bool(getattr(row, "same_as_global", False)),
         }
     return to_jsonable(out)
 

@@ -108,9 +108,11 @@ class LabelInformedECC(ECC):
     cv_folds : int, default 3
     cv_probes : int, default 1
         Probe comparisons of a held-out query in the cross-validation score.
-    cv_pairs : {"all", "disjoint"}, default "all"
-        Held-out pairs of the cross-validation score: all pairs after the probe, or only those
-        disjoint from the probe's models (the leak-free reading).
+    cv_pairs : {"disjoint", "all"}, default "disjoint"
+        Held-out pairs of the cross-validation score: only those disjoint from the probe's
+        models (the leak-free reading, the default since issue 23: on pairs the probe decides,
+        the weight is chosen for what the probe reveals), or all pairs after the probe. Both
+        readings' choices are kept in ``label_weight_by_reading_``.
     smoothing : float, default 1.0
         Dirichlet pseudo-count of the prior (see :func:`category_log_prior`).
     prior : {"absolute", "relative"}, default "absolute"
@@ -128,6 +130,9 @@ class LabelInformedECC(ECC):
         weight was given).
     cv_table_ : dict
         The same for both readings, ``{"all": {...}, "disjoint": {...}}``.
+    label_weight_by_reading_ : dict
+        The weight each reading would choose, ``{"all": w, "disjoint": w}`` (empty when the
+        weight was given).
     categories_ : ndarray of str
         Categories seen in training, sorted.
     log_prior_ : ndarray (n_categories, K)
@@ -144,7 +149,7 @@ class LabelInformedECC(ECC):
         label_weights: tuple[float, ...] = DEFAULT_LABEL_WEIGHTS,
         cv_folds: int = DEFAULT_CV_FOLDS,
         cv_probes: int = 1,
-        cv_pairs: str = "all",
+        cv_pairs: str = "disjoint",
         smoothing: float = 1.0,
         prior: str = "absolute",
         max_iter: int = 100,
@@ -220,13 +225,23 @@ class LabelInformedECC(ECC):
         fold = rng.permutation(n) % int(self.cv_folds)
         losses = {c: {float(w): 0.0 for w in self.label_weights} for c in CV_PAIRS}
         n_scored = dict.fromkeys(CV_PAIRS, 0)
+        # a held-out query gets its probe as a test query would; with one pair per query (two
+        # models) there is no probe, as in the protocol (single_pair_settings)
+        max_pairs = int(comparisons.pairs_per_query().max()) if len(comparisons) else 0
+        n_probes = min(int(self.cv_probes), max(max_pairs - 1, 0))
         for f in range(int(self.cv_folds)):
             held = fold == f
             train, test = comparisons.select_queries(~held), comparisons.select_queries(held)
-            probe, scored = split_probe(test, int(self.cv_probes))
+            probe, scored = split_probe(test, n_probes)
+            if n_probes == 0:
+                probe = None
             if len(scored) == 0:
                 continue
-            keep = disjoint_from_probe(scored, probe)
+            keep = (
+                np.ones(len(scored), dtype=bool)
+                if probe is None
+                else disjoint_from_probe(scored, probe)
+            )
             n_scored["all"] += len(scored)
             n_scored["disjoint"] += int(keep.sum())
             cats, codes = np.unique(lab[~held], return_inverse=True)
@@ -244,7 +259,10 @@ class LabelInformedECC(ECC):
             raise ValueError(
                 f"cross-validation of label_weight found no scored comparisons ({self.cv_pairs})"
             )
-        return {c: {w: v / max(n_scored[c], 1) for w, v in losses[c].items()} for c in CV_PAIRS}
+        return {
+            c: {w: (v / n_scored[c] if n_scored[c] else float("nan")) for w, v in losses[c].items()}
+            for c in CV_PAIRS
+        }
 
     def _sub(self, weight: float) -> LabelInformedECC:
         params = self.get_params()
@@ -289,11 +307,17 @@ class LabelInformedECC(ECC):
         if self.label_weight == "cv":
             self.cv_table_ = self._cross_validate(x, comparisons, lab)
             self.cv_scores_ = self.cv_table_[self.cv_pairs]
+            self.label_weight_by_reading_ = {
+                reading: float(min(table, key=lambda w, t=table: (t[w], w)))
+                for reading, table in self.cv_table_.items()
+                if all(np.isfinite(list(table.values())))
+            }
             weight = min(self.cv_scores_, key=lambda w: (self.cv_scores_[w], w))
             logger.info("ecc_labels: label weight %.3g chosen by %d-fold CV", weight, self.cv_folds)
         else:
             self.cv_table_ = {}
             self.cv_scores_ = {}
+            self.label_weight_by_reading_ = {}
             weight = float(self.label_weight)
         cats, codes = np.unique(lab, return_inverse=True)
         self._fit_weight(x, comparisons, codes, len(cats), weight)
