@@ -969,7 +969,7 @@ def _label_weights(fitted: dict) -> dict | None:
         return None
     return {
         "chosen": float(model.label_weight_),
-        "cv_pairs": getattr(model, "cv_pairs", None),
+        "cv_pairs": getattr(model, "cv_pairs_used_", None),
         "by_reading": dict(getattr(model, "label_weight_by_reading_", {}) or {}),
     }
 

@@ -130,6 +130,9 @@ class LabelInformedECC(ECC):
         weight was given).
     cv_table_ : dict
         The same for both readings, ``{"all": {...}, "disjoint": {...}}``.
+    cv_pairs_used_ : str or None
+        The reading the weight was chosen on: ``cv_pairs``, or ``"all"`` where no held-out pair
+        is disjoint from the probe (three models); None when the weight was given.
     label_weight_by_reading_ : dict
         The weight each reading would choose, ``{"all": w, "disjoint": w}`` (empty when the
         weight was given).
@@ -255,10 +258,8 @@ class LabelInformedECC(ECC):
                 nll = comparison_nll(p, scored.y)
                 losses["all"][w] += float(nll.sum())
                 losses["disjoint"][w] += float(nll[keep].sum())
-        if n_scored[self.cv_pairs] == 0:
-            raise ValueError(
-                f"cross-validation of label_weight found no scored comparisons ({self.cv_pairs})"
-            )
+        if n_scored["all"] == 0:
+            raise ValueError("cross-validation of label_weight found no scored comparisons")
         return {
             c: {w: (v / n_scored[c] if n_scored[c] else float("nan")) for w, v in losses[c].items()}
             for c in CV_PAIRS
@@ -306,7 +307,16 @@ class LabelInformedECC(ECC):
         x = np.asarray(embeddings)
         if self.label_weight == "cv":
             self.cv_table_ = self._cross_validate(x, comparisons, lab)
-            self.cv_scores_ = self.cv_table_[self.cv_pairs]
+            reading = self.cv_pairs
+            if not all(np.isfinite(list(self.cv_table_[reading].values()))):
+                # e.g. three models: every held-out pair touches the probe's two models
+                logger.warning(
+                    "ecc_labels: no held-out pair is disjoint from the probe; label weight "
+                    "chosen on all held-out pairs"
+                )
+                reading = "all"
+            self.cv_pairs_used_ = reading
+            self.cv_scores_ = self.cv_table_[reading]
             self.label_weight_by_reading_ = {
                 reading: float(min(table, key=lambda w, t=table: (t[w], w)))
                 for reading, table in self.cv_table_.items()
@@ -318,6 +328,7 @@ class LabelInformedECC(ECC):
             self.cv_table_ = {}
             self.cv_scores_ = {}
             self.label_weight_by_reading_ = {}
+            self.cv_pairs_used_ = None
             weight = float(self.label_weight)
         cats, codes = np.unique(lab, return_inverse=True)
         self._fit_weight(x, comparisons, codes, len(cats), weight)

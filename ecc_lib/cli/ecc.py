@@ -147,7 +147,7 @@ def format_result(result) -> str:
     """
     reasons = result.params.get("left_out_reasons") or {}
     why = (
-        " (" + ", ".join(f"{n} {reason}" for reason, n in reasons.items()) + ")" if reasons else ""
+        ": " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()) if reasons else ""
     )
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
@@ -176,7 +176,7 @@ def format_result(result) -> str:
             f"{name.replace('_minus_', ' - ')}: {_number(diff['estimate'])} pp "
             f"{_interval(diff['ci95'])}"
         )
-        if disjoint is not None:
+        if disjoint is not None and disjoint["estimate"] == disjoint["estimate"]:
             text += (
                 f"; on pairs disjoint from the probe: {_number(disjoint['estimate'])} pp "
                 f"{_interval(disjoint['ci95'])}"
