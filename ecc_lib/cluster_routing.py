@@ -89,7 +89,8 @@ def route_choices(
     labels): what a router knows before calling any model; nothing of the test outcomes is read.
     ``probe`` and ``probe_cost``: the ECC formula with the query's probe (embedding + probe
     evidence). ``probe_outside``: as ``probe``, but the choice is restricted to models outside the
-    probe's pair(s). A method routes to ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')``
+    probe's pair(s) (each method's own probe; under a model-dependent strategy they differ from
+    the reference probe of ``probe_winner``, random and oracle). A method routes to ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')``
     among the models with an outcome on the query (the paper's routing rule).
 
     Parameters
@@ -127,10 +128,12 @@ def route_choices(
         if n_probes < 1:
             raise ValueError(f"the {setting!r} setting needs n_probes >= 1")
         reference_probe = select_probes(data, None, n_probes, None, probe_strategy, random_state)[0]
+    observed = allowed
     if setting == "probe_outside":
         allowed = allowed & ~probe_models(reference_probe)
     choices = {}
     for name, model in fitted.items():
+        own_allowed = allowed
         if setting == "no_probe":
             resp = probe_responsibilities(
                 model, data.x_test, None, "embedding", data.labels_test, probe_evidence
@@ -140,7 +143,9 @@ def route_choices(
             resp = probe_responsibilities(
                 model, data.x_test, probe, "both", data.labels_test, probe_evidence
             )
-        choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), allowed)
+            if setting == "probe_outside":  # outside the pair(s) this method itself has read
+                own_allowed = observed & ~probe_models(probe)
+        choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), own_allowed)
     if setting in ("probe", "probe_cost"):
         choices["probe_winner"] = probe_winner(reference_probe, n_test, m)
     choices["_allowed"] = allowed
@@ -222,7 +227,12 @@ def routing_experiment(
     so it is an upper bound of what the probe alone reveals). ``probe_outside`` restricts every
     choice, the random and the oracle to the models outside the probe's pair(s), so no router is
     judged on an outcome it has read. ``probe_cost`` charges the probe: cost = cost of the probe's
-    models + cost of the routed model unless it is one of them (its answer is already paid for).
+    models + cost of the routed model unless it is one of them (its answer is already paid for);
+    for ``random`` the expected cost of a uniform choice under the same rule (a probe model is
+    not charged twice, issue 23). A method whose choices equal ``global``'s on every query (e.g.
+    ``comp_only`` without a probe: nothing tells its queries apart) is marked ``same_as_global``.
+    Without a probe (``n_probes = 0``, two-model data) only ``no_probe`` runs.
+    ``differences`` holds ECC minus every other row with paired intervals (same resamples).
 
     Parameters
     ----------

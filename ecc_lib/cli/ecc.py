@@ -146,9 +146,7 @@ def format_result(result) -> str:
     str
     """
     reasons = result.params.get("left_out_reasons") or {}
-    why = (
-        ": " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()) if reasons else ""
-    )
+    why = ": " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()) if reasons else ""
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
         f"({result.n_input_queries - result.n_queries} with fewer than "
