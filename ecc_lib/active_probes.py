@@ -38,7 +38,7 @@ from scipy.special import expit, log_softmax
 from ecc_lib.bradley_terry import log_sigmoid
 from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE, Comparisons, snap_ties, split_probe
 from ecc_lib.ecc import comparison_nll, evidence
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, paired_difference, ratio_gain
 from ecc_lib.probe_leak import probe_models
 
 logger = logging.getLogger(__name__)
@@ -530,19 +530,19 @@ def probe_strategy_comparison(
     by = {r["strategy"]: r for r in rows}
     ref = by["first"]["reference_by_query"]
     index = bootstrap_indices(len(ref), n_boot, random_state)
-    ref_rep = ref[index].sum(axis=1)
-    gain_rep = {
-        s: 100.0 * (ref_rep - r["loss_by_query"][index].sum(axis=1)) / ref_rep
-        for s, r in by.items()
-    }
+    gains = {s: ratio_gain(ref, r["loss_by_query"], index) for s, r in by.items()}
+    paired = paired_difference(
+        gains[strategy][0], gains[strategy][2], gains["first"][0], gains["first"][2]
+    )
     out = {
         "strategy": strategy,
         "criterion": criterion,
         "n_probes": int(n_probes),
         "n_shared_pairs": by["first"]["n_shared_pairs"],
         "gain": {s: r["gain"] for s, r in by.items()},
+        "gain_ci95": {s: g[1] for s, g in gains.items()},
         "difference": by[strategy]["gain"] - by["first"]["gain"],
-        "difference_ci95": percentile_interval(gain_rep[strategy] - gain_rep["first"]),
+        "difference_ci95": paired["ci95"],
         "curve": [],
     }
     if curve:

@@ -116,7 +116,10 @@ def route_choices(
     dict
         ``{method: ndarray of model index per test query}`` (-1 where no model is allowed), plus
         ``"probe_winner"`` in the probe settings. Also returns the allowed mask under key
-        ``"_allowed"`` and the reference probe (None in ``no_probe``) under ``"_probe"``.
+        ``"_allowed"``, the reference probe (None in ``no_probe``) under ``"_probe"`` and, under
+        ``"_query_independent"``, whether each method gave every query the same
+        responsibilities (it then knows nothing of the query, e.g. ``comp_only`` without a
+        probe).
     """
     if setting not in ROUTING_SETTINGS:
         raise ValueError(f"setting must be one of {ROUTING_SETTINGS}, got {setting!r}")
@@ -129,6 +132,7 @@ def route_choices(
             raise ValueError(f"the {setting!r} setting needs n_probes >= 1")
         reference_probe = select_probes(data, None, n_probes, None, probe_strategy, random_state)[0]
     observed = allowed
+    constant = {}
     if setting == "probe_outside":
         allowed = allowed & ~probe_models(reference_probe)
     choices = {}
@@ -146,10 +150,13 @@ def route_choices(
             if setting == "probe_outside":  # outside the pair(s) this method itself has read
                 own_allowed = observed & ~probe_models(probe)
         choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), own_allowed)
+        # e.g. comp_only without a probe: every query gets the same responsibilities
+        constant[name] = bool(len(resp) > 1 and np.all(np.ptp(resp, axis=0) <= 1e-9))
     if setting in ("probe", "probe_cost"):
         choices["probe_winner"] = probe_winner(reference_probe, n_test, m)
     choices["_allowed"] = allowed
     choices["_probe"] = reference_probe
+    choices["_query_independent"] = constant
     return choices
 
 
@@ -196,6 +203,7 @@ class RoutingResult:
                 "cost": row.cost,
                 "n_queries": row.n_queries,
                 "same_as_global": bool(getattr(row, "same_as_global", False)),
+                "query_independent": bool(getattr(row, "query_independent", False)),
             }
         first = "probe" if "probe" in out else settings[0]
         out["oracle"] = out[first]["oracle"]
@@ -229,8 +237,10 @@ def routing_experiment(
     judged on an outcome it has read. ``probe_cost`` charges the probe: cost = cost of the probe's
     models + cost of the routed model unless it is one of them (its answer is already paid for);
     for ``random`` the expected cost of a uniform choice under the same rule (a probe model is
-    not charged twice, issue 23). A method whose choices equal ``global``'s on every query (e.g.
-    ``comp_only`` without a probe: nothing tells its queries apart) is marked ``same_as_global``.
+    not charged twice, issue 23). A method that gives every query the same responsibilities
+    (``comp_only`` without a probe: nothing tells its queries apart) is marked
+    ``query_independent``; one whose choices equal ``global``'s on every query
+    ``same_as_global``.
     Without a probe (``n_probes = 0``, two-model data) only ``no_probe`` runs.
     ``differences`` holds ECC minus every other row with paired intervals (same resamples).
 
@@ -259,7 +269,7 @@ def routing_experiment(
     rows, all_choices, replicates = [], {}, {}
     settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
 
-    def add(setting, method, per_query_score, per_query_cost, same_as_global=False):
+    def add(setting, method, per_query_score, per_query_cost, same_as_global=False, fixed=False):
         ok = np.isfinite(per_query_score)
         if not ok.any():
             return
@@ -276,6 +286,7 @@ def routing_experiment(
                 "cost": cost,
                 "n_queries": int(ok.sum()),
                 "same_as_global": bool(same_as_global),
+                "query_independent": bool(fixed),
             }
         )
 
@@ -291,6 +302,7 @@ def routing_experiment(
         )
         allowed = choices.pop("_allowed")
         probe = choices.pop("_probe")
+        fixed = choices.pop("_query_independent")
         charge = np.zeros(n_test)
         in_probe = np.zeros_like(allowed) if probe is None else probe_models(probe)
         if probe is not None and costs is not None and setting == "probe_cost":
@@ -309,7 +321,9 @@ def routing_experiment(
         for name, choice in choices.items():
             # e.g. comp_only without a probe: nothing tells its queries apart, it routes as global
             same = name != "global" and np.array_equal(choice, choices["global"])
-            add(setting, name, picked(scores, choice), charged(choice), same)
+            add(
+                setting, name, picked(scores, choice), charged(choice), same, fixed.get(name, False)
+            )
         with np.errstate(invalid="ignore"):
             masked = np.where(allowed, scores, np.nan)
             n_allowed = allowed.sum(axis=1)

@@ -364,6 +364,7 @@ def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = Non
                     "score_low": cell["ci95"][0],
                     "score_high": cell["ci95"][1],
                     "same_as_global": bool(cell.get("same_as_global", False)),
+                    "query_independent": bool(cell.get("query_independent", False)),
                     "per_seed": [(s, c["score"], *c["ci95"]) for s, c in cells],
                 }
             )
@@ -394,6 +395,7 @@ def routing_metrics(table: pd.DataFrame) -> dict:
             "ci95": [row.score_low, row.score_high],
             "cost_mean": row.cost_mean,
             "same_as_global": bool(getattr(row, "same_as_global", False)),
+            "query_independent": bool(getattr(row, "query_independent", False)),
         }
     return to_jsonable(out)
 

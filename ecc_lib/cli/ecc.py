@@ -323,8 +323,11 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
             if over_seeds:
                 mean, sd = over_seeds[setting][method]["score"]
                 text += f"  ({mean:.3f} +- {_number(sd, '.3f')})"
-            if cell.get("same_as_global"):
-                text += "  (= global: routes every query as the global ranking)"
+            if cell.get("query_independent"):
+                text += "  (no query information: one model for every query"
+                text += ", = global)" if cell.get("same_as_global") else ")"
+            elif cell.get("same_as_global"):
+                text += "  (= global on every query)"
             lines.append(text)
         diffs = (routing.get("differences") or {}).get(setting, {})
         if diffs:
