@@ -489,3 +489,24 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
     assert labels["gain"]["ecc"] == pytest.approx(result.gain["ecc"])
     assert labels["ci95"]["ecc"] == pytest.approx(result.ci95["ecc"])
     assert "03_gains_labels" in saved
+
+
+def test_report_states_the_leak_free_share_and_the_left_out_reason(tmp_path):
+    from ecc_lib.report.document import ReportSection
+    from ecc_lib.report.sections.clustering import ecc_section
+
+    values = {
+        "dataset": "d",
+        "ranking_quality_gain": {"ecc": 10.0},
+        "ranking_quality_gain_ci95": {"ecc": [5.0, 15.0]},
+        "left_out_reasons": {"all models tie": 1319},
+        "leak_free": {
+            "share_with_probe": 0.139,
+            "ranking_quality_gain_with_probe": {"ecc": 14.1},
+            "ranking_quality_gain_without_probe": {"ecc": 17.9},
+        },
+    }
+    section = ReportSection("03", "clustering")
+    ecc_section(values, section, SimpleNamespace(tables_dir=tmp_path))
+    assert "1,319 queries (all models tie)" in section.findings
+    assert "13.9%" in section.findings and "leak-free" in section.findings
