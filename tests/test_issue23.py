@@ -510,3 +510,27 @@ def test_report_states_the_leak_free_share_and_the_left_out_reason(tmp_path):
     ecc_section(values, section, SimpleNamespace(tables_dir=tmp_path))
     assert "1,319 queries (all models tie)" in section.findings
     assert "13.9%" in section.findings and "leak-free" in section.findings
+
+
+def test_routing_cost_scale_comes_from_training_queries():
+    from ecc_lib.comparisons import split_queries
+    from ecc_lib.observations import repeated_observations, rescale_cost
+    from ecc_lib.routing_evaluation import routing_table
+
+    s = make_repeated_outcomes(n_queries=120, n_models=3, n_rewrites=2, n_decodes=2)
+    obs = repeated_observations(s.outcomes)
+    train_mask, test_mask = split_queries(obs.n_queries, 0.2, 42)
+    outcomes = s.outcomes.copy()
+    test_query = obs.query_ids[test_mask][0]
+    outcomes.loc[outcomes["query_id"] == test_query, "cost"] = 1e6  # an outlier among the test
+    result = routing_table(
+        outcomes, s.embeddings, routers=["kNN"], n_runs=1, n_boot=20, lambdas=(0.0,)
+    )
+    train = repeated_observations(outcomes).select_queries(train_mask)
+    raw = train.cost * (train.cost_scale[1] - train.cost_scale[0]) + train.cost_scale[0]
+    means = np.bincount(train.pair, raw) / np.bincount(train.pair)
+    assert result.info["cost_scale"] == pytest.approx([means.min(), means.max()])
+    assert result.info["cost_scale"][1] < 1e6
+    scaled = rescale_cost(train)
+    pair_mean = np.bincount(scaled.pair, scaled.cost) / np.bincount(scaled.pair)
+    assert pair_mean.min() == pytest.approx(0.0) and pair_mean.max() == pytest.approx(1.0)
