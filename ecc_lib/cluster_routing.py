@@ -151,7 +151,10 @@ def route_choices(
                 own_allowed = observed & ~probe_models(probe)
         choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), own_allowed)
         # e.g. comp_only without a probe: every query gets the same responsibilities
-        constant[name] = bool(len(resp) > 1 and np.all(np.ptp(resp, axis=0) <= 1e-9))
+        # (global is query-independent by definition and is not marked)
+        constant[name] = name != "global" and bool(
+            len(resp) > 1 and np.all(np.ptp(resp, axis=0) <= 1e-9)
+        )
     if setting in ("probe", "probe_cost"):
         choices["probe_winner"] = probe_winner(reference_probe, n_test, m)
     choices["_allowed"] = allowed
