@@ -148,6 +148,9 @@ class MultiSeedEvaluation:
             "gain_disjoint_mean": {k: v[0] for k, v in disjoint.items()},
             "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
             "probe_leak_share_mean_sd": list(leak),
+            "share_with_probe_mean_sd": list(
+                mean_sd([r.probe_coverage.get("share_with_probe", np.nan) for r in self.results])
+            ),
             "difference_mean_sd": differences,
             "difference_disjoint_mean_sd": differences_disjoint,
             "per_seed": per_seed,
