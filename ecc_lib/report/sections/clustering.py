@@ -120,7 +120,9 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
     if isinstance(reasons, Mapping) and reasons:
         text.append(
             "Left out before the protocol: "
-            + ", ".join(f"{format_number(n, 'count')} queries ({why})" for why, n in reasons.items())
+            + ", ".join(
+                f"{format_number(n, 'count')} queries ({why})" for why, n in reasons.items()
+            )
             + "."
         )
     free = values.get("leak_free")
