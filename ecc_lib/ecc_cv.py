@@ -241,6 +241,9 @@ class ECCCV(_ProfileMixture):
         The best candidate refitted on all training queries.
     n_scored_cv_ : int
         Held-out pairs scored per candidate (summed over folds).
+    cv_pairs_ : {"disjoint", "all"}
+        Which held-out pairs were scored: those disjoint from the probe's models, or all of them
+        (with a logged warning) where no pair is disjoint (three models or fewer).
     search_seconds_, refit_seconds_ : float
         Wall time of the cross-validation and of the refit.
     theta_, centroids_, responsibilities_, models_, n_iter_, converged_
@@ -348,8 +351,9 @@ class ECCCV(_ProfileMixture):
         fold = rng.permutation(n) % n_folds
         grid = self._grid(lab is not None, int(n - np.bincount(fold).max()))
         path = _warm_path(grid)
-        losses = np.zeros((len(grid), n_folds))
-        scored = np.zeros(n_folds, dtype=np.int64)
+        # reading 0: pairs disjoint from the probe's models; reading 1: all held-out pairs
+        losses = np.zeros((2, len(grid), n_folds))
+        scored = np.zeros((2, n_folds), dtype=np.int64)
         seconds = np.zeros((len(grid), n_folds))
         iters = np.zeros((len(grid), n_folds))
         start = time.perf_counter()
@@ -359,16 +363,24 @@ class ECCCV(_ProfileMixture):
                 x, comparisons, lab, held, grid, path, rng, f, losses, scored, seconds, iters
             )
         self.search_seconds_ = time.perf_counter() - start
-        if scored.sum() == 0:
+        reading = 0 if scored[0].sum() > 0 else 1
+        if scored[1].sum() == 0:
             raise ValueError(
-                "cross-validation found no held-out pair disjoint from its query's probe (each "
-                "query needs comparisons of models outside its probe)"
+                "cross-validation found no held-out pair to score (each training query needs "
+                f"more than {int(self.n_probes)} comparison(s))"
             )
-        self.cv_results_ = _results_table(grid, losses, scored, seconds, iters)
+        if reading == 1:
+            logger.warning(
+                "ecc_cv: no held-out pair is disjoint from its query's probe (%d models); the "
+                "settings are chosen on all held-out pairs, which the probe may decide",
+                comparisons.n_models,
+            )
+        self.cv_pairs_ = ("disjoint", "all")[reading]
+        self.cv_results_ = _results_table(grid, losses[reading], scored[reading], seconds, iters)
         self.best_index_ = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
         self.best_params_ = dict(grid[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
-        self.n_scored_cv_ = int(scored.sum())
+        self.n_scored_cv_ = int(scored[reading].sum())
         start = time.perf_counter()
         best = self._estimator(self.best_params_, self.random_state, int(self.n_init))
         best.fit(x, comparisons, labels=lab)
@@ -399,8 +411,7 @@ class ECCCV(_ProfileMixture):
         test = comparisons.select_queries(held)
         probe, rest = split_probe(test, int(self.n_probes))
         keep = disjoint_from_probe(rest, probe)
-        rest = rest.take(keep)
-        scored[f] = len(rest)
+        scored[:, f] = int(keep.sum()), len(rest)
         x_tr, x_te = x[~held], x[held]
         lab_tr = None if lab is None else lab[~held]
         lab_te = None if lab is None else lab[held]
@@ -448,7 +459,8 @@ class ECCCV(_ProfileMixture):
                 if len(rest) == 0:
                     continue
                 p = est.predict_proba(rest, embeddings=x_te, probe=probe, labels=lab_te)
-                losses[i, f] = float(comparison_nll(p, rest.y).sum())
+                nll = comparison_nll(p, rest.y)
+                losses[:, i, f] = float(nll[keep].sum()), float(nll.sum())
 
     # -- inference (the refitted best candidate's) ----------------------------------------------
 
