@@ -70,10 +70,10 @@ PARAM_KEYS: tuple[str, ...] = (
     "alpha",
 )
 DEFAULT_CV = 3
-DEFAULT_CV_MAX_ITER = 20
+DEFAULT_CV_MAX_ITER = 15
 DEFAULT_PARAM_GRID: tuple[dict, ...] = (
-    {"family": ["global"], "alpha": [0.1, 0.3, 1.0]},
-    {"family": ["human"], "alpha": [0.1, 0.3, 1.0]},
+    {"family": ["global"], "alpha": [0.03, 0.1, 0.3, 1.0]},
+    {"family": ["human"], "alpha": [0.03, 0.1, 0.3, 1.0]},
     {"family": ["emb_only"], "n_clusters": [4, 10, 30], "temperature": [0.1], "lam": [3.0]},
     {
         "family": ["ecc"],
@@ -90,7 +90,7 @@ DEFAULT_PARAM_GRID: tuple[dict, ...] = (
     },
 )
 """The default grid (a list of sub-grids, as scikit-learn's ``param_grid``): the global BT model
-(``K = 1``) and one BT per human category at three BT prior precisions, the paper's embedding-only
+(``K = 1``) and one BT per human category at four BT prior precisions, the paper's embedding-only
 clusters, ECC over K x T at the paper's lam, and label-informed ECC over K x label weight. Missing
 keys take :data:`PARAM_DEFAULTS`."""
 PARAM_DEFAULTS: dict = {
@@ -213,7 +213,7 @@ class ECCCV(_ProfileMixture):
         Probe comparisons of a held-out query (the protocol's probe).
     max_iter : int, default 100
         EM steps at most of the refit.
-    cv_max_iter : int, default 20
+    cv_max_iter : int, default 15
         EM steps at most of each cross-validation fit (they are warm-started along the path and
         usually stop earlier).
     tol : float, default 1e-3

@@ -41,6 +41,7 @@ REGIMES: dict[str, dict] = {
         axis_scale=2.0,
         deviation_scale=0.8,
         label_purity=0.3,
+        dim=128,
     ),
     "capability": dict(
         n_queries=1200,
