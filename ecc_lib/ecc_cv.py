@@ -210,7 +210,8 @@ class ECCCV(_ProfileMixture):
     cv : int, default 3
         Folds over the training queries (seeded by ``random_state``).
     n_probes : int, default 1
-        Probe comparisons of a held-out query (the protocol's probe).
+        Probe comparisons of a held-out query (the protocol sets its own number; 0: no probe,
+        every held-out pair is scored).
     max_iter : int, default 100
         EM steps at most of the refit.
     cv_max_iter : int, default 15
@@ -315,10 +316,8 @@ class ECCCV(_ProfileMixture):
     def _validate_params(self) -> None:
         if int(self.cv) < 2:
             raise ValueError(f"cv must be >= 2, got {self.cv}")
-        if int(self.n_probes) < 1:
-            raise ValueError(
-                f"n_probes must be >= 1 (a held-out query needs a probe), got {self.n_probes}"
-            )
+        if int(self.n_probes) < 0:
+            raise ValueError(f"n_probes must be >= 0, got {self.n_probes}")
         if min(int(self.max_iter), int(self.cv_max_iter), int(self.n_init)) < 1:
             raise ValueError("max_iter, cv_max_iter and n_init must be >= 1")
 
@@ -410,7 +409,9 @@ class ECCCV(_ProfileMixture):
         train = comparisons.select_queries(~held)
         test = comparisons.select_queries(held)
         probe, rest = split_probe(test, int(self.n_probes))
-        keep = disjoint_from_probe(rest, probe)
+        if int(self.n_probes) == 0:
+            probe = None  # embedding (and label) only, as the protocol without a probe
+        keep = disjoint_from_probe(rest, probe) if probe is not None else np.ones(len(rest), bool)
         scored[:, f] = int(keep.sum()), len(rest)
         x_tr, x_te = x[~held], x[held]
         lab_tr = None if lab is None else lab[~held]

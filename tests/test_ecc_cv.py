@@ -187,4 +187,4 @@ def test_bad_parameters():
     with pytest.raises(ValueError, match="cv must be"):
         ECCCV(cv=1).fit(planted.embeddings, planted.comparisons)
     with pytest.raises(ValueError, match="n_probes"):
-        ECCCV(n_probes=0).fit(planted.embeddings, planted.comparisons)
+        ECCCV(n_probes=-1).fit(planted.embeddings, planted.comparisons)
