@@ -12,7 +12,9 @@ direction and noise. The presets of :data:`REGIMES` mimic the outside rows of is
   global BT is the right answer);
 - ``"many_categories"``: many categories with few queries each, weakly tied to a small capability
   deviation (human labels overfit per category);
-- ``"capability"``: strong capability clusters that the categories name (ECC and labels win).
+- ``"capability"``: strong capability clusters that the categories name (ECC and labels win);
+- ``"hidden_capability"``: the same clusters, categories that say nothing about them (ECC wins,
+  like the outside router benchmark's row).
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ REGIMES: dict[str, dict] = {
         axis_scale=0.5,
         deviation_scale=3.0,
         label_purity=0.9,
+    ),
+    "hidden_capability": dict(
+        n_queries=1200,
+        n_models=8,
+        n_categories=4,
+        n_capabilities=4,
+        axis_scale=0.5,
+        deviation_scale=3.0,
+        label_purity=0.0,
     ),
 }
 """Presets of :func:`make_axis_data` by regime name."""
