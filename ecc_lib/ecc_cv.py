@@ -55,7 +55,7 @@ from ecc_lib.ecc import (
 )
 from ecc_lib.ecc_baselines import EmbeddingClusters, GlobalBT, HumanLabelClusters
 from ecc_lib.label_informed import LabelInformedECC, category_log_prior
-from ecc_lib.probe_leak import disjoint_from_probe
+from ecc_lib.probe_leak import disjoint_from_probe, touching_probe
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ PARAM_KEYS: tuple[str, ...] = (
     "alpha",
 )
 DEFAULT_CV = 3
+CV_PROBES: tuple[str, ...] = ("first", "leak_free")
 DEFAULT_CV_MAX_ITER = 10
 DEFAULT_PARAM_GRID: tuple[dict, ...] = (
     {"family": ["global"], "alpha": [0.03, 0.1, 0.3, 1.0]},
@@ -222,6 +223,13 @@ class ECCCV(_ProfileMixture):
     n_probes : int, default 1
         Probe comparisons of a held-out query (the protocol sets its own number; 0: no probe,
         every held-out pair is scored).
+    cv_probe : {"first", "leak_free"}, default "first"
+        How a held-out query gets its probe: its first ``n_probes`` comparisons (the paper's
+        protocol; its other comparisons are scored where they share no model with the probe), or
+        as in the leak-free protocol (:func:`~ecc_lib.probe_leak.make_leak_free`, set by the
+        protocol with ``leak_free=True``): its first comparisons are scored-pair-free probes only
+        where they name no model of its other comparisons, otherwise the query has no probe; all
+        its other comparisons are scored.
     max_iter : int, default 100
         EM steps at most of the refit.
     cv_max_iter : int, default 10
@@ -267,6 +275,7 @@ class ECCCV(_ProfileMixture):
         extra_candidates=(),
         cv: int = DEFAULT_CV,
         n_probes: int = 1,
+        cv_probe: str = "first",
         max_iter: int = 100,
         cv_max_iter: int = DEFAULT_CV_MAX_ITER,
         tol: float = 1e-3,
@@ -279,6 +288,7 @@ class ECCCV(_ProfileMixture):
         self.extra_candidates = extra_candidates
         self.cv = cv
         self.n_probes = n_probes
+        self.cv_probe = cv_probe
         self.max_iter = max_iter
         self.cv_max_iter = cv_max_iter
         self.tol = tol
@@ -328,6 +338,8 @@ class ECCCV(_ProfileMixture):
             raise ValueError(f"cv must be >= 2, got {self.cv}")
         if int(self.n_probes) < 0:
             raise ValueError(f"n_probes must be >= 0, got {self.n_probes}")
+        if self.cv_probe not in CV_PROBES:
+            raise ValueError(f"cv_probe must be one of {CV_PROBES}, got {self.cv_probe!r}")
         if min(int(self.max_iter), int(self.cv_max_iter), int(self.n_init)) < 1:
             raise ValueError("max_iter, cv_max_iter and n_init must be >= 1")
 
@@ -421,6 +433,11 @@ class ECCCV(_ProfileMixture):
         probe, rest = split_probe(test, int(self.n_probes))
         if int(self.n_probes) == 0:
             probe = None  # embedding (and label) only, as the protocol without a probe
+        elif self.cv_probe == "leak_free":
+            # as make_leak_free: a probe only where it names no model of the query's scored
+            # pairs; the other queries are predicted without one
+            clash = np.unique(rest.query[touching_probe(probe, rest)])
+            probe = probe.take(~np.isin(probe.query, clash))
         keep = disjoint_from_probe(rest, probe) if probe is not None else np.ones(len(rest), bool)
         scored[:, f] = int(keep.sum()), len(rest)
         x_tr, x_te = x[~held], x[held]

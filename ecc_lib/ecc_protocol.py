@@ -803,8 +803,8 @@ def _run_seed(
         data = make_leak_free(data, n_probes=n_probes, random_state=seed)
     estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
     for estimator in estimators.values():  # ecc_cv probes held-out queries like test queries
-        if "n_probes" in estimator.get_params():
-            estimator.set_params(n_probes=n_probes)
+        if "cv_probe" in estimator.get_params():
+            estimator.set_params(n_probes=n_probes, cv_probe="leak_free" if leak_free else "first")
     fitted, seconds = fit_methods(data, estimators)
     result = score_methods(
         data,

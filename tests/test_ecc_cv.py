@@ -188,3 +188,28 @@ def test_bad_parameters():
         ECCCV(cv=1).fit(planted.embeddings, planted.comparisons)
     with pytest.raises(ValueError, match="n_probes"):
         ECCCV(n_probes=-1).fit(planted.embeddings, planted.comparisons)
+
+
+def test_leak_free_protocol_probes_held_out_queries_alike():
+    """With three models no probe can avoid the scored pairs' models: the leak-free protocol
+    gives test queries no probe, and ecc_cv's held-out queries get none either (all their pairs
+    are scored), unlike the paper's reading (first pair probed, all pairs scored as fallback)."""
+    planted = make_regime("dominant", n_queries=150, n_models=3, n_pairs=3, random_state=0)
+    grid = ({"family": ["global"]}, {"n_clusters": [2]})
+    x, c = planted.embeddings, planted.comparisons
+    paper = ECCCV(param_grid=grid, random_state=0).fit(x, c)
+    free = ECCCV(param_grid=grid, cv_probe="leak_free", random_state=0).fit(x, c)
+    assert paper.cv_pairs_ == "all" and free.cv_pairs_ == "disjoint"
+    assert free.n_scored_cv_ == paper.n_scored_cv_
+    assert not np.allclose(free.cv_results_["mean_test_nll"], paper.cv_results_["mean_test_nll"])
+    with pytest.raises(ValueError, match="cv_probe"):
+        ECCCV(cv_probe="last").fit(x, c)
+    result = run_protocol(
+        planted.queries,
+        planted.outcomes,
+        planted.embeddings,
+        methods=("global", "ecc_cv"),
+        leak_free=True,
+        max_iter=30,
+    )
+    assert result.fitted["ecc_cv"].cv_probe == "leak_free"
