@@ -54,6 +54,7 @@ from ecc_lib.ecc_baselines import (
     GlobalBT,
     HumanLabelClusters,
 )
+from ecc_lib.ecc_cv import ECCCV
 from ecc_lib.label_informed import LabelInformedECC
 from ecc_lib.metrics import (
     DEFAULT_N_BOOT,
@@ -363,6 +364,17 @@ def _ecc_family(cls, drop_lam: bool = False):
     return factory
 
 
+_ECC_CV_PASSED = ("max_iter", "tol", "n_init", "dtype", "n_jobs")
+
+
+def _ecc_cv_factory(n_clusters, lam, temperature, random_state, **ecc_params):
+    """:class:`~ecc_lib.ecc_cv.ECCCV` over its default grid plus the configured ECC point (so the
+    paper's settings are always a candidate)."""
+    point = {"family": "ecc", "n_clusters": n_clusters, "temperature": temperature, "lam": lam}
+    passed = {k: v for k, v in ecc_params.items() if k in _ECC_CV_PASSED}
+    return ECCCV(extra_candidates=(point,), random_state=random_state, **passed)
+
+
 METHOD_FACTORIES: dict[str, Callable] = {
     "global": lambda n_clusters, lam, temperature, random_state, **ecc_params: GlobalBT(),
     "ecc": _ecc_family(ECC),
@@ -372,6 +384,7 @@ METHOD_FACTORIES: dict[str, Callable] = {
         lam=lam, temperature=temperature
     ),
     "ecc_labels": _ecc_family(LabelInformedECC),
+    "ecc_cv": _ecc_cv_factory,
 }
 """Estimator factory by method name. Each is called as ``factory(n_clusters, lam, temperature,
 random_state, **ecc_params)`` and returns an unfitted estimator with ``fit(embeddings,
@@ -416,7 +429,7 @@ def make_methods(
 
 def default_methods(has_labels: bool) -> tuple[str, ...]:
     """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
-    (``human`` and ``ecc_labels`` are left out without categories).
+    (``human`` and ``ecc_labels`` are left out without categories), plus ``ecc_cv`` (issue 26).
 
     Parameters
     ----------
@@ -427,8 +440,8 @@ def default_methods(has_labels: bool) -> tuple[str, ...]:
     tuple of str
     """
     if has_labels:
-        return (*METHODS, "ecc_labels")
-    return tuple(m for m in METHODS if m not in LABEL_METHODS)
+        return (*METHODS, "ecc_labels", "ecc_cv")
+    return (*(m for m in METHODS if m not in LABEL_METHODS), "ecc_cv")
 
 
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
@@ -944,6 +957,9 @@ def _run_seed(
     if leak_free:
         data = make_leak_free(data, n_probes=n_probes, random_state=seed, outcomes=outcomes)
     estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
+    for estimator in estimators.values():  # ecc_cv probes held-out queries like test queries
+        if "cv_probe" in estimator.get_params():
+            estimator.set_params(n_probes=n_probes, cv_probe="leak_free" if leak_free else "first")
     fitted, seconds = fit_methods(data, estimators)
     result = score_methods(
         data,
@@ -959,6 +975,9 @@ def _run_seed(
     result.params.update(
         {"n_clusters": n_clusters, "lam": lam, "temperature": temperature, **ecc_params}
     )
+    chosen = {k: m.best_params_ for k, m in fitted.items() if hasattr(m, "best_params_")}
+    if chosen:  # settings chosen by cross-validation (ecc_cv), per seed
+        result.params["best_params"] = chosen
     return data, result
 
 

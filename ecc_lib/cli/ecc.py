@@ -410,6 +410,12 @@ def _run(args: argparse.Namespace) -> int:
         if over is not None:
             payload["routing"]["mean_sd_over_seeds"] = over
             payload["routing"]["per_seed"] = multi.routing
+    chosen = [r.params.get("best_params", {}).get("ecc_cv") for r in multi.results]
+    if any(c is not None for c in chosen):  # issue 26: ecc_cv's settings per seed
+        from ecc_lib.serialization import to_jsonable
+
+        # the human-label candidate's label weight is infinite: null in JSON
+        payload["ecc_cv"] = to_jsonable({"seeds": list(multi.seeds), "best_params": chosen})
     payload.update(_beyond(args, queries, outcomes, embeddings))
     if args.json:
         payload["inputs"] = {
