@@ -20,6 +20,7 @@ Handler = Callable[[argparse.Namespace], "int | None"]
 USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("ecc_lib.collect.errors", "CollectError"),
     ("ecc_lib.notebook_execution", "NotebookExecutionError"),
+    ("ecc_lib.run_folder", "RunFolderBusyError"),
     ("ecc_lib.schema", "DataValidationError"),
     ("builtins", "FileNotFoundError"),
     ("builtins", "FileExistsError"),
