@@ -223,12 +223,15 @@ def prepare_protocol(
         labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
     scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
     train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
-    notes = data_checks.protocol_notes(outcomes, labels, int(train_mask.sum()))
+    texts = queries["text"].astype(str).to_numpy()[rows]
+    notes = data_checks.protocol_notes(
+        outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
+    )
     return ProtocolData(
         comparisons=comparisons,
         embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
         labels=labels,
-        texts=queries["text"].astype(str).to_numpy()[rows],
+        texts=texts,
         scores=scores,
         train_mask=train_mask,
         test_mask=test_mask,
@@ -359,10 +362,9 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and (
-            data_checks.human_baseline_reason(data.labels)
-        ):
-            logger.info("%s (%s skipped)", data_checks.human_baseline_reason(data.labels), name)
+        reason = data_checks.human_baseline_reason(data.labels, train_mask=data.train_mask)
+        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and reason:
+            logger.info("%s (%s skipped)", reason, name)
             continue
         start = time.perf_counter()
         estimator.fit(data.x_train, data.train, labels=data.labels_train)

@@ -37,6 +37,7 @@ from ecc_lib.plotting.data import (
     plot_model_scores,
     plot_observations_per_pair,
     plot_scores_by_category,
+    pooled_column_name,
     scores_by_category_table,
 )
 from ecc_lib.plotting.estimates import plot_estimates
@@ -113,6 +114,7 @@ __all__ = [
     "plot_routing_settings",
     "plot_routing_table",
     "plot_scores_by_category",
+    "pooled_column_name",
     "plot_sigma_distribution",
     "project_2d",
     "relative_luminance",
