@@ -260,6 +260,11 @@ def lock_run_folder(run_dir: str | os.PathLike):
     run_dir : path
         The run folder (it must exist).
 
+    Yields
+    ------
+    Path
+        The lock file (it holds the process id of the run).
+
     Raises
     ------
     RunFolderBusyError
