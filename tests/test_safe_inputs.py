@@ -72,6 +72,26 @@ def test_human_baseline_is_skipped_when_no_test_category_occurs_in_training():
     assert reason in data.params["warnings"]
 
 
+def test_seeds_where_the_human_baseline_is_skipped_on_some_split_still_summarise():
+    from ecc_lib.ecc_seeds import run_seeds
+
+    planted = make_capability_data(n_queries=200, random_state=3)
+    queries = planted.queries.assign(category=planted.queries["query_id"].astype(str))
+    queries.loc[1, "category"] = queries.loc[0, "category"]  # one category of two queries
+    multi = run_seeds(
+        queries,
+        planted.outcomes,
+        planted.embeddings,
+        seeds=(0, 1),
+        n_clusters=3,
+        n_boot=10,
+        max_iter=5,
+    )  # seed 0 splits the pair (human fitted), seed 1 does not (human skipped)
+    assert [("human" in r.gain) for r in multi.results] == [True, False]
+    mean, sd = multi.summary()["difference_mean_sd"]["ecc - human"]
+    assert np.isfinite(mean) and (sd is None or np.isnan(sd))  # one seed has the baseline
+
+
 def test_unseen_test_categories_are_counted_when_some_are_known():
     labels = np.array(["a", "a", "b", "b", "c", "d"], dtype=object)
     train = np.array([True, True, True, False, False, False])
