@@ -15,7 +15,7 @@ RUN_ARGS ?=
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-all lint format data embeddings benchmarks docs wheel clean \
-	serve-local stop-local collect-demo report-check
+	serve-local stop-local collect-demo report-check latex-check-tools
 
 install: $(STAMP)
 
@@ -30,8 +30,17 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/ecc-lab run $(RUN_ARGS)
 
-test: install
+# The tests compile every LaTeX table with pdflatex: a small TeX Live subset from Debian is
+# installed when pdflatex is missing (without apt, the tests fall back to a pure-Python check).
+test: install latex-check-tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+latex-check-tools:
+	@command -v pdflatex >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends \
+			texlive-latex-base texlive-latex-recommended; } || \
+		echo "pdflatex could not be installed: LaTeX tables are checked in Python only"; }
 
 test-all: install
 	ECC_LOCAL_PYTHON=$(LOCAL_PYTHON) $(BIN)/python -m pytest -m "slow or not slow" $(PYTEST_ARGS)

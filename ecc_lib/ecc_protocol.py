@@ -255,7 +255,10 @@ def prepare_protocol(
     left_out = left_out_reasons(
         outcomes, comparisons.dropped_query_ids, comparisons.models, tie_tolerance, min_pairs
     )
-    checks = data_checks.protocol_notes(outcomes, labels, int(train_mask.sum()))
+    texts = queries["text"].astype(str).to_numpy()[rows]
+    checks = data_checks.protocol_notes(
+        outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
+    )
     if single_pair:  # the generic two-model note is replaced by the sentence above
         two = data_checks.two_models_note(2)
         checks = [c for c in checks if c != two]
@@ -264,7 +267,7 @@ def prepare_protocol(
         comparisons=comparisons,
         embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
         labels=labels,
-        texts=queries["text"].astype(str).to_numpy()[rows],
+        texts=texts,
         scores=scores,
         train_mask=train_mask,
         test_mask=test_mask,
@@ -471,10 +474,9 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and (
-            data_checks.human_baseline_reason(data.labels)
-        ):
-            logger.info("%s (%s skipped)", data_checks.human_baseline_reason(data.labels), name)
+        reason = data_checks.human_baseline_reason(data.labels, train_mask=data.train_mask)
+        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and reason:
+            logger.info("%s (%s skipped)", reason, name)
             continue
         start = time.perf_counter()
         estimator.fit(data.x_train, data.train, labels=data.labels_train)

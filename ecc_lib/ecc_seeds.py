@@ -119,9 +119,14 @@ class MultiSeedEvaluation:
             for second in names:
                 if second == first:
                     continue
-                diff = [r.gain[first] - r.gain[second] for r in self.results]
+                # a method skipped on some seed (the human baseline of a split whose test
+                # categories are all unseen in training) counts as missing there
+                diff = [r.gain[first] - r.gain.get(second, np.nan) for r in self.results]
                 differences[f"{first} - {second}"] = list(mean_sd(diff))
-                diff_d = [r.gain_disjoint[first] - r.gain_disjoint[second] for r in self.results]
+                diff_d = [
+                    r.gain_disjoint[first] - r.gain_disjoint.get(second, np.nan)
+                    for r in self.results
+                ]
                 differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
         per_seed = [
             {

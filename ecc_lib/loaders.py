@@ -50,6 +50,57 @@ ID_COLUMNS: tuple[str, ...] = ("query_id", "sample_id", "id", "key", "question_i
 """Columns read as strings from every file format (``"001"`` stays ``"001"``)."""
 
 
+TEXT_COLUMNS: tuple[str, ...] = (
+    *ID_COLUMNS,
+    "model",
+    "model_a",
+    "model_b",
+    "category",
+    "source",
+    "observation_type",
+    "dataset",
+    "benchmark",
+    "task",
+    "eval_name",
+    "answer",
+    "method",
+    *_TEXT_COLUMNS,
+)
+"""Columns of a CSV read as text where only an empty cell is missing: a model or category named
+``NA``, ``None`` or ``null`` keeps its name, a dataset named ``2024`` stays ``"2024"``."""
+
+
+_MISSING_MARKERS = (
+    *("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN"),
+    *("<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"),
+)
+"""pandas' default missing-value markers, read as missing in the columns that hold numbers."""
+
+
+def read_csv_keeping_text(path: str | Path, sep: str = ",", text_columns=TEXT_COLUMNS):
+    """Read a CSV whose name columns (``text_columns``) hold text: only an empty cell is missing
+    there, while the other columns read pandas' usual missing markers (``NA``, ``NaN`` ...).
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV (or TSV with ``sep="\\t"``) file, optionally compressed.
+    sep : str, default ","
+        Field separator.
+    text_columns : iterable of str, default :data:`TEXT_COLUMNS`
+        Columns read as strings.
+
+    Returns
+    -------
+    DataFrame
+    """
+    header = pd.read_csv(path, sep=sep, nrows=0).columns
+    text = set(text_columns)
+    na_values = {c: ([""] if c in text else list(_MISSING_MARKERS)) for c in header}
+    dtype = {c: str for c in header if c in text}
+    return pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=False, na_values=na_values)
+
+
 WRITE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".pq", ".jsonl", ".ndjson")
 """Extensions :func:`write_table` writes (and :func:`read_table` reads)."""
 
@@ -97,8 +148,7 @@ def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
         )
     try:
         if suffix in (".csv", ".tsv"):
-            ids = dict.fromkeys(ID_COLUMNS, str)
-            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=ids)
+            return read_csv_keeping_text(path, sep="\t" if suffix == ".tsv" else ",")
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
         if suffix in (".jsonl", ".ndjson", ".json"):
@@ -323,6 +373,10 @@ def _check_numeric_cells(
         )
 
 
+RESERVED_WIDE_COLUMNS: tuple[str, ...] = ("source", "variant_id", "decode_id", "cost")
+"""Column names of the data model that a wide table's score columns never take by inference."""
+
+
 def infer_model_columns(
     frame: pd.DataFrame, excluded: set | None = None, source: str | None = None
 ) -> list[str]:
@@ -331,7 +385,12 @@ def infer_model_columns(
     A column counts as numeric when most of its given cells parse as numbers (one stray text cell
     then raises in :func:`from_wide`, naming the cell, instead of silently removing the model).
     Boolean columns (``is_hard``) and numeric columns outside [0, 1] (``difficulty``) are metadata,
-    not models: they are left out and listed in the log, as is the inferred list.
+    not models: they are left out and listed in the log, as is the inferred list. A name with
+    ``|`` is a model unless the part before the ``|`` is another column (RouterBench's
+    ``gpt-4|total_cost`` describes the model ``gpt-4``). Score-like columns that are left out
+    all the same are named in a warning, never dropped in silence: a column named like a column
+    of the data model (``cost``, ``source``: pass ``model_columns`` to take it as a model), a
+    side column ``model|...``, and a column without a single value.
 
     Parameters
     ----------
@@ -347,16 +406,24 @@ def infer_model_columns(
     """
     where = f"{source}: " if source else ""
     excluded = {c for c in (excluded or set()) if c is not None}
-    models, ignored = [], []
+    names = {str(c) for c in frame.columns}
+    models, ignored, warned = [], [], []
     for column in frame.columns:
-        if column in excluded or "|" in str(column):
-            continue
         values = frame[column]
+        reserved = column in excluded and str(column) in RESERVED_WIDE_COLUMNS
+        if column in excluded and not reserved:
+            continue
+        prefix = str(column).split("|", 1)[0]
+        side = "|" in str(column) and prefix in names and prefix != str(column)
         if pd.api.types.is_bool_dtype(values.dtype):
             ignored.append(f"{column} (boolean)")
             continue
         given = values.dropna()
+        if not pd.api.types.is_numeric_dtype(values.dtype):
+            given = given[given.astype(str).str.strip() != ""]
         if given.empty:
+            if not reserved:
+                warned.append(f"{column!r} (no values at all)")
             continue
         numbers = pd.to_numeric(given, errors="coerce")
         if numbers.notna().mean() < 0.5:
@@ -365,9 +432,21 @@ def infer_model_columns(
         if len(finite) and (finite.min() < 0 or finite.max() > 1):
             ignored.append(f"{column} (values outside [0, 1])")
             continue
-        models.append(column)
+        if reserved:
+            warned.append(f"{column!r} (a column name of the data model)")
+        elif side:
+            warned.append(f"{column!r} (a side column of the model {prefix!r})")
+        else:
+            models.append(column)
     if ignored:
         logger.info("%snot taken as models: %s", where, ", ".join(ignored))
+    if warned:
+        logger.warning(
+            "%sscore-like column(s) not taken as models: %s; name them in model_columns to "
+            "take them as models",
+            where,
+            ", ".join(warned),
+        )
     logger.info("%sinferred %d model column(s): %s", where, len(models), models)
     return models
 

@@ -23,6 +23,9 @@ from ecc_lib import paths, pipeline, run_config
 from ecc_lib.embeddings import EmbeddingCache, text_digests
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
+sys.path.insert(0, str(Path(__file__).parent))
+from latex_check import assert_latex_tables_compile  # noqa: E402
+
 NOTEBOOKS = sorted(paths.notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
 EXPECTED = [
     "00_tour",
@@ -277,6 +280,13 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert set(beyond["probe_strategies"]["gain"]) == {"first", "active"}
     soft = beyond["soft_evidence"]["logloss"]
     assert soft["target_entropy"] <= soft["soft"] and len(soft["sampled"]) == 5
+
+
+def test_every_latex_table_of_the_run_compiles(tiny_run):
+    _, _, _, result = tiny_run
+    tables = sorted((result.run_dir / "tables").glob("*.tex"))
+    assert len(tables) >= 2
+    assert_latex_tables_compile(tables)
 
 
 def test_report_gathers_figures_and_metrics_without_code(tiny_run):

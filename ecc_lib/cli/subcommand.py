@@ -21,6 +21,7 @@ USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("ecc_lib._optional", "MissingExtraError"),
     ("ecc_lib.collect.errors", "CollectError"),
     ("ecc_lib.notebook_execution", "NotebookExecutionError"),
+    ("ecc_lib.run_folder", "RunFolderBusyError"),
     ("ecc_lib.schema", "DataValidationError"),
     ("ecc_lib.cli.init", "InitError"),
     ("ecc_lib.distributed.scheduler", "SchedulerError"),

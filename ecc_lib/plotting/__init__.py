@@ -41,6 +41,7 @@ from ecc_lib.plotting.data import (
     plot_model_scores,
     plot_observations_per_pair,
     plot_scores_by_category,
+    pooled_column_name,
     scores_by_category_table,
 )
 from ecc_lib.plotting.estimates import plot_estimates
@@ -72,6 +73,8 @@ from ecc_lib.plotting.style import (
     PAGE_WIDTH,
     SCORE_LABEL,
     TITLE_SIZE,
+    draw_literally,
+    literal_text,
     relative_luminance,
     short_model_names,
     text_colour,
@@ -117,8 +120,11 @@ __all__ = [
     "plot_routing_settings",
     "plot_routing_table",
     "plot_scores_by_category",
+    "pooled_column_name",
     "plot_sigma_distribution",
     "project_2d",
+    "draw_literally",
+    "literal_text",
     "relative_luminance",
     "scores_by_category_table",
     "short_model_names",
