@@ -96,7 +96,12 @@ class BenchSettings:
 
     def protocol_options(self) -> dict:
         """Keyword arguments of :func:`ecc_lib.ecc_seeds.run_seeds` (as ``ecc-lab ecc`` passes
-        them)."""
+        them).
+
+        Returns
+        -------
+        dict
+        """
         return {
             "n_clusters": self.n_clusters,
             "lam": self.lam,
@@ -108,7 +113,13 @@ class BenchSettings:
         }
 
     def key(self) -> dict:
-        """What a cached seed depends on (everything but the number of seeds)."""
+        """What a cached seed depends on (everything but the number of seeds).
+
+        Returns
+        -------
+        dict
+            The settings without ``n_seeds``, with the record version.
+        """
         out = asdict(self)
         out.pop("n_seeds")
         out["version"] = BENCH_VERSION
@@ -312,7 +323,7 @@ def bench_seed(
     from ecc_lib.cluster_routing import routing_experiment
     from ecc_lib.ecc_seeds import run_seeds
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     multi = run_seeds(
         queries,
         outcomes,
@@ -362,6 +373,7 @@ def bench_seed(
         "test_ids": [str(q) for q in data.test.query_ids],
     }
     record["seconds"] = time.perf_counter() - start
+    record["cpu_seconds"] = time.process_time() - cpu
     return to_jsonable(record)
 
 
@@ -610,7 +622,11 @@ def bench_dataset(
         return done
     start = time.perf_counter()
     queries, outcomes, embeddings, _, policy = prepare_dataset(name, show_progress=show_progress)
+    timing: dict = {"prepare_seconds": time.perf_counter() - start}
+    tick = time.perf_counter()
     results = checks_module.run_checks(outcomes, queries, embeddings=embeddings)
+    timing["checks_seconds"] = time.perf_counter() - tick
+    timing["check_seconds"] = {k: r.seconds for k, r in results.items()}
     entry: dict = {
         "dataset": label,
         "source": str(name),
@@ -619,6 +635,7 @@ def bench_dataset(
         "n_queries": int(len(queries)),
         "n_models": int(outcomes["model"].nunique()),
         "data_policy": policy.to_dict(),
+        "timing": timing,
     }
     failed = checks_module.failures(results)
     say(f"[{label}] checks: {checks_module.worst_status(results)}")
@@ -670,17 +687,21 @@ def bench_dataset(
     results["texts"] = checks_module.check_texts(
         queries, train_ids=records[0]["train_ids"], test_ids=records[0]["test_ids"]
     )
+    tick = time.perf_counter()
+    flips = flip_readings(outcomes, settings.n_boot)
+    timing["flips_seconds"] = time.perf_counter() - tick
     entry.update(
         status="done",
         checks=checks_module.checks_to_dict(results),
         summary=summarise_seeds(records),
-        flips=flip_readings(outcomes, settings.n_boot),
+        flips=flips,
         per_seed=[
             {k: v for k, v in r.items() if k not in ("train_ids", "test_ids", "settings")}
             for r in records
         ],
         seconds=time.perf_counter() - start,
         seed_seconds=[r["seconds"] for r in records],
+        seed_cpu_seconds=[r.get("cpu_seconds") for r in records],
     )
     _write_json(done_path, entry)
     return to_jsonable(entry)

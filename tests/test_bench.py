@@ -212,3 +212,19 @@ def test_check_cli_one_line_error_on_a_missing_file(tmp_path, capsys):
     assert main(["check", "--outcomes", str(tmp_path / "none.csv")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("ecc-lab check: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_benchmark_notebook_runs_through_papermill_into_a_run_folder(folders, tmp_path):
+    from ecc_lib import pipeline
+
+    _, good, bad = folders
+    config = {"06_benchmark": {"datasets": [str(good), str(bad)], "n_clusters": 3, "seeds": 1}}
+    result = pipeline.run_pipeline(config=config, only="06", out=tmp_path / "run", progress=False)
+    assert [p.stem for p in result.executed] == ["06_benchmark"]
+    run = result.run_dir
+    for name in ("bench.json", "bench.csv", "bench.tex", "bench.html", "bench_gains.png"):
+        assert (run / "bench" / name).is_file(), name
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["bench"]["included"] == ["good"] and "bad" in metrics["bench"]["left_out"]
+    assert metrics["checks"]["bad"]["item_alignment"]["status"] == "fail"
+    assert (run / "figures" / "06_bench_gains.png").is_file()

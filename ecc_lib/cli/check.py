@@ -37,8 +37,22 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def protocol_split(queries, outcomes, seed: int):
-    """Train and test query ids of the ECC protocol's split at ``seed`` (None when the protocol
-    does not apply); the split does not depend on the embeddings, so none are needed."""
+    """Train and test query ids of the ECC protocol's split at ``seed``.
+
+    The split does not depend on the embeddings, so none are needed.
+
+    Parameters
+    ----------
+    queries, outcomes : DataFrame
+        After the data policy.
+    seed : int
+        Protocol seed.
+
+    Returns
+    -------
+    train_ids, test_ids : list of str or None
+        Both None when the protocol does not apply (too few decisive pairs).
+    """
     import numpy as np
 
     from ecc_lib.ecc_protocol import prepare_protocol
