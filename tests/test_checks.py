@@ -279,3 +279,27 @@ def test_check_results_serialise(bundled_checks):
     import json
 
     json.dumps(payload, allow_nan=False)
+
+
+def test_report_puts_the_checks_first_and_names_what_fails():
+    from ecc_lib.report.document import HeadlineTable, ReportSection
+    from ecc_lib.report.sections.checks import add_checks
+
+    section = ReportSection("01", "Data", findings="The run covers 1 dataset.")
+    section.tables.append(HeadlineTable("05_data_headline", "Datasets", pd.DataFrame()))
+    values = {
+        "bad": {
+            "texts": {"status": "ok", "detail": "fine", "numbers": {}},
+            "item_alignment": {"status": "fail", "detail": "2 blocks", "numbers": {}},
+        },
+        "good": {"texts": {"status": "warn", "detail": "1 empty text", "numbers": {}}},
+    }
+    add_checks(section, values)
+    assert section.findings.startswith("Checks before numbers: bad FAILS item_alignment")
+    assert "good passes with warnings (texts)" in section.findings
+    assert section.findings.endswith("The run covers 1 dataset.")
+    first = section.tables[0]
+    assert first.name == "05_data_checks"
+    assert first.frame["check"].tolist() == ["item_alignment", "texts", "texts"]
+    add_checks(section, {})  # nothing recorded: nothing added
+    assert len(section.tables) == 2

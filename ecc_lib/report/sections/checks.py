@@ -52,11 +52,16 @@ def add_checks(section: ReportSection, values: Mapping[str, Any] | None) -> None
     """
     if not values:
         return
+    from ecc_lib.checks import CHECK_NAMES
+
+    def order(name: str) -> int:
+        return CHECK_NAMES.index(name) if name in CHECK_NAMES else len(CHECK_NAMES)
+
     rows = [
         {"dataset": dataset, "check": name, "status": (c or {}).get("status", ""),
          "detail": (c or {}).get("detail", "")}
         for dataset, entry in values.items()
-        for name, c in (entry or {}).items()
+        for name, c in sorted((entry or {}).items(), key=lambda kv: order(kv[0]))
     ]  # fmt: skip
     section.tables.insert(
         0,
