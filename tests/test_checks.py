@@ -200,10 +200,16 @@ def test_empty_and_duplicate_texts_also_across_the_split():
 
 
 def test_text_longer_than_the_embedder_limit_warns():
-    queries = pd.DataFrame({"query_id": ["a", "b"], "text": ["short", "word " * 600]})
+    # 600 words: too long for certain; 100 long words: too long only once tokenised (several word
+    # pieces each); 100 short words over 254 characters: fits
+    texts = ["short", "word " * 600, "antidisestablishmentarianism " * 100, "a bc " * 100]
+    queries = pd.DataFrame({"query_id": list("abcd"), "text": texts})
     result = checks.check_text_length(queries)
     assert result.status == "warn"
-    assert result.numbers["n_too_long"] == 1 and result.numbers["max_seq_length"] == 256
+    assert result.numbers["n_too_long"] == 2 and result.numbers["max_seq_length"] == 256
+    from ecc_lib.embeddings import text_views
+
+    assert int(text_views(texts, None, "full")[1].sum()) == 2
     ok = checks.check_text_length(queries.iloc[:1])
     assert ok.status == "ok"
 
