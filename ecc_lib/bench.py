@@ -837,6 +837,8 @@ class BenchResult:
                     continue
                 mean[column] = frame[column].mean(skipna=True)
             frame = pd.concat([frame, pd.DataFrame([mean])], ignore_index=True)
+            for column in ("n_queries", "n_models", "n_seeds"):
+                frame[column] = frame[column].astype("Int64")  # counts; empty on the mean row
         return frame
 
     def sentences(self) -> list[str]:
