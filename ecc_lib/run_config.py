@@ -75,6 +75,11 @@ class ConfigError(ValueError):
 # notebooks and parameters
 
 
+STANDALONE_NOTEBOOKS: tuple[str, ...] = ("06_benchmark",)
+"""Notebooks run only when asked for (``--only 06``): the benchmark across datasets (issue 27)
+is its own job, not a step of every run."""
+
+
 def discover_notebooks(notebooks_dir: str | os.PathLike | None = None) -> list[Path]:
     """The pipeline notebooks ``NN_name.ipynb`` in order.
 
@@ -102,14 +107,15 @@ def select_notebooks(notebooks: Sequence[Path], only: str | Iterable[str] | None
     notebooks : sequence of Path
         All pipeline notebooks.
     only : str, iterable of str or None
-        Prefixes or stems; None keeps every notebook.
+        Prefixes or stems; None keeps every notebook but the standalone ones
+        (:data:`STANDALONE_NOTEBOOKS`, run only when named).
 
     Returns
     -------
     list of Path
     """
     if only is None or only == "" or only == []:
-        return list(notebooks)
+        return [nb for nb in notebooks if nb.stem not in STANDALONE_NOTEBOOKS]
     wanted = [part.strip() for part in only.split(",")] if isinstance(only, str) else list(only)
     wanted = [part for part in wanted if part]
     chosen = set()

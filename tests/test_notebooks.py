@@ -35,10 +35,11 @@ EXPECTED = [
     "04_routing",
     "05_report",
 ]
+STANDALONE = ["06_benchmark"]  # run only when named (``--only 06``)
 
 
 def test_the_notebooks_are_there():
-    assert [nb.stem for nb in NOTEBOOKS] == EXPECTED
+    assert [nb.stem for nb in NOTEBOOKS] == EXPECTED + STANDALONE
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,6 +266,10 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert set(metrics["dars"]["by_side"]) == {"input", "output", "both"}
     assert metrics["dars"]["by_side"]["output"]["winner_flip_rate"] is not None
     assert metrics["data"]["datasets"]["tiny"]["n_queries"] == 60
+    checks = metrics["checks"]["tiny"]  # issue 27: written by notebook 01
+    assert {"item_alignment", "all_ties", "score_type", "texts", "text_length"} <= set(checks)
+    assert all(set(c) == {"status", "detail", "numbers"} for c in checks.values())
+    assert all(c["status"] in ("ok", "warn", "fail") for c in checks.values())
     assert "kNN (DARS)" in metrics["routing"]["headline"]["score"]
     assert "ECC (single-shot)" in metrics["routing"]["headline"]["score"]
     assert "Softmax-ranking (single-shot)" in metrics["routing"]["headline"]["score"]
@@ -326,6 +331,7 @@ def test_report_reads_as_a_document(tiny_run):
     assert {
         "05_tour_headline",
         "05_data_headline",
+        "05_data_checks",
         "05_dars_headline",
         "05_ecc_headline",
         "05_routing_headline",
@@ -333,6 +339,10 @@ def test_report_reads_as_a_document(tiny_run):
     assert "\\toprule" in (result.run_dir / "tables" / "05_ecc_headline.tex").read_text()
     assert re.search(r"\d+\.\d% \[-?\d+\.\d, -?\d+\.\d\]", html)
     assert "<th></th>" not in html
+    # issue 27: the checks come first in the data section (sentence and table)
+    data = html.split('id="section-01"')[1].split('id="section-02"')[0]
+    assert re.search(r'<p class="findings">Checks before numbers: tiny ', data)
+    assert data.index("<th>check</th>") < data.index("<th>observations per pair</th>")
 
 
 def test_tour_recovers_planted_clusters_better_than_embeddings(tiny_run):

@@ -26,6 +26,7 @@ from ecc_lib.report.sections import (
     routing_section,
     tour_section,
 )
+from ecc_lib.report.sections.checks import add_checks
 
 SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
 """Metrics section recorded by each notebook (by number)."""
@@ -136,8 +137,9 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
             builder(values, section)
         if key == "data" and not section.skipped:
             section.notes += data_notes(metrics.get("data_policy") or {})
+            add_checks(section, metrics.get("checks"))
         sections.append(section)
-    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy"}
+    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy", "checks"}
     for key in sorted(k for k in metrics if k not in known):
         sections.append(other_section(key, metrics[key]))
     n_tables = len(run_folder.list_tables(run))
