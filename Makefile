@@ -1,4 +1,6 @@
 # Two commands: `make run` (set up, then the main job on the bundled data) and `make test`.
+# Both install ecc_lib with every extra but [local] (`.[all,dev]`); the core install is plain
+# `pip install .` (numpy, scipy, pandas, pyarrow, scikit-learn).
 # The virtual environment is made once, and again when pyproject.toml changes.
 
 PYTHON ?= python3
@@ -13,7 +15,7 @@ RUN_ARGS ?=
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-all lint format data embeddings benchmarks docs wheel clean \
-	serve-local stop-local collect-demo report-check
+	serve-local stop-local collect-demo report-check latex-check-tools
 
 install: $(STAMP)
 
@@ -21,15 +23,24 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ecc_lib)" >/dev/null
 	touch $(STAMP)
 
 run: install
 	$(BIN)/ecc-lab run $(RUN_ARGS)
 
-test: install
+# The tests compile every LaTeX table with pdflatex: a small TeX Live subset from Debian is
+# installed when pdflatex is missing (without apt, the tests fall back to a pure-Python check).
+test: install latex-check-tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+latex-check-tools:
+	@command -v pdflatex >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends \
+			texlive-latex-base texlive-latex-recommended; } || \
+		echo "pdflatex could not be installed: LaTeX tables are checked in Python only"; }
 
 test-all: install
 	ECC_LOCAL_PYTHON=$(LOCAL_PYTHON) $(BIN)/python -m pytest -m "slow or not slow" $(PYTEST_ARGS)
@@ -37,6 +48,7 @@ test-all: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: install
 	$(BIN)/ruff check --fix .
@@ -112,4 +124,4 @@ wheel: install
 	$(BIN)/python -m build --sdist --no-isolation --outdir dist .
 
 clean:
-	rm -rf $(VENV) build dist .cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist .cache .pytest_cache .ruff_cache .hypothesis .import_linter_cache .grimp_cache

@@ -8,10 +8,11 @@ Beyond the ECC paper (``DESIGN.md`` section 5). The paper's protocol reveals the
 - ``"active"``: greedily, the candidate whose outcome is expected to reduce the entropy of the
   query's cluster posterior the most, given its embedding and the probes already revealed.
 
-Candidates of a query are the comparisons that exist for it (by default, as in the protocol, the
-model pairs with a winner; ``ties="half"`` adds tied pairs) and are neither among its scored pairs
-nor already probed; a candidate's outcome is read from the score matrix (``y = 1`` when ``b``
-scored higher, ``0.5`` for a tie).
+Candidates of a query are all pairs of models observed on it (a deployed router does not know
+which pairs tie, so a tie spends the probe and is evidence too, issue 23; ``ties="drop"`` keeps
+only pairs with a winner) that are neither among its scored pairs nor already probed; a
+candidate's outcome is read from the score matrix (``y = 1`` when ``b`` scored higher, ``0.5``
+for a tie).
 
 Expected entropy of candidate ``(a, b)`` for query ``q`` with current posterior ``r_q``
 (``softmax(base_q + L_q / (n_q T))``, ``base_q`` the log responsibilities without a probe,
@@ -35,9 +36,9 @@ import numpy as np
 from scipy.special import expit, log_softmax
 
 from ecc_lib.bradley_terry import log_sigmoid
-from ecc_lib.comparisons import Comparisons, split_probe
+from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE, Comparisons, snap_ties, split_probe
 from ecc_lib.ecc import comparison_nll, evidence
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, paired_difference, ratio_gain
 from ecc_lib.probe_leak import probe_models
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,9 @@ def _binary_entropy(p: np.ndarray) -> np.ndarray:
 def candidate_pairs(
     scores: np.ndarray,
     exclude: list[Comparisons] | tuple[Comparisons, ...] = (),
-    ties: str = "drop",
+    ties: str = "half",
+    exclude_models: np.ndarray | None = None,
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
 ) -> Comparisons:
     """Every model pair that exists for each query, minus excluded pairs, with its outcome.
 
@@ -71,9 +74,15 @@ def candidate_pairs(
         Mean score per (query, model), NaN where missing.
     exclude : sequence of Comparisons
         Pairs (in either orientation) to leave out, e.g. the scored pairs and the revealed probes.
-    ties : {"drop", "half"}, default "drop"
-        ``"drop"``: only pairs with a winner exist (the protocol's comparisons); ``"half"``: tied
-        pairs are candidates too, with ``y = 0.5``.
+    ties : {"half", "drop"}, default "half"
+        ``"half"``: every pair of models observed on the query is a candidate, a tied pair with
+        ``y = 0.5`` (a deployed router does not know in advance which pairs tie; a tie spends
+        the probe and is evidence too, issue 23); ``"drop"``: only pairs with a winner.
+    exclude_models : ndarray of bool, shape (n_queries, M), optional
+        Models a query's candidates must not contain (the leak-free rule: the models of its
+        scored pairs).
+    tie_tolerance : float, default 1e-4
+        Scores within this distance tie (:func:`ecc_lib.comparisons.snap_ties`).
 
     Returns
     -------
@@ -81,7 +90,7 @@ def candidate_pairs(
         One row per candidate, ``model_a < model_b``, ``y`` from the scores (0.5 for a tie).
         ``query_ids`` are positions ``"0" .. "n-1"``.
     """
-    s = np.asarray(scores, dtype=float)
+    s = snap_ties(np.asarray(scores, dtype=float), tie_tolerance)
     n, m = s.shape
     ia, ib = np.triu_indices(m, k=1)
     if ties not in ("drop", "half"):
@@ -89,6 +98,8 @@ def candidate_pairs(
     ok = np.isfinite(s[:, ia]) & np.isfinite(s[:, ib])
     if ties == "drop":
         ok &= s[:, ia] != s[:, ib]
+    if exclude_models is not None:
+        ok &= ~exclude_models[:, ia] & ~exclude_models[:, ib]
     code = np.full((m, m), -1, dtype=np.int64)
     code[ia, ib] = np.arange(len(ia))
     code[ib, ia] = np.arange(len(ia))
@@ -275,8 +286,11 @@ def select_probes(
     embeddings: np.ndarray | None = None,
     labels=None,
     random_state: int | np.random.Generator | None = 0,
-    ties: str = "drop",
+    ties: str = "half",
     criterion: str = "entropy",
+    scored: Comparisons | None = None,
+    outside_scored: bool = False,
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
 ) -> Comparisons:
     """Probe comparisons of the test queries under a probe strategy.
 
@@ -299,10 +313,19 @@ def select_probes(
         Test categories (passed to ``predict_responsibilities``).
     random_state : int or Generator, optional
         Seed of ``"random"``.
-    ties : {"drop", "half"}, default "drop"
-        Whether tied pairs are candidates (see :func:`candidate_pairs`).
+    ties : {"half", "drop"}, default "half"
+        Whether tied pairs are candidates (see :func:`candidate_pairs`; default: every pair of
+        models, a tie spends the probe and counts half).
     criterion : {"entropy", "predictive"}, default "entropy"
         Uncertainty that ``"active"`` minimises (see :func:`expected_entropy`).
+    scored : Comparisons, optional
+        The scored pairs (default: the rows of ``test`` from position ``score_from`` on); never
+        candidates.
+    outside_scored : bool, default False
+        Only pairs of models that appear in none of the query's scored pairs (the leak-free
+        rule of :func:`ecc_lib.probe_leak.make_leak_free`).
+    tie_tolerance : float, default 1e-4
+        See :func:`candidate_pairs`.
 
     Returns
     -------
@@ -325,18 +348,20 @@ def select_probes(
         )
     if strategy == "first":
         return split_probe(test, n_probes)[0]
-    scored = split_probe(test, score_from)[1]
+    if scored is None:
+        scored = split_probe(test, score_from)[1]
     n = test.n_queries
     chosen: list[Comparisons] = []
+    banned = probe_models(scored) if outside_scored else None
     if strategy == "active":
-        cand = candidate_pairs(scores, [scored], ties)
+        cand = candidate_pairs(scores, [scored], ties, banned, tie_tolerance)
         every = np.ones(len(cand), dtype=bool)
         for rows in active_steps(cand, every, model, embeddings, labels, n_probes, criterion):
             chosen.append(_recode(cand.take(rows), test))
     else:
         rng = np.random.default_rng(random_state)
         for _ in range(n_probes):
-            cand = candidate_pairs(scores, [scored, *chosen], ties)
+            cand = candidate_pairs(scores, [scored, *chosen], ties, banned, tie_tolerance)
             pick = _first_per_query(cand.query, rng.random(len(cand)), n)
             chosen.append(_recode(cand.take(pick[pick >= 0]), test))
     n_rev = np.zeros(n, dtype=np.int64)
@@ -505,19 +530,19 @@ def probe_strategy_comparison(
     by = {r["strategy"]: r for r in rows}
     ref = by["first"]["reference_by_query"]
     index = bootstrap_indices(len(ref), n_boot, random_state)
-    ref_rep = ref[index].sum(axis=1)
-    gain_rep = {
-        s: 100.0 * (ref_rep - r["loss_by_query"][index].sum(axis=1)) / ref_rep
-        for s, r in by.items()
-    }
+    gains = {s: ratio_gain(ref, r["loss_by_query"], index) for s, r in by.items()}
+    paired = paired_difference(
+        gains[strategy][0], gains[strategy][2], gains["first"][0], gains["first"][2]
+    )
     out = {
         "strategy": strategy,
         "criterion": criterion,
         "n_probes": int(n_probes),
         "n_shared_pairs": by["first"]["n_shared_pairs"],
         "gain": {s: r["gain"] for s, r in by.items()},
+        "gain_ci95": {s: g[1] for s, g in gains.items()},
         "difference": by[strategy]["gain"] - by["first"]["gain"],
-        "difference_ci95": percentile_interval(gain_rep[strategy] - gain_rep["first"]),
+        "difference_ci95": paired["ci95"],
         "curve": [],
     }
     if curve:
@@ -620,7 +645,8 @@ def summarise_probe_strategy(per_seed: list[dict]) -> dict:
         raise ValueError("summarise_probe_strategy needs at least one seed's result")
 
     def sd(values):
-        return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        # one seed has no spread to report: NaN (printed "n/a"), never 0.0 (issue 23)
+        return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
 
     strategies = list(per_seed[0]["gain"])
     out = {

@@ -19,7 +19,12 @@ import pandas as pd
 
 from ecc_lib.comparisons import Comparisons, score_matrix
 from ecc_lib.ecc_protocol import ProtocolData
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.metrics import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    mean_with_replicates,
+    paired_difference,
+)
 from ecc_lib.probe_leak import probe_models
 from ecc_lib.probe_strategies import ProbeStrategy, probe_responsibilities, select_probes
 from ecc_lib.serialization import to_jsonable
@@ -84,7 +89,8 @@ def route_choices(
     labels): what a router knows before calling any model; nothing of the test outcomes is read.
     ``probe`` and ``probe_cost``: the ECC formula with the query's probe (embedding + probe
     evidence). ``probe_outside``: as ``probe``, but the choice is restricted to models outside the
-    probe's pair(s). A method routes to ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')``
+    probe's pair(s) (each method's own probe; under a model-dependent strategy they differ from
+    the reference probe of ``probe_winner``, random and oracle). A method routes to ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')``
     among the models with an outcome on the query (the paper's routing rule).
 
     Parameters
@@ -110,7 +116,10 @@ def route_choices(
     dict
         ``{method: ndarray of model index per test query}`` (-1 where no model is allowed), plus
         ``"probe_winner"`` in the probe settings. Also returns the allowed mask under key
-        ``"_allowed"`` and the reference probe (None in ``no_probe``) under ``"_probe"``.
+        ``"_allowed"``, the reference probe (None in ``no_probe``) under ``"_probe"`` and, under
+        ``"_query_independent"``, whether each method gave every query the same
+        responsibilities (it then knows nothing of the query, e.g. ``comp_only`` without a
+        probe).
     """
     if setting not in ROUTING_SETTINGS:
         raise ValueError(f"setting must be one of {ROUTING_SETTINGS}, got {setting!r}")
@@ -122,10 +131,13 @@ def route_choices(
         if n_probes < 1:
             raise ValueError(f"the {setting!r} setting needs n_probes >= 1")
         reference_probe = select_probes(data, None, n_probes, None, probe_strategy, random_state)[0]
+    observed = allowed
+    constant = {}
     if setting == "probe_outside":
         allowed = allowed & ~probe_models(reference_probe)
     choices = {}
     for name, model in fitted.items():
+        own_allowed = allowed
         if setting == "no_probe":
             resp = probe_responsibilities(
                 model, data.x_test, None, "embedding", data.labels_test, probe_evidence
@@ -135,11 +147,19 @@ def route_choices(
             resp = probe_responsibilities(
                 model, data.x_test, probe, "both", data.labels_test, probe_evidence
             )
-        choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), allowed)
+            if setting == "probe_outside":  # outside the pair(s) this method itself has read
+                own_allowed = observed & ~probe_models(probe)
+        choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), own_allowed)
+        # e.g. comp_only without a probe: every query gets the same responsibilities
+        # (global is query-independent by definition and is not marked)
+        constant[name] = name != "global" and bool(
+            len(resp) > 1 and np.all(np.ptp(resp, axis=0) <= 1e-9)
+        )
     if setting in ("probe", "probe_cost"):
         choices["probe_winner"] = probe_winner(reference_probe, n_test, m)
     choices["_allowed"] = allowed
     choices["_probe"] = reference_probe
+    choices["_query_independent"] = constant
     return choices
 
 
@@ -156,12 +176,16 @@ class RoutingResult:
         ``{setting: {method: model index per test query}}``.
     has_costs : bool
     params : dict
+    differences : dict
+        ``{setting: {"ecc_minus_<method>": {"estimate", "ci95"}}}``: routed score of ECC minus
+        each other row, with a paired bootstrap interval (one shared resample of test queries).
     """
 
     table: pd.DataFrame
     choices: dict = field(repr=False)
     has_costs: bool = False
     params: dict = field(default_factory=dict)
+    differences: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-ready: ``{setting: {method: {"score", "ci95", "cost"}}}`` plus top-level
@@ -173,16 +197,21 @@ class RoutingResult:
             Also holds ``settings``, ``has_costs`` and ``params``; each cell also has
             ``n_queries``.
         """
-        out: dict = {"settings": list(ROUTING_SETTINGS)}
+        settings = list(self.params.get("settings", ROUTING_SETTINGS))
+        out: dict = {"settings": settings}
         for row in self.table.itertuples():
             out.setdefault(row.setting, {})[row.method] = {
                 "score": row.score,
                 "ci95": [row.score_low, row.score_high],
                 "cost": row.cost,
                 "n_queries": row.n_queries,
+                "same_as_global": bool(getattr(row, "same_as_global", False)),
+                "query_independent": bool(getattr(row, "query_independent", False)),
             }
-        out["oracle"] = out["probe"]["oracle"]
-        out["probe_winner"] = out["probe"]["probe_winner"]
+        first = "probe" if "probe" in out else settings[0]
+        out["oracle"] = out[first]["oracle"]
+        out["probe_winner"] = out.get("probe", {}).get("probe_winner")
+        out["differences"] = self.differences
         out["has_costs"] = self.has_costs
         out["params"] = self.params
         return to_jsonable(out)
@@ -209,7 +238,14 @@ def routing_experiment(
     so it is an upper bound of what the probe alone reveals). ``probe_outside`` restricts every
     choice, the random and the oracle to the models outside the probe's pair(s), so no router is
     judged on an outcome it has read. ``probe_cost`` charges the probe: cost = cost of the probe's
-    models + cost of the routed model unless it is one of them (its answer is already paid for).
+    models + cost of the routed model unless it is one of them (its answer is already paid for);
+    for ``random`` the expected cost of a uniform choice under the same rule (a probe model is
+    not charged twice, issue 23). A method that gives every query the same responsibilities
+    (``comp_only`` without a probe: nothing tells its queries apart) is marked
+    ``query_independent``; one whose choices equal ``global``'s on every query
+    ``same_as_global``.
+    Without a probe (``n_probes = 0``, two-model data) only ``no_probe`` runs.
+    ``differences`` holds ECC minus every other row with paired intervals (same resamples).
 
     Parameters
     ----------
@@ -233,25 +269,27 @@ def routing_experiment(
     costs = _cost_matrix(outcomes, data)
     n_test = scores.shape[0]
     index = bootstrap_indices(n_test, n_boot, random_state)
-    rows, all_choices = [], {}
+    rows, all_choices, replicates = [], {}, {}
+    settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
 
-    def add(setting, method, per_query_score, per_query_cost):
+    def add(setting, method, per_query_score, per_query_cost, same_as_global=False, fixed=False):
         ok = np.isfinite(per_query_score)
         if not ok.any():
             return
-        vals = np.where(ok, per_query_score, 0.0)
-        reps = vals[index].sum(axis=1) / np.maximum(ok[index].sum(axis=1), 1)
-        low, high = percentile_interval(reps, confidence)
+        score, (low, high), reps = mean_with_replicates(per_query_score, index, confidence)
+        replicates.setdefault(setting, {})[method] = (score, reps)
         cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
         rows.append(
             {
                 "setting": setting,
                 "method": method,
-                "score": float(per_query_score[ok].mean()),
+                "score": score,
                 "score_low": low,
                 "score_high": high,
                 "cost": cost,
                 "n_queries": int(ok.sum()),
+                "same_as_global": bool(same_as_global),
+                "query_independent": bool(fixed),
             }
         )
 
@@ -261,12 +299,13 @@ def routing_experiment(
         safe = np.maximum(choice, 0)
         return np.where(choice >= 0, matrix[np.arange(n_test), safe], np.nan)
 
-    for setting in ROUTING_SETTINGS:
+    for setting in settings:
         choices = route_choices(
             data, fitted, setting, n_probes, probe_evidence, probe_strategy, random_state
         )
         allowed = choices.pop("_allowed")
         probe = choices.pop("_probe")
+        fixed = choices.pop("_query_independent")
         charge = np.zeros(n_test)
         in_probe = np.zeros_like(allowed) if probe is None else probe_models(probe)
         if probe is not None and costs is not None and setting == "probe_cost":
@@ -283,21 +322,39 @@ def routing_experiment(
 
         all_choices[setting] = choices
         for name, choice in choices.items():
-            add(setting, name, picked(scores, choice), charged(choice))
+            # e.g. comp_only without a probe: nothing tells its queries apart, it routes as global
+            same = name != "global" and np.array_equal(choice, choices["global"])
+            add(
+                setting, name, picked(scores, choice), charged(choice), same, fixed.get(name, False)
+            )
         with np.errstate(invalid="ignore"):
             masked = np.where(allowed, scores, np.nan)
             n_allowed = allowed.sum(axis=1)
             random_score = np.where(n_allowed > 0, np.nansum(masked, axis=1) / n_allowed, np.nan)
             random_cost = None
             if costs is not None:
-                random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
                 if setting == "probe_cost":
-                    random_cost = charge + random_cost
+                    # a probe model's answer is already paid for: charge it once, not twice
+                    unpaid = np.where(in_probe, 0.0, costs)
+                    random_cost = charge + np.nanmean(np.where(allowed, unpaid, np.nan), axis=1)
+                else:
+                    random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
         add(setting, "random", random_score, random_cost)
         oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
         if setting != "probe_cost":
             add(setting, "oracle", picked(scores, oracle), picked(costs, oracle))
+    differences = {}
+    for setting, arms in replicates.items():
+        if "ecc" not in arms:
+            continue
+        e_score, e_reps = arms["ecc"]
+        differences[setting] = {
+            f"ecc_minus_{name}": paired_difference(e_score, e_reps, score, reps, confidence)
+            for name, (score, reps) in arms.items()
+            if name != "ecc"
+        }
     params = {
+        "settings": list(settings),
         "n_probes": n_probes,
         "probe_evidence": probe_evidence,
         "probe_strategy": probe_strategy if isinstance(probe_strategy, str) else "custom",
@@ -305,7 +362,11 @@ def routing_experiment(
         "random_state": random_state,
     }
     return RoutingResult(
-        table=pd.DataFrame(rows), choices=all_choices, has_costs=costs is not None, params=params
+        table=pd.DataFrame(rows),
+        choices=all_choices,
+        has_costs=costs is not None,
+        params=params,
+        differences=differences,
     )
 
 

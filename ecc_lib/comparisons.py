@@ -368,6 +368,43 @@ def _sample_by_index(
     return rows, a, b, y
 
 
+DEFAULT_TIE_TOLERANCE = 1e-4
+"""Scores of one query closer than this count as tied (absolute, on the [0, 1] score scale):
+continuous scores such as 0.70001 and 0.70000 are not a decisive pair (issue 23)."""
+
+
+def snap_ties(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> np.ndarray:
+    """Scores with near-equal values of a query made equal, so that ``!=`` reads "decisive".
+
+    Each row is sorted; a value within ``tolerance`` of the previous sorted value joins its
+    group, and every member of a group takes the group's smallest value (values more than
+    ``tolerance`` apart always stay apart; a chain of close values forms one group). NaN stays
+    NaN. ``tolerance <= 0`` returns the scores unchanged.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_queries, M)
+    tolerance : float, default :data:`DEFAULT_TIE_TOLERANCE`
+
+    Returns
+    -------
+    ndarray, shape (n_queries, M)
+    """
+    s = np.asarray(scores, dtype=float)
+    if not tolerance > 0 or s.size == 0:
+        return s
+    order = np.argsort(s, axis=1)  # NaN last
+    ranked = np.take_along_axis(s, order, axis=1)
+    new_group = np.ones(ranked.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        new_group[:, 1:] = ~(ranked[:, 1:] - ranked[:, :-1] <= tolerance)
+    pos = np.arange(s.shape[1])
+    start = np.maximum.accumulate(np.where(new_group, pos, 0), axis=1)
+    out = np.empty_like(s)
+    np.put_along_axis(out, order, np.take_along_axis(ranked, start, axis=1), axis=1)
+    return out
+
+
 def make_comparisons(
     outcomes: pd.DataFrame,
     n_pairs: int | None = None,
@@ -376,6 +413,7 @@ def make_comparisons(
     query_ids: np.ndarray | list[str] | None = None,
     models: list[str] | tuple[str, ...] | None = None,
     random_state: int | np.random.Generator | None = None,
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
 ) -> Comparisons:
     """Pairwise comparisons of models on each query.
 
@@ -396,6 +434,9 @@ def make_comparisons(
         Fix the query order (e.g. to align with embeddings) and model order.
     random_state : int or Generator, optional
         Seed for the pair draw and order.
+    tie_tolerance : float, default 1e-4
+        Scores of a query within this distance count as tied (:func:`snap_ties`); 0 compares
+        exactly.
 
     Returns
     -------
@@ -408,7 +449,9 @@ def make_comparisons(
         raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
     rng = np.random.default_rng(random_state)
     scores, query_ids, models = score_matrix(outcomes, query_ids, models)
-    return sample_pairs(scores, query_ids, models, n_pairs, ties, min_pairs, rng)
+    return sample_pairs(
+        scores, query_ids, models, n_pairs, ties, min_pairs, rng, tie_tolerance=tie_tolerance
+    )
 
 
 def sample_pairs(
@@ -419,6 +462,7 @@ def sample_pairs(
     ties: str = "drop",
     min_pairs: int = 1,
     random_state: int | np.random.Generator | None = None,
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
 ) -> Comparisons:
     """Pairwise comparisons drawn from a dense score matrix (the work of :func:`make_comparisons`
     once the outcomes are averaged per (query, model)).
@@ -429,7 +473,7 @@ def sample_pairs(
         Mean score per (query, model); NaN where a model has no observation of a query.
     query_ids : sequence of str, length n_queries
     models : sequence of str, length n_models
-    n_pairs, ties, min_pairs, random_state
+    n_pairs, ties, min_pairs, random_state, tie_tolerance
         As in :func:`make_comparisons`.
 
     Returns
@@ -440,7 +484,7 @@ def sample_pairs(
         raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
     if n_pairs is not None and n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
-    scores = np.asarray(scores, dtype=float)
+    scores = snap_ties(np.asarray(scores, dtype=float), tie_tolerance)
     query_ids = np.asarray(query_ids, dtype=object).astype(str)
     models = tuple(str(m) for m in models)
     if scores.shape != (len(query_ids), len(models)):

@@ -9,7 +9,11 @@ in another, every entry point applies the same rules (issue 9):
   label-instability diagnostics do not apply: they are skipped with one plain sentence
   (:func:`no_repeats_reason`) instead of an all-"n/a" figure and a disagreement headline;
 - **one category** (or none) means no human-label baseline: it is reported as n/a, not +0.00%
-  (:func:`human_baseline_reason`);
+  (:func:`human_baseline_reason`); so does a split where no test query's category occurs in
+  training (the baseline would only fall back to another mixture), and a partial overlap is said;
+- **duplicate texts** under different ids are named (:func:`duplicate_text_note`), and so are
+  test queries whose text is also a training query's (:func:`split_duplicate_note`); empty texts
+  are refused when the queries are read (:func:`ecc_lib.schema.validate_queries`);
 - **two models** give one pair per query, too few for ECC's per-query evidence: a warning
   (:func:`two_models_note`);
 - **sizes**: K above the number of training queries, fewer than 2 embedding dimensions and splits
@@ -210,6 +214,7 @@ def apply_data_policy(
         _left_out_sentence(report),
         no_repeats_reason(outcomes, report.has_repeats),
         human_baseline_reason(categories) if queries is not None else None,
+        duplicate_text_note(queries),
         two_models_note(n_models),
         None if has_cost else cost_reason(outcomes),
     ):
@@ -253,31 +258,145 @@ def no_repeats_reason(outcomes: pd.DataFrame | None = None, has_repeats: bool | 
     )
 
 
-def human_baseline_reason(n_categories: int | Sequence | np.ndarray | None) -> str | None:
-    """Why the human-label baseline does not apply (fewer than 2 categories), or None.
+def _distinct(labels) -> set:
+    return set(pd.Series(np.asarray(labels, dtype=object)).dropna().astype(str))
+
+
+def human_baseline_reason(
+    n_categories: int | Sequence | np.ndarray | None, *, train_mask: np.ndarray | None = None
+) -> str | None:
+    """Why the human-label baseline does not apply, or None.
+
+    It does not apply with fewer than 2 categories, nor (given ``train_mask``) when no test
+    query's category occurs among the training queries: every test query would then be placed
+    by the fallback mixture (embedding and probe), not by its label.
 
     Parameters
     ----------
     n_categories : int, or the labels themselves (array of str / None)
         The number of distinct categories, or labels whose distinct non-missing values are
         counted; ``None`` counts as 0.
+    train_mask : ndarray of bool, optional
+        Training queries among the labels (only with labels).
 
     Returns
     -------
     str or None
-        The reason when there are fewer than 2 categories, else None.
+        The reason when the baseline does not apply, else None.
     """
     if n_categories is None:
         n = 0
     elif isinstance(n_categories, (int, np.integer)):
         n = int(n_categories)
     else:
-        n = int(pd.Series(np.asarray(n_categories, dtype=object)).dropna().nunique())
-    if n >= 2:
+        n = len(_distinct(n_categories))
+    if n < 2:
+        return (
+            f"the queries carry {n} human categor{'y' if n == 1 else 'ies'}: the human-label "
+            "baseline needs at least 2 and is reported as n/a"
+        )
+    if train_mask is None or isinstance(n_categories, (int, np.integer)):
+        return None
+    labels = np.asarray(n_categories, dtype=object)
+    train_mask = np.asarray(train_mask, dtype=bool)
+    test = labels[~train_mask]
+    if len(test) and not _distinct(test) & _distinct(labels[train_mask]):
+        return (
+            f"no test query's category occurs among the training queries ({n} categories): the "
+            "human-label baseline would place every test query by another mixture, not by its "
+            "label, and is reported as n/a"
+        )
+    return None
+
+
+def unseen_category_note(labels, train_mask: np.ndarray) -> str | None:
+    """How many test queries carry a category no training query has (placed by the fallback
+    mixture in the human-label baseline), or None when every test category occurs in training.
+
+    Parameters
+    ----------
+    labels : array of str or None
+        Categories of the kept queries.
+    train_mask : ndarray of bool
+        Training queries.
+
+    Returns
+    -------
+    str or None
+    """
+    if labels is None:
+        return None
+    labels = pd.Series(np.asarray(labels, dtype=object)).astype(object)
+    train_mask = np.asarray(train_mask, dtype=bool)
+    seen = _distinct(labels[train_mask])
+    test = labels[~train_mask].dropna().astype(str)
+    unseen = int((~test.isin(seen)).sum())
+    if not unseen or unseen == len(test):  # none, or all (then the baseline is skipped)
         return None
     return (
-        f"the queries carry {n} human categor{'y' if n == 1 else 'ies'}: the human-label baseline "
-        "needs at least 2 and is reported as n/a"
+        f"{unseen} of {len(test)} test queries carry a category no training query has: the "
+        "human-label baseline places them by the embedding and probe evidence instead"
+    )
+
+
+def _normalised_texts(texts) -> pd.Series:
+    return pd.Series(np.asarray(texts, dtype=object)).astype(str).str.split().str.join(" ")
+
+
+def duplicate_text_note(queries: pd.DataFrame) -> str | None:
+    """A note naming query texts that occur under several ids (they embed to one vector and may
+    fall on both sides of a split), or None.
+
+    Texts are compared with their white space collapsed.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id`` and ``text``.
+
+    Returns
+    -------
+    str or None
+    """
+    if queries is None or "text" not in queries.columns or queries.empty:
+        return None
+    texts = _normalised_texts(queries["text"])
+    repeated = texts.duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return None
+    ids = queries["query_id"].astype(str).to_numpy()[repeated][:4]
+    return (
+        f"{int(repeated.sum())} queries share their text with another query under a different id "
+        f"({texts[repeated].nunique()} distinct texts; e.g. ids {list(ids)}): they embed to the "
+        "same vector, and a split by query can put copies in training and test"
+    )
+
+
+def split_duplicate_note(texts, train_mask: np.ndarray) -> str | None:
+    """How many test queries have the same text as a training query, or None.
+
+    Parameters
+    ----------
+    texts : array of str
+        Texts of the kept queries.
+    train_mask : ndarray of bool
+        Training queries.
+
+    Returns
+    -------
+    str or None
+    """
+    if texts is None:
+        return None
+    texts = _normalised_texts(texts)
+    train_mask = np.asarray(train_mask, dtype=bool)
+    shared = texts[~train_mask].isin(set(texts[train_mask]))
+    if not shared.any():
+        return None
+    return (
+        f"{int(shared.sum())} of {len(shared)} test queries have the same text as a training "
+        "query (duplicates under different ids): their scores partly measure recall of training "
+        "queries"
     )
 
 
@@ -446,8 +565,16 @@ def check_embedding_dims(embedding_dim: int) -> None:
         )
 
 
-def protocol_notes(outcomes: pd.DataFrame, labels: np.ndarray | None, n_train: int) -> list[str]:
-    """The warnings that go beside the ECC numbers: two models, no human baseline, small data.
+def protocol_notes(
+    outcomes: pd.DataFrame,
+    labels: np.ndarray | None,
+    n_train: int,
+    *,
+    train_mask: np.ndarray | None = None,
+    texts: np.ndarray | None = None,
+) -> list[str]:
+    """The warnings that go beside the ECC numbers: two models, no human baseline, small data,
+    test categories unseen in training and test texts that are also training texts.
 
     Parameters
     ----------
@@ -457,6 +584,10 @@ def protocol_notes(outcomes: pd.DataFrame, labels: np.ndarray | None, n_train: i
         Human categories of the kept queries.
     n_train : int
         Training queries of the split.
+    train_mask : ndarray of bool, optional
+        The split (training queries), for the category and text overlap notes.
+    texts : ndarray of str, optional
+        Texts of the kept queries.
 
     Returns
     -------
@@ -464,7 +595,9 @@ def protocol_notes(outcomes: pd.DataFrame, labels: np.ndarray | None, n_train: i
     """
     notes = [
         two_models_note(int(outcomes["model"].nunique())),
-        human_baseline_reason(labels),
+        human_baseline_reason(labels, train_mask=train_mask),
+        None if train_mask is None else unseen_category_note(labels, train_mask),
+        None if train_mask is None else split_duplicate_note(texts, train_mask),
         small_data_warning(n_train),
     ]
     return [note for note in notes if note]
@@ -534,6 +667,7 @@ __all__ = [
     "check_utility_weights",
     "collection_notes",
     "cost_reason",
+    "duplicate_text_note",
     "has_repeated_observations",
     "human_baseline_reason",
     "models_per_query",
@@ -542,5 +676,7 @@ __all__ = [
     "record_data_policy",
     "recorded_policy",
     "small_data_warning",
+    "split_duplicate_note",
     "two_models_note",
+    "unseen_category_note",
 ]

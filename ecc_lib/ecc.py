@@ -38,11 +38,12 @@ inference interface and EM engine; they are in :mod:`ecc_lib.ecc_baselines`.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
-import sys
 import time
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -454,13 +455,61 @@ class _LocalData:
         return self.resp
 
 
+@dataclass(frozen=True)
+class DataBackend:
+    """Where else than in memory an ECC-family fit can run (registered by the backend's module).
+
+    Attributes
+    ----------
+    name : str
+        The backend (``"dask"``).
+    claims : callable
+        ``claims(embeddings) -> bool``: whether this fit runs on the backend (for Dask: inside
+        ``ecc_lib.distributed.use_dask`` or on a dask array).
+    fit : callable
+        ``fit(estimator, embeddings, comparisons) -> estimator``: the fit on the backend.
+    """
+
+    name: str
+    claims: Callable[[object], bool]
+    fit: Callable
+
+
+_DATA_BACKENDS: dict[str, DataBackend] = {}
+_BACKEND_MODULES = {"dask": "ecc_lib.distributed"}
+"""Module that registers the backend for arrays of a package (imported only when such an array
+is passed, like a plug-in: this module never imports it otherwise)."""
+
+
+def register_data_backend(name: str, claims: Callable[[object], bool], fit: Callable) -> None:
+    """Register a data backend of the EM engine (see :class:`DataBackend`); a name registered
+    again replaces the earlier one.
+
+    Parameters
+    ----------
+    name : str
+    claims : callable
+        ``claims(embeddings) -> bool``.
+    fit : callable
+        ``fit(estimator, embeddings, comparisons) -> estimator``.
+    """
+    _DATA_BACKENDS[str(name)] = DataBackend(str(name), claims, fit)
+
+
+def _data_backend(embeddings) -> DataBackend | None:
+    """The registered backend that claims this fit, or None (in memory).
+
+    Nothing is imported for in-memory arrays; an array of a package with a backend module (a dask
+    array) imports that module, which registers itself."""
+    package = type(embeddings).__module__.partition(".")[0]
+    if package in _BACKEND_MODULES and package not in _DATA_BACKENDS:
+        importlib.import_module(_BACKEND_MODULES[package])
+    return next((b for b in _DATA_BACKENDS.values() if b.claims(embeddings)), None)
+
+
 def _dask_requested(embeddings) -> bool:
-    """Whether a fit runs on Dask partitions (inside ``ecc_lib.distributed.use_dask`` or on a
-    dask array); never imports Dask otherwise."""
-    module = sys.modules.get("ecc_lib.distributed")
-    if module is None and type(embeddings).__module__.startswith("dask"):
-        import ecc_lib.distributed as module
-    return module is not None and module.active(embeddings)
+    """Whether a fit runs on a registered backend (Dask partitions) rather than in memory."""
+    return _data_backend(embeddings) is not None
 
 
 def _run_em(
@@ -841,10 +890,9 @@ class ECC(_ProfileMixture):
         -------
         self
         """
-        if _dask_requested(embeddings):
-            from ecc_lib.distributed import fit_partitioned
-
-            return fit_partitioned(self, embeddings, comparisons)
+        backend = _data_backend(embeddings)
+        if backend is not None:
+            return backend.fit(self, embeddings, comparisons)
         self._validate_params()
         _check_comparisons(comparisons, "comparisons")
         dtype = np.dtype(self.dtype)

@@ -32,6 +32,7 @@ from ecc_lib.ecc_protocol import (
     make_methods,
     score_methods,
 )
+from ecc_lib.metrics import DEFAULT_N_BOOT
 
 logger = logging.getLogger(__name__)
 HIDDEN_EXAMPLE_CATEGORIES: tuple[str, ...] = ("gpqa",)
@@ -124,8 +125,21 @@ def sweep_probes(
     Returns
     -------
     DataFrame
-        One row per probe count and method.
+        One row per probe count and method (counts that would leave no pair to score, e.g.
+        any probe on two-model data, are left out with a warning).
     """
+    most = int(data.test.pairs_per_query().max()) if len(data.test) else 0
+    kept = tuple(n for n in n_probes if n < most)
+    if len(kept) < len(n_probes):
+        logger.warning(
+            "sweep_probes: probe count(s) %s left out: test queries have at most %d pair(s), "
+            "so nothing would be scored",
+            [n for n in n_probes if n >= most],
+            most,
+        )
+    if not kept:
+        raise ValueError(f"no probe count in {list(n_probes)} leaves a pair to score")
+    n_probes = kept
     score_from = max(n_probes)
     settings = [{"mode": mode, "n_probes": n, "score_from": score_from} for n in n_probes]
     return _score_settings(data, fitted, settings, **kwargs)
@@ -432,12 +446,68 @@ def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state
     return pd.DataFrame(rows)
 
 
+def score_label_informed(
+    data: ProtocolData,
+    fitted: dict,
+    result: ECCEvaluation,
+    *,
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    random_state: int | None = 42,
+    **ecc_params,
+) -> ECCEvaluation:
+    """Fit label-informed ECC (``ecc_labels``) and score it beside ``fitted`` exactly as
+    ``result`` was scored: the same probes, mode, probe evidence and strategy, the same
+    bootstrap resamples (``n_boot`` and ``bootstrap_seed`` of ``result.params``).
+
+    Notebook 03 once rescored with the default probe evidence (so ``"sum"`` was read as
+    ``"mean"``) and another bootstrap seed (issue 22); the settings now come from ``result``.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        The split ``result`` was scored on.
+    fitted : dict
+        The fitted methods of ``result`` (must hold ``"global"``).
+    result : ECCEvaluation
+        The scored protocol whose settings are reused.
+    n_clusters, lam, temperature, random_state, **ecc_params
+        Of the label-informed estimator (as :func:`~ecc_lib.ecc_protocol.make_methods`).
+
+    Returns
+    -------
+    ECCEvaluation
+        Every method of ``fitted`` plus ``ecc_labels``.
+    """
+    params = result.params
+    labelled = dict(fitted)
+    estimators = make_methods(
+        n_clusters, lam, temperature, random_state, ("ecc_labels",), **ecc_params
+    )
+    new, seconds = fit_methods(data, estimators)
+    labelled.update(new)
+    return score_methods(
+        data,
+        labelled,
+        n_probes=result.n_probes,
+        mode=result.mode,
+        score_from=params.get("score_from"),
+        fit_seconds={**result.fit_seconds, **seconds},
+        n_boot=int(params.get("n_boot", DEFAULT_N_BOOT)),
+        random_state=int(params.get("bootstrap_seed", 0)),
+        probe_evidence=params.get("probe_evidence", "mean"),
+        probe_strategy=params.get("probe_strategy", "first"),
+    )
+
+
 __all__ = [
     "HIDDEN_EXAMPLE_CATEGORIES",
     "cluster_summary",
     "cross_cluster_nll_gap",
     "diagnostics",
     "evaluate_modes",
+    "score_label_informed",
     "sweep_clusters",
     "sweep_probes",
     "within_cluster_consistency",

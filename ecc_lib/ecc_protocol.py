@@ -40,9 +40,11 @@ import pandas as pd
 
 from ecc_lib import data_checks
 from ecc_lib.comparisons import (
+    DEFAULT_TIE_TOLERANCE,
     Comparisons,
     make_comparisons,
     score_matrix,
+    snap_ties,
     split_queries,
 )
 from ecc_lib.ecc import ECC, MODES, _check_mode, _labels_to_str, comparison_nll
@@ -52,8 +54,15 @@ from ecc_lib.ecc_baselines import (
     GlobalBT,
     HumanLabelClusters,
 )
+from ecc_lib.ecc_cv import ECCCV
 from ecc_lib.label_informed import LabelInformedECC
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.metrics import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    paired_difference,
+    percentile_interval,
+    ratio_gain,
+)
 from ecc_lib.probe_leak import make_leak_free, probe_candidate_rows, touching_probe
 from ecc_lib.probe_strategies import (
     PROBE_EVIDENCE,
@@ -153,6 +162,7 @@ def prepare_protocol(
     min_pairs: int = 2,
     models: tuple[str, ...] | None = None,
     evidence: str = "sampled",
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
 ) -> ProtocolData:
     """Sample comparisons and split queries as in the paper's protocol.
 
@@ -176,10 +186,17 @@ def prepare_protocol(
         ``"soft"``: the same pairs, each with the probability that ``b`` beats ``a`` under the two
         empirical score distributions (:func:`ecc_lib.soft_evidence.soft_outcomes`) as outcome,
         for fitting and scoring; ``"sampled"``: the mean-score winner (the paper's protocol).
+    tie_tolerance : float, default 1e-4
+        Mean scores of a query within this distance tie (recorded in ``params``; see
+        :func:`ecc_lib.comparisons.snap_ties`).
 
     Returns
     -------
     ProtocolData
+        ``params`` records ``left_out_reasons`` (why each dropped query was left out: "all
+        models tie", "one non-tie pair", "fewer than 2 models observed") and, with two models,
+        ``single_pair`` (each query has its one pair; ``min_pairs`` is lowered to 1 with a
+        warning).
     """
     if evidence not in ("sampled", "soft"):
         raise ValueError(f"evidence must be 'sampled' or 'soft', got {evidence!r}")
@@ -191,6 +208,17 @@ def prepare_protocol(
             f"({len(query_ids)} rows, in its order)"
         )
     data_checks.check_embedding_dims(emb.shape[1])
+    n_models = len(models) if models is not None else int(outcomes["model"].nunique())
+    notes: list[str] = []
+    single_pair = n_models == 2 and min_pairs > 1
+    if single_pair:
+        min_pairs = 1
+        notes.append(
+            "only 2 models: each query has a single comparison pair, so ECC is fitted on that one "
+            "pair per query and a test query is scored on its pair without a probe (embedding "
+            "only); read its gain with care"
+        )
+        logger.warning(notes[-1])
     comparisons = make_comparisons(
         outcomes,
         n_pairs=n_pairs,
@@ -199,6 +227,7 @@ def prepare_protocol(
         query_ids=query_ids,
         models=models,
         random_state=random_state,
+        tie_tolerance=tie_tolerance,
     )
     if comparisons.n_queries < 2:
         two = data_checks.two_models_note(int(outcomes["model"].nunique()))
@@ -223,12 +252,22 @@ def prepare_protocol(
         labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
     scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
     train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
-    notes = data_checks.protocol_notes(outcomes, labels, int(train_mask.sum()))
+    left_out = left_out_reasons(
+        outcomes, comparisons.dropped_query_ids, comparisons.models, tie_tolerance, min_pairs
+    )
+    texts = queries["text"].astype(str).to_numpy()[rows]
+    checks = data_checks.protocol_notes(
+        outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
+    )
+    if single_pair:  # the generic two-model note is replaced by the sentence above
+        two = data_checks.two_models_note(2)
+        checks = [c for c in checks if c != two]
+    notes = notes + checks
     return ProtocolData(
         comparisons=comparisons,
         embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
         labels=labels,
-        texts=queries["text"].astype(str).to_numpy()[rows],
+        texts=texts,
         scores=scores,
         train_mask=train_mask,
         test_mask=test_mask,
@@ -242,8 +281,72 @@ def prepare_protocol(
             "min_pairs": min_pairs,
             "warnings": notes,
             "evidence": evidence,
+            "tie_tolerance": float(tie_tolerance),
+            "left_out_reasons": left_out,
+            "single_pair": bool(single_pair),
         },
     )
+
+
+def left_out_reasons(
+    outcomes: pd.DataFrame,
+    dropped_query_ids,
+    models: tuple[str, ...],
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    min_pairs: int = 2,
+) -> dict[str, int]:
+    """Why the queries left out of the protocol were left out, with their counts.
+
+    Parameters
+    ----------
+    outcomes : DataFrame
+        Long outcomes ``query_id, model, score``.
+    dropped_query_ids : sequence of str
+        The queries with fewer than ``min_pairs`` non-tie pairs.
+    models : tuple of str
+    tie_tolerance : float
+        As in :func:`prepare_protocol`.
+    min_pairs : int, default 2
+
+    Returns
+    -------
+    dict
+        ``{reason: number of queries}`` with reasons ``"all models tie"`` (at least 2 models
+        observed, no pair with a winner), ``"fewer than 2 models observed"`` and ``"only k
+        non-tie pair(s)"`` (fewer than ``min_pairs``); empty when nothing was left out.
+    """
+    ids = np.asarray(list(dropped_query_ids), dtype=object).astype(str)
+    if len(ids) == 0:
+        return {}
+    scores, _, _ = score_matrix(outcomes, ids, models)
+    scores = snap_ties(scores, tie_tolerance)
+    observed = np.isfinite(scores).sum(axis=1)
+    # decisive pairs per query = pairs of observed models in different score groups
+    ranked = np.sort(scores, axis=1)  # NaN last
+    pairs_total = observed * (observed - 1) // 2
+    same = np.zeros(len(ids), dtype=np.int64)
+    for value_col in range(scores.shape[1]):  # over models, not pairs
+        v = ranked[:, [value_col]]
+        with np.errstate(invalid="ignore"):
+            eq = (scores == v).sum(axis=1)
+        first = np.ones(len(ids), dtype=bool)
+        if value_col:
+            first = ranked[:, value_col] != ranked[:, value_col - 1]
+        ok = first & np.isfinite(ranked[:, value_col])
+        same += np.where(ok, eq * (eq - 1) // 2, 0)
+    decisive = pairs_total - same
+    out: dict[str, int] = {}
+    few = observed < 2
+    tie = ~few & (decisive == 0)
+    if few.any():
+        out["fewer than 2 models observed"] = int(few.sum())
+    if tie.any():
+        out["all models tie"] = int(tie.sum())
+    for k in range(1, int(min_pairs)):
+        n = int((~few & (decisive == k)).sum())
+        if n:
+            out[f"only {k} non-tie pair(s)"] = n
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -264,6 +367,17 @@ def _ecc_family(cls, drop_lam: bool = False):
     return factory
 
 
+_ECC_CV_PASSED = ("max_iter", "tol", "n_init", "dtype", "n_jobs")
+
+
+def _ecc_cv_factory(n_clusters, lam, temperature, random_state, **ecc_params):
+    """:class:`~ecc_lib.ecc_cv.ECCCV` over its default grid plus the configured ECC point (so the
+    paper's settings are always a candidate)."""
+    point = {"family": "ecc", "n_clusters": n_clusters, "temperature": temperature, "lam": lam}
+    passed = {k: v for k, v in ecc_params.items() if k in _ECC_CV_PASSED}
+    return ECCCV(extra_candidates=(point,), random_state=random_state, **passed)
+
+
 METHOD_FACTORIES: dict[str, Callable] = {
     "global": lambda n_clusters, lam, temperature, random_state, **ecc_params: GlobalBT(),
     "ecc": _ecc_family(ECC),
@@ -273,6 +387,7 @@ METHOD_FACTORIES: dict[str, Callable] = {
         lam=lam, temperature=temperature
     ),
     "ecc_labels": _ecc_family(LabelInformedECC),
+    "ecc_cv": _ecc_cv_factory,
 }
 """Estimator factory by method name. Each is called as ``factory(n_clusters, lam, temperature,
 random_state, **ecc_params)`` and returns an unfitted estimator with ``fit(embeddings,
@@ -317,7 +432,7 @@ def make_methods(
 
 def default_methods(has_labels: bool) -> tuple[str, ...]:
     """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
-    (``human`` and ``ecc_labels`` are left out without categories).
+    (``human`` and ``ecc_labels`` are left out without categories), plus ``ecc_cv`` (issue 26).
 
     Parameters
     ----------
@@ -328,8 +443,8 @@ def default_methods(has_labels: bool) -> tuple[str, ...]:
     tuple of str
     """
     if has_labels:
-        return (*METHODS, "ecc_labels")
-    return tuple(m for m in METHODS if m not in LABEL_METHODS)
+        return (*METHODS, "ecc_labels", "ecc_cv")
+    return (*(m for m in METHODS if m not in LABEL_METHODS), "ecc_cv")
 
 
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
@@ -359,10 +474,9 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and (
-            data_checks.human_baseline_reason(data.labels)
-        ):
-            logger.info("%s (%s skipped)", data_checks.human_baseline_reason(data.labels), name)
+        reason = data_checks.human_baseline_reason(data.labels, train_mask=data.train_mask)
+        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and reason:
+            logger.info("%s (%s skipped)", reason, name)
             continue
         start = time.perf_counter()
         estimator.fit(data.x_train, data.train, labels=data.labels_train)
@@ -404,6 +518,14 @@ class ECCEvaluation:
         Per method: mean NLL and its interval, gain (%) and its interval, accuracy.
     differences : dict
         Paired intervals of gain differences between methods (pp).
+    differences_disjoint : dict
+        The same on the scored pairs disjoint from the probe's models (one shared resample).
+    probe_coverage : dict
+        ``share_with_probe`` (test queries that got a probe, of ECC), ``n_with_probe``,
+        ``n_without_probe`` and the gains on the queries with and without a probe
+        (``ranking_quality_gain_with_probe`` / ``_without_probe`` with ``ci95_*``): under the
+        leak-free protocol many test queries have no leak-free probe and are scored from the
+        embedding alone (issue 23); the JSON repeats it as ``leak_free`` there.
     fit_seconds, n_iter, converged : dict
         Per method fit facts.
     per_query : DataFrame
@@ -441,6 +563,8 @@ class ECCEvaluation:
     probe_leak_share: float = float("nan")
     probe_leak_share_by_method: dict = field(default_factory=dict)
     n_scored_touching: int = 0
+    differences_disjoint: dict = field(default_factory=dict)
+    probe_coverage: dict = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         """One row per method (with the touching / disjoint gains and their intervals).
@@ -513,22 +637,15 @@ class ECCEvaluation:
                 "probe_leak_share_by_method": self.probe_leak_share_by_method,
                 "n_scored_touching": self.n_scored_touching,
                 "n_scored_disjoint": self.n_scored - self.n_scored_touching,
+                "differences_disjoint": self.differences_disjoint,
+                "probe_coverage": self.probe_coverage,
+                "leak_free": self.probe_coverage if self.params.get("leak_free") else None,
+                "left_out_reasons": self.params.get("left_out_reasons", {}),
+                "tie_tolerance": self.params.get("tie_tolerance"),
+                "label_weight": _label_weights(self.fitted),
                 "params": self.params,
             }
         )
-
-
-def _gain_and_ci(g, m, index, confidence):
-    """Gain ``100 (sum g - sum m) / sum g`` of per-query NLL sums and its bootstrap replicates."""
-    total = g.sum()
-    if total <= 0:
-        return float("nan"), [float("nan"), float("nan")], np.full(len(index), np.nan)
-    reps_g = g[index].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = 100.0 * (reps_g - m[index].sum(axis=1)) / reps_g
-    finite = reps[np.isfinite(reps)]
-    ci = percentile_interval(finite, confidence) if len(finite) else [np.nan, np.nan]
-    return float(100.0 * (total - m.sum()) / total), ci, reps
 
 
 def score_methods(
@@ -586,7 +703,7 @@ def score_methods(
     n_test = data.test.n_queries
     counts = np.bincount(scored.query, minlength=n_test)
     per_query, per_query_touch, accuracy, touch_count, leak_share = {}, {}, {}, {}, {}
-    pair_losses, touch_rows = {}, {}
+    pair_losses, touch_rows, with_probe = {}, {}, {}
     for name, model in fitted.items():
         probe, _, _, _ = select_probes(
             data, model, n_probes, score_from, probe_strategy, random_state
@@ -598,20 +715,26 @@ def score_methods(
         losses = comparison_nll(p, scored.y)
         touching = touching_probe(probe, scored)
         pair_losses[name], touch_rows[name] = losses, touching
+        with_probe[name] = (
+            np.zeros(n_test, dtype=bool)
+            if probe is None
+            else np.bincount(probe.query, minlength=n_test) > 0
+        )
         per_query[name] = np.bincount(scored.query, weights=losses, minlength=n_test)
         per_query_touch[name] = np.bincount(
             scored.query, weights=np.where(touching, losses, 0.0), minlength=n_test
         )
         touch_count[name] = np.bincount(scored.query[touching], minlength=n_test)
         leak_share[name] = float(touching.mean())
-        decided = scored.y != 0.5
-        correct = np.where(p == 0.5, 0.5, ((p > 0.5) == (scored.y == 1.0)).astype(float))
-        accuracy[name] = float(correct[decided].mean()) if decided.any() else float("nan")
+        accuracy[name] = pairwise_accuracy(p, scored.y)
     has = counts > 0
     index = bootstrap_indices(int(has.sum()), n_boot, random_state)
     n_scored = float(counts.sum())
     nll, nll_ci, gain, ci, stats_gain = {}, {}, {}, {}, {}
-    gain_t, ci_t, gain_d, ci_d = {}, {}, {}, {}
+    gain_t, ci_t, gain_d, ci_d, stats_d = {}, {}, {}, {}, {}
+    reference = "ecc" if "ecc" in fitted else next(iter(fitted))
+    covered = with_probe[reference][has]
+    by_probe = {"with": {}, "without": {}}
     for name, losses in per_query.items():
         m = losses[has]
         nll[name] = float(m.sum() / n_scored)
@@ -620,35 +743,51 @@ def score_methods(
         if name == "global":
             continue
         g = per_query["global"][has]
-        gain[name], ci[name], stats_gain[name] = _gain_and_ci(g, m, index, confidence)
+        gain[name], ci[name], stats_gain[name] = ratio_gain(g, m, index, confidence)
         # the global model ignores the probe: its losses on this method's touching pairs are its
         # per-pair losses restricted to the same pairs
         touching = touch_rows[name]
         g_losses = pair_losses["global"]
         g_t = np.bincount(scored.query[touching], weights=g_losses[touching], minlength=n_test)
         m_t = per_query_touch[name]
-        gain_t[name], ci_t[name], _ = _gain_and_ci(g_t[has], m_t[has], index, confidence)
-        gain_d[name], ci_d[name], _ = _gain_and_ci(
+        gain_t[name], ci_t[name], _ = ratio_gain(g_t[has], m_t[has], index, confidence)
+        gain_d[name], ci_d[name], stats_d[name] = ratio_gain(
             (per_query["global"] - g_t)[has], (losses - m_t)[has], index, confidence
         )
-    differences = {}
-    for first in ("ecc",):
+        # queries with / without a probe of the reference method (the same resamples)
+        for key, mask in (("with", covered), ("without", ~covered)):
+            by_probe[key][name] = ratio_gain(g * mask, m * mask, index, confidence)[:2]
+    differences, differences_disjoint = {}, {}
+    if "ecc" in gain:
         for second in gain:
-            if first in gain and second != first:
-                diff = stats_gain[first] - stats_gain[second]
-                low, high = percentile_interval(diff, confidence)
-                differences[f"{first}_minus_{second}"] = {
-                    "estimate": gain[first] - gain[second],
-                    "ci95": [low, high],
-                }
+            if second == "ecc":
+                continue
+            differences[f"ecc_minus_{second}"] = paired_difference(
+                gain["ecc"], stats_gain["ecc"], gain[second], stats_gain[second], confidence
+            )
+            differences_disjoint[f"ecc_minus_{second}"] = paired_difference(
+                gain_d["ecc"], stats_d["ecc"], gain_d[second], stats_d[second], confidence
+            )
     frame = pd.DataFrame({"query_id": data.test.query_ids, "n_scored": counts})
-    reference = "ecc" if "ecc" in fitted else next(iter(fitted))
     frame["n_scored_touching"] = touch_count[reference]
+    frame["has_probe"] = with_probe[reference]
     for name, losses in per_query.items():
         frame[f"nll_{name}"] = losses
         frame[f"nll_{name}_touching"] = per_query_touch[name]
     fit_seconds = dict(fit_seconds or {})
     strategy_name = probe_strategy if isinstance(probe_strategy, str) else probe_strategy.__name__
+    n_covered = int(covered.sum())
+    probe_coverage = {
+        "share_with_probe": float(covered.mean()) if len(covered) else float("nan"),
+        "n_with_probe": n_covered,
+        "n_without_probe": int(len(covered) - n_covered),
+        "n_scored_with_probe": int(counts[has][covered].sum()),
+        "n_scored_without_probe": int(counts[has][~covered].sum()),
+        "ranking_quality_gain_with_probe": {k: v[0] for k, v in by_probe["with"].items()},
+        "ci95_with_probe": {k: v[1] for k, v in by_probe["with"].items()},
+        "ranking_quality_gain_without_probe": {k: v[0] for k, v in by_probe["without"].items()},
+        "ci95_without_probe": {k: v[1] for k, v in by_probe["without"].items()},
+    }
     return ECCEvaluation(
         n_queries=data.comparisons.n_queries,
         n_models=data.comparisons.n_models,
@@ -672,6 +811,7 @@ def score_methods(
             **data.params,
             "score_from": score_from,
             "n_boot": n_boot,
+            "bootstrap_seed": random_state,
             "probe_evidence": probe_evidence,
             "probe_strategy": strategy_name,
         },
@@ -683,7 +823,36 @@ def score_methods(
         probe_leak_share=leak_share[reference],
         probe_leak_share_by_method=leak_share,
         n_scored_touching=int(touch_count[reference].sum()),
+        differences_disjoint=differences_disjoint,
+        probe_coverage=probe_coverage,
     )
+
+
+def pairwise_accuracy(p: np.ndarray, y: np.ndarray) -> float:
+    """Share of decided pairs whose predicted direction is right (a prediction of exactly one
+    half counts half).
+
+    A pair is decided when ``y != 0.5``; its winner is ``b`` when ``y > 0.5``, so a soft target
+    (``y = 0.3``: ``a`` wins more often) is read by its direction, not as "b won" (issue 23).
+
+    Parameters
+    ----------
+    p : ndarray
+        Predicted ``P(b beats a)``.
+    y : ndarray
+        Outcomes or soft targets in [0, 1].
+
+    Returns
+    -------
+    float
+        NaN when no pair is decided.
+    """
+    p, y = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
+    decided = y != 0.5
+    if not decided.any():
+        return float("nan")
+    correct = np.where(p == 0.5, 0.5, ((p > 0.5) == (y > 0.5)).astype(float))
+    return float(correct[decided].mean())
 
 
 def run_protocol(
@@ -786,9 +955,13 @@ def _run_seed(
     data = prepare_protocol(
         queries, outcomes, embeddings, n_pairs, test_size, seed, evidence=evidence
     )
+    n_probes, leak_free = single_pair_settings(data, n_probes, leak_free)
     if leak_free:
-        data = make_leak_free(data, n_probes=n_probes, random_state=seed)
+        data = make_leak_free(data, n_probes=n_probes, random_state=seed, outcomes=outcomes)
     estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
+    for estimator in estimators.values():  # ecc_cv probes held-out queries like test queries
+        if "cv_probe" in estimator.get_params():
+            estimator.set_params(n_probes=n_probes, cv_probe="leak_free" if leak_free else "first")
     fitted, seconds = fit_methods(data, estimators)
     result = score_methods(
         data,
@@ -804,7 +977,56 @@ def _run_seed(
     result.params.update(
         {"n_clusters": n_clusters, "lam": lam, "temperature": temperature, **ecc_params}
     )
+    chosen = {k: m.best_params_ for k, m in fitted.items() if hasattr(m, "best_params_")}
+    if chosen:  # settings chosen by cross-validation (ecc_cv), per seed
+        result.params["best_params"] = chosen
     return data, result
+
+
+def _label_weights(fitted: dict) -> dict | None:
+    """The label-prior weight of label-informed ECC: chosen, and as each CV reading would choose."""
+    model = fitted.get("ecc_labels")
+    if model is None or not hasattr(model, "label_weight_"):
+        return None
+    return {
+        "chosen": float(model.label_weight_),
+        "cv_pairs": getattr(model, "cv_pairs_used_", None),
+        "by_reading": dict(getattr(model, "label_weight_by_reading_", {}) or {}),
+    }
+
+
+def single_pair_settings(data: ProtocolData, n_probes: int, leak_free: bool) -> tuple[int, bool]:
+    """Probes and leak-free setting that two-model data allow (issue 23).
+
+    With two models each query has one pair: a probe would leave nothing to score, and no pair
+    is disjoint from it. ECC then runs without a probe (the test query's one pair is scored from
+    its embedding) and the leak-free protocol is skipped, each with a warning in
+    ``data.params["warnings"]``.
+
+    Parameters
+    ----------
+    data : ProtocolData
+    n_probes : int
+    leak_free : bool
+
+    Returns
+    -------
+    n_probes, leak_free : int, bool
+    """
+    if not data.params.get("single_pair"):
+        return n_probes, leak_free
+    notes = data.params.setdefault("warnings", [])
+    if n_probes:
+        notes.append(
+            f"{n_probes} probe(s) asked, but with one pair per query a probe would leave nothing "
+            "to score: test queries are scored without a probe"
+        )
+        logger.warning(notes[-1])
+    if leak_free:
+        notes.append("the leak-free protocol is skipped: with 2 models no pair avoids the probe")
+        logger.warning(notes[-1])
+    data.params["n_probes_asked"] = n_probes
+    return 0, False
 
 
 __all__ = [
@@ -819,7 +1041,9 @@ __all__ = [
     "ProtocolData",
     "default_methods",
     "fit_methods",
+    "left_out_reasons",
     "make_methods",
+    "pairwise_accuracy",
     "prepare_protocol",
     "run_protocol",
     "score_methods",

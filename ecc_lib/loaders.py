@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import paths
+from ecc_lib._optional import require
 from ecc_lib.schema import (
     OUTCOME_COLUMNS,
     DataValidationError,
@@ -49,17 +50,78 @@ ID_COLUMNS: tuple[str, ...] = ("query_id", "sample_id", "id", "key", "question_i
 """Columns read as strings from every file format (``"001"`` stays ``"001"``)."""
 
 
+TEXT_COLUMNS: tuple[str, ...] = (
+    *ID_COLUMNS,
+    "model",
+    "model_a",
+    "model_b",
+    "category",
+    "source",
+    "observation_type",
+    "dataset",
+    "benchmark",
+    "task",
+    "eval_name",
+    "answer",
+    "method",
+    *_TEXT_COLUMNS,
+)
+"""Columns of a CSV read as text where only an empty cell is missing: a model or category named
+``NA``, ``None`` or ``null`` keeps its name, a dataset named ``2024`` stays ``"2024"``."""
+
+
+_MISSING_MARKERS = (
+    *("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN"),
+    *("<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"),
+)
+"""pandas' default missing-value markers, read as missing in the columns that hold numbers."""
+
+
+def read_csv_keeping_text(path: str | Path, sep: str = ",", text_columns=TEXT_COLUMNS):
+    """Read a CSV whose name columns (``text_columns``) hold text: only an empty cell is missing
+    there, while the other columns read pandas' usual missing markers (``NA``, ``NaN`` ...).
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV (or TSV with ``sep="\\t"``) file, optionally compressed.
+    sep : str, default ","
+        Field separator.
+    text_columns : iterable of str, default :data:`TEXT_COLUMNS`
+        Columns read as strings.
+
+    Returns
+    -------
+    DataFrame
+    """
+    header = pd.read_csv(path, sep=sep, nrows=0).columns
+    text = set(text_columns)
+    na_values = {c: ([""] if c in text else list(_MISSING_MARKERS)) for c in header}
+    dtype = {c: str for c in header if c in text}
+    return pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=False, na_values=na_values)
+
+
 WRITE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".pq", ".jsonl", ".ndjson")
 """Extensions :func:`write_table` writes (and :func:`read_table` reads)."""
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV, TSV, Parquet, JSONL/NDJSON/JSON or pickle file by its extension.
+PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle")
+"""Pickles: unpickling runs code, so user data in them is refused (CSV, Parquet, JSONL only)."""
+
+
+def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
+    """Read a CSV, TSV, Parquet or JSONL/NDJSON/JSON file by its extension.
+
+    A pickle (``.pkl``, ``.pickle``) is refused with a message naming the file: unpickling runs
+    whatever code the file holds, so a dataset folder or ``--outcomes`` file is never unpickled.
 
     Parameters
     ----------
     path : str or Path
         The file.
+    allow_pickle : bool, default False
+        Read a pickle anyway; only for the RouterBench release downloaded by
+        :func:`load_public` (that dataset ships as a pickled DataFrame).
 
     Returns
     -------
@@ -70,30 +132,35 @@ def read_table(path: str | Path) -> pd.DataFrame:
     FileNotFoundError
         The file does not exist.
     DataValidationError
-        The extension is unknown or the file cannot be parsed (the message names the file).
+        The extension is unknown, the file is a pickle, or it cannot be parsed (the message names
+        the file).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
     suffix = suffixes[-1] if suffixes else ""
+    if suffix in PICKLE_SUFFIXES and not allow_pickle:
+        raise DataValidationError(
+            f"{path}: refusing to read a pickle (unpickling a file runs any code it holds); "
+            "convert it to .parquet, .csv or .jsonl where you trust it, e.g. "
+            "pd.read_pickle(path).to_parquet(...)"
+        )
     try:
         if suffix in (".csv", ".tsv"):
-            ids = dict.fromkeys(ID_COLUMNS, str)
-            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=ids)
+            return read_csv_keeping_text(path, sep="\t" if suffix == ".tsv" else ",")
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
         if suffix in (".jsonl", ".ndjson", ".json"):
             # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
             return pd.read_json(path, lines=suffix != ".json", dtype=False)
-        if suffix in (".pkl", ".pickle"):
-            # RouterBench ships pickled DataFrames; only open pickles you trust.
+        if suffix in PICKLE_SUFFIXES:  # allow_pickle: the downloaded RouterBench release only
             return pd.read_pickle(path)
     except (ValueError, OSError, pd.errors.ParserError) as error:
         raise DataValidationError(f"{path}: could not be read as {suffix[1:]}: {error}") from error
     raise DataValidationError(
-        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl (.ndjson), "
-        ".json or .pkl"
+        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl (.ndjson) "
+        "or .json"
     )
 
 
@@ -306,6 +373,10 @@ def _check_numeric_cells(
         )
 
 
+RESERVED_WIDE_COLUMNS: tuple[str, ...] = ("source", "variant_id", "decode_id", "cost")
+"""Column names of the data model that a wide table's score columns never take by inference."""
+
+
 def infer_model_columns(
     frame: pd.DataFrame, excluded: set | None = None, source: str | None = None
 ) -> list[str]:
@@ -314,7 +385,12 @@ def infer_model_columns(
     A column counts as numeric when most of its given cells parse as numbers (one stray text cell
     then raises in :func:`from_wide`, naming the cell, instead of silently removing the model).
     Boolean columns (``is_hard``) and numeric columns outside [0, 1] (``difficulty``) are metadata,
-    not models: they are left out and listed in the log, as is the inferred list.
+    not models: they are left out and listed in the log, as is the inferred list. A name with
+    ``|`` is a model unless the part before the ``|`` is another column (RouterBench's
+    ``gpt-4|total_cost`` describes the model ``gpt-4``). Score-like columns that are left out
+    all the same are named in a warning, never dropped in silence: a column named like a column
+    of the data model (``cost``, ``source``: pass ``model_columns`` to take it as a model), a
+    side column ``model|...``, and a column without a single value.
 
     Parameters
     ----------
@@ -330,16 +406,24 @@ def infer_model_columns(
     """
     where = f"{source}: " if source else ""
     excluded = {c for c in (excluded or set()) if c is not None}
-    models, ignored = [], []
+    names = {str(c) for c in frame.columns}
+    models, ignored, warned = [], [], []
     for column in frame.columns:
-        if column in excluded or "|" in str(column):
-            continue
         values = frame[column]
+        reserved = column in excluded and str(column) in RESERVED_WIDE_COLUMNS
+        if column in excluded and not reserved:
+            continue
+        prefix = str(column).split("|", 1)[0]
+        side = "|" in str(column) and prefix in names and prefix != str(column)
         if pd.api.types.is_bool_dtype(values.dtype):
             ignored.append(f"{column} (boolean)")
             continue
         given = values.dropna()
+        if not pd.api.types.is_numeric_dtype(values.dtype):
+            given = given[given.astype(str).str.strip() != ""]
         if given.empty:
+            if not reserved:
+                warned.append(f"{column!r} (no values at all)")
             continue
         numbers = pd.to_numeric(given, errors="coerce")
         if numbers.notna().mean() < 0.5:
@@ -348,9 +432,21 @@ def infer_model_columns(
         if len(finite) and (finite.min() < 0 or finite.max() > 1):
             ignored.append(f"{column} (values outside [0, 1])")
             continue
-        models.append(column)
+        if reserved:
+            warned.append(f"{column!r} (a column name of the data model)")
+        elif side:
+            warned.append(f"{column!r} (a side column of the model {prefix!r})")
+        else:
+            models.append(column)
     if ignored:
         logger.info("%snot taken as models: %s", where, ", ".join(ignored))
+    if warned:
+        logger.warning(
+            "%sscore-like column(s) not taken as models: %s; name them in model_columns to "
+            "take them as models",
+            where,
+            ", ".join(warned),
+        )
     logger.info("%sinferred %d model column(s): %s", where, len(models), models)
     return models
 
@@ -567,10 +663,9 @@ def download_public(
         When the Hub cannot be reached (offline machine), naming the dataset.
     """
     repo_id, default_patterns, _ = PUBLIC_DATASETS.get(name, (name, None, None))
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as error:  # pragma: no cover - installed with sentence-transformers
-        raise ImportError("downloading public datasets needs huggingface_hub") from error
+    snapshot_download = require(
+        "huggingface_hub", extra="hf", purpose="downloading public datasets"
+    ).snapshot_download
     try:
         folder = snapshot_download(
             repo_id=repo_id,
@@ -612,7 +707,7 @@ def load_public(
     files = sorted(p for p in folder.rglob("*") if p.suffix in (".pkl", ".parquet"))
     if not files:
         raise FileNotFoundError(f"no data file found for '{name}' under {folder}")
-    frame = pd.concat([read_table(f) for f in files], ignore_index=True)
+    frame = pd.concat([read_table(f, allow_pickle=True) for f in files], ignore_index=True)
     return parser(frame, source=name)
 
 
@@ -627,17 +722,50 @@ def dataset_files(folder: str | Path) -> dict[str, Path] | None:
     Returns
     -------
     dict or None
-        The first file of each kind in sorted order; None when ``folder`` is not a folder or
-        lacks either file.
+        The table of each kind (a file ``queries.<table suffix>``, see :data:`TABLE_SUFFIXES`);
+        None when ``folder`` is not a folder or lacks either file.
+
+    Raises
+    ------
+    DataValidationError
+        The folder holds two tables of one kind (``outcomes.csv`` and ``outcomes.parquet``, say):
+        which one is meant is not guessed.
     """
     folder = Path(folder)
     if not folder.is_dir():
         return None
-    found = {
-        kind: next(iter(sorted(p for p in folder.glob(f"{kind}.*") if p.is_file())), None)
-        for kind in ("queries", "outcomes")
-    }
-    return found if all(found.values()) else None
+    found: dict[str, Path | None] = {}
+    for kind in ("queries", "outcomes"):
+        tables = sorted(p for p in folder.glob(f"{kind}.*") if p.is_file() and is_table_file(p))
+        if len(tables) > 1:
+            raise DataValidationError(
+                f"folder {folder} holds {len(tables)} {kind} tables "
+                f"({', '.join(p.name for p in tables)}); keep one (which one is meant is not "
+                "guessed)"
+            )
+        found[kind] = tables[0] if tables else None
+    return found if all(found.values()) else None  # type: ignore[return-value]
+
+
+TABLE_SUFFIXES: tuple[str, ...] = (
+    ".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", *PICKLE_SUFFIXES,
+)  # fmt: skip
+"""Suffixes of the files :func:`dataset_files` takes for tables (a pickle is found, then refused)."""
+
+
+def is_table_file(path: str | Path) -> bool:
+    """True when ``path``'s suffix (before ``.gz``, ``.bz2``, ``.zst``) is a table suffix.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    bool
+    """
+    suffixes = [s.lower() for s in Path(path).suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
+    return bool(suffixes) and suffixes[-1] in TABLE_SUFFIXES
 
 
 def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -222,3 +222,116 @@ def adjusted_rand_ci(
     return bootstrap_ci(
         values, statistic=statistic, n_boot=n_boot, confidence=confidence, random_state=random_state
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# paired readings on one shared resample (issue 23): a gain or a mean per arm, and A minus B
+
+
+def ratio_gain(
+    reference: np.ndarray, method: np.ndarray, index: np.ndarray, confidence: float = 0.95
+) -> tuple[float, list[float], np.ndarray]:
+    """Gain ``100 (sum ref - sum method) / sum ref`` of per-unit loss sums, with its replicates.
+
+    Every arm resampled with the same ``index`` gives replicates that pair unit by unit, so the
+    difference of two arms' replicates (:func:`paired_difference`) is a paired bootstrap.
+
+    Parameters
+    ----------
+    reference, method : ndarray, shape (n_units,)
+        Per-unit loss sums (e.g. per test query) of the reference and of the method.
+    index : ndarray of int, shape (n_boot, n_units)
+        Shared resamples (:func:`bootstrap_indices`).
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    gain : float
+        NaN when the reference sums to 0 or less (nothing scored).
+    ci : list of float
+        Percentile interval of the finite replicates (NaN without any).
+    replicates : ndarray, shape (n_boot,)
+    """
+    reference = np.asarray(reference, dtype=float)
+    method = np.asarray(method, dtype=float)
+    total = reference.sum()
+    if not total > 0:
+        return float("nan"), [float("nan"), float("nan")], np.full(len(index), np.nan)
+    reps_ref = reference[index].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = 100.0 * (reps_ref - method[index].sum(axis=1)) / reps_ref
+    return float(100.0 * (total - method.sum()) / total), finite_interval(reps, confidence), reps
+
+
+def mean_with_replicates(
+    values: np.ndarray, index: np.ndarray, confidence: float = 0.95
+) -> tuple[float, list[float], np.ndarray]:
+    """Mean of the finite per-unit ``values`` with replicates over the shared ``index``.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_units,)
+        NaN marks a unit without a value (left out of the mean and of each replicate).
+    index : ndarray of int, shape (n_boot, n_units)
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    mean, ci, replicates
+        As :func:`ratio_gain`.
+    """
+    values = np.asarray(values, dtype=float)
+    ok = np.isfinite(values)
+    if not ok.any():
+        return float("nan"), [float("nan"), float("nan")], np.full(len(index), np.nan)
+    vals = np.where(ok, values, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = vals[index].sum(axis=1) / ok[index].sum(axis=1)
+    return float(values[ok].mean()), finite_interval(reps, confidence), reps
+
+
+def finite_interval(replicates: np.ndarray, confidence: float = 0.95) -> list[float]:
+    """:func:`percentile_interval` of the finite replicates (``[nan, nan]`` without any).
+
+    Parameters
+    ----------
+    replicates : ndarray
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    list of float
+    """
+    reps = np.asarray(replicates, dtype=float)
+    reps = reps[np.isfinite(reps)]
+    return percentile_interval(reps, confidence) if len(reps) else [float("nan"), float("nan")]
+
+
+def paired_difference(
+    estimate_a: float,
+    replicates_a: np.ndarray,
+    estimate_b: float,
+    replicates_b: np.ndarray,
+    confidence: float = 0.95,
+) -> dict:
+    """``A minus B`` with the paired interval of two arms resampled on the same units.
+
+    Parameters
+    ----------
+    estimate_a, estimate_b : float
+        Point estimates (e.g. :func:`ratio_gain` or :func:`mean_with_replicates`).
+    replicates_a, replicates_b : ndarray, shape (n_boot,)
+        Replicates of the two arms drawn with one shared index.
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    dict
+        ``{"estimate": a - b, "ci95": [low, high]}`` (NaN where either side is undefined).
+    """
+    return {
+        "estimate": float(estimate_a - estimate_b),
+        "ci95": finite_interval(
+            np.asarray(replicates_a, float) - np.asarray(replicates_b, float), confidence
+        ),
+    }

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
-from ecc_lib.comparisons import Comparisons, score_matrix, split_probe
+from ecc_lib.comparisons import Comparisons, score_matrix, snap_ties, split_probe
 from ecc_lib.ecc import comparison_nll
 from ecc_lib.ecc_protocol import (
     PAPER_N_PAIRS,
@@ -22,7 +22,14 @@ from ecc_lib.ecc_protocol import (
     make_methods,
     prepare_protocol,
 )
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.metrics import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    finite_interval,
+    paired_difference,
+    ratio_gain,
+)
+from ecc_lib.probe_leak import probe_models
 
 
 def _refit_with_extra(
@@ -93,7 +100,13 @@ def new_model_experiment(
     Each arm is scored by the NLL of every (new model, old model) non-tie pair on the test
     queries, whose responsibilities come from the arm's clustering with the query's embedding and
     probe. Gain of an arm = ``(NLL_global - NLL_arm) / NLL_global`` in percent; all intervals are
-    percentile bootstraps over test queries with the same resamples.
+    percentile bootstraps over test queries with the same resamples (differences are paired).
+
+    **The probe's leak** (issue 23): a test pair whose old model is one of the probe's two models
+    has had that model's outcome revealed by a binary probe. The headline columns (``gain_pct``,
+    ``nll_*_opponent``, ``ecc_minus_emb_pct``) score the pairs *disjoint* from the probe's
+    models; ``*_all_*`` score every pair (the earlier reading) and ``*_touching_*`` the touching
+    ones (``touching_share`` of the pairs).
 
     Parameters
     ----------
@@ -112,10 +125,12 @@ def new_model_experiment(
     -------
     DataFrame
         One row per budget: ``budget, nll_ecc_opponent, nll_emb_opponent, nll_global_opponent``
-        (with ``_low`` / ``_high`` intervals), ``nll_no_budget``, ``gain_pct, gain_low,
-        gain_high`` (ECC against global), ``gain_emb_pct, gain_emb_low, gain_emb_high``
-        (embedding-only against global), ``ecc_minus_emb_pct, ecc_minus_emb_low,
-        ecc_minus_emb_high`` (paired difference of the two gains, pp), ``n_test_pairs``.
+        (disjoint pairs, with ``_low`` / ``_high`` intervals; ``_all`` on every pair),
+        ``nll_no_budget``, ``gain_pct, gain_low, gain_high`` (ECC against global),
+        ``gain_emb_pct, gain_emb_low, gain_emb_high`` (embedding-only against global),
+        ``ecc_minus_emb_pct, ecc_minus_emb_low, ecc_minus_emb_high`` (paired difference of the
+        two gains, pp), each also as ``gain_all_pct`` ... and ``gain_touching_pct`` ...;
+        ``n_test_pairs`` (``_touching`` / ``_disjoint``) and ``touching_share``.
     """
     if budget_weight <= 0:
         raise ValueError(f"budget_weight must be > 0, got {budget_weight}")
@@ -165,14 +180,18 @@ def new_model_experiment(
     # test pairs: new model against every old model, non-tie outcomes
     probe, _ = split_probe(data.test, n_probes)
     n_test = data.test.n_queries
+    snapped = snap_ties(test_scores, float(data.params.get("tie_tolerance", 0.0)))
     tq, to = np.nonzero(
-        np.isfinite(test_scores[:, :new_index])
-        & np.isfinite(test_scores[:, [new_index]])
-        & (test_scores[:, :new_index] != test_scores[:, [new_index]])
+        np.isfinite(snapped[:, :new_index])
+        & np.isfinite(snapped[:, [new_index]])
+        & (snapped[:, :new_index] != snapped[:, [new_index]])
     )
-    test_y = (test_scores[tq, new_index] > test_scores[tq, to]).astype(float)
+    test_y = (snapped[tq, new_index] > snapped[tq, to]).astype(float)
     if len(tq) == 0:
         raise ValueError("no non-tie test pairs of the new model")
+    # a (new, old) pair touches the probe when its old model is one of the probe's models: a
+    # binary probe has then decided that old model's outcome (issue 23)
+    touches = probe_models(probe)[tq, to] if n_probes else np.zeros(len(tq), dtype=bool)
     train_ext = Comparisons(
         data.train.query,
         data.train.model_a,
@@ -186,10 +205,13 @@ def new_model_experiment(
         for model_id, model in ((id(ecc), ecc), (id(emb), emb))
     }
 
-    def test_nll(model, theta: np.ndarray) -> np.ndarray:
+    def test_nll(model, theta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         diff = theta[:, new_index][:, None] - theta[:, to]
         p = np.einsum("nk,kn->n", resp_test[id(model)][tq], 1.0 / (1.0 + np.exp(-diff)))
-        return np.bincount(tq, weights=comparison_nll(p, test_y), minlength=n_test)
+        losses = comparison_nll(p, test_y)
+        if rows is not None:
+            losses = np.where(rows, losses, 0.0)
+        return np.bincount(tq, weights=losses, minlength=n_test)
 
     def start(model) -> np.ndarray:
         return np.concatenate([model.theta_, np.zeros((model.theta_.shape[0], 1))], axis=1)
@@ -202,6 +224,7 @@ def new_model_experiment(
     has = pair_counts > 0
     index = bootstrap_indices(int(has.sum()), n_boot, random_state)
     total = float(pair_counts.sum())
+    readings = {"": ~touches, "_all": None, "_touching": touches}
     rows = []
     for budget in budgets:
         chosen = order[: min(int(budget), len(order))]
@@ -228,28 +251,40 @@ def new_model_experiment(
                 start(model),
                 budget_weight,
             )
-            nll[arm] = test_nll(model, theta)[has]
+            nll[arm] = {
+                suffix: test_nll(model, theta, mask)[has] for suffix, mask in readings.items()
+            }
         row = {"new_model": new_model, "budget": int(len(chosen))}
         for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
-            reps = nll[arm][index].sum(axis=1) / pair_counts[has][index].sum(axis=1)
-            low, high = percentile_interval(reps, 0.95)
-            row[f"nll_{column}_opponent"] = float(nll[arm].sum() / total)
+            reps = nll[arm][""][index].sum(axis=1) / np.bincount(tq[~touches], minlength=n_test)[
+                has
+            ][index].sum(axis=1)
+            low, high = finite_interval(reps, 0.95)
+            n_disjoint = float((~touches).sum())
+            row[f"nll_{column}_opponent"] = (
+                float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
+            )
             row[f"nll_{column}_opponent_low"] = low
             row[f"nll_{column}_opponent_high"] = high
+            row[f"nll_{column}_opponent_all"] = float(nll[arm]["_all"].sum() / total)
         row["nll_no_budget"] = float(no_budget[has].sum() / total)
-        g = nll["global"]
-        reps_g = g[index].sum(axis=1)
-        gain_reps = {}
-        for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
-            e = nll[arm]
-            gain_reps[arm] = 100.0 * (reps_g - e[index].sum(axis=1)) / reps_g
-            low, high = percentile_interval(gain_reps[arm], 0.95)
-            row[f"{prefix}_pct"] = float(100.0 * (g.sum() - e.sum()) / g.sum())
-            row[f"{prefix}_low"], row[f"{prefix}_high"] = low, high
-        low, high = percentile_interval(gain_reps["ecc"] - gain_reps["emb_only"], 0.95)
-        row["ecc_minus_emb_pct"] = row["gain_pct"] - row["gain_emb_pct"]
-        row["ecc_minus_emb_low"], row["ecc_minus_emb_high"] = low, high
+        # headline: pairs disjoint from the probe's models; beside it all and touching pairs
+        for suffix in readings:
+            g = nll["global"][suffix]
+            gains = {}
+            for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
+                gains[arm] = ratio_gain(g, nll[arm][suffix], index, 0.95)
+                row[f"{prefix}{suffix}_pct"] = gains[arm][0]
+                row[f"{prefix}{suffix}_low"], row[f"{prefix}{suffix}_high"] = gains[arm][1]
+            diff = paired_difference(
+                gains["ecc"][0], gains["ecc"][2], gains["emb_only"][0], gains["emb_only"][2]
+            )
+            row[f"ecc_minus_emb{suffix}_pct"] = diff["estimate"]
+            row[f"ecc_minus_emb{suffix}_low"], row[f"ecc_minus_emb{suffix}_high"] = diff["ci95"]
         row["n_test_pairs"] = int(total)
+        row["n_test_pairs_touching"] = int(touches.sum())
+        row["n_test_pairs_disjoint"] = int((~touches).sum())
+        row["touching_share"] = float(touches.mean())
         row["budget_weight"] = budget_weight
         rows.append(row)
     return pd.DataFrame(rows)

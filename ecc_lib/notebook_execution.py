@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ecc_lib._optional import require
+
 logger = logging.getLogger(__name__)
 REPORT_NOTEBOOK_PREFIX = "05"
 NOTEBOOK_TITLES = {
@@ -101,7 +103,7 @@ def mark_interrupted(executed: str | os.PathLike, reason: str) -> int | None:
     int or None
         Index (in the source notebook) of the first cell that did not complete, when known.
     """
-    import nbformat
+    nbformat = require("nbformat", extra="notebooks")
 
     executed = Path(executed)
     if not executed.is_file():
@@ -135,6 +137,44 @@ def mark_interrupted(executed: str | os.PathLike, reason: str) -> int | None:
     nb.metadata["ecc_lib"] = {"status": "interrupted", "reason": reason, "stopped_at_cell": stopped}
     nbformat.write(nb, executed)
     return stopped
+
+
+def scrub_credentials(executed: str | os.PathLike, parameters: Mapping[str, Any]) -> int:
+    """Redact, in an executed copy, every URL of ``parameters`` that carries credentials.
+
+    papermill writes the injected parameters (cell source and ``metadata.papermill``) and the
+    outputs verbatim; the copy is rewritten with :func:`ecc_lib.redaction.redact_url`'s form of
+    each such URL (also JSON- and ``repr``-escaped, percent-encoded, and the bare credential
+    values of 8 characters or more).
+
+    Parameters
+    ----------
+    executed : path
+        The executed copy (nothing happens when it does not exist).
+    parameters : mapping
+        The parameters it was executed with.
+
+    Returns
+    -------
+    int
+        Replacements made.
+    """
+    from ecc_lib.redaction import secret_replacements
+
+    executed = Path(executed)
+    pairs = secret_replacements(parameters)
+    if not pairs or not executed.is_file():
+        return 0
+    text = executed.read_text(encoding="utf-8")
+    count = 0
+    for raw, clean in pairs.items():
+        count += text.count(raw)
+        text = text.replace(raw, clean)
+    if count:
+        temporary = executed.with_name(f".{executed.name}.scrub")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, executed)
+    return count
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,6 +274,8 @@ def execute_notebook(
     """Execute one notebook with papermill in the current interpreter.
 
     ``blas_threads`` limits OpenBLAS threads in the kernel (see :func:`kernel_environment`).
+    The executed copy never keeps credentials found in URLs of ``parameters`` (see
+    :func:`scrub_credentials`), whether the run succeeds or not.
 
     Parameters
     ----------
@@ -261,12 +303,30 @@ def execute_notebook(
     KeyboardInterrupt
         Re-raised after marking the copy as interrupted (also :class:`RunInterrupted`).
     """
-    import nbformat
-    import papermill
-    from nbclient.exceptions import CellTimeoutError
-    from papermill.exceptions import PapermillExecutionError
-
     notebook, output = Path(notebook), Path(output)
+    try:
+        _execute(notebook, output, parameters, cwd, timeout, start_timeout, blas_threads)
+    finally:
+        scrub_credentials(output, parameters)
+
+
+def _execute(
+    notebook: Path,
+    output: Path,
+    parameters: Mapping[str, Any],
+    cwd: str | os.PathLike | None,
+    timeout: float | None,
+    start_timeout: float,
+    blas_threads: int | None,
+) -> None:
+    """:func:`execute_notebook` without the scrubbing."""
+    papermill = require("papermill", extra="notebooks", purpose="running notebooks")
+    nbformat = require("nbformat", extra="notebooks", purpose="running notebooks")
+    CellTimeoutError = require("nbclient.exceptions", extra="notebooks").CellTimeoutError
+    PapermillExecutionError = require(
+        "papermill.exceptions", extra="notebooks"
+    ).PapermillExecutionError
+
     try:
         papermill.execute_notebook(
             str(notebook),
@@ -383,8 +443,10 @@ def export_report(
     """
     import html as html_lib
 
-    import nbformat
-    from nbconvert import HTMLExporter
+    nbformat = require("nbformat", extra="notebooks", purpose="exporting notebooks")
+    HTMLExporter = require(
+        "nbconvert", extra="notebooks", purpose="exporting notebooks"
+    ).HTMLExporter
 
     notebook = nbformat.read(str(executed_notebook), as_version=4)
     title = title or _first_heading(notebook) or Path(executed_notebook).stem

@@ -364,6 +364,44 @@ def _normalise_cost(
     return (cost - low) / scale, True, (low, high)
 
 
+def rescale_cost(
+    obs: RepeatedObservations, reference: RepeatedObservations | None = None
+) -> RepeatedObservations:
+    """``obs`` with its costs min-max normalised by the pair mean costs of ``reference``.
+
+    Routing evaluation fits the cost scale on the training queries only (issue 23: a scale
+    computed with the test queries lets them shape what the router is trained on); the test
+    queries are mapped with the same affine map, so they may fall outside [0, 1].
+
+    Parameters
+    ----------
+    obs : RepeatedObservations
+    reference : RepeatedObservations, optional
+        The observations whose pair mean costs give ``(low, high)`` (default ``obs``).
+
+    Returns
+    -------
+    RepeatedObservations
+        With ``cost`` and ``cost_scale`` replaced (unchanged without costs).
+    """
+    reference = obs if reference is None else reference
+    if not obs.cost_available or reference.n_observations == 0:
+        return obs
+
+    def raw(o: RepeatedObservations) -> np.ndarray:
+        low, high = o.cost_scale
+        return o.cost * (high - low if high > low else 1.0) + low
+
+    ref_raw = raw(reference)
+    n_pairs = reference.n_queries * reference.n_models
+    sums = np.bincount(reference.pair, weights=ref_raw, minlength=n_pairs)
+    counts = np.bincount(reference.pair, minlength=n_pairs)
+    means = sums[counts > 0] / counts[counts > 0]
+    low, high = float(means.min()), float(means.max())
+    width = high - low if high > low else 1.0
+    return replace(obs, cost=(raw(obs) - low) / width, cost_scale=(low, high))
+
+
 def observation_subsets(
     outcomes: pd.DataFrame | RepeatedObservations,
 ) -> dict[str, RepeatedObservations | None]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ecc_lib.comparisons import Comparisons
+from ecc_lib.comparisons import Comparisons, snap_ties
 
 if TYPE_CHECKING:
     from ecc_lib.ecc_protocol import ProtocolData
@@ -148,6 +148,7 @@ def make_leak_free(
     data: ProtocolData,
     n_probes: int = 1,
     random_state: int | np.random.Generator | None = 42,
+    outcomes=None,
 ) -> ProtocolData:
     """The leak-free protocol: redraw each test query's probe among pairs whose models appear in
     no scored pair.
@@ -183,7 +184,7 @@ def make_leak_free(
     scored = test.take(scored_mask)
     n_test, m = test.n_queries, test.n_models
     used = probe_models(scored)
-    scores = data.scores[data.test_mask]
+    scores = snap_ties(data.scores[data.test_mask], float(data.params.get("tie_tolerance", 0.0)))
     ia, ib = np.triu_indices(m, k=1)
     left, right = scores[:, ia], scores[:, ib]
     ok = np.isfinite(left) & np.isfinite(right) & (left != right)
@@ -216,6 +217,14 @@ def make_leak_free(
         query_ids=test.query_ids,
         models=test.models,
     )
+    if data.params.get("evidence") == "soft":
+        if outcomes is None:
+            raise ValueError(
+                "make_leak_free needs the outcomes under soft evidence (the probes' soft outcomes)"
+            )
+        from ecc_lib.soft_evidence import soft_outcomes
+
+        new_test = soft_outcomes(outcomes, new_test)
     params = {
         **data.params,
         "leak_free": True,

@@ -185,15 +185,25 @@ def select_probes(
     score_from: int | None = None,
     probe_strategy: str | ProbeStrategy = "first",
     random_state: int | np.random.Generator | None = 0,
-) -> tuple[Comparisons | None, Comparisons, np.ndarray, np.ndarray]:
+) -> tuple[Comparisons | None, Comparisons, np.ndarray | None, np.ndarray]:
     """The probe and scored comparisons of the test queries for one fitted method.
+
+    ``"first"`` and strategy functions choose among the protocol's candidate rows of
+    ``data.test`` (:func:`probe_candidate_rows`). The named strategies ``"random"`` and
+    ``"active"`` choose among every pair of models observed on the query that is not scored
+    (ties included, read from the score matrix; under the leak-free protocol only pairs of models
+    outside the scored pairs): the candidate set of the strategy comparison
+    (:func:`ecc_lib.active_probes.select_probes`), so the main table and the comparison block
+    read the same probes (issue 23).
 
     Parameters
     ----------
     data : ProtocolData
         The train/test split.
     model : fitted estimator or None
-        The method whose probes are chosen (passed to the strategy).
+        The method whose probes are chosen (passed to the strategy). ``"active"`` needs
+        ``theta_`` and ``temperature``; a model without them (the global BT model, which ignores
+        probes) gets the first candidates.
     n_probes : int, default 1
         Probes per test query.
     score_from : int, optional
@@ -208,13 +218,36 @@ def select_probes(
     probe : Comparisons or None
         ``None`` when ``n_probes == 0``.
     scored : Comparisons
-    probe_mask, scored_mask : ndarray of bool
+    probe_mask : ndarray of bool or None
+        Over the rows of ``data.test``; ``None`` when the probes come from the score matrix
+        (``"random"`` / ``"active"``).
+    scored_mask : ndarray of bool
         Over the rows of ``data.test``.
     """
     candidates, scored_mask = probe_candidate_rows(data, n_probes, score_from)
+    scored = data.test.take(scored_mask)
     if n_probes == 0:
-        return None, data.test.take(scored_mask), np.zeros(len(data.test), bool), scored_mask
+        return None, scored, np.zeros(len(data.test), bool), scored_mask
     strategy = resolve_probe_strategy(probe_strategy)
+    if isinstance(probe_strategy, str) and probe_strategy in ("random", "active"):
+        if probe_strategy == "random" or hasattr(model, "temperature"):
+            from ecc_lib.active_probes import select_probes as select_from_matrix
+
+            probe = select_from_matrix(
+                model,
+                data.scores[data.test_mask],
+                data.test,
+                n_probes,
+                probe_strategy,
+                embeddings=data.x_test,
+                labels=data.labels_test,
+                random_state=random_state,
+                scored=scored,
+                outside_scored=data.probe_candidates is not None,
+                tie_tolerance=float(data.params.get("tie_tolerance", 0.0)),
+            )
+            return probe, scored, None, scored_mask
+        strategy = probe_first
     probe_mask = np.asarray(
         strategy(
             data.test,
@@ -229,7 +262,7 @@ def select_probes(
     )
     if probe_mask.shape != (len(data.test),) or (probe_mask & ~candidates).any():
         raise ValueError("a probe strategy must return a boolean mask inside the candidates")
-    return data.test.take(probe_mask), data.test.take(scored_mask), probe_mask, scored_mask
+    return data.test.take(probe_mask), scored, probe_mask, scored_mask
 
 
 def probe_responsibilities(

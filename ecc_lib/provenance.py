@@ -41,7 +41,6 @@ PACKAGES = (
     "torch",
     "sentence-transformers",
     "matplotlib",
-    "seaborn",
     "papermill",
     "nbconvert",
     "nbformat",

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ecc_lib import paths
+from ecc_lib._optional import require
+from ecc_lib.redaction import redact_urls_in
 
 logger = logging.getLogger(__name__)
 RESERVED_PARAMETERS = ("run_dir",)
@@ -38,12 +40,44 @@ class ParameterTypeError(ValueError):
     """A configured value does not have the type of the notebook's default."""
 
 
+class ParameterValueError(ValueError):
+    """A configured value is out of its range (``n_boot: 0``, ``seed: -1``)."""
+
+
+PARAMETER_MINIMA: dict[str, int] = {
+    "seed": 0,
+    "split_seed": 0,
+    "max_queries": 0,
+    "change_draws": 0,
+    "n_probes": 0,
+    "n_boot": 1,
+    "n_seeds": 1,
+    "n_runs": 1,
+    "n_draws": 1,
+    "n_pairs": 1,
+    "n_clusters": 1,
+    "ecc_router_clusters": 1,
+    "n_capabilities": 1,
+    "n_queries": 1,
+    "max_iter": 1,
+    "collect_decodes": 1,
+    "collect_rewrites": 0,
+}
+"""Smallest value of the notebooks' whole-number parameters (seeds are numpy seeds: >= 0; a
+bootstrap needs a resample), checked before any notebook runs."""
+
+
 class ConfigError(ValueError):
     """A configuration file cannot be read (YAML syntax); the message names the file and line."""
 
 
 # --------------------------------------------------------------------------------------------
 # notebooks and parameters
+
+
+STANDALONE_NOTEBOOKS: tuple[str, ...] = ("06_benchmark",)
+"""Notebooks run only when asked for (``--only 06``): the benchmark across datasets (issue 27)
+is its own job, not a step of every run."""
 
 
 def discover_notebooks(notebooks_dir: str | os.PathLike | None = None) -> list[Path]:
@@ -73,14 +107,15 @@ def select_notebooks(notebooks: Sequence[Path], only: str | Iterable[str] | None
     notebooks : sequence of Path
         All pipeline notebooks.
     only : str, iterable of str or None
-        Prefixes or stems; None keeps every notebook.
+        Prefixes or stems; None keeps every notebook but the standalone ones
+        (:data:`STANDALONE_NOTEBOOKS`, run only when named).
 
     Returns
     -------
     list of Path
     """
     if only is None or only == "" or only == []:
-        return list(notebooks)
+        return [nb for nb in notebooks if nb.stem not in STANDALONE_NOTEBOOKS]
     wanted = [part.strip() for part in only.split(",")] if isinstance(only, str) else list(only)
     wanted = [part for part in wanted if part]
     chosen = set()
@@ -114,7 +149,7 @@ def notebook_parameters(notebook: str | os.PathLike) -> dict[str, dict[str, Any]
     dict of str to dict
         ``{name: {"default", "type", "help"}}`` in declaration order.
     """
-    import papermill
+    papermill = require("papermill", extra="notebooks", purpose="reading notebook parameters")
 
     declared = papermill.inspect_notebook(str(notebook))
     result = {}
@@ -147,7 +182,7 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[st
         return {}
     if isinstance(config, Mapping):
         return dict(config)
-    import yaml
+    yaml = require("yaml", extra="notebooks", purpose="reading a run configuration")
 
     path = Path(config)
     if not path.is_file():
@@ -169,7 +204,7 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[st
 def _config_loader():
     """A safe YAML loader that keeps mapping keys as written: ``03:`` names notebook 03 (plain
     YAML would read it as the octal number 3), ``1e1:`` stays a string."""
-    import yaml
+    yaml = require("yaml", extra="notebooks", purpose="reading a run configuration")
 
     class KeyPreservingLoader(yaml.SafeLoader):
         def construct_mapping(self, node, deep=False):
@@ -244,6 +279,23 @@ def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any
         )
 
 
+def recorded_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as they are written down (``run.json``, ``metrics.json``, the executed
+    notebook): every URL with its credentials redacted (:func:`ecc_lib.redaction.redact_url`).
+    The notebook itself is given the real values.
+
+    Parameters
+    ----------
+    parameters : mapping
+        Parameters of one notebook.
+
+    Returns
+    -------
+    dict
+    """
+    return redact_urls_in(dict(parameters))
+
+
 def resolve_parameters(
     notebooks: Sequence[Path],
     config: Mapping[str, Any],
@@ -277,6 +329,8 @@ def resolve_parameters(
         A parameter or section that no notebook declares.
     ParameterTypeError
         A value of another type than the notebook's declared type.
+    ParameterValueError
+        A whole number below its :data:`PARAMETER_MINIMA` (``n_boot: 0``, ``seed: -1``).
     """
     if dataset is not None:
         looks_like_path = os.sep in dataset or "/" in dataset or dataset.startswith(".")
@@ -334,6 +388,12 @@ def resolve_parameters(
                 chosen["cost_dataset"] = ""
         for key, value in chosen.items():
             _check_type(stem, key, value, params[key])
+            low = PARAMETER_MINIMA.get(key)
+            if low is not None and isinstance(value, int) and value < low:
+                raise ParameterValueError(
+                    f"parameter {key!r} of {stem} must be >= {low}, got {value!r}"
+                    + (" (seeds are whole numbers >= 0)" if "seed" in key else "")
+                )
             if key in PATH_PARAMETERS:
                 chosen[key] = resolve_path_value(value)
         resolved[stem] = chosen

@@ -22,7 +22,12 @@ A run folder (``runs/NAME/``) holds
 ``run.json``
     what is not reproducible: start time, duration of each notebook, the resolved parameters;
 ``report.html``
-    the executed ``05_report`` notebook exported to HTML (input cells hidden).
+    the executed ``05_report`` notebook exported to HTML (input cells hidden);
+``.ecc_lib-run``
+    the marker that only ecc_lib writes (:func:`write_run_marker`): ``ecc-lab run --out`` reuses
+    only a folder that carries it, never a user's folder that merely looks like a run;
+``.ecc_lib-run.lock``
+    locked while an ``ecc-lab run`` writes into the folder (:func:`lock_run_folder`).
 
 Notebooks call :func:`run_context`, :func:`save_figure`, :func:`save_table` and
 :func:`record_metrics`; :func:`to_jsonable` is the package's one JSON converter.
@@ -30,6 +35,7 @@ Notebooks call :func:`run_context`, :func:`save_figure`, :func:`save_table` and
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import logging
@@ -43,6 +49,8 @@ from typing import Any
 import pandas as pd
 
 from ecc_lib import paths
+from ecc_lib._optional import require
+from ecc_lib.redaction import redact_urls_in
 from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -54,6 +62,13 @@ PROVENANCE = "provenance"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 REPORT_FILE = "report.html"
+MARKER_FILE = ".ecc_lib-run"
+"""Marker of a run folder written by ecc_lib (a small JSON object, :data:`MARKER_FORMAT`)."""
+MARKER_FORMAT = "ecc_lib run folder"
+LOCK_FILE = ".ecc_lib-run.lock"
+"""Held (an OS file lock) while ``ecc-lab run`` writes into the folder."""
+MAX_FILE_LABEL = 80
+"""Longest dataset label kept whole in a file name (:func:`file_label`); longer ones are cut."""
 FIGURE_FORMATS = ("png", "pdf")
 HEADLINE_METRICS = (
     "ecc.ranking_quality_gain",
@@ -111,8 +126,13 @@ class RunContext:
         RunContext
             ``self``.
         """
+        fresh = not self.run_dir.exists() or (
+            self.run_dir.is_dir() and not any(self.run_dir.iterdir())
+        )
         for folder in (self.figures_dir, self.tables_dir, self.metrics_dir, self.provenance_dir):
             folder.mkdir(parents=True, exist_ok=True)
+        if fresh:  # a folder ecc_lib made (a user's non-empty folder is never marked here)
+            write_run_marker(self.run_dir)
         return self
 
 
@@ -167,6 +187,155 @@ def run_context(run_dir: str | os.PathLike | RunContext | None, create: bool = T
     return context.create() if create else context
 
 
+def write_run_marker(run_dir: str | os.PathLike) -> Path:
+    """Write the run-folder marker :data:`MARKER_FILE` (only ecc_lib writes it).
+
+    Parameters
+    ----------
+    run_dir : path
+        The run folder (it must exist).
+
+    Returns
+    -------
+    Path
+        The marker file (left as it is when it is already there).
+    """
+    path = Path(run_dir) / MARKER_FILE
+    if not is_run_folder(run_dir, legacy=False):
+        payload = {"format": MARKER_FORMAT, "version": 1}
+        path.write_text(json.dumps(payload, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _ecc_lib_run_json(path: Path) -> bool:
+    """Whether ``path`` is a ``run.json`` written by an ecc_lib before the marker existed."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and {"started", "notebooks", "durations_s", "status"} <= set(
+        record
+    )
+
+
+def is_run_folder(run_dir: str | os.PathLike, legacy: bool = True) -> bool:
+    """Whether ``run_dir`` is a run folder ecc_lib wrote.
+
+    Parameters
+    ----------
+    run_dir : path
+        The folder.
+    legacy : bool, default True
+        Also accept a folder of an older ecc_lib without the marker, recognised by its
+        ``run.json`` (an object with the keys ``started``, ``notebooks``, ``durations_s`` and
+        ``status``). A ``metrics/`` folder alone never makes a run folder.
+
+    Returns
+    -------
+    bool
+    """
+    run_dir = Path(run_dir)
+    marker = run_dir / MARKER_FILE
+    if marker.is_file() and not marker.is_symlink():
+        try:
+            payload = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            payload = None
+        if isinstance(payload, dict) and payload.get("format") == MARKER_FORMAT:
+            return True
+    return legacy and _ecc_lib_run_json(run_dir / RUN_FILE)
+
+
+class RunFolderBusyError(RuntimeError):
+    """Another ``ecc-lab run`` is writing into the run folder."""
+
+
+@contextlib.contextmanager
+def lock_run_folder(run_dir: str | os.PathLike):
+    """Hold the run folder's lock (:data:`LOCK_FILE`) while the block runs.
+
+    The lock is an OS file lock, released when the process ends in any way (even SIGKILL), so a
+    stale lock file never blocks a later run.
+
+    Parameters
+    ----------
+    run_dir : path
+        The run folder (it must exist).
+
+    Yields
+    ------
+    Path
+        The lock file (it holds the process id of the run).
+
+    Raises
+    ------
+    RunFolderBusyError
+        Another process holds the lock; the message names its process id.
+    """
+    path = Path(run_dir) / LOCK_FILE
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held while the block runs
+    try:
+        try:
+            _lock_file(handle)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RunFolderBusyError(
+                f"run folder {run_dir} is in use by another ecc-lab run (process {holder}); "
+                "wait until it ends or choose another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield path
+    finally:
+        handle.close()  # closing releases the lock
+
+
+def _lock_file(handle) -> None:
+    """Lock an open file without waiting (OSError when another process holds it)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def file_label(label: str, max_length: int = MAX_FILE_LABEL) -> str:
+    """A dataset label made safe for the file names of a run folder (shown labels stay as written).
+
+    Characters other than ASCII letters, digits, ``_``, ``-`` and ``.`` become ``_``; a label
+    that had to change, or is longer than ``max_length``, gets a short hash of the original
+    label, so that two labels never share a file name (``a&b`` and ``a_b``).
+
+    Parameters
+    ----------
+    label : str
+        The label as written (``"my data"``, ``"données"``, ``"[v2]"``).
+    max_length : int, default :data:`MAX_FILE_LABEL`
+        Longest label kept whole.
+
+    Returns
+    -------
+    str
+        A plain name such as ``my_data-1a2b3c4d`` (accepted by :func:`save_figure`).
+    """
+    import hashlib
+
+    label = str(label)
+    plain = re.sub(r"[^A-Za-z0-9_.\-]", "_", label)
+    if plain == label and len(label) <= max_length and _NAME.match(label):
+        return label
+    digest = hashlib.sha256(label.encode("utf-8")).hexdigest()[:8]
+    stem = plain[:max_length].strip("._-") or "dataset"
+    return f"{stem}-{digest}"
+
+
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(
@@ -214,7 +383,7 @@ def save_figure(
         The PNG and PDF paths (empty for ``None``). The figure is left open (the notebook
         displays it).
     """
-    import matplotlib
+    matplotlib = require("matplotlib", extra="plot", purpose="saving figures")
 
     context = run_context(run_dir)
     _check_name(name)
@@ -328,7 +497,8 @@ def save_latex_table(
 
 
 def _write_json(path: Path, payload: Any) -> None:
-    text = json.dumps(to_jsonable(payload), indent=2, sort_keys=True, allow_nan=False)
+    payload = redact_urls_in(to_jsonable(payload))  # no credentials in a recorded URL
+    text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
     path.write_text(text + "\n", encoding="utf-8")
 
 

@@ -175,13 +175,20 @@ def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.Dat
     Raises
     ------
     DataValidationError
-        Missing columns, missing ids or texts, duplicate ids.
+        Missing columns, missing ids or texts, empty or whitespace-only texts, duplicate ids.
     """
     _require_columns(queries, REQUIRED_QUERY_COLUMNS, "queries", source)
     frame = queries.copy()
     _require_values(frame, ("query_id", "text"), "queries", source)
     frame["query_id"] = id_strings(frame["query_id"])
     frame["text"] = frame["text"].astype(str)
+    blank = (frame["text"].str.strip() == "").to_numpy()
+    if blank.any():
+        raise DataValidationError(
+            f"{_where(source)}queries column 'text' has {int(blank.sum())} empty or "
+            f"whitespace-only text(s) (they would all embed to one vector); first at "
+            f"{_first_row(frame, blank)}"
+        )
     duplicated = frame["query_id"].duplicated(keep="first").to_numpy()
     if duplicated.any():
         raise DataValidationError(

@@ -179,11 +179,13 @@ def soft_evidence_comparison(
     truth: np.ndarray | None = None,
     n_boot: int = DEFAULT_N_BOOT,
     random_state: int = 0,
+    n_pairs: int | None = None,
     **ecc_params,
 ) -> dict:
     """Soft-evidence ECC against ECC on sampled comparisons, on held-out queries.
 
-    Every pair of models observed on a query is used. Training queries give the fits; on test
+    Every pair of models observed on a query is used (at most ``n_pairs`` per query, drawn
+    seeded, when given). Training queries give the fits; on test
     queries each pair's target is its empirical win probability (:func:`soft_outcomes`) and the
     score is the mean log-loss ``-(y log p + (1 - y) log(1 - p))``.
 
@@ -206,8 +208,10 @@ def soft_evidence_comparison(
     n_boot : int
     random_state : int
         Seeds the split, the draws, the EM starts and the bootstrap.
+    n_pairs : int, optional
+        Pairs per query (default: all observed pairs).
     **ecc_params
-        Passed to :class:`ecc_lib.ecc.ECC`.
+        Passed to :class:`ecc_lib.ecc.ECC` (``lam``, ``temperature``, ``max_iter`` ...).
 
     Returns
     -------
@@ -228,7 +232,12 @@ def soft_evidence_comparison(
         )
     query_ids = queries["query_id"].astype(str).to_numpy()
     pairs = make_comparisons(
-        outcomes, ties="half", min_pairs=1, query_ids=query_ids, random_state=random_state
+        outcomes,
+        n_pairs=n_pairs,
+        ties="half",
+        min_pairs=1,
+        query_ids=query_ids,
+        random_state=random_state,
     )
     rows = pd.Index(query_ids).get_indexer(pairs.query_ids)
     x = np.asarray(embeddings, dtype=np.float32)[rows]
@@ -282,7 +291,7 @@ def soft_evidence_comparison(
             "soft_ci95": percentile_interval(reps_soft),
             "sampled": [float(v) for v in per_draw],
             "sampled_mean": float(per_draw.mean()),
-            "sampled_sd": float(per_draw.std(ddof=1)) if len(per_draw) > 1 else 0.0,
+            "sampled_sd": float(per_draw.std(ddof=1)) if len(per_draw) > 1 else float("nan"),
             "sampled_mean_ci95": percentile_interval(reps_sampled),
             "target_entropy": float(floor_q.sum() / n),
             "sampled_minus_soft": float((mean_sampled_q.sum() - soft_q.sum()) / n),
@@ -297,6 +306,9 @@ def soft_evidence_comparison(
         "n_draws": int(n_draws),
         "mode": mode,
         "n_clusters": int(n_clusters),
+        "n_pairs": n_pairs,
+        "test_size": float(test_size),
+        "ecc_params": dict(ecc_params),
         "logloss": summary(scored.y),
     }
     if truth is not None:

@@ -19,13 +19,27 @@ Faults, applied in this order to the n-th chat call (0-based, counted over all m
 - ``slow_calls`` (call numbers) sleep ``slow_seconds`` before answering, beyond a client's timeout;
 - ``faults[n]`` (or ``fault`` for every call): ``"hang"`` never answers (until the server stops),
   ``"close"`` closes the connection without a response, ``"null"`` answers ``content: null`` with
-  ``finish_reason: "length"``, ``"empty"`` answers ``content: ""`` with ``finish_reason: "stop"``;
+  ``finish_reason: "length"``, ``"empty"`` answers ``content: ""`` with ``finish_reason: "stop"``,
+  ``"object"`` answers the content as a JSON object (``{"answer": ...}``), ``"negative_usage"``
+  reports negative token counts;
 - ``delay`` seconds before every answer (to make a run last long enough to be killed);
 - ``response_formats``: the ``response_format`` types accepted (others are refused; ``None`` accepts
   any; refused with ``format_refusal_status``, 400 by default, 500 as llama-cpp-python does); a
   rewriting request without an accepted format is answered in ``rewrite_style``:
   ``"json"``, ``"numbered"`` (a numbered list after a preamble, as small models write) or
   ``"prose"`` (nothing usable).
+
+Modes for the safety tests (network tests use 127.0.0.1 only):
+
+- ``redirect_to``: every chat call is answered with ``redirect_status`` (307) and ``Location:
+  redirect_to`` (another server's chat URL, say);
+- ``oversize_bytes``: the answer's content is padded to that many bytes and the body sent
+  gzip-compressed (``Content-Encoding: gzip``), so that a few hundred KB on the wire decode to
+  many MB; the compressed body is built chunk by chunk, never held decoded;
+- proxy: the server also accepts absolute request targets (``POST http://api.example.com/v1/...``)
+  as an HTTP proxy receives them, so a client given ``HTTP_PROXY=<server.proxy_url>`` can "reach"
+  any host name while only 127.0.0.1 is contacted; every request records the ``host`` it was
+  meant for, its ``path`` and ``query``.
 """
 
 from __future__ import annotations
@@ -37,12 +51,14 @@ import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 LETTERS = "ABCDEFGHIJ"
-FAULTS: tuple[str, ...] = ("hang", "close", "null", "empty")
+FAULTS: tuple[str, ...] = ("hang", "close", "null", "empty", "object", "negative_usage")
 Responder = Callable[[str, list, dict], str]
 
 
@@ -146,6 +162,9 @@ class FakeOpenAIServer:
         rewrite_style: str = "json",
         format_refusal_status: int = 400,
         report_cost: bool = False,
+        redirect_to: str | None = None,
+        redirect_status: int = 307,
+        oversize_bytes: int = 0,
         port: int = 0,
     ) -> None:
         self.api_key = api_key
@@ -171,6 +190,9 @@ class FakeOpenAIServer:
         self.rewrite_style = rewrite_style
         self.format_refusal_status = format_refusal_status
         self.report_cost = report_cost
+        self.redirect_to = redirect_to
+        self.redirect_status = redirect_status
+        self.oversize_bytes = int(oversize_bytes)
         self.requests: list[dict[str, Any]] = []
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -186,6 +208,11 @@ class FakeOpenAIServer:
         """``http://127.0.0.1:PORT/v1`` (kept after ``stop()``)."""
         assert self._base_url is not None, "server not started"
         return self._base_url
+
+    @property
+    def proxy_url(self) -> str:
+        """``http://127.0.0.1:PORT``: the server as an HTTP proxy (see the module docstring)."""
+        return self.base_url.rsplit("/v1", 1)[0]
 
     @property
     def n_calls(self) -> int:
@@ -237,17 +264,24 @@ class FakeOpenAIServer:
             self.requests.append(entry)
             return entry["index"]
 
-    def handle_chat(self, headers: dict, body: dict) -> tuple[int, dict, dict]:
+    def handle_chat(
+        self, headers: dict, body: dict, target: dict | None = None
+    ) -> tuple[int, dict, dict]:
         """``(status, json_body, extra_headers)`` for one chat call; status 0 means "close the
-        connection without answering"."""
+        connection without answering". ``target`` holds the ``host``, ``path`` and ``query`` the
+        request was sent to."""
         model = str(body.get("model", ""))
         entry = {
             "model": model,
             "authorization": headers.get("authorization"),
             "body": body,
             "status": None,
+            **(target or {}),
         }
         index = self._register(entry)
+        if self.redirect_to is not None:
+            entry["status"] = self.redirect_status
+            return self.redirect_status, {}, {"Location": self.redirect_to}
 
         def error(status: int, message: str, kind: str) -> tuple[int, dict, dict]:
             entry["status"] = status
@@ -297,8 +331,12 @@ class FakeOpenAIServer:
             content, finish_reason = None, "length"
         elif fault == "empty":
             content = ""
+        elif fault == "object":
+            content = {"answer": content}
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
-        completion_tokens = len((content or "").split()) or (16 if fault == "null" else 0)
+        completion_tokens = len(str(content or "").split()) or (16 if fault == "null" else 0)
+        if fault == "negative_usage":
+            prompt_tokens, completion_tokens = -prompt_tokens - 1, -completion_tokens - 1
         usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -357,7 +395,12 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _send(self, status: int, payload: dict, extra: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+        extra = dict(extra or {})
+        if status == 200 and self.fake.oversize_bytes and payload.get("choices"):
+            data = _gzip_padded(payload, self.fake.oversize_bytes)
+            extra["Content-Encoding"] = "gzip"
+        else:
+            data = json.dumps(payload).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -370,7 +413,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
+        if self._target()["path"].rstrip("/") == "/v1/models":
             names = sorted(self.fake.models or [])
             self._send(
                 200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
@@ -378,10 +421,17 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
 
+    def _target(self) -> dict:
+        """Where the request was meant to go: an absolute target (a proxied request) names it."""
+        parts = urlsplit(self.path)
+        host = parts.netloc if parts.scheme else self.headers.get("Host", "")
+        return {"host": host, "path": parts.path, "query": parts.query}
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        target = self._target()
+        if target["path"].rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
         try:
@@ -390,7 +440,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": "body is not JSON"}})
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
-        status, payload, extra = self.fake.handle_chat(headers, body)
+        status, payload, extra = self.fake.handle_chat(headers, body, target)
         if status == 0:  # a fault: drop the connection without a response
             self.close_connection = True
             try:
@@ -399,6 +449,26 @@ class _Handler(BaseHTTPRequestHandler):
                 pass
             return
         self._send(status, payload, extra)
+
+
+def _gzip_padded(payload: dict, size: int) -> bytes:
+    """``payload`` as JSON with its first answer padded to ``size`` bytes, gzip-compressed one
+    megabyte at a time (the decoded body never exists in memory)."""
+    content = payload["choices"][0]["message"].get("content")
+    marker = "@@PAD@@"
+    payload = json.loads(json.dumps(payload))
+    payload["choices"][0]["message"]["content"] = f"{content or ''}{marker}"
+    head, tail = json.dumps(payload).encode().split(marker.encode())
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: gzip framing
+    parts = [compressor.compress(head)]
+    block = b" " * (1 << 20)
+    left = size
+    while left > 0:
+        parts.append(compressor.compress(block[: min(left, len(block))]))
+        left -= len(block)
+    parts.append(compressor.compress(tail))
+    parts.append(compressor.flush())
+    return b"".join(parts)
 
 
 def main() -> None:

@@ -138,7 +138,7 @@ def test_candidate_pairs_exclude_scored_ties_and_missing():
         np.array(["a", "b"]),
         ("m0", "m1", "m2", "m3"),
     )
-    cand = candidate_pairs(scores, [scored])
+    cand = candidate_pairs(scores, [scored], ties="drop")
     got = set(zip(cand.query, cand.model_a, cand.model_b, cand.y, strict=True))
     assert got == {
         (0, 0, 1, 0.0),

@@ -91,14 +91,27 @@ def test_runs_and_writes_json(files, capsys):
         assert name in printed
     payload = json.loads(out.read_text())
     assert payload["n_queries"] == 400 and payload["n_models"] == 8
-    assert set(payload["nll"]) == {"global", "ecc", "emb_only", "comp_only", "human", "ecc_labels"}
+    assert set(payload["nll"]) == {
+        "global",
+        "ecc",
+        "emb_only",
+        "comp_only",
+        "human",
+        "ecc_labels",
+        "ecc_cv",
+    }
     assert set(payload["ranking_quality_gain"]) == {
         "ecc",
         "emb_only",
         "comp_only",
         "human",
         "ecc_labels",
+        "ecc_cv",
     }
+    # issue 26: the settings ecc_cv chose, per seed
+    (chosen,) = payload["ecc_cv"]["best_params"]
+    assert payload["ecc_cv"]["seeds"] == [42]
+    assert chosen["family"] in ("global", "human", "emb_only", "ecc", "ecc_labels")
     assert set(payload["ci95"]) == set(payload["ranking_quality_gain"])
     for low, high in payload["ci95"].values():
         assert low <= high

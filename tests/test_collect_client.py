@@ -149,8 +149,10 @@ def test_backoff_is_exponential_capped_and_seeded():
     asyncio.run(client.aclose())
 
 
-def test_public_url_drops_credentials_and_query():
-    assert public_url("https://user:pw@host:8443/v1/?key=abc#x") == "https://host:8443/v1"
+def test_public_url_redacts_credentials_and_drops_the_fragment():
+    assert public_url("https://user:pw@host:8443/v1/?key=abc#x") == (
+        "https://REDACTED@host:8443/v1?key=[REDACTED]"
+    )
     assert "sk-" not in repr(ChatClient("http://h/v1", api_key="sk-hidden"))
 
 

@@ -106,7 +106,9 @@ def test_routerbench_format(tmp_path):
         }
     )
     frame.to_pickle(tmp_path / "routerbench_0shot.pkl")
-    queries, outcomes = from_routerbench(read_table(tmp_path / "routerbench_0shot.pkl"))
+    queries, outcomes = from_routerbench(
+        read_table(tmp_path / "routerbench_0shot.pkl", allow_pickle=True)
+    )
     assert queries["category"].tolist() == ["mmlu", "gsm8k"]
     assert sorted(outcomes["model"].unique()) == ["gpt-4", "mistral"]
     cost = outcomes.set_index(["query_id", "model"])["cost"]

@@ -23,6 +23,9 @@ from ecc_lib import paths, pipeline, run_config
 from ecc_lib.embeddings import EmbeddingCache, text_digests
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
+sys.path.insert(0, str(Path(__file__).parent))
+from latex_check import assert_latex_tables_compile  # noqa: E402
+
 NOTEBOOKS = sorted(paths.notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
 EXPECTED = [
     "00_tour",
@@ -32,10 +35,11 @@ EXPECTED = [
     "04_routing",
     "05_report",
 ]
+STANDALONE = ["06_benchmark"]  # run only when named (``--only 06``)
 
 
 def test_the_notebooks_are_there():
-    assert [nb.stem for nb in NOTEBOOKS] == EXPECTED
+    assert [nb.stem for nb in NOTEBOOKS] == EXPECTED + STANDALONE
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,6 +266,10 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert set(metrics["dars"]["by_side"]) == {"input", "output", "both"}
     assert metrics["dars"]["by_side"]["output"]["winner_flip_rate"] is not None
     assert metrics["data"]["datasets"]["tiny"]["n_queries"] == 60
+    checks = metrics["checks"]["tiny"]  # issue 27: written by notebook 01
+    assert {"item_alignment", "all_ties", "score_type", "texts", "text_length"} <= set(checks)
+    assert all(set(c) == {"status", "detail", "numbers"} for c in checks.values())
+    assert all(c["status"] in ("ok", "warn", "fail") for c in checks.values())
     assert "kNN (DARS)" in metrics["routing"]["headline"]["score"]
     assert "ECC (single-shot)" in metrics["routing"]["headline"]["score"]
     assert "Softmax-ranking (single-shot)" in metrics["routing"]["headline"]["score"]
@@ -277,6 +285,13 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert set(beyond["probe_strategies"]["gain"]) == {"first", "active"}
     soft = beyond["soft_evidence"]["logloss"]
     assert soft["target_entropy"] <= soft["soft"] and len(soft["sampled"]) == 5
+
+
+def test_every_latex_table_of_the_run_compiles(tiny_run):
+    _, _, _, result = tiny_run
+    tables = sorted((result.run_dir / "tables").glob("*.tex"))
+    assert len(tables) >= 2
+    assert_latex_tables_compile(tables)
 
 
 def test_report_gathers_figures_and_metrics_without_code(tiny_run):
@@ -316,6 +331,7 @@ def test_report_reads_as_a_document(tiny_run):
     assert {
         "05_tour_headline",
         "05_data_headline",
+        "05_data_checks",
         "05_dars_headline",
         "05_ecc_headline",
         "05_routing_headline",
@@ -323,6 +339,10 @@ def test_report_reads_as_a_document(tiny_run):
     assert "\\toprule" in (result.run_dir / "tables" / "05_ecc_headline.tex").read_text()
     assert re.search(r"\d+\.\d% \[-?\d+\.\d, -?\d+\.\d\]", html)
     assert "<th></th>" not in html
+    # issue 27: the checks come first in the data section (sentence and table)
+    data = html.split('id="section-01"')[1].split('id="section-02"')[0]
+    assert re.search(r'<p class="findings">Checks before numbers: tiny ', data)
+    assert data.index("<th>check</th>") < data.index("<th>observations per pair</th>")
 
 
 def test_tour_recovers_planted_clusters_better_than_embeddings(tiny_run):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +20,9 @@ from hypothesis import strategies as st  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
 from ecc_lib import metrics, notebook_execution, report, run_folder  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from latex_check import assert_latex_tables_compile  # noqa: E402
 
 # ------------------------------------------------------------------------------ formatting
 
@@ -86,6 +90,7 @@ def test_latex_table_is_booktabs_and_escaped():
     assert r"\begin{tabular}{lll}" in lines
     assert r"ECC\_1 \& co & 28.2\% [25.1, 31.4] & 0.1 $\pm$ 0.2 \\" in lines
     assert r"\caption{Gain (\%)}" in lines and r"\label{tab:x}" in lines
+    assert_latex_tables_compile([text])
 
 
 # ------------------------------------------------------------------------------ ARI
@@ -191,6 +196,7 @@ def test_headline_tables_are_written_as_latex(fake_run):
     for path in written:
         assert path.suffix == ".tex" and r"\toprule" in path.read_text()
         assert path.with_suffix(".csv").exists()
+    assert_latex_tables_compile(written)
 
 
 def test_export_sets_title_and_alt_text(tmp_path, fake_run):

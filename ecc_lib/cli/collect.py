@@ -9,6 +9,9 @@ import sys
 
 from ecc_lib.cli.subcommand import Subcommand, UsageError
 
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+"""``--max-response-bytes`` default (the client's; not imported so that ``--help`` stays fast)."""
+
 
 def _collect_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``ecc-lab collect``."""
@@ -36,8 +39,9 @@ def _collect_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env",
         default=None,
         metavar="NAME",
-        help="environment variable holding the API key (default: OPENAI_API_KEY for OpenAI's "
-        "own host, no key for other endpoints; no key is sent when the variable is unset)",
+        help="environment variable holding the API key, sent to --base-url (default: "
+        "OPENAI_API_KEY for https://api.openai.com exactly, no key for any other endpoint; no key "
+        "is sent when the variable is unset)",
     )
     parser.add_argument(
         "--rewriter", metavar="MODEL", help="model writing the rewrites (default: first model)"
@@ -104,6 +108,14 @@ def _collect_arguments(parser: argparse.ArgumentParser) -> None:
         help="max_tokens of the answers (default 1024)",
     )
     parser.add_argument(
+        "--max-response-bytes",
+        type=int,
+        default=DEFAULT_MAX_RESPONSE_BYTES,
+        metavar="N",
+        help="largest decoded reply read, in bytes (default 4 MiB); a longer one is recorded as "
+        "a failed call and not stored",
+    )
+    parser.add_argument(
         "--prices",
         metavar="FILE",
         help="price table (.csv, .json, .yaml): model, input_per_1m, output_per_1m in USD",
@@ -133,6 +145,7 @@ def _collect(args: argparse.Namespace) -> int:
         ("--max-retries", args.max_retries, -1),
         ("--max-consecutive-errors", args.max_consecutive_errors, 0),
         ("--max-tokens", args.max_tokens, 0),
+        ("--max-response-bytes", args.max_response_bytes, 0),
     ):
         if not value > low:
             raise UsageError(f"{name} must be > {low:g}, got {value}")
@@ -154,6 +167,7 @@ def _collect(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         max_retries=args.max_retries,
         max_consecutive_errors=args.max_consecutive_errors,
+        max_response_bytes=args.max_response_bytes,
         show_progress=True,
     )
     spend = f"${summary.spend_usd:.4f}"

@@ -251,6 +251,8 @@ def _run(args: argparse.Namespace) -> int:
     from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)
+    if args.seed < 0:
+        raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
     if args.draws < 1:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     if args.change_draws is not None and args.change_draws < 1:

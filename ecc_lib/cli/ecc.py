@@ -145,10 +145,12 @@ def format_result(result) -> str:
     -------
     str
     """
+    reasons = result.params.get("left_out_reasons") or {}
+    why = ": " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()) if reasons else ""
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
         f"({result.n_input_queries - result.n_queries} with fewer than "
-        f"{result.params.get('min_pairs', 2)} non-tie pairs left out; "
+        f"{result.params.get('min_pairs', 2)} non-tie pairs left out{why}; "
         f"{result.n_train} train, {result.n_test} test), "
         f"{result.n_models} models, {result.n_scored} scored test pairs, mode={result.mode}, "
         f"probes={result.n_probes}",
@@ -167,10 +169,17 @@ def format_result(result) -> str:
             f"{row['accuracy']:>9.3f} {row['fit_seconds']:>7.2f} {int(row['n_iter']):>5}"
         )
     for name, diff in result.differences.items():
-        low, high = diff["ci95"]
-        lines.append(
-            f"{name.replace('_minus_', ' - ')}: {diff['estimate']:+.2f} pp [{low:+.2f}, {high:+.2f}]"
+        disjoint = result.differences_disjoint.get(name)
+        text = (
+            f"{name.replace('_minus_', ' - ')}: {_number(diff['estimate'])} pp "
+            f"{_interval(diff['ci95'])}"
         )
+        if disjoint is not None and disjoint["estimate"] == disjoint["estimate"]:
+            text += (
+                f"; on pairs disjoint from the probe: {_number(disjoint['estimate'])} pp "
+                f"{_interval(disjoint['ci95'])}"
+            )
+        lines.append(text)
     if result.gain_touching:
         lines += [
             "",
@@ -179,12 +188,28 @@ def format_result(result) -> str:
             f"{'method':<10} {'touching %':>11} {'95% CI':>18} {'disjoint %':>11} {'95% CI':>18}",
         ]
         for name in result.gain_touching:
-            t_low, t_high = result.ci95_touching[name]
-            d_low, d_high = result.ci95_disjoint[name]
             lines.append(
-                f"{name:<10} {result.gain_touching[name]:>+11.2f} "
-                f"{f'[{t_low:+.2f}, {t_high:+.2f}]':>18} {result.gain_disjoint[name]:>+11.2f} "
-                f"{f'[{d_low:+.2f}, {d_high:+.2f}]':>18}"
+                f"{name:<10} {_number(result.gain_touching[name]):>11} "
+                f"{_interval(result.ci95_touching[name]):>18} "
+                f"{_number(result.gain_disjoint[name]):>11} "
+                f"{_interval(result.ci95_disjoint[name]):>18}"
+            )
+    coverage = result.probe_coverage
+    if result.params.get("leak_free") and coverage:
+        lines += [
+            "",
+            f"leak-free probes: {coverage['n_with_probe']} of "
+            f"{coverage['n_with_probe'] + coverage['n_without_probe']} test queries "
+            f"({100 * coverage['share_with_probe']:.1f}%) have a probe; the others are scored "
+            "from the embedding alone",
+            f"{'method':<10} {'with probe %':>13} {'95% CI':>18} {'without %':>11} {'95% CI':>18}",
+        ]
+        for name, value in coverage["ranking_quality_gain_with_probe"].items():
+            lines.append(
+                f"{name:<10} {_number(value):>13} "
+                f"{_interval(coverage['ci95_with_probe'][name]):>18} "
+                f"{_number(coverage['ranking_quality_gain_without_probe'][name]):>11} "
+                f"{_interval(coverage['ci95_without_probe'][name]):>18}"
             )
     if not result.converged.get("ecc", True):
         lines.append("note: ECC did not converge within max_iter")
@@ -192,11 +217,29 @@ def format_result(result) -> str:
     return "\n".join(lines)
 
 
-def _mean_sd(mean, sd) -> str:
-    """``+m.mm +- s.ss``, with ``n/a`` for a missing value (NaN turned None in JSON)."""
+def _mean_sd(mean, sd, show_sd: bool = False) -> str:
+    """``+m.mm +- s.ss``, with ``n/a`` for a missing value (NaN turned None in JSON); a missing
+    sd (one seed) is left out, or printed ``+- n/a`` with ``show_sd``."""
     if mean is None or mean != mean:
         return "n/a"
-    return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
+    if sd is not None and sd == sd:
+        return f"{mean:+.2f} +- {sd:.2f}"
+    return f"{mean:+.2f} +- n/a" if show_sd else f"{mean:+.2f}"
+
+
+def _number(value, spec: str = "+.2f") -> str:
+    """``value`` formatted with ``spec``, or ``n/a`` when missing (None or NaN)."""
+    if value is None or value != value:
+        return "n/a"
+    return format(value, spec)
+
+
+def _interval(ci) -> str:
+    """``[lo, hi]`` with signs, or ``n/a`` when either end is missing."""
+    low, high = ci
+    if low is None or high is None or low != low or high != high:
+        return "n/a"
+    return f"[{low:+.2f}, {high:+.2f}]"
 
 
 def _seeds(args: argparse.Namespace) -> range:
@@ -279,8 +322,24 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
                 text += f"  cost {cell['cost']:.3f}"
             if over_seeds:
                 mean, sd = over_seeds[setting][method]["score"]
-                text += f"  ({mean:.3f} +- {sd:.3f})"
+                text += f"  ({mean:.3f} +- {_number(sd, '.3f')})"
+            if cell.get("query_independent"):
+                text += "  (no query information: one model for every query"
+                text += ", = global)" if cell.get("same_as_global") else ")"
+            elif cell.get("same_as_global"):
+                text += "  (= global on every query)"
             lines.append(text)
+        diffs = (routing.get("differences") or {}).get(setting, {})
+        if diffs:
+            lines.append(
+                "    paired: "
+                + "; ".join(
+                    f"{name.replace('_minus_', ' - ')} {d['estimate']:+.3f} "
+                    f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
+                    for name, d in diffs.items()
+                    if d["estimate"] == d["estimate"]
+                )
+            )
     return "\n".join(lines)
 
 
@@ -289,6 +348,8 @@ def _run(args: argparse.Namespace) -> int:
     from ecc_lib.ecc_protocol import default_methods
     from ecc_lib.ecc_seeds import run_seeds
 
+    if args.seed < 0:
+        raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
     if args.k < 1:
         raise ValueError(f"--k must be >= 1, got {args.k}")
     if args.pairs < 2:
@@ -349,6 +410,12 @@ def _run(args: argparse.Namespace) -> int:
         if over is not None:
             payload["routing"]["mean_sd_over_seeds"] = over
             payload["routing"]["per_seed"] = multi.routing
+    chosen = [r.params.get("best_params", {}).get("ecc_cv") for r in multi.results]
+    if any(c is not None for c in chosen):  # issue 26: ecc_cv's settings per seed
+        from ecc_lib.serialization import to_jsonable
+
+        # the human-label candidate's label weight is infinite: null in JSON
+        payload["ecc_cv"] = to_jsonable({"seeds": list(multi.seeds), "best_params": chosen})
     payload.update(_beyond(args, queries, outcomes, embeddings))
     if args.json:
         payload["inputs"] = {
@@ -389,23 +456,32 @@ def _beyond(args, queries, outcomes, embeddings) -> dict:
         print(
             f"\nprobe strategy {s} vs first ({args.probes} probe(s), scored pairs disjoint from "
             f"both strategies' probes: {comparison['n_shared_pairs']} per seed), gain % mean +- sd "
-            f"over {comparison['n_seeds']} seed(s): {s} {comparison['gain_mean'][s]:+.2f} +- "
-            f"{comparison['gain_sd'][s]:.2f}, first {comparison['gain_mean']['first']:+.2f} +- "
-            f"{comparison['gain_sd']['first']:.2f}, difference "
-            f"{comparison['difference_mean']:+.2f} +- {comparison['difference_sd']:.2f} pp"
+            f"over {comparison['n_seeds']} seed(s): "
+            f"{s} {_mean_sd(comparison['gain_mean'][s], comparison['gain_sd'][s], True)}, first "
+            f"{_mean_sd(comparison['gain_mean']['first'], comparison['gain_sd']['first'], True)}, "
+            f"difference "
+            f"{_mean_sd(comparison['difference_mean'], comparison['difference_sd'], True)} pp"
         )
         extra["probe_strategy_comparison"] = comparison
     if args.evidence == "soft":
         from ecc_lib.soft_evidence import soft_evidence_comparison
 
         soft = soft_evidence_comparison(
-            queries, outcomes, embeddings, n_clusters=args.k, random_state=args.seed
+            queries,
+            outcomes,
+            embeddings,
+            n_clusters=args.k,
+            lam=args.lam,
+            temperature=args.temperature,
+            n_pairs=args.pairs,
+            test_size=args.test_size,
+            random_state=args.seed,
         )
         t = soft["logloss"]
         low, high = t["sampled_minus_soft_ci95"]
         print(
             f"\nsoft evidence on {soft['n_test']} held-out queries: log-loss {t['soft']:.4f} "
-            f"(soft) vs {t['sampled_mean']:.4f} +- {t['sampled_sd']:.4f} (sampled, "
+            f"(soft) vs {t['sampled_mean']:.4f} +- {_number(t['sampled_sd'], '.4f')} (sampled, "
             f"{soft['n_draws']} draws); sampled - soft {t['sampled_minus_soft']:+.4f} "
             f"[{low:+.4f}, {high:+.4f}]"
         )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import shutil
+import contextlib
+import os
+import tempfile
 from pathlib import Path
 
 from ecc_lib.cli.subcommand import Subcommand
@@ -34,8 +36,52 @@ def starter_files(notebooks_dir: Path | None = None) -> list[Path]:
     return files + ([example] if example.is_file() else [])
 
 
+class InitError(RuntimeError):
+    """``ecc-lab init`` cannot fill the folder: a starter file's name is a symbolic link or not a
+    regular file, or the folder cannot be written (read-only, disk full, permission denied).
+    Nothing was written (the message says what to do)."""
+
+
+def _refuse_links(target: Path, sources: list[Path], force: bool) -> None:
+    """Refuse names that are links (dangling ones too) or not regular files, and clashes
+    without ``force``."""
+    if target.is_symlink() and not target.exists():
+        raise InitError(
+            f"{target} is a symbolic link to {os.readlink(target)!r}, which does not exist; "
+            "ecc-lab init does not create folders through a link (remove it or give the real path)"
+        )
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(f"{target} exists and is not a folder")
+    links = [target / s.name for s in sources if (target / s.name).is_symlink()]
+    if links:
+        shown = ", ".join(f"{p.name} -> {os.readlink(p)}" for p in links)
+        raise InitError(
+            f"{target} holds symbolic links where the starter files go ({shown}); ecc-lab init "
+            "never writes through a link, even with --force: remove them. Nothing was copied"
+        )
+    others = [
+        target / s.name
+        for s in sources
+        if (target / s.name).exists() and not (target / s.name).is_file()
+    ]
+    if others:
+        names = ", ".join(p.name for p in others)
+        raise InitError(f"{target}: {names} exist(s) and is not a regular file; nothing was copied")
+    clashes = [target / s.name for s in sources if (target / s.name).exists()]
+    if clashes and not force:
+        names = ", ".join(path.name for path in clashes)
+        raise FileExistsError(
+            f"{target} already has {names}; nothing was copied (use --force to overwrite)"
+        )
+
+
 def init_folder(target: str | Path, force: bool = False) -> list[Path]:
     """Copy the notebooks and the example configuration into ``target``.
+
+    Every file is first written in full to a new temporary file in ``target`` and only then
+    renamed over its name, so a full or read-only disk leaves no truncated notebook behind (the
+    temporary files are removed and nothing is replaced). A name that is a symbolic link is
+    refused, even with ``force``: nothing is ever written through a link.
 
     Parameters
     ----------
@@ -49,23 +95,48 @@ def init_folder(target: str | Path, force: bool = False) -> list[Path]:
     -------
     list of Path
         The files written.
+
+    Raises
+    ------
+    FileExistsError
+        ``target`` is a file, or (without ``force``) a starter file exists.
+    InitError
+        A starter file's name is a link or not a regular file, or the folder cannot be written.
     """
     target = Path(target).expanduser()
-    if target.exists() and not target.is_dir():
-        raise FileExistsError(f"{target} exists and is not a folder")
     sources = starter_files()
-    clashes = [target / source.name for source in sources if (target / source.name).exists()]
-    if clashes and not force:
-        names = ", ".join(path.name for path in clashes)
-        raise FileExistsError(
-            f"{target} already has {names}; nothing was copied (use --force to overwrite)"
-        )
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for source in sources:
-        shutil.copyfile(source, target / source.name)
-        written.append(target / source.name)
-    return written
+    _refuse_links(target, sources, force)
+    temporaries: list[tuple[Path, Path]] = []
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for source in sources:
+            handle, name = tempfile.mkstemp(prefix=f".{source.name}.", suffix=".tmp", dir=target)
+            temporary = Path(name)
+            temporaries.append((temporary, target / source.name))
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(source.read_bytes())
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.chmod(temporary, 0o666 & ~umask)  # as a plainly created file would be
+        for _, final in temporaries:
+            if final.is_symlink():  # appeared meanwhile: replace the link, never follow it
+                raise InitError(f"{final} became a symbolic link while copying; nothing replaced")
+        for temporary, final in temporaries:
+            os.replace(temporary, final)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        where = error.filename or target
+        raise InitError(
+            f"cannot write the starter files into {target}: {reason} ({where}); nothing was "
+            "copied and no partial file is left"
+        ) from None
+    finally:
+        for temporary, _ in temporaries:
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+    return [final for _, final in temporaries]
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

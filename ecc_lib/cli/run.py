@@ -23,8 +23,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         metavar="runs/NAME",
-        help="run folder (default: runs/<time stamp>); an earlier run folder is reused, "
-        "a non-empty folder that is not one (or notebooks/) is refused",
+        help="run folder (default: runs/<time stamp>); an earlier run folder (marked by "
+        "ecc_lib) is reused for the same datasets, a non-empty folder that is not one (or "
+        "notebooks/) is refused",
+    )
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="allow a dataset the --out run folder does not hold yet (by default a second dataset "
+        "is refused, so that the report never mixes two runs); its other outputs are kept",
     )
     parser.add_argument(
         "--dataset",
@@ -63,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
         notebooks_dir=args.notebooks,
         progress=not args.no_progress,
         timeout=args.timeout,
+        append=args.append,
     )
     print(f"run folder: {result.run_dir}")
     if result.metrics_path is not None:

@@ -26,6 +26,8 @@ from ecc_lib.collect.errors import (
     EndpointConfigError,
     EndpointError,
     EndpointNotFoundError,
+    EndpointRedirectError,
+    EndpointResponseError,
     EndpointUnreachableError,
     StoreError,
 )
@@ -66,6 +68,8 @@ __all__ = [
     "EndpointConfigError",
     "EndpointError",
     "EndpointNotFoundError",
+    "EndpointRedirectError",
+    "EndpointResponseError",
     "EndpointUnreachableError",
     "ModelSpec",
     "ParsedRewrites",

@@ -17,6 +17,16 @@ Behaviour
   success resets the count).
 - The base URL needs a scheme (``http://`` or ``https://``); the API key is stripped of surrounding
   whitespace and must be printable ASCII without spaces (:class:`EndpointConfigError` otherwise).
+  A query string of the base URL (``?api-version=...``) stays a query string of every request
+  (``{path}/chat/completions?{query}``).
+- Requests go only to the base URL's origin (scheme, host, port): a redirect elsewhere raises
+  :class:`EndpointRedirectError` before anything is sent there (a 307/308 within the origin is
+  followed; a 301/302/303, which would turn the POST into a GET, is an error).
+- The decoded body of a reply is read up to ``max_response_bytes`` (default 4 MiB); a longer one
+  raises :class:`EndpointResponseError` (recorded as a failed call by a collection) without being
+  held in memory or stored. So does a reply whose content is neither text nor a list of text
+  parts (a JSON object, a number), which must not be scored as an answer. Negative or
+  non-integer token counts are read as unknown.
 - 401/403 raise :class:`EndpointAuthError`, 404 raises :class:`EndpointNotFoundError`; both name the
   endpoint and the model. Other 4xx raise :class:`EndpointError` without retrying.
 - The API key is sent as a bearer token when given and appears nowhere else: not in errors, not in
@@ -30,22 +40,29 @@ import asyncio
 import json
 import logging
 import time
+import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import numpy as np
 
+from ecc_lib._optional import require
 from ecc_lib.collect.errors import (
     EndpointAuthError,
     EndpointConfigError,
     EndpointError,
     EndpointNotFoundError,
+    EndpointRedirectError,
+    EndpointResponseError,
     EndpointUnreachableError,
 )
 from ecc_lib.collect.pricing import reported_cost
+from ecc_lib.redaction import redact_url, url_secrets
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +70,10 @@ RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 425, 429})
 """Statuses retried besides every 5xx."""
 REDACTED = "[REDACTED]"
 ERROR_BODY_CHARS = 300
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+"""Largest decoded reply body read (4 MiB; a chat completion of 1024 tokens is a few KB)."""
+MAX_REDIRECTS = 5
+"""Redirects followed within the base URL's origin."""
 
 
 def utc_now() -> str:
@@ -67,7 +88,8 @@ def utc_now() -> str:
 
 
 def public_url(url: str) -> str:
-    """``url`` without user info, query string or fragment (safe to store and print).
+    """``url`` safe to store and print: credentials redacted (:func:`ecc_lib.redaction.redact_url`),
+    without a fragment or a trailing slash.
 
     Parameters
     ----------
@@ -78,11 +100,48 @@ def public_url(url: str) -> str:
     -------
     str
     """
-    parts = urlsplit(url.strip())
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    parts = urlsplit(redact_url(str(url).strip()))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), parts.query, ""))
+
+
+def chat_url(base_url: str) -> str:
+    """``{base path}/chat/completions``, keeping the base URL's query string as the query.
+
+    Parameters
+    ----------
+    base_url : str
+        A checked base URL (see :func:`check_base_url`).
+
+    Returns
+    -------
+    str
+        For example ``http://h/v1/chat/completions?api-version=2`` for ``http://h/v1?api-version=2``.
+    """
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def origin(url: str | httpx.URL) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of a URL, lower case, the port made explicit for http(s).
+
+    Parameters
+    ----------
+    url : str or httpx.URL
+
+    Returns
+    -------
+    tuple
+    """
+    parts = urlsplit(str(url))
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
 
 
 def secret_forms(secrets: tuple[str, ...] | list[str]) -> list[str]:
@@ -153,7 +212,7 @@ def check_base_url(base_url: str) -> str:
     EndpointConfigError
         No ``http://`` / ``https://`` scheme, another scheme, or no host.
     """
-    url = str(base_url).strip().rstrip("/")
+    url = str(base_url).strip()
     if "://" not in url:
         raise EndpointConfigError(
             f"base URL {public_url(url)!r} has no scheme (http:// or https://); did you mean "
@@ -166,7 +225,11 @@ def check_base_url(base_url: str) -> str:
         )
     if not parts.hostname:
         raise EndpointConfigError(f"base URL {public_url(url)!r} has no host name")
-    return url
+    try:
+        _ = parts.port
+    except ValueError:
+        raise EndpointConfigError(f"base URL {public_url(url)!r} has an invalid port") from None
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), parts.query, ""))
 
 
 def check_api_key(api_key: str | None, api_key_env: str | None = None) -> str | None:
@@ -248,23 +311,41 @@ class ChatResult:
     finished_at: str
 
 
+class UnusableContent(ValueError):
+    """A reply's content is neither text nor a list of text parts."""
+
+
 def _message_content(message: Any) -> str | None:
     if not isinstance(message, dict):
         return None
     content = message.get("content")
-    if isinstance(content, list):  # content parts
-        texts = [part.get("text", "") for part in content if isinstance(part, dict)]
+    if isinstance(content, list):  # content parts: only the text ones count
+        texts = [
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        if content and len(texts) < sum(isinstance(p, dict) and "text" in p for p in content):
+            raise UnusableContent("reply content holds a text part that is not a string")
         content = "".join(texts)
     if content is None or isinstance(content, str):
         return content
-    return str(content)
+    raise UnusableContent(
+        f"reply content is a JSON {type(content).__name__.replace('dict', 'object')}, not text"
+    )
 
 
 def _as_int(value: Any) -> int | None:
+    """A token count: a whole number >= 0, else None (unknown)."""
+    if value is None or isinstance(value, bool):
+        return None
     try:
-        return None if value is None else int(value)
+        number = float(value)
     except (TypeError, ValueError):
         return None
+    if not number >= 0 or not number.is_integer() or number > 2**53:
+        return None
+    return int(number)
 
 
 def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None, int | None]:
@@ -284,6 +365,8 @@ def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None,
     ------
     ValueError
         The body holds no ``choices``.
+    UnusableContent
+        The content is a JSON object or another non-text value (a ``ValueError``).
     """
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -295,7 +378,10 @@ def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None,
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     prompt_tokens = _as_int(usage.get("prompt_tokens", usage.get("input_tokens")))
     completion_tokens = _as_int(usage.get("completion_tokens", usage.get("output_tokens")))
-    return content, first.get("finish_reason"), prompt_tokens, completion_tokens
+    finish_reason = first.get("finish_reason")
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        finish_reason = None
+    return content, finish_reason, prompt_tokens, completion_tokens
 
 
 class _Retryable(Exception):
@@ -370,6 +456,9 @@ class ChatClient:
         endpoint is taken to be gone and :class:`EndpointUnreachableError` is raised.
     max_connections : int, default 8
         Connection pool size (set it to the collection's concurrency).
+    max_response_bytes : int, default 4 MiB
+        Largest decoded body read from a reply (:data:`DEFAULT_MAX_RESPONSE_BYTES`); a longer
+        reply raises :class:`EndpointResponseError` (not retried).
     random_state : int, Generator or None, default 0
         Seed of the jitter.
     transport : httpx.AsyncBaseTransport, optional
@@ -388,6 +477,7 @@ class ChatClient:
         backoff_max: float = 30.0,
         max_consecutive_errors: int = 10,
         max_connections: int = 8,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         random_state: int | np.random.Generator | None = 0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -397,11 +487,15 @@ class ChatClient:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if max_consecutive_errors < 1:
             raise ValueError(f"max_consecutive_errors must be >= 1, got {max_consecutive_errors}")
+        if isinstance(max_response_bytes, bool) or not int(max_response_bytes) >= 1:
+            raise ValueError(f"max_response_bytes must be >= 1, got {max_response_bytes}")
         raw_key = api_key
         api_key = check_api_key(api_key, api_key_env)
         self.base_url = check_base_url(base_url)
-        self.url = f"{self.base_url}/chat/completions"
+        self.url = chat_url(self.base_url)
         self.public_url = public_url(self.url)
+        self.origin = origin(self.url)
+        self.max_response_bytes = int(max_response_bytes)
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -411,10 +505,11 @@ class ChatClient:
         self._consecutive_errors = 0
         self._reached = False  # some call got an HTTP response from the endpoint
         self._rng = np.random.default_rng(random_state)
-        self._secrets = tuple(s for s in (raw_key, api_key) if s)
-        headers = {"Content-Type": "application/json"}
+        self._secrets = tuple(s for s in (raw_key, api_key, *url_secrets(self.base_url)) if s)
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
+        httpx = require("httpx", extra="collect", purpose="collecting from an endpoint")
         self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(self.timeout),
@@ -422,7 +517,7 @@ class ChatClient:
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
             transport=transport,
-            follow_redirects=True,
+            follow_redirects=False,  # followed by hand, within the base URL's origin only
         )
 
     def __repr__(self) -> str:
@@ -459,10 +554,10 @@ class ChatClient:
             delay = max(delay, min(retry_after, self.backoff_max))
         return delay
 
-    def _server_message(self, response: httpx.Response) -> str:
-        text = response.text
+    def _server_message(self, data: bytes, encoding: str | None) -> str:
+        text = data.decode(encoding or "utf-8", errors="replace")
         try:
-            body = response.json()
+            body = json.loads(data)
         except (json.JSONDecodeError, ValueError):
             body = None
         if isinstance(body, dict):
@@ -480,10 +575,110 @@ class ChatClient:
         state = "set" if self._secrets else "not set"
         return f"the API key is read from the environment variable {self.api_key_env} ({state})"
 
+    async def _read_capped(self, response: httpx.Response, model: str) -> bytes:
+        """The decoded body, read chunk by chunk and given up beyond ``max_response_bytes``.
+
+        gzip and deflate are decompressed here with an output limit, so that a small compressed
+        body that expands to gigabytes never does; other encodings (only sent when a server
+        ignores ``Accept-Encoding``) go through httpx's decoders, checked chunk by chunk.
+        """
+        cap = self.max_response_bytes
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        declared = response.headers.get("content-length", "")
+        if encoding in ("", "identity") and declared.isdigit() and int(declared) > cap:
+            raise self._too_large(model, response.status_code, f"{int(declared):,} bytes")
+        chunks: list[bytes] = []
+        size = 0
+
+        def keep(piece: bytes) -> None:
+            nonlocal size
+            size += len(piece)
+            if size > cap:
+                raise self._too_large(model, response.status_code, f"over {cap:,} bytes")
+            chunks.append(piece)
+
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            wbits = zlib.MAX_WBITS | 16 if encoding != "deflate" else zlib.MAX_WBITS
+            decoder = zlib.decompressobj(wbits)
+            first = True
+            try:
+                async for raw in response.aiter_raw():
+                    data = raw
+                    while data:
+                        try:
+                            piece = decoder.decompress(data, cap + 1 - size)
+                        except zlib.error:
+                            if not (first and encoding == "deflate"):
+                                raise
+                            decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate
+                            piece = decoder.decompress(data, cap + 1 - size)
+                        first = False
+                        keep(piece)
+                        data = decoder.unconsumed_tail
+                keep(decoder.flush())
+            except zlib.error as error:
+                raise _Retryable(f"reply body is not valid {encoding} ({error})", None) from None
+        else:
+            async for piece in response.aiter_bytes():
+                keep(piece)
+        return b"".join(chunks)
+
+    def _too_large(self, model: str, status: int, size: str) -> EndpointResponseError:
+        return EndpointResponseError(
+            f"{self.public_url} for model '{model}': the reply (status {status}) is {size} once "
+            f"decoded, over the limit of {self.max_response_bytes:,} bytes; it was not read or "
+            "stored (raise --max-response-bytes if such replies are expected)",
+            status=status,
+            url=self.public_url,
+            model=model,
+        )
+
+    async def _send(self, model: str, body: dict) -> tuple[httpx.Response, bytes]:
+        """POST ``body``, following 307/308 redirects within the origin; the capped body."""
+        url = self.url
+        for _ in range(MAX_REDIRECTS + 1):
+            request = self._client.build_request("POST", url, json=body)
+            response = await self._client.send(request, stream=True)
+            try:
+                if response.has_redirect_location:
+                    target = response.url.join(response.headers["location"])
+                    status = response.status_code
+                    if origin(target) != self.origin:
+                        raise EndpointRedirectError(
+                            f"{status} redirect from {self.public_url} to another host "
+                            f"({public_url(str(target))}) refused for model '{model}': prompts "
+                            "and the API key go only to the base URL; if you trust that host, "
+                            "give its URL as the base URL",
+                            status=status,
+                            url=self.public_url,
+                            model=model,
+                        )
+                    if status not in (307, 308):
+                        raise EndpointError(
+                            f"{status} redirect from {self.public_url} to "
+                            f"{public_url(str(target))} for model '{model}' would turn the POST "
+                            "into a GET; give the target's URL as the base URL",
+                            status=status,
+                            url=self.public_url,
+                            model=model,
+                        )
+                    url = str(target)
+                    continue
+                return response, await self._read_capped(response, model)
+            finally:
+                await response.aclose()
+        raise EndpointError(
+            f"{self.public_url} for model '{model}': more than {MAX_REDIRECTS} redirects",
+            status=None,
+            url=self.public_url,
+            model=model,
+        )
+
     async def _attempt(self, model: str, body: dict) -> tuple[dict, float]:
+        httpx = require("httpx", extra="collect")
         started = time.perf_counter()
         try:
-            response = await asyncio.wait_for(self._client.post(self.url, json=body), self.timeout)
+            response, data = await asyncio.wait_for(self._send(model, body), self.timeout)
         except (TimeoutError, httpx.TimeoutException) as error:
             raise _Retryable(f"timed out after {self.timeout:g} s", connection=True) from error
         except httpx.LocalProtocolError as error:  # its text may quote a header value
@@ -505,16 +700,17 @@ class ChatClient:
         status = response.status_code
         if status == 200:
             try:
-                payload = response.json()
+                payload = json.loads(data)
             except (json.JSONDecodeError, ValueError) as error:
                 raise _Retryable("response is not valid JSON", status) from error
             if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
                 # Some gateways report upstream failures inside a 200 body.
-                raise _Retryable(f"error in response body: {self._server_message(response)}", 200)
+                message = self._server_message(data, response.encoding)
+                raise _Retryable(f"error in response body: {message}", 200)
             if not isinstance(payload, dict):
                 raise _Retryable("response is not a JSON object", status)
             return payload, latency
-        message = self._server_message(response)
+        message = self._server_message(data, response.encoding)
         where = f"{status} {response.reason_phrase} from {self.public_url} for model '{model}'"
         if status in (401, 403):
             raise EndpointAuthError(
@@ -595,6 +791,10 @@ class ChatClient:
         EndpointUnreachableError
             The endpoint refused the connection before any call succeeded, or
             ``max_consecutive_errors`` connection errors or timeouts came in a row.
+        EndpointRedirectError
+            The endpoint redirected to another origin (nothing was sent there).
+        EndpointResponseError
+            The reply is over ``max_response_bytes`` or its content is not text; not retried.
         EndpointError
             Another 4xx, an unusable 200 body after retries, or retries exhausted.
         """
@@ -620,6 +820,13 @@ class ChatClient:
                 )
             except _Retryable as retryable:
                 last = retryable
+            except UnusableContent as error:  # would be scored as an answer: a failed call
+                raise EndpointResponseError(
+                    f"{self.public_url} for model '{model}': {error}; not scored",
+                    status=200,
+                    url=self.public_url,
+                    model=model,
+                ) from None
             except ValueError as error:  # no choices in a 200 body
                 last = _Retryable(str(error), 200)
             else:

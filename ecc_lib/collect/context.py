@@ -18,6 +18,7 @@ from ecc_lib.collect.errors import (
     EndpointAuthError,
     EndpointError,
     EndpointNotFoundError,
+    EndpointRedirectError,
     EndpointUnreachableError,
 )
 from ecc_lib.collect.models import ModelSpec
@@ -33,6 +34,7 @@ FATAL_ERRORS: tuple[type[EndpointError], ...] = (
     EndpointAuthError,
     EndpointNotFoundError,
     EndpointUnreachableError,
+    EndpointRedirectError,
 )
 """Errors that stop the whole run (every later call would fail the same way)."""
 

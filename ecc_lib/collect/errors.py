@@ -56,6 +56,16 @@ class EndpointUnreachableError(EndpointError):
     consecutive connection errors or timeouts; the run stops (the store keeps what it holds)."""
 
 
+class EndpointRedirectError(EndpointError):
+    """The endpoint redirected to another origin (scheme, host, port); nothing was sent there and
+    the run stops (every prompt, and the API key, would go to that host)."""
+
+
+class EndpointResponseError(EndpointError):
+    """A reply that cannot be used: over ``max_response_bytes`` once decoded, or content that is
+    not text (a JSON object); not retried, recorded as a failed call."""
+
+
 class EndpointConfigError(CollectError, ValueError):
     """The base URL or the API key cannot be used (no scheme, characters not allowed in a header);
     raised before anything is sent or written. Never shows the key."""

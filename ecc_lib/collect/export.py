@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.collect.store import QUERY_FIELDS, RECORDS_FILE, CollectionStore
-from ecc_lib.loaders import WRITE_SUFFIXES, write_table
+from ecc_lib.loaders import WRITE_SUFFIXES, is_table_file, write_table
 from ecc_lib.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
 
 logger = logging.getLogger(__name__)
@@ -220,6 +220,9 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
         ``store_dir`` is not a collection store.
     ValueError
         ``folder`` exists and is a file.
+    FileExistsError
+        ``folder`` holds another ``queries.*`` or ``outcomes.*`` table (``outcomes.csv``, say):
+        nothing is written.
     """
     store = _as_store(store_dir, check=True)  # read once, for the tables and the status
     queries, outcomes = collected_queries(store), collected_outcomes(store)
@@ -227,6 +230,20 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is a file; give a folder to export the dataset into")
+    if folder.is_dir():
+        ours = {"queries.parquet", "outcomes.parquet"}
+        others = sorted(
+            p.name
+            for kind in ("queries", "outcomes")
+            for p in folder.glob(f"{kind}.*")
+            if p.name not in ours and is_table_file(p)
+        )
+        if others:
+            raise FileExistsError(
+                f"{folder} already holds {', '.join(others)}; exporting queries.parquet and "
+                "outcomes.parquet beside it would leave two tables of one kind (which the loaders "
+                "refuse): remove it or export into another folder"
+            )
     folder.mkdir(parents=True, exist_ok=True)
     queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
     queries.to_parquet(folder / "queries.parquet", index=False)

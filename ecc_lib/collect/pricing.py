@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ecc_lib._optional import require
 from ecc_lib.schema import DataValidationError
 
 PRICE_COLUMNS: tuple[str, ...] = ("model", "input_per_1m", "output_per_1m")
@@ -143,8 +144,7 @@ def read_price_table(path: str | Path) -> dict[str, Price]:
     if suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
     elif suffix in (".yaml", ".yml"):
-        import yaml
-
+        yaml = require("yaml", extra="collect", purpose="reading a YAML price table")
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     else:
         raise DataValidationError(f"{path}: price table must be .csv, .json, .yaml or .yml")

@@ -45,12 +45,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
 
 from ecc_lib.collect.answers import answer
-from ecc_lib.collect.client import ChatClient, check_api_key, check_base_url, public_url, utc_now
+from ecc_lib.collect.client import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ChatClient,
+    check_api_key,
+    check_base_url,
+    public_url,
+    utc_now,
+)
 from ecc_lib.collect.context import RunContext, prepare_queries
 from ecc_lib.collect.errors import StoreError
 from ecc_lib.collect.models import ModelSpec, parse_model_spec, parse_models
@@ -66,13 +74,41 @@ from ecc_lib.collect.workers import Progress, run_coroutine, run_pool
 logger = logging.getLogger(__name__)
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+OPENAI_API_HOST = "api.openai.com"
+"""The one host that gets ``OPENAI_API_KEY`` without ``api_key_env`` (over https only)."""
 
 
 def _is_openai_host(base_url: str) -> bool:
-    """True for OpenAI's own API host (the only one that gets OPENAI_API_KEY unasked)."""
-    from urllib.parse import urlparse
+    """True for ``https://api.openai.com`` exactly (default port, no user info): the only base URL
+    that gets ``OPENAI_API_KEY`` unasked. Look-alike hosts (``api.evilopenai.com``,
+    ``api.openai.com.evil.org``) and plain http do not."""
+    from urllib.parse import urlsplit
 
-    return (urlparse(base_url).hostname or "").endswith("openai.com")
+    parts = urlsplit(str(base_url).strip())
+    try:
+        port = parts.port
+    except ValueError:
+        return False
+    return (
+        parts.scheme.lower() == "https"
+        and (parts.hostname or "").lower().rstrip(".") == OPENAI_API_HOST
+        and port in (None, 443)
+        and "@" not in parts.netloc
+    )
+
+
+def _is_loopback(base_url: str) -> bool:
+    """True for a base URL on this machine (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 async def acollect(
@@ -100,6 +136,7 @@ async def acollect(
     backoff_base: float = 0.5,
     backoff_max: float = 30.0,
     extra_body: dict | None = None,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     random_state: int | np.random.Generator | None = 0,
     show_progress: bool = True,
     fsync: bool = True,
@@ -110,7 +147,7 @@ async def acollect(
     ----------
     queries, models, base_url, store_dir
         As in :func:`collect`.
-    api_key_env, rewriter, n_rewrites, n_decodes, temperature, top_p, max_tokens, rewrite_temperature, rewrite_format, rewrite_calls, concurrency, prices, scorer, timeout, max_retries, max_consecutive_errors, backoff_base, backoff_max, extra_body, random_state, show_progress, fsync
+    api_key_env, rewriter, n_rewrites, n_decodes, temperature, top_p, max_tokens, rewrite_temperature, rewrite_format, rewrite_calls, concurrency, prices, scorer, timeout, max_retries, max_consecutive_errors, backoff_base, backoff_max, extra_body, max_response_bytes, random_state, show_progress, fsync
         Keyword options, as in :func:`collect`.
 
     Returns
@@ -140,6 +177,8 @@ async def acollect(
         raise ValueError(f"rewrite_format must be one of {REWRITE_FORMATS}, got {rewrite_format!r}")
     if rewrite_calls is not None and (isinstance(rewrite_calls, bool) or rewrite_calls < 1):
         raise ValueError(f"rewrite_calls must be a whole number >= 1, got {rewrite_calls!r}")
+    if isinstance(max_response_bytes, bool) or not max_response_bytes >= 1:
+        raise ValueError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
     base_url = check_base_url(base_url)
     if isinstance(queries, (str, Path)):
         table = read_queries_file(queries)
@@ -178,6 +217,12 @@ async def acollect(
     raw_key = None
     if api_key_env is None and _is_openai_host(base_url):
         api_key_env = DEFAULT_API_KEY_ENV
+    elif api_key_env and urlsplit(base_url).scheme.lower() == "http" and not _is_loopback(base_url):
+        logger.warning(
+            "the API key in %s goes to %s over plain http: anyone on the way can read it",
+            api_key_env,
+            public_url(base_url),
+        )
     if api_key_env:
         raw_key = os.environ.get(api_key_env) or None
         if raw_key is None:
@@ -206,6 +251,7 @@ async def acollect(
         "timeout": float(timeout),
         "max_retries": int(max_retries),
         "max_consecutive_errors": int(max_consecutive_errors),
+        "max_response_bytes": int(max_response_bytes),
         "prices": {m: asdict(p) for m, p in price_map.items()},
         "scorer": scorer if isinstance(scorer, str) or scorer is None else "custom",
         "extra_body": extra_body,
@@ -282,6 +328,7 @@ async def acollect(
             backoff_base=backoff_base,
             backoff_max=backoff_max,
             max_connections=concurrency,
+            max_response_bytes=max_response_bytes,
             random_state=random_state,
         )
         async with client:
@@ -374,9 +421,11 @@ def collect(*args: Any, **kwargs: Any) -> CollectionSummary:
     store_dir : str or Path
         Collection folder (created when missing; reused and completed when it exists).
     api_key_env : str or None
-        Environment variable holding the API key. When None, ``OPENAI_API_KEY`` is used for
-        OpenAI's own host only, so that key never travels to a third-party endpoint; other
-        endpoints get no key unless a variable is named. The key is never written to the store
+        Environment variable holding the API key, sent to ``base_url`` (a warning when that is
+        plain http to another machine). When None, ``OPENAI_API_KEY`` is sent only to
+        ``https://api.openai.com`` exactly, so that key never travels to a look-alike host
+        (``api.evilopenai.com``) or over plain http; other endpoints get no key unless a variable
+        is named. The key is never written to the store
         or to logs; surrounding whitespace (a trailing newline) is stripped.
     rewriter : str or ModelSpec, optional
         Model writing the rewrites (a variant's settings apply to its calls); the first candidate's
@@ -414,6 +463,8 @@ def collect(*args: Any, **kwargs: Any) -> CollectionSummary:
         connection before any call succeeded stops it at once.
     extra_body : dict, optional
         Extra fields for every request (e.g. ``{"seed": 0}``).
+    max_response_bytes : int, default 4 MiB
+        Largest decoded reply read; a longer one is recorded as a failed call, not stored.
     random_state : int, Generator or None, default 0
         Seed of the retry jitter.
     show_progress : bool, default True

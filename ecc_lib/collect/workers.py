@@ -11,6 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ecc_lib._optional import require
 from ecc_lib.collect.errors import CollectionInterrupted
 
 
@@ -77,7 +78,7 @@ class Progress:
             import ipywidgets  # noqa: F401
             from tqdm.auto import tqdm
         except ImportError:
-            from tqdm import tqdm
+            tqdm = require("tqdm", extra="collect", purpose="collection progress bars").tqdm
 
         self.total, self.done, self.failed, self.spend = total, done, 0, 0.0
         self.bar = tqdm(

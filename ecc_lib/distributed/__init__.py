@@ -1,5 +1,9 @@
 """ECC on partitioned data with Dask: the E-step per partition, the M-step on reduced statistics.
 
+Importing this package registers it as a data backend of the EM engine
+(:func:`ecc_lib.ecc.register_data_backend`); :mod:`ecc_lib.ecc` never imports it, except when a
+dask array is passed to a fit. Dask itself is imported on first use (the ``[dask]`` extra).
+
 Both EM steps are sums over queries (``DESIGN.md`` section 5): the E-step of a partition needs
 only its own embeddings and comparisons plus the current profiles and centroids, and the M-step
 needs only the sums over partitions of ``C_p^T R_p`` (weighted win counts per observed pair) and
@@ -38,6 +42,10 @@ from ecc_lib.distributed.scheduler import (
     scheduler_context,
     use_dask,
 )
+from ecc_lib.ecc import register_data_backend
+
+# the EM engine runs a fit here when `active` says so (inside `use_dask`, or on a dask array)
+register_data_backend("dask", active, fit_partitioned)
 
 __all__ = [
     "DEFAULT_PARTITION_ROWS",

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ecc_lib._optional import require
 from ecc_lib.bradley_terry import PairCounts, pair_counts
 from ecc_lib.comparisons import Comparisons
 from ecc_lib.distributed.scheduler import _ACTIVE, DEFAULT_PARTITION_ROWS, _is_dask_array
@@ -109,7 +110,7 @@ class _DaskData:
         self.specs = [("init", state, k) for state in init_states]
 
     def _compute(self, obj):
-        import dask
+        dask = require("dask", extra="dask")
 
         try:
             if self.client is not None:
@@ -125,7 +126,7 @@ class _DaskData:
             raise
 
     def statistics(self):
-        from dask import delayed
+        delayed = require("dask", extra="dask").delayed
 
         task = delayed(_partition_statistics, pure=True)
         parts = [
@@ -135,7 +136,7 @@ class _DaskData:
         return np.asarray(wins, dtype=float), np.asarray(sums, dtype=float)
 
     def e_step(self, table, cen):
-        from dask import delayed
+        delayed = require("dask", extra="dask").delayed
 
         table_d = delayed(table, traverse=False) if table is not None else None
         cen_d = delayed(cen, traverse=False)
@@ -151,8 +152,8 @@ class _DaskData:
 
     def responsibilities(self):
         """Final responsibilities as a dask array (one block per partition)."""
-        import dask.array as da
-        from dask import delayed
+        da = require("dask.array", extra="dask")
+        delayed = require("dask", extra="dask").delayed
 
         task = delayed(_partition_responsibilities, pure=True)
         blocks = [
@@ -205,8 +206,8 @@ def partitions_from_arrays(
     -------
     list of Partition
     """
-    import dask
-    from dask import delayed
+    dask = require("dask", extra="dask", purpose="the distributed ECC fit")
+    delayed = dask.delayed
 
     n = counts.matrix.shape[0]
     if int(np.shape(embeddings)[0]) != n:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ecc_lib._optional import require
+
 logger = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------------------
@@ -71,7 +73,7 @@ def dars_statistics(
     -------
     DarsStatistics
     """
-    import dask.dataframe as dd
+    dd = require("dask.dataframe", extra="dask", purpose="the distributed DARS statistics")
     import pandas as pd
 
     from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA, CapabilityDistributions, label_shares

@@ -8,7 +8,17 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
+from ecc_lib._optional import require
+
 DEFAULT_PARTITION_ROWS = 50_000
+CONNECT_TIMEOUT = "20s"
+"""How long a scheduler address is tried before :class:`SchedulerError`."""
+
+
+class SchedulerError(RuntimeError):
+    """The ``--scheduler`` / ``scheduler`` address cannot be reached or is not an address
+    (a one-line error in the CLI)."""
+
 
 _ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("ecc_dask", default=None)
 
@@ -30,7 +40,8 @@ def dask_client(scheduler: str, n_workers: int = 2, threads_per_worker: int = 1)
     ------
     distributed.Client
     """
-    from distributed import Client, LocalCluster
+    distributed = require("distributed", extra="dask", purpose="a Dask scheduler")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
 
     if not scheduler:
         raise ValueError("scheduler must be 'local' or a scheduler address, got an empty string")
@@ -47,12 +58,13 @@ def dask_client(scheduler: str, n_workers: int = 2, threads_per_worker: int = 1)
             yield client
     else:
         try:
-            client = Client(scheduler, timeout="20s")
-        except OSError as error:
-            raise RuntimeError(
-                f"cannot reach the Dask scheduler at {scheduler!r} ({error}); start one with "
-                "`dask scheduler` and workers with `dask worker ADDRESS`"
-            ) from error
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, ValueError, TypeError) as error:  # unreachable, or not an address
+            raise SchedulerError(
+                f"cannot reach the Dask scheduler at {scheduler!r} ({error}); give 'local' or an "
+                "address such as tcp://HOST:8786, start a scheduler with `dask scheduler` and "
+                "workers with `dask worker ADDRESS`"
+            ) from None
         with client:
             yield client
 

@@ -17,6 +17,10 @@ Every public name of these modules is importable from :mod:`ecc_lib.plotting` it
 
 from __future__ import annotations
 
+from ecc_lib._optional import require
+
+require("matplotlib", extra="plot", purpose="ecc_lib.plotting")  # before any figure module
+
 from ecc_lib.plotting.clustering import (
     LEAK_READING_COLORS,
     LEAK_READING_LABELS,
@@ -37,6 +41,7 @@ from ecc_lib.plotting.data import (
     plot_model_scores,
     plot_observations_per_pair,
     plot_scores_by_category,
+    pooled_column_name,
     scores_by_category_table,
 )
 from ecc_lib.plotting.estimates import plot_estimates
@@ -68,6 +73,8 @@ from ecc_lib.plotting.style import (
     PAGE_WIDTH,
     SCORE_LABEL,
     TITLE_SIZE,
+    draw_literally,
+    literal_text,
     relative_luminance,
     short_model_names,
     text_colour,
@@ -113,8 +120,11 @@ __all__ = [
     "plot_routing_settings",
     "plot_routing_table",
     "plot_scores_by_category",
+    "pooled_column_name",
     "plot_sigma_distribution",
     "project_2d",
+    "draw_literally",
+    "literal_text",
     "relative_luminance",
     "scores_by_category_table",
     "short_model_names",

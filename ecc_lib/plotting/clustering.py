@@ -28,6 +28,7 @@ METHOD_LABELS = {
     "emb_only": "embedding-only clusters",
     "comp_only": "comparison-only clusters",
     "human": "human labels",
+    "ecc_cv": "ECC-CV (settings chosen by CV)",
 }
 """Display names of the clustering methods of :mod:`ecc_lib.ecc_protocol`."""
 METHOD_COLORS = {
@@ -35,6 +36,7 @@ METHOD_COLORS = {
     "emb_only": "tab:green",
     "comp_only": "tab:orange",
     "human": "tab:purple",
+    "ecc_cv": "tab:blue",
     "global": "black",
 }
 

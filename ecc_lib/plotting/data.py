@@ -13,6 +13,9 @@ from ecc_lib.plotting.style import PAGE_WIDTH, SCORE_LABEL, _axes, _heatmap, _mo
 def scores_by_category_table(queries: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
     """Mean score of each model (rows) in each category (columns) plus ``all``, best model first.
 
+    A category named ``all`` keeps its column; the pooled one is then ``all (pooled)``
+    (:func:`pooled_column_name`).
+
     Parameters
     ----------
     queries : DataFrame
@@ -30,8 +33,30 @@ def scores_by_category_table(queries: pd.DataFrame, outcomes: pd.DataFrame) -> p
     frame["category"] = frame["category"].astype(object).where(frame["category"].notna(), "(none)")
     table = frame.pivot_table(index="model", columns="category", values="score", aggfunc="mean")
     table.columns = [str(c) for c in table.columns]
-    table["all"] = frame.groupby("model")["score"].mean()
-    return table.sort_values("all", ascending=False)
+    pooled = pooled_column_name(table.columns)
+    table[pooled] = frame.groupby("model")["score"].mean()
+    return table.sort_values(pooled, ascending=False)
+
+
+def pooled_column_name(categories) -> str:
+    """Name of the column pooling every category: ``all``, or ``all (pooled)`` (then
+    ``all (pooled 2)`` ...) when a category is itself named ``all``.
+
+    Parameters
+    ----------
+    categories : iterable of str
+        The category names.
+
+    Returns
+    -------
+    str
+    """
+    taken = {str(c) for c in categories}
+    name, n = "all", 1
+    while name in taken:
+        name = "all (pooled)" if n == 1 else f"all (pooled {n})"
+        n += 1
+    return name
 
 
 @_styled

@@ -51,13 +51,82 @@ _RC = {
 }
 
 
+def literal_text(text) -> str:
+    """``text`` escaped so that matplotlib draws it as written, never as math text.
+
+    matplotlib reads a string with two unescaped ``$`` as math (``cost $5 vs $10`` would lose its
+    dollars and ``m$\\frac$`` would fail to draw); each ``$`` becomes ``\\$``, which is drawn as
+    ``$``.
+
+    Parameters
+    ----------
+    text : object
+
+    Returns
+    -------
+    str
+    """
+    return str(text).replace("$", r"\$")
+
+
+_LITERAL = "_ecc_lib_literal"
+
+
+def draw_literally(fig) -> None:
+    """Make every text of ``fig`` literal (:func:`literal_text`): titles, labels, legends,
+    annotations and text tick labels, which hold model, category and dataset names.
+
+    Idempotent: a text or formatter already made literal is left alone.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure or None
+    """
+    from matplotlib.axis import Axis
+    from matplotlib.category import StrCategoryFormatter
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    if fig is None:
+        return
+    for text in fig.findobj(Text):
+        if not getattr(text, _LITERAL, False):
+            text.set_text(literal_text(text.get_text()))
+            setattr(text, _LITERAL, True)
+    for axis in fig.findobj(Axis):
+        for getter, setter in (
+            (axis.get_major_formatter, axis.set_major_formatter),
+            (axis.get_minor_formatter, axis.set_minor_formatter),
+        ):
+            formatter = getter()
+            # text labels: set_ticklabels makes a FuncFormatter (a FixedFormatter before
+            # matplotlib 3.9), a categorical axis a StrCategoryFormatter
+            if isinstance(formatter, FuncFormatter) and getattr(formatter.func, _LITERAL, False):
+                continue
+            if isinstance(formatter, (FixedFormatter, FuncFormatter, StrCategoryFormatter)):
+                setter(FuncFormatter(_literal_labels(formatter)))
+
+
+def _literal_labels(formatter):
+    """``(x, pos) -> literal label`` of a text tick formatter."""
+
+    def label(x, pos=None):
+        return literal_text(formatter(x, pos))
+
+    setattr(label, _LITERAL, True)
+    return label
+
+
 def _styled(function):
-    """Run a figure function under the package style (readable font sizes, no top/right spines)."""
+    """Run a figure function under the package style (readable font sizes, no top/right spines);
+    the figure's texts are drawn literally (:func:`draw_literally`)."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         with plt.rc_context(_RC):
-            return function(*args, **kwargs)
+            fig = function(*args, **kwargs)
+            draw_literally(fig if hasattr(fig, "findobj") else None)
+            return fig
 
     return wrapper
 

@@ -47,7 +47,7 @@ from ecc_lib.report.formatting import (
     guess_unit,
     humanise,
 )
-from ecc_lib.report.latex import latex_escape, latex_table, save_headline_tables
+from ecc_lib.report.latex import latex_escape, latex_problems, latex_table, save_headline_tables
 from ecc_lib.report.reading import ci_of, flatten, generic_rows, skip_reasons
 from ecc_lib.report.sections import (
     GAIN_METHODS,
@@ -80,6 +80,7 @@ __all__ = [
     "guess_unit",
     "humanise",
     "latex_escape",
+    "latex_problems",
     "latex_table",
     "other_section",
     "report_title",

@@ -26,6 +26,7 @@ from ecc_lib.report.sections import (
     routing_section,
     tour_section,
 )
+from ecc_lib.report.sections.checks import add_checks
 
 SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
 """Metrics section recorded by each notebook (by number)."""
@@ -38,6 +39,30 @@ def _datasets_of(metrics: Mapping[str, Any]) -> list[str]:
         names.append(str((metrics.get(key) or {}).get("dataset") or ""))
     names.append(str(((metrics.get("routing") or {}).get("headline") or {}).get("dataset") or ""))
     return [n for n in dict.fromkeys(names) if n]
+
+
+def _held_datasets_sentence(record: Mapping[str, Any]) -> str:
+    """``"This run folder holds 2 datasets: a (notebooks 01, 02), b (notebook 01). "`` from
+    ``run.json`` (which datasets each notebook last ran on), or ``""`` when it does not say."""
+    held: dict[str, list[str]] = {}
+    recorded = record.get("datasets")
+    if not isinstance(recorded, Mapping):
+        return ""
+    for notebook, names in sorted(recorded.items()):
+        for name in names or []:
+            label = os.path.basename(str(name).rstrip("/\\")) or str(name)
+            held.setdefault(label, []).append(str(notebook).split("_", 1)[0])
+    if not held:
+        return ""
+    parts = [
+        f"{label} (notebook{'s' if len(numbers) > 1 else ''} {', '.join(numbers)})"
+        for label, numbers in held.items()
+    ]
+    return (
+        f"This run folder holds {len(held)} dataset{'s' if len(held) != 1 else ''}: "
+        + ", ".join(parts)
+        + ". "
+    )
 
 
 def report_title(metrics: Mapping[str, Any], run_name: str) -> str:
@@ -112,8 +137,9 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
             builder(values, section)
         if key == "data" and not section.skipped:
             section.notes += data_notes(metrics.get("data_policy") or {})
+            add_checks(section, metrics.get("checks"))
         sections.append(section)
-    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy"}
+    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy", "checks"}
     for key in sorted(k for k in metrics if k not in known):
         sections.append(other_section(key, metrics[key]))
     n_tables = len(run_folder.list_tables(run))
@@ -122,6 +148,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
         f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
         "Intervals are 95% percentile-bootstrap intervals over queries; 'mean \u00b1 sd' is over seeds. "
     )
+    intro += _held_datasets_sentence(record)
     git = _run_provenance(run).get("git", {})
     if git:
         intro += f"Code at git commit {git.get('commit') or 'unknown'}" + (

@@ -158,4 +158,9 @@ def _frame(rows: list[dict[str, str]]) -> pd.DataFrame:
 
 def _read_csv(run: run_folder.RunContext, name: str) -> pd.DataFrame | None:
     path = run.tables_dir / f"{name}.csv"
-    return pd.read_csv(path) if path.exists() else None
+    if not path.exists():
+        return None
+    from ecc_lib.loaders import read_csv_keeping_text
+
+    # model and dataset names stay text: a model named NA, a dataset named 2024
+    return read_csv_keeping_text(path)

@@ -63,9 +63,9 @@ class GraphRouter(TorchRouter):
         return z.reshape(len(z), n_groups, self.n_models_).transpose(0, 2, 1)
 
     def _fit(self, x, z, rng):
-        import torch
-
         from ecc_lib.routers import networks as nw
+
+        torch = nw.torch
 
         if not 0.0 < float(self.mask_fraction) < 1.0:
             raise ValueError(f"mask_fraction must be in (0, 1), got {self.mask_fraction}")

@@ -17,8 +17,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
-import torch
-from torch import nn
+
+from ecc_lib._optional import require
+
+torch = require("torch", extra="routers", purpose="a learned router")
+nn = torch.nn
 
 
 @contextmanager

@@ -63,9 +63,9 @@ class SoftmaxRankingRouter(TorchRouter):
     _learns_utility_only = True
 
     def _fit(self, x, y, rng):
-        import torch
-
         from ecc_lib.routers import networks as nw
+
+        torch = nw.torch
 
         labels = nw.as_tensor(soft_labels(y, tau=float(self.tau)))
         self.utility_mean_ = float(y.mean())

@@ -29,6 +29,7 @@ from ecc_lib.dars import (
     single_shot_distributions,
 )
 from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_mean_ci
+from ecc_lib.observations import rescale_cost
 from ecc_lib.routers import make_router, router_families
 from ecc_lib.routing_evaluation import held_out
 from ecc_lib.routing_evaluation.curves import (
@@ -148,8 +149,9 @@ def routing_table(
     obs = repeated_observations(outcomes)
     x_all = _align_embeddings(embeddings, embedding_ids, obs.query_ids).astype(float)
     train_mask, test_mask = split_queries(obs.n_queries, test_size, split_seed)
-    train_obs = obs.select_queries(train_mask)
-    test_obs = obs.select_queries(test_mask)
+    # the cost scale comes from the training queries only (issue 23)
+    train_obs = rescale_cost(obs.select_queries(train_mask))
+    test_obs = rescale_cost(obs.select_queries(test_mask), train_obs)
     x_train, x_test = x_all[train_mask], x_all[test_mask]
     truth = held_out.held_out_truth(test_obs)
     dars_train = capability_distributions(train_obs)
@@ -229,6 +231,7 @@ def routing_table(
         "n_runs": n_runs,
         "best_fixed_model": obs.models[fixed],
         "cost_available": obs.cost_available,
+        "cost_scale": list(train_obs.cost_scale),  # (low, high) of training pair mean costs
         "has_rewrites": obs.has_rewrites,
         "has_decodes": obs.has_decodes,
         "observations_per_pair_median": float(np.median(obs.count)),

@@ -95,6 +95,8 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
         "gain_vs_probes",
         "gain_vs_k",
         "dataset",
+        "left_out_reasons",
+        "leak_free",
     }
     diff_rows += generic_rows(flat, used, dataset)
     if diff_rows:
@@ -113,6 +115,25 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
             f"{format_number(values.get('n_scored_pairs'), 'count')} held-out comparisons scored), ECC reduces the held-out "
             f"pairwise negative log-likelihood of one global Bradley-Terry model by "
             f"{format_interval(gain['ecc'], gain_ci.get('ecc'), 'pct')}."
+        )
+    reasons = values.get("left_out_reasons") or {}
+    if isinstance(reasons, Mapping) and reasons:
+        text.append(
+            "Left out before the protocol: "
+            + ", ".join(
+                f"{format_number(n, 'count')} queries ({why})" for why, n in reasons.items()
+            )
+            + "."
+        )
+    free = values.get("leak_free")
+    if isinstance(free, Mapping) and _finite(free.get("share_with_probe")):
+        with_gain = (free.get("ranking_quality_gain_with_probe") or {}).get("ecc")
+        without = (free.get("ranking_quality_gain_without_probe") or {}).get("ecc")
+        text.append(
+            f"Under the leak-free protocol only {format_number(100 * free['share_with_probe'], 'pct')} "
+            "of test queries have a probe outside their scored pairs; ECC's gain is "
+            f"{format_number(with_gain, 'pct')} on those and {format_number(without, 'pct')} on the "
+            "others (embedding only)."
         )
     for key, d in differences.items():
         if not isinstance(d, Mapping):

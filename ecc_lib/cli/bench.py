@@ -1,0 +1,80 @@
+"""``ecc-lab bench``: the checks, the ECC protocol over seeds, the flip readings and routing on
+several datasets, in one table (:mod:`ecc_lib.bench`, :mod:`ecc_lib.bench_outputs`).
+
+Writes ``bench.json``, ``bench.csv``, ``bench.tex``, ``bench_gains.png|pdf`` and ``bench.html``
+into ``--out``; a dataset already done there (same settings and seeds) is not recomputed, nor is a
+seed already done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ecc_lib.cli.subcommand import Subcommand
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``ecc-lab bench``."""
+    parser.add_argument(
+        "datasets",
+        nargs="+",
+        metavar="DATASET",
+        help="bundled dataset names (dcrouter, re2, mmlu2), public names or folders holding "
+        "queries.* and outcomes.* tables",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=3,
+        help="number of protocol seeds --seed, --seed+1, ... (default 3)",
+    )
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder of the outputs")
+    parser.add_argument("--seed", type=int, default=42, help="first protocol seed (default 42)")
+    parser.add_argument("--k", type=int, default=30, help="number of clusters (default 30)")
+    parser.add_argument("--pairs", type=int, default=7, help="non-tie pairs per query (default 7)")
+    parser.add_argument(
+        "--probes", type=int, default=1, help="probe comparisons per test query (default 1)"
+    )
+    parser.add_argument(
+        "--test-size", type=float, default=0.2, help="share of test queries (default 0.2)"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab bench``."""
+    from ecc_lib.bench import BenchSettings, run_bench
+    from ecc_lib.bench_outputs import format_bench, write_bench_outputs
+
+    settings = BenchSettings(
+        n_clusters=args.k,
+        n_pairs=args.pairs,
+        n_probes=args.probes,
+        test_size=args.test_size,
+        seed=args.seed,
+        n_seeds=args.seeds,
+    )
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    result = run_bench(args.datasets, settings, args.out, progress=progress)
+    paths = write_bench_outputs(result, args.out)
+    print(format_bench(result))
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "bench",
+        help="checks, ECC over seeds, flip readings and routing across datasets in one table",
+        description="For each dataset: the checks (a dataset that fails one is listed and left "
+        "out), the ECC protocol over seeds with every method (gain on all and on disjoint pairs, "
+        "mean +- sd), the winner flip readings where repeats exist, and routing (best router "
+        "minus the best fixed model, and minus the probe's winner). Writes bench.json, bench.csv, "
+        "bench.tex, bench_gains.png and bench.html; resumable.",
+        add_arguments=_arguments,
+        handler=_run,
+    ),
+)
