@@ -1,0 +1,63 @@
+"""The report's comparison grammar: the direction word follows the sign and the interval."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ecc_lib.report import grammar
+from ecc_lib.report.grammar import Comparison
+
+values = st.floats(min_value=-500, max_value=500, allow_nan=False, allow_infinity=False)
+widths = st.floats(min_value=0, max_value=200, allow_nan=False, allow_infinity=False)
+units = st.sampled_from(["pp", "pp_share", "score_diff", "signed"])
+
+
+def _parse(sentence: str) -> tuple[str, float, list[float] | None]:
+    """Verdict word, estimate and interval read back from a sentence."""
+    word = re.search(r" is (better than|worse than|not distinguishable from) ", sentence).group(1)
+    found = re.search(r"= ([+-]?[\d,.]+)(?:%| pp)?(?: \[([+-]?[\d,.]+), ([+-]?[\d,.]+)\])?", sentence)
+    ci = [float(found.group(2)), float(found.group(3))] if found.group(2) else None
+    return word, float(found.group(1).replace(",", "")), ci
+
+
+@settings(max_examples=300, deadline=None)
+@given(values, widths, widths, units, st.booleans())
+def test_direction_word_matches_sign_and_interval(d, below, above, code, has_ci):
+    ci = (d - below, d + above) if has_ci else None
+    c = Comparison("A", "B", d, ci, code)
+    sentence = grammar.comparison_sentence(c)
+    word, shown, shown_ci = _parse(sentence)
+    assert "by -" not in sentence and "beats" not in sentence
+    if code.startswith("pp"):
+        # the only percent sign is the interval's level ("95% CI")
+        assert set(re.findall(r"[\d.]+%", sentence)) <= {"95%"} and " pp" in sentence
+    if not has_ci or ci[0] <= 0 <= ci[1]:
+        assert word == "not distinguishable from"
+    elif d > 0:
+        assert word == "better than" and shown >= 0 and shown_ci[0] >= 0
+    else:
+        assert word == "worse than" and shown <= 0 and shown_ci[1] <= 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(values, widths, widths)
+def test_lower_is_better_flips_the_word(d, below, above):
+    c = Comparison("A", "B", d, (d - below, d + above), "score_diff", higher_is_better=False)
+    up = Comparison("A", "B", d, (d - below, d + above), "score_diff")
+    flipped = {"better than": "worse than", "worse than": "better than"}
+    assert grammar.verdict(c) == flipped.get(grammar.verdict(up), grammar.verdict(up))
+
+
+def test_units_of_levels_and_differences():
+    assert grammar.number(0.584, "share") == "58.4%"
+    assert grammar.number(-0.0585, "pp_share") == "-5.9 pp"
+    assert grammar.number(-5.8516, "pp") == "-5.9 pp"
+    assert grammar.number(-0.0, "pp") == "0.0 pp"
+    assert grammar.number(float("nan"), "pp") == grammar.DASH
+    assert grammar.level_text(10.72, "pct_nll", sd=1.5, n=3) == "10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)"
+    lo, hi = grammar.t_interval(-3.85, 1.31, 3)
+    assert lo < -3.85 < hi < 0 and abs((hi - lo) / 2 - 4.303 * 1.31 / 3**0.5) < 1e-2
+    assert grammar.t_interval(1.0, 0.5, 1) is None
