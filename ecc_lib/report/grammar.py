@@ -253,7 +253,9 @@ def difference_text(c: Comparison) -> str:
     return f"{c.a} minus {c.b} = {number(c.estimate, c.unit)}" + (f" {ci}" if ci else "") + kind
 
 
-def comparison_sentence(c: Comparison, subject: str = "", context: str = "") -> str:
+def comparison_sentence(
+    c: Comparison, subject: str = "", context: str = "", *, obj: str = "", verb: str = "is"
+) -> str:
     """``ECC is worse than embedding-only clusters on pairs ...: ECC minus ... = -3.9 pp [...]``.
 
     Parameters
@@ -263,13 +265,18 @@ def comparison_sentence(c: Comparison, subject: str = "", context: str = "") -> 
         Replaces ``c.a`` as the grammatical subject.
     context : str, optional
         Words after the verdict ("on pairs disjoint from the probe's models").
+    obj : str, optional
+        Replaces ``c.b`` after the verdict.
+    verb : str, default "is"
+        "are" for a plural subject.
 
     Returns
     -------
     str
         One sentence ending with a full stop.
     """
-    head = f"{subject or c.a} is {verdict(c)} {c.b}"
+    head = f"{subject or c.a} {verb} {verdict(c)} {obj or c.b}"
+    head = head[0].upper() + head[1:]
     return head + (f" {context}" if context else "") + f": {difference_text(c)}."
 
 
