@@ -28,7 +28,14 @@ The package holds one job per module, and every public name of them is importabl
 
 from __future__ import annotations
 
-from ecc_lib.report.build import SECTION_KEYS, appendix_html, build_report, report_title
+from ecc_lib.report.build import (
+    SECTION_KEYS,
+    appendix_html,
+    build_report,
+    record_summary,
+    report_title,
+    summary_html,
+)
 from ecc_lib.report.document import (
     Figure,
     HeadlineTable,
@@ -82,8 +89,10 @@ __all__ = [
     "latex_escape",
     "latex_table",
     "other_section",
+    "record_summary",
     "report_title",
     "save_headline_tables",
     "skip_reasons",
+    "summary_html",
     "table_html",
 ]

@@ -171,7 +171,7 @@ HIGHER_LOWER = ("higher than", "lower than", "not distinguishable from")
 
 @dataclass(frozen=True)
 class Comparison:
-    """"A minus B = estimate [lo, hi] unit".
+    """ "A minus B = estimate [lo, hi] unit".
 
     Parameters
     ----------
@@ -280,8 +280,9 @@ def comparison_sentence(
     return head + (f" {context}" if context else "") + f": {difference_text(c)}."
 
 
-def level_text(value: Any, code: str, ci: Sequence[Any] | None = None, sd: Any = None,
-               n: Any = None) -> str:
+def level_text(
+    value: Any, code: str, ci: Sequence[Any] | None = None, sd: Any = None, n: Any = None
+) -> str:
     """A level with its spread: ``10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)`` or ``58.4% [57.9, 58.9]``.
 
     Parameters

@@ -116,7 +116,10 @@ def _gains(ecc: Mapping[str, Any], n_seeds: int) -> tuple[dict[str, dict], str]:
                     "kind": f"95% t-interval over {n_seeds} seeds",
                 }
         return out, "disjoint"
-    for key, pairs in (("ranking_quality_gain_disjoint", "disjoint"), ("ranking_quality_gain", "all")):
+    for key, pairs in (
+        ("ranking_quality_gain_disjoint", "disjoint"),
+        ("ranking_quality_gain", "all"),
+    ):
         values = ecc.get(key) or {}
         cis = ecc.get(key + "_ci95") or {}
         if any(finite(v) for v in values.values()):
@@ -138,7 +141,12 @@ def _paired(ecc: Mapping[str, Any], a: str, b: str, pairs: str, n_seeds: int) ->
     suffix = "_disjoint" if pairs == "disjoint" else ""
     for key in (f"gain_differences{suffix}", f"difference{suffix}_ci95"):
         block = ecc.get(key) or {}
-        for name, sign in ((f"{a}_minus_{b}", 1), (f"{a} - {b}", 1), (f"{b}_minus_{a}", -1), (f"{b} - {a}", -1)):
+        for name, sign in (
+            (f"{a}_minus_{b}", 1),
+            (f"{a} - {b}", 1),
+            (f"{b}_minus_{a}", -1),
+            (f"{b} - {a}", -1),
+        ):
             d = block.get(name)
             if isinstance(d, Mapping) and finite(d.get("estimate")):
                 ci = d.get("ci95")
@@ -290,13 +298,27 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     list of SummaryLine
     """
     dars = metrics.get("dars") or {}
-    if not isinstance(dars, Mapping) or dars.get("skipped") or not finite(dars.get("winner_flip_rate")):
+    if (
+        not isinstance(dars, Mapping)
+        or dars.get("skipped")
+        or not finite(dars.get("winner_flip_rate"))
+    ):
         return []
     chance = dars.get("flip_rate_chance") or {}
     r = dars.get("winner_change_rate_r")
     readings = (
-        ("winner_flip_rate_strict", "strict", "strict flip rate", "the top sets of two single-shot draws are disjoint"),
-        ("winner_change_rate", "change", "change rate", f"the winner changes within {r or 'R'} draws"),
+        (
+            "winner_flip_rate_strict",
+            "strict",
+            "strict flip rate",
+            "the top sets of two single-shot draws are disjoint",
+        ),
+        (
+            "winner_change_rate",
+            "change",
+            "change rate",
+            f"the winner changes within {r or 'R'} draws",
+        ),
     )
     parts, comparisons = [], []
     for key, reading, label, meaning in readings:
@@ -320,7 +342,8 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
             text += f", chance {number(level, 'share')}; " + clause[0].lower() + clause[1:]
         parts.append(text)
     lines = [
-        _line("flips", p[0].upper() + p[1:] + ".", c) for p, c in zip(parts, comparisons + [None] * len(parts))
+        _line("flips", p[0].upper() + p[1:] + ".", c)
+        for p, c in zip(parts, comparisons + [None] * len(parts))
     ]
     value, ci = dars["winner_flip_rate"], dars.get("winner_flip_rate_ci95")
     text = f"The pairwise reading (two single-shot draws name different winners) is {level_text(value, 'share', ci=ci)}"
@@ -336,7 +359,9 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
             HIGHER_LOWER,
             interval_kind="95% bootstrap CI over queries",
         )
-        clause = comparison_sentence(c, subject="which", obj=f"its chance level {number(level, 'share')}")
+        clause = comparison_sentence(
+            c, subject="which", obj=f"its chance level {number(level, 'share')}"
+        )
         text += ", " + clause[0].lower() + clause[1:].rstrip(".")
     ties = [
         s.get("tied_top_share")
@@ -345,7 +370,9 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     ]
     text += "; it counts random tie-breaks among equally good models as flips"
     if ties:
-        text += f" (several models share the best drawn score in {number(ties[0], 'share')} of draws)"
+        text += (
+            f" (several models share the best drawn score in {number(ties[0], 'share')} of draws)"
+        )
     lines.append(_line("flips", text + ", so quote the strict and change readings.", c))
     return lines
 
@@ -369,7 +396,10 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     margin = headline.get("best_router_utility_minus_fixed")
     if finite(margin):
         info = routing.get("info") or {}
-        best, fixed = headline.get("best_router") or "the best router", headline.get("best_fixed_model")
+        best, fixed = (
+            headline.get("best_router") or "the best router",
+            headline.get("best_fixed_model"),
+        )
         if info and not info.get("has_rewrites") and not info.get("has_decodes"):
             best = str(best).replace(" (DARS)", "")
         ci = headline.get("best_router_utility_minus_fixed_ci95")
@@ -381,7 +411,11 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
             "score_diff",
             interval_kind="paired 95% bootstrap CI over test queries",
         )
-        cost = "at the same cost weight" if info.get("cost_available") else "(no cost recorded: utility is score minus the spread penalty)"
+        cost = (
+            "at the same cost weight"
+            if info.get("cost_available")
+            else "(no cost recorded: utility is score minus the spread penalty)"
+        )
         text = comparison_sentence(
             c,
             subject=f"On held-out utility {cost}, the best router ({best})",
@@ -395,11 +429,19 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     routers = {
         m: v
         for m, v in probe.items()
-        if m not in ("oracle", "random", "probe_winner", "global") and isinstance(v, Mapping) and finite(v.get("score_mean", v.get("score")))
+        if m not in ("oracle", "random", "probe_winner", "global")
+        and isinstance(v, Mapping)
+        and finite(v.get("score_mean", v.get("score")))
     }
     fixed = probe.get("global") or {}
-    if routers and isinstance(fixed, Mapping) and finite(fixed.get("score_mean", fixed.get("score"))):
-        key = "score_mean" if all(finite(v.get("score_mean")) for v in routers.values()) else "score"
+    if (
+        routers
+        and isinstance(fixed, Mapping)
+        and finite(fixed.get("score_mean", fixed.get("score")))
+    ):
+        key = (
+            "score_mean" if all(finite(v.get("score_mean")) for v in routers.values()) else "score"
+        )
         top = max(routers, key=lambda m: routers[m][key])
 
         def versus(a: Mapping, b: Mapping) -> tuple[float, tuple | None, str]:

@@ -4,7 +4,6 @@ Bradley-Terry model with paired differences, and a summary of the largest cluste
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,18 +13,24 @@ from ecc_lib.plotting import method_label, short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection, table_html
 from ecc_lib.report.formatting import (
     DASH,
-    _ci_text,
     _finite,
-    _verdict,
     format_interval,
+    format_mean_sd,
     format_number,
 )
+from ecc_lib.report.grammar import Comparison, comparison_sentence
 from ecc_lib.report.reading import _frame, _read_csv, _row, flatten, generic_rows
+from ecc_lib.report.summary import ecc_lines, method_name
 
 GAIN_METHODS = ("ecc", "emb_only", "comp_only", "human")
 
 
-def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
+def ecc_section(
+    values: Mapping[str, Any],
+    section: ReportSection,
+    run,
+    metrics: Mapping[str, Any] | None = None,
+) -> None:
     """Fill the section of notebook 03: ECC's ranking quality gain over global BT, its paired
     differences to the other clusterings, and the largest clusters.
 
@@ -37,6 +42,8 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
         Filled in place: findings paragraph, headline tables and the cluster summary.
     run : RunContext
         Run folder whose ``tables/03_cluster_summary.csv`` gives the cluster summary.
+    metrics : mapping, optional
+        The whole ``metrics.json`` (its parameters give K); default ``{"ecc": values}``.
     """
     flat = flatten(values)
     dataset = str(values.get("dataset", ""))
@@ -47,6 +54,13 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
         values.get("accuracy") or {},
         values.get("within_cluster_tau") or {},
     )
+    disjoint_mean, disjoint_sd = (
+        values.get("gain_disjoint_mean") or {},
+        values.get("gain_disjoint_sd") or {},
+    )
+    disjoint = values.get("ranking_quality_gain_disjoint") or {}
+    disjoint_ci = values.get("ranking_quality_gain_disjoint_ci95") or {}
+    seeds = values.get("seeds") if isinstance(values.get("seeds"), list) else []
     rows = []
     for method in [
         "global",
@@ -59,7 +73,19 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
             {
                 "dataset": dataset,
                 "method": method_label(method),
-                "gain over global BT (% of NLL) [95% CI]": "0 (reference)"
+                "gain on pairs disjoint from the probe (% of NLL, mean \u00b1 sd over seeds)": "0 (reference)"
+                if method == "global"
+                else (
+                    format_mean_sd(
+                        disjoint_mean.get(method),
+                        disjoint_sd.get(method),
+                        "pct",
+                        len(seeds) or None,
+                    )
+                    if _finite(disjoint_mean.get(method))
+                    else format_interval(disjoint.get(method), disjoint_ci.get(method), "pct")
+                ),
+                "gain on all pairs (% of NLL) [95% CI, first seed]": "0 (reference)"
                 if method == "global"
                 else format_interval(gain.get(method), gain_ci.get(method), "pct"),
                 "held-out NLL (nats per comparison)": format_number(nll.get(method)),
@@ -78,8 +104,8 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
     diff_rows = [
         _row(
             dataset,
-            f"gain of ECC minus {method_label(k.split('_minus_', 1)[-1])}",
-            format_interval(d.get("estimate"), d.get("ci95"), "pct").replace("%", " pp"),
+            f"gain of ECC minus {method_label(k.split('_minus_', 1)[-1])} (all pairs, first seed)",
+            format_interval(d.get("estimate"), d.get("ci95"), "pp"),
             "percentage points",
         )
         for k, d in differences.items()
@@ -105,45 +131,28 @@ def ecc_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
                 _frame(diff_rows),
             )
         )
-    text = []
+    # leak-aware readings first (the summary's lines), then the paper's all-pairs reading
+    text = [line.text for line in ecc_lines(metrics or {"ecc": values})]
     if _finite(gain.get("ecc")):
         text.append(
-            f"On {dataset} ({format_number(values.get('n_queries'), 'count')} queries: "
-            f"{format_number(values.get('n_train'), 'count')} to fit, {format_number(values.get('n_test'), 'count')} held out, "
-            f"{format_number(values.get('n_scored_pairs'), 'count')} held-out comparisons scored), ECC reduces the held-out "
-            f"pairwise negative log-likelihood of one global Bradley-Terry model by "
-            f"{format_interval(gain['ecc'], gain_ci.get('ecc'), 'pct')}."
+            f"On all {format_number(values.get('n_scored_pairs'), 'count')} held-out comparisons of "
+            f"{format_number(values.get('n_test'), 'count')} test queries ({format_number(values.get('n_train'), 'count')} "
+            "to fit), the paper's reading, the probe decides part of the scored pairs:"
         )
-    for key, d in differences.items():
-        if not isinstance(d, Mapping):
-            continue
-        other = method_label(key.split("_minus_", 1)[-1])
-        est = (
-            f"{float(d['estimate']):+.1f} points{_ci_text(d.get('ci95'), 'pp')}"
-            if _finite(d.get("estimate"))
-            else DASH
-        )
-        text.append(
-            _verdict(
-                d.get("ci95"),
-                f"It beats {other} by {est}.",
-                f"It does worse than {other}: {est}.",
-                f"Against {other} the difference is {est}, not distinguishable from zero.",
+        for key, d in differences.items():
+            if not isinstance(d, Mapping) or not _finite(d.get("estimate")):
+                continue
+            other = key.split("_minus_", 1)[-1]
+            ci = d.get("ci95")
+            c = Comparison(
+                "ECC",
+                method_name(other),
+                float(d["estimate"]),
+                tuple(ci) if ci and len(ci) == 2 else None,
+                "pp",
+                interval_kind="paired 95% bootstrap CI, first seed",
             )
-        )
-    best = max(gain, key=lambda m: gain[m] if _finite(gain[m]) else -math.inf) if gain else None
-    if best and best != "ecc" and _finite(gain.get(best)):
-        versus = differences.get(f"ecc_minus_{best}")
-        ci = versus.get("ci95") if isinstance(versus, Mapping) else None
-        text.append(
-            f"The largest point estimate is that of {method_label(best)} "
-            f"({format_number(gain[best], 'pct')}), not ECC"
-            + (
-                "; the two are not distinguishable."
-                if ci and all(_finite(b) for b in ci) and float(ci[0]) <= 0 <= float(ci[1])
-                else "."
-            )
-        )
+            text.append(comparison_sentence(c, context="on all pairs"))
     if values.get("ecc_converged") is False:
         text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
     section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."

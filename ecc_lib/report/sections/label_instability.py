@@ -16,6 +16,7 @@ from ecc_lib.report.formatting import (
     format_number,
 )
 from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+from ecc_lib.report.summary import flip_lines
 
 
 def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
@@ -98,50 +99,19 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
                 pd.DataFrame(side_rows),
             )
         )
-    rate, ci = values.get("winner_flip_rate"), values.get("winner_flip_rate_ci95")
+    rate = values.get("winner_flip_rate")
     if not _finite(rate):
         section.findings = f"{dataset} has no (query, model) pair with two observations, so the flip rate is not measured."
         return
     present = [sources.get(n, n) for n, v in by_side.items() if v and n != "both"]
     origin = " and ".join(present) if present else sources.get(side, side)
-    text = (
-        f"On {dataset}, two single-shot labels of the same query (one sampled observation per model, "
-        f"randomness from {origin}) name different best models "
-        f"{format_interval(rate, ci, '%')} of the time"
+    text = f"On {dataset} ({n_models or 'several'} models, randomness from {origin}): " + " ".join(
+        line.text for line in flip_lines({"dars": values})
     )
-    if _finite(chance.get("pairwise")):
-        text += (
-            f"; with {n_models or 'these'} models that always tie, a random tie-break would flip "
-            f"{format_number(chance['pairwise'], '%')} of the time"
-        )
-    text += "."
-    strict, change = values.get("winner_flip_rate_strict"), values.get("winner_change_rate")
-    if _finite(strict):
-        text += (
-            f" Counting a flip only when the two draws' sets of top-scoring models are disjoint "
-            f"(no tie involved), the rate is {format_interval(strict, values.get('winner_flip_rate_strict_ci95'), '%')}"
-            + (
-                f"; the winner changes within {r} draws for "
-                f"{format_interval(change, values.get('winner_change_rate_ci95'), '%')} of queries"
-                + (
-                    f" (chance {format_number(chance.get('change'), '%')})"
-                    if _finite(chance.get("change"))
-                    else ""
-                )
-                if _finite(change)
-                else ""
-            )
-            + "."
-        )
     dis = values.get("single_vs_distribution_disagreement")
     if _finite(dis):
         text += (
             f" The single-shot winner differs from the distribution-aware label argmax U on "
             f"{format_interval(dis, values.get('single_vs_distribution_disagreement_ci95'), '%')} of queries."
         )
-    shares = [
-        s.get("tied_top_share") for s in by_side.values() if s and _finite(s.get("tied_top_share"))
-    ]
-    if shares:
-        text += f" Several models share the best drawn score in {100 * shares[0]:.1f}% of draws, so many flips come from tie-breaking among equally good models."
     section.findings = text

@@ -17,7 +17,9 @@ from ecc_lib.report.formatting import (
     format_interval,
     format_number,
 )
+from ecc_lib.report.grammar import BETTER_WORSE, Comparison, difference_text, verdict
 from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+from ecc_lib.report.summary import routing_lines
 
 
 def routing_section(
@@ -148,67 +150,50 @@ def routing_section(
     learned = {k: v for k, v in score.items() if "(reference)" not in k and _finite(v)}
     text = []
     if learned and _finite(score.get(ref)):
-        top = max(learned, key=learned.get)
         text.append(
             f"On {dataset}, the best fixed model ({short_model_names([str(best_fixed)]).get(str(best_fixed), best_fixed)}) "
             f"scores {format_interval(score[ref], score_ci.get(ref))} on held-out queries and the per-query oracle "
             f"{format_interval(score.get('Oracle (reference)'), score_ci.get('Oracle (reference)'))}."
         )
-        if learned[top] > score[ref]:
-            text.append(
-                f"The best router, {top}, scores {format_interval(learned[top], score_ci.get(top))}, above the best fixed model."
-            )
-        else:
-            text.append(
-                f"No router beats the best fixed model: the best, {top}, scores "
-                f"{format_interval(learned[top], score_ci.get(top))}"
-                + (
-                    f" and closes {format_number(gap.get(top), '%')} of the gap to the oracle."
-                    if top in gap
-                    else "."
-                )
-            )
-        margin = headline.get("best_router_utility_minus_fixed")
-        if _finite(margin):
-            text.append(
-                f"The best router's utility minus the best fixed model's is "
-                f"{format_interval(margin, headline.get('best_router_utility_minus_fixed_ci95'), 'signed')}."
-            )
-    diffs = headline.get("dars_minus_single_shot_utility") or {}
+    text += [
+        line.text
+        for name, line in routing_lines({"routing": values})
+        if name == dataset and line.topic == "routing"
+    ]
     if isinstance(paired, Mapping) and paired:
-        parts, better, worse = [], 0, 0
+        groups: dict[str, list[str]] = {w: [] for w in BETTER_WORSE}
         for name, d in paired.items():
             if isinstance(d, Mapping) and _finite(d.get("utility")):
                 ci = d.get("utility_ci95")
-                parts.append(f"{name} {format_interval(d['utility'], ci, 'signed')}")
-                if ci and all(_finite(b) for b in ci):
-                    better += float(ci[0]) > 0
-                    worse += float(ci[1]) < 0
+                c = Comparison(
+                    "DARS",
+                    "single-shot",
+                    float(d["utility"]),
+                    tuple(ci) if ci and len(ci) == 2 else None,
+                    "score_diff",
+                )
+                groups[verdict(c)].append(f"{name} ({difference_text(c).split(' = ', 1)[1]})")
+        parts = [
+            f"{word} single-shot labels for {', '.join(names)}"
+            for word, names in groups.items()
+            if names
+        ]
         if parts:
             text.append(
-                "Training on DARS targets instead of single-shot labels changes the held-out utility by "
-                + ", ".join(parts)
-                + f": {better} of {len(parts)} router families gain measurably"
-                + (f", {worse} lose" if worse else "")
-                + (", the others are within noise." if better + worse < len(parts) else ".")
+                "Paired per router family, DARS targets minus single-shot labels on held-out utility: DARS is "
+                + "; ".join(parts)
+                + "."
             )
-    elif diffs:
-        parts = ", ".join(f"{k} {float(v):+.3f}" for k, v in diffs.items() if _finite(v))
-        positive = sum(float(v) > 0 for v in diffs.values() if _finite(v))
-        text.append(
-            f"Training on DARS targets instead of single-shot labels changes the held-out utility by {parts} "
-            f"({positive} of {len(diffs)} router families gain)."
-        )
     areas = {k: v for k, v in (headline.get("pareto_area") or {}).items() if _finite(v)}
     if areas:
         learned_areas = {k: v for k, v in areas.items() if "(reference)" not in k}
         fixed = areas.get("Best fixed model (reference)")
         if learned_areas and fixed is not None:
             top = max(learned_areas, key=learned_areas.get)
-            verdict = "above" if learned_areas[top] > fixed else "not above"
+            position = "above" if learned_areas[top] > fixed else "not above"
             text.append(
                 f"On {cost_dataset} with model prices, the largest area under the cost-quality Pareto front is "
-                f"{top}'s {learned_areas[top]:.3f}, {verdict} the best fixed model's {fixed:.3f}"
+                f"{top}'s {learned_areas[top]:.3f}, {position} the best fixed model's {fixed:.3f}"
                 + (
                     f" (oracle {areas['Oracle (reference)']:.3f})."
                     if "Oracle (reference)" in areas
