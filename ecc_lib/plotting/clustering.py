@@ -453,7 +453,7 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     table = table[table["method"] != "global"].reset_index(drop=True)
     methods = list(dict.fromkeys(table["method"]))
     readings = [r for r in LEAK_READING_COLORS if r in set(table["reading"])]
-    fig, ax = _axes(ax, (8.5, max(3.5, 0.9 * len(methods) + 1.5)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(3.5, 0.9 * len(methods) + 1.5)))
     height = 0.8 / max(len(readings), 1)
     for j, reading in enumerate(readings):
         part = table[table["reading"] == reading].set_index("method").reindex(methods)
@@ -483,15 +483,21 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
                     color="black",
                     markersize=2.5,
                 )
+            if not np.isfinite(mean[i]):
+                continue
+            # the label sits beyond the end of the bar and its whisker, on the bar's side of 0
+            negative = mean[i] < 0
             ax.annotate(
                 f"{mean[i]:+.1f}",
-                (max(mean[i], 0) + err[1, i], y[i]),
-                xytext=(4, 0),
+                (mean[i] - err[0, i] if negative else mean[i] + err[1, i], y[i]),
+                xytext=(-4 if negative else 4, 0),
                 textcoords="offset points",
                 va="center",
+                ha="right" if negative else "left",
                 fontsize=FONT_SIZE - 3,
             )
     ax.axvline(0, color="black", linewidth=0.8)
+    ax.margins(x=0.12)  # room for the value labels on both sides
     ax.set_yticks(np.arange(len(methods)))
     ax.set_yticklabels([method_label(m) for m in methods])
     ax.invert_yaxis()

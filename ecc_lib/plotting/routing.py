@@ -343,7 +343,7 @@ def plot_routing_cost_quality(
     """
     part = table[table["setting"].isin(["no_probe", "probe_cost"])]
     part = part[np.isfinite(part["cost_mean"].to_numpy(float))]
-    fig, ax = _axes(ax, (8.5, 5.5))
+    fig, ax = _axes(ax, (PAGE_WIDTH, 5.5))
     palette = plt.get_cmap("tab10")
     methods = list(dict.fromkeys(part["method"]))
     markers = {"no_probe": "o", "probe_cost": "^"}

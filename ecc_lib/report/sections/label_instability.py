@@ -105,8 +105,14 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
         return
     present = [sources.get(n, n) for n, v in by_side.items() if v and n != "both"]
     origin = " and ".join(present) if present else sources.get(side, side)
-    text = f"On {dataset} ({n_models or 'several'} models, randomness from {origin}): " + " ".join(
-        line.text for line in flip_lines({"dars": values})
+    lines = flip_lines({"dars": values})
+    text = (
+        f"On {dataset} ({n_models or 'several'} models, randomness from {origin}) the summary above "
+        "quotes the three flip readings beside chance; the pairwise reading, "
+        f"{format_interval(rate, values.get('winner_flip_rate_ci95'), '%')}, is on its own no "
+        "measure of instability."
+        if lines
+        else f"On {dataset}, the flip rate is {format_interval(rate, values.get('winner_flip_rate_ci95'), '%')}."
     )
     dis = values.get("single_vs_distribution_disagreement")
     if _finite(dis):

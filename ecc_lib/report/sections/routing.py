@@ -12,7 +12,6 @@ import pandas as pd
 from ecc_lib.plotting import short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
-    DASH,
     _finite,
     format_interval,
     format_number,
@@ -41,24 +40,32 @@ def routing_section(
     flat = flatten(headline)
     dataset = str(headline.get("dataset", ""))
     score, score_ci = headline.get("score") or {}, headline.get("score_ci95") or {}
-    utility, gap = headline.get("utility") or {}, headline.get("gap_closed") or {}
-    rows = []
+    utility = headline.get("utility") or {}
+    info = values.get("info") or {}
+    repeats = bool(info.get("has_rewrites") or info.get("has_decodes")) if info else True
+    families: dict[str, dict[str, str]] = {}
     for name, value in score.items():
         router, _, supervision = name.partition(" (")
-        rows.append(
-            {
-                "dataset": dataset,
-                "router": router,
-                "supervision": supervision.rstrip(")"),
-                "held-out score [95% CI]": format_interval(value, score_ci.get(name)),
-                "utility U": format_number(utility.get(name)),
-                "gap closed": format_number(gap.get(name), "%") if name in gap else DASH,
-            }
-        )
+        supervision = supervision.rstrip(")")
+        row = families.setdefault(router, {"dataset": dataset, "router": router})
+        column = "reference" if supervision == "reference" else supervision
+        if column == "reference":
+            row["held-out score [95% CI]"] = format_interval(value, score_ci.get(name))
+            row["utility U"] = format_number(utility.get(name))
+        elif column == "DARS" or not repeats:
+            row["DARS targets: score [95% CI]" if repeats else "held-out score [95% CI]"] = (
+                format_interval(value, score_ci.get(name))
+            )
+            row["utility U" if not repeats else "DARS: utility U"] = format_number(
+                utility.get(name)
+            )
+        else:
+            row["single-shot labels: score [95% CI]"] = format_interval(value, score_ci.get(name))
+    rows = list(families.values())
     section.tables.append(
         HeadlineTable(
             "05_routing_headline",
-            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries); gap closed: share of the utility gap from the best fixed model (0%) to the oracle (100%)",
+            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries) and utility U",
             pd.DataFrame(rows),
         )
     )
