@@ -61,3 +61,16 @@ def test_units_of_levels_and_differences():
     lo, hi = grammar.t_interval(-3.85, 1.31, 3)
     assert lo < -3.85 < hi < 0 and abs((hi - lo) / 2 - 4.303 * 1.31 / 3**0.5) < 1e-2
     assert grammar.t_interval(1.0, 0.5, 1) is None
+
+
+def test_probe_strategy_difference_is_in_points_of_gain():
+    """'probe strategies: difference -585.2% ... % of queries' read a gain difference in
+    percentage points as a share ("strategies" contains "rate")."""
+    from ecc_lib import report
+
+    values = report.flatten(
+        {"probe_strategies": {"difference": -5.8516, "difference_ci95": [-10.475, -1.88]}}
+    )
+    (row,) = report.generic_rows(values, set(), "d")
+    assert row["estimate"] == "-5.9 pp [-10.5, -1.9]"
+    assert row["unit"] == "percentage points of gain"

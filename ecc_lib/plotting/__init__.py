@@ -68,8 +68,10 @@ from ecc_lib.plotting.style import (
     PAGE_WIDTH,
     SCORE_LABEL,
     TITLE_SIZE,
+    model_name_legend,
     relative_luminance,
     short_model_names,
+    shorten_name,
     text_colour,
 )
 
@@ -117,6 +119,8 @@ __all__ = [
     "project_2d",
     "relative_luminance",
     "scores_by_category_table",
+    "model_name_legend",
     "short_model_names",
+    "shorten_name",
     "text_colour",
 ]

@@ -181,7 +181,8 @@ def cluster_names(
     Returns
     -------
     list of str
-        ``"gsm8k 73% (n=206)"`` per cluster; two clusters with the same name get ``#k`` appended.
+        ``"gsm8k 73% (n=206)"`` per cluster; where two clusters would share a name, their second
+        category is added (``"mmlu 92% + arc 3% (n=181)"``), and ``#k`` where that is not enough.
     """
     labels = np.asarray(labels, dtype=int)
     k = int(n_clusters if n_clusters is not None else (labels.max() + 1 if len(labels) else 0))
@@ -191,17 +192,32 @@ def cluster_names(
     else:
         cats = pd.Series(np.asarray(categories, dtype=object)).fillna("(none)").astype(str)
         table = pd.crosstab(pd.Series(labels, name="cluster"), cats.rename("category"))
-        names = []
-        for c in range(k):
-            if c not in table.index or sizes[c] == 0:
-                names.append(f"empty cluster {c}")
-                continue
-            row = table.loc[c]
-            top = row.idxmax()
-            names.append(
-                f"{_short(top, 22)} {100 * row[top] / sizes[c]:.0f}% (n={int(sizes[c]):,})"
+        shares = {
+            c: [
+                (str(cat), 100 * n / sizes[c])
+                for cat, n in table.loc[c].sort_values(ascending=False).items()
+                if n > 0
+            ]
+            for c in range(k)
+            if c in table.index and sizes[c] > 0
+        }
+        names = [
+            f"{_short(shares[c][0][0], 22)} {shares[c][0][1]:.0f}% (n={int(sizes[c]):,})"
+            if c in shares
+            else f"empty cluster {c}"
+            for c in range(k)
+        ]
+        # a name two clusters share gains the distinguishing second category
+        counts = pd.Series(names).value_counts()
+        names = [
+            (
+                f"{_short(shares[c][0][0], 22)} {shares[c][0][1]:.0f}% + "
+                f"{_short(shares[c][1][0], 16)} {shares[c][1][1]:.0f}% (n={int(sizes[c]):,})"
+                if counts[n] > 1 and c in shares and len(shares[c]) > 1
+                else n
             )
-    counts = pd.Series(names).value_counts()
+            for c, n in enumerate(names)
+        ]
     return [f"{n} #{c}" if counts[n] > 1 else n for c, n in enumerate(names)]
 
 

@@ -19,7 +19,8 @@ TITLE_SIZE = 10
 PAGE_WIDTH = 7.0
 """Width in inches of every figure: the text width of a two-column paper (a column is 3.5)."""
 COLUMN_WIDTH = 3.5
-SCORE_LABEL = "mean score (0-1, fraction correct)"
+SCORE_LABEL = "mean score (0-1)"
+"""Axis label of scores: binary (fraction correct) or graded, the same words fit both."""
 OTHERS_GREY = "#c8c8c8"
 """Colour of the points of clusters that are not named in a figure."""
 CLUSTER_COLORS = (

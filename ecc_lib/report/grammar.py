@@ -61,6 +61,37 @@ UNITS: dict[str, Unit] = {
 }
 """Every unit the report writes: the only place where scale and unit sign are chosen."""
 
+KEY_UNITS: tuple[tuple[str, str], ...] = (
+    # (regular expression on the dotted metric key, unit); the first match wins
+    (r"(^|\.)n_|_count$|(^|\.)n$", "count"),
+    (r"gain.*(difference|minus|delta)|(difference|minus|delta).*gain", "pp"),
+    (r"probe_strategies\.difference", "pp"),
+    (r"(^|[._])gap_closed_diff", "pp_share"),
+    (r"(^|[._])(ranking_quality_)?gain($|[._@])|gain_(mean|sd|disjoint|touching)", "pct_nll"),
+    (
+        r"(^|[._])(rate|share|disagreement|accuracy|gap_closed|agree\w*)($|[._])|_rate($|[._])|_share($|[._])",
+        "share",
+    ),
+    (r"(^|[._])(difference|minus|delta)|_minus_|_difference($|[._])", "signed"),
+)
+"""Unit of a metric from its key (matched on whole words, so "strategies" is no "rate")."""
+
+
+def unit_of_key(key: str) -> str:
+    """The unit code of a dotted metric key (:data:`KEY_UNITS`), ``"plain"`` when none matches.
+
+    Parameters
+    ----------
+    key : str
+
+    Returns
+    -------
+    str
+    """
+    name = str(key).lower()
+    return next((code for pattern, code in KEY_UNITS if re.search(pattern, name)), "plain")
+
+
 DIFFERENCE_OF = {"pct_nll": "pp", "share": "pp_share", "score": "score_diff", "plain": "signed"}
 """The unit of ``A minus B`` for ``A`` and ``B`` in a level unit."""
 

@@ -93,11 +93,16 @@ def ecc_section(
                 "within-cluster Kendall tau": format_number(tau.get(method)),
             }
         )
+    headline = pd.DataFrame(rows)
+    # a column no method fills (no leak split, one seed) is left out
+    headline = headline[
+        [c for c in headline if not headline[c].isin([DASH, "0 (reference)"]).all()]
+    ]
     section.tables.append(
         HeadlineTable(
             "05_ecc_headline",
             f"Ranking quality on held-out comparisons of {dataset} (95% bootstrap CI over test queries)",
-            pd.DataFrame(rows),
+            headline,
         )
     )
     differences = values.get("gain_differences") or {}
@@ -133,19 +138,24 @@ def ecc_section(
         )
     # the leak-aware readings are the summary's lines (quoted there); here the paper's reading
     leak_aware = ecc_lines(metrics or {"ecc": values})
-    text = (
-        [
+    disjoint = any("disjoint from the probe" in line.text for line in leak_aware)
+    if disjoint:
+        text = [
             "The summary above quotes the leak-aware readings (pairs disjoint from the probe's models)."
         ]
-        if leak_aware
-        else []
-    )
-    text += [line.text for line in leak_aware if line.topic in ("no_clustering", "k_warning")]
-    if _finite(gain.get("ecc")):
+        text += [line.text for line in leak_aware if line.topic in ("no_clustering", "k_warning")]
+    else:
+        text = [line.text for line in leak_aware]
+    if disjoint and _finite(gain.get("ecc")):
+        counts = (
+            f" ({format_number(values.get('n_scored_pairs'), 'count')} held-out comparisons of "
+            f"{format_number(values.get('n_test'), 'count')} test queries)"
+            if _finite(values.get("n_scored_pairs")) and _finite(values.get("n_test"))
+            else ""
+        )
         text.append(
-            f"On all {format_number(values.get('n_scored_pairs'), 'count')} held-out comparisons of "
-            f"{format_number(values.get('n_test'), 'count')} test queries ({format_number(values.get('n_train'), 'count')} "
-            "to fit), the paper's reading, the probe decides part of the scored pairs:"
+            f"On all scored pairs{counts}, the paper's reading, in which the probe decides part of "
+            "the scored pairs:"
         )
         for key, d in differences.items():
             if not isinstance(d, Mapping) or not _finite(d.get("estimate")):
@@ -196,30 +206,39 @@ def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
         }
     )
     short = short_model_names(models)
-    rows = []
+    rows, named = [], []
     for row in summary.itertuples():
         top_cat = str(getattr(row, "top_categories", "") or "")
-        top = (
-            top_cat.split(",")[0].strip().rsplit(" ", 1)[0] if top_cat and top_cat != "nan" else ""
-        )
-        name = top or f"cluster {row.cluster}"
+        cats = [c.strip() for c in top_cat.split(",") if c.strip()] if top_cat != "nan" else []
+        named.append(cats)
         top_models = str(getattr(row, "top_models", "") or "")
         for full, brief in short.items():
             top_models = top_models.replace(full + " (", brief + " (")
         examples = str(getattr(row, "examples", "") or "")
         rows.append(
             {
-                "cluster": f"{name} (n={int(row.size)})",
-                "categories": top_cat if top_cat != "nan" else DASH,
+                "cluster": "",
+                "categories": top_cat if cats else DASH,
                 "strongest models (BT score minus mean)": top_models,
                 "example queries": " \u2022 ".join(examples.split(" | ")[:n_examples])
                 if examples and examples != "nan"
                 else DASH,
             }
         )
+    # dominant category with its share; the second category where two names would be equal
+    first = [f"{c[0]} (n={int(s)})" if c else "" for c, s in zip(named, summary["size"])]
+    for i, (cats, size, cluster) in enumerate(zip(named, summary["size"], summary["cluster"])):
+        name = cats[0] if cats else f"cluster {cluster}"
+        if cats and first.count(first[i]) > 1 and len(cats) > 1:
+            name = f"{cats[0]} + {cats[1]}"
+        rows[i]["cluster"] = f"{name} (n={int(size)})"
+    seen = pd.Series([r["cluster"] for r in rows]).value_counts()
+    for r, cluster in zip(rows, summary["cluster"]):
+        if seen[r["cluster"]] > 1:
+            r["cluster"] += f" #{cluster}"
     return (
         "<h3>The largest ECC clusters</h3>"
-        '<p class="note">Each cluster is named by its most common human category and its number of '
+        '<p class="note">Each cluster is named by its most common human category with its share (and the second category where two names would be equal) and its number of '
         "training queries. Examples are the queries the cluster is surest of; GPQA questions are never shown.</p>"
         + table_html(pd.DataFrame(rows))
     )
