@@ -18,7 +18,9 @@ units = st.sampled_from(["pp", "pp_share", "score_diff", "signed"])
 def _parse(sentence: str) -> tuple[str, float, list[float] | None]:
     """Verdict word, estimate and interval read back from a sentence."""
     word = re.search(r" is (better than|worse than|not distinguishable from) ", sentence).group(1)
-    found = re.search(r"= ([+-]?[\d,.]+)(?:%| pp)?(?: \[([+-]?[\d,.]+), ([+-]?[\d,.]+)\])?", sentence)
+    found = re.search(
+        r"= ([+-]?[\d,.]+)(?:%| pp)?(?: \[([+-]?[\d,.]+), ([+-]?[\d,.]+)\])?", sentence
+    )
     ci = [float(found.group(2)), float(found.group(3))] if found.group(2) else None
     return word, float(found.group(1).replace(",", "")), ci
 
@@ -34,7 +36,8 @@ def test_direction_word_matches_sign_and_interval(d, below, above, code, has_ci)
     if code.startswith("pp"):
         # the only percent sign is the interval's level ("95% CI")
         assert set(re.findall(r"[\d.]+%", sentence)) <= {"95%"} and " pp" in sentence
-    if not has_ci or ci[0] <= 0 <= ci[1]:
+    # the word follows the numbers as printed: a bound written 0.0 covers 0
+    if shown_ci is None or shown_ci[0] <= 0 <= shown_ci[1] or shown == 0:
         assert word == "not distinguishable from"
     elif d > 0:
         assert word == "better than" and shown >= 0 and shown_ci[0] >= 0
@@ -57,7 +60,10 @@ def test_units_of_levels_and_differences():
     assert grammar.number(-5.8516, "pp") == "-5.9 pp"
     assert grammar.number(-0.0, "pp") == "0.0 pp"
     assert grammar.number(float("nan"), "pp") == grammar.DASH
-    assert grammar.level_text(10.72, "pct_nll", sd=1.5, n=3) == "10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)"
+    assert (
+        grammar.level_text(10.72, "pct_nll", sd=1.5, n=3)
+        == "10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)"
+    )
     lo, hi = grammar.t_interval(-3.85, 1.31, 3)
     assert lo < -3.85 < hi < 0 and abs((hi - lo) / 2 - 4.303 * 1.31 / 3**0.5) < 1e-2
     assert grammar.t_interval(1.0, 0.5, 1) is None
@@ -74,3 +80,10 @@ def test_probe_strategy_difference_is_in_points_of_gain():
     (row,) = report.generic_rows(values, set(), "d")
     assert row["estimate"] == "-5.9 pp [-10.5, -1.9]"
     assert row["unit"] == "percentage points of gain"
+
+
+def test_an_interval_printed_as_touching_zero_is_not_distinguishable():
+    """'beats comparison-only by +2.3 [+0.0, +4.5]': a bound that prints as 0 covers 0."""
+    c = Comparison("ECC", "B", 2.3, (0.0001, 4.5), "pp")
+    assert grammar.verdict(c) == "not distinguishable from"
+    assert grammar.verdict(Comparison("ECC", "B", 2.3, (0.06, 4.5), "pp")) == "better than"

@@ -74,8 +74,8 @@ from ecc_lib.report.grammar import (
     level_text,
     number,
     t_interval,
-    unit_of_key,
     unit,
+    unit_of_key,
     verdict,
 )
 from ecc_lib.report.latex import latex_escape, latex_table, save_headline_tables
@@ -91,6 +91,7 @@ from ecc_lib.report.summary import (
     METHOD_NAMES,
     MIN_QUERIES_PER_CLUSTER,
     PLURAL,
+    PRIORITY,
     SummaryLine,
     build_summary,
     ecc_lines,
@@ -125,6 +126,7 @@ __all__ = [
     "METHOD_NAMES",
     "MIN_QUERIES_PER_CLUSTER",
     "PLURAL",
+    "PRIORITY",
     "SummaryLine",
     "build_summary",
     "ecc_lines",

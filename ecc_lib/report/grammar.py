@@ -232,8 +232,16 @@ class Comparison:
     interval_kind: str = "95% CI"
 
 
+def _shown(value: float, code: str) -> float:
+    """``value`` as the reader sees it: rounded as :func:`number` writes it, in stored units."""
+    return float(number(value, code, with_sign=False).replace(",", "")) / unit(code).scale
+
+
 def direction(c: Comparison) -> int:
     """+1 when the interval lies above 0, -1 below 0, 0 when it covers 0 or is missing.
+
+    The bounds are taken as printed: an interval written ``[0.0, +4.5]`` covers 0 for the reader,
+    so it is "not distinguishable" even where the unrounded bound is 0.0001.
 
     Parameters
     ----------
@@ -245,10 +253,11 @@ def direction(c: Comparison) -> int:
     """
     if not finite(c.estimate) or c.ci is None or not all(finite(b) for b in c.ci):
         return 0
-    lo, hi = sorted(float(b) for b in c.ci)
-    if lo > 0 and c.estimate > 0:
+    lo, hi = sorted(_shown(float(b), c.unit) for b in c.ci)
+    estimate = _shown(float(c.estimate), c.unit)
+    if lo > 0 and estimate > 0:
         return 1
-    if hi < 0 and c.estimate < 0:
+    if hi < 0 and estimate < 0:
         return -1
     return 0
 

@@ -238,7 +238,6 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     clusterings = {m: g for m, g in gains.items() if m != "global"}
     best = max(clusterings, key=lambda m: clusterings[m]["mean"]) if clusterings else None
     if best and best != "ecc":
-        lines.append(gain_line(best, "best_method"))
         d = _paired(ecc, best, "ecc", pairs, n_seeds) if "ecc" in gains else None
         if d is not None:
             c = Comparison(
@@ -250,7 +249,12 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
                 interval_kind=d["kind"],
             )
             verb = "are" if best in PLURAL else "is"
-            lines.append(_line("best_method", comparison_sentence(c, context=where, verb=verb), c))
+            text = comparison_sentence(c, context=where, verb=verb).rstrip(".")
+            level = level_text(gains[best]["mean"], "pct_nll", sd=gains[best]["sd"], n=n_seeds)
+            text += f"; the largest gain of the {len(gains)} methods, held-out NLL {level} below one global BT's."
+            lines.append(_line("best_method", text, c))
+        else:
+            lines.append(gain_line(best, "best_method"))
     winners = [
         m
         for m, g in clusterings.items()
@@ -341,10 +345,17 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
             clause = comparison_sentence(c, subject="it").rstrip(".")
             text += f", chance {number(level, 'share')}; " + clause[0].lower() + clause[1:]
         parts.append(text)
-    lines = [
-        _line("flips", p[0].upper() + p[1:] + ".", c)
-        for p, c in zip(parts, comparisons + [None] * len(parts))
-    ]
+    lines = (
+        [
+            _line(
+                "flips",
+                "; ".join(p[0].upper() + p[1:] for p in parts) + ".",
+                comparisons[0] if comparisons else None,
+            )
+        ]
+        if parts
+        else []
+    )
     value, ci = dars["winner_flip_rate"], dars.get("winner_flip_rate_ci95")
     text = f"The pairwise reading (two single-shot draws name different winners) is {level_text(value, 'share', ci=ci)}"
     c = None
@@ -491,7 +502,7 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
             ).rstrip(".")
             text += (
                 f" ({number(winner[key], 'score')}); this baseline reads the probe's outcome, so a "
-                "cluster router pays only where it beats it."
+                "cluster router pays only where it is better than this baseline."
             )
             out.append((dataset, _line("probe_winner", text, c)))
     return out
@@ -521,7 +532,35 @@ def build_summary(metrics: Mapping[str, Any]) -> dict[str, list[SummaryLine]]:
             out.setdefault(str(dars.get("dataset", "")), []).append(line)
     for dataset, line in routing_lines(metrics):
         out.setdefault(dataset, []).append(line)
-    return {name: lines[:MAX_LINES] for name, lines in out.items()}
+    return {name: _most_important(lines) for name, lines in out.items()}
+
+
+PRIORITY = (
+    "ecc",
+    "no_clustering",
+    "k_warning",
+    "flips",
+    "routing",
+    "ecc_vs",
+    "best_method",
+    "probe_winner",
+)
+"""Which lines stay when a dataset has more than :data:`MAX_LINES` (the first topics first)."""
+
+
+def _most_important(lines: list[SummaryLine]) -> list[SummaryLine]:
+    """At most :data:`MAX_LINES` lines, chosen by :data:`PRIORITY`, in their original order."""
+    if len(lines) <= MAX_LINES:
+        return lines
+    rank = sorted(
+        range(len(lines)),
+        key=lambda i: (
+            PRIORITY.index(lines[i].topic) if lines[i].topic in PRIORITY else len(PRIORITY),
+            i,
+        ),
+    )
+    keep = set(rank[:MAX_LINES])
+    return [line for i, line in enumerate(lines) if i in keep]
 
 
 def summary_to_metrics(summary: Mapping[str, list[SummaryLine]]) -> dict[str, list[dict]]:
@@ -535,4 +574,9 @@ def summary_to_metrics(summary: Mapping[str, list[SummaryLine]]) -> dict[str, li
     -------
     dict
     """
-    return {name: [asdict(line) for line in lines] for name, lines in summary.items()}
+    import json
+
+    # as JSON holds it (tuples become lists), so that the recorded and the returned value agree
+    return json.loads(
+        json.dumps({name: [asdict(line) for line in lines] for name, lines in summary.items()})
+    )
