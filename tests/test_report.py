@@ -204,6 +204,7 @@ def test_export_sets_title_and_alt_text(tmp_path, fake_run):
         nbformat.v4.new_output(
             "display_data", data={"text/html": "\n".join(document.section_html())}
         ),
+        nbformat.v4.new_output("stream", name="stdout", text="cost $5 vs $10 <b>\n"),
         nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}),
     ]
     nb.cells = [cell]
@@ -213,6 +214,11 @@ def test_export_sets_title_and_alt_text(tmp_path, fake_run):
     assert "<title>ecc_lib report: alpha, run run-x</title>" in html
     assert "No description has been provided" not in html
     assert "report-table" in html and "NaN" not in html
+    # self-contained: no script (nbconvert's page loaded require.js, MathJax and mermaid from a
+    # CDN), no URL of another host, and user text such as "$x$" is never typeset
+    assert "<script" not in html and "://" not in html.replace("http-equiv", "")
+    assert "Content-Security-Policy" in html and 'id="summary"' in html
+    assert "cost $5 vs $10 &lt;b&gt;" in html
 
 
 def test_generic_rows_read_nested_seed_summaries_and_estimates():
