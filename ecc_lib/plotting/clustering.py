@@ -11,6 +11,7 @@ import pandas as pd
 from ecc_lib.plotting.style import (
     CLUSTER_COLORS,
     FONT_SIZE,
+    METHOD_COLOURS,
     OTHERS_GREY,
     PAGE_WIDTH,
     _axes,
@@ -20,6 +21,7 @@ from ecc_lib.plotting.style import (
     _model_labels,
     _short,
     _styled,
+    method_colour,
 )
 
 METHOD_LABELS = {
@@ -30,13 +32,7 @@ METHOD_LABELS = {
     "human": "human labels",
 }
 """Display names of the clustering methods of :mod:`ecc_lib.ecc_protocol`."""
-METHOD_COLORS = {
-    "ecc": "tab:red",
-    "emb_only": "tab:green",
-    "comp_only": "tab:orange",
-    "human": "tab:purple",
-    "global": "black",
-}
+METHOD_COLORS = {k: METHOD_COLOURS[k] for k in ("ecc", "emb_only", "comp_only", "human", "global")}
 
 
 def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
@@ -82,7 +78,7 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     y = np.arange(len(table))
     gain = table["gain"].to_numpy(float)
     err = _error_bars(gain, table["low"], table["high"])
-    colors = ["tab:red" if str(m).lower() == "ecc" else "tab:gray" for m in table["method"]]
+    colors = [method_colour(m) for m in table["method"]]
     ax.barh(y, gain, xerr=err, color=colors, capsize=3, height=0.6)
     # each label right of its interval (or left of a negative one), never on the error bar
     for i, value in enumerate(gain):

@@ -36,6 +36,52 @@ CLUSTER_COLORS = (
     "#393b79",
 )
 """Colours of named clusters: tab10 with its grey replaced, so none looks like the others' grey."""
+METHOD_COLOURS = {
+    "ecc": "tab:red",
+    "emb_only": "tab:green",
+    "comp_only": "tab:orange",
+    "human": "tab:purple",
+    "global": "black",
+    "ecc_labels": "#8b0000",
+    "ecc_cv": "#ff6f61",
+    "probe_winner": "tab:brown",
+    "oracle": "#4d4d4d",
+    "random": "#a0a0a0",
+    "best fixed model": "#6f6f6f",
+    "knn": "tab:blue",
+    "mlp": "tab:cyan",
+    "embedllm-mf": "tab:olive",
+    "mirt": "tab:pink",
+    "avengers-pro": "#393b79",
+    "softmax-ranking": "#637939",
+    "graphrouter": "#8c6d31",
+}
+"""One colour per method in every figure (clusterings, routers, references); the ECC router is
+ECC's red. Keys are lower case; see :func:`method_colour`."""
+_SPARE = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#9edae5", "#c49c94", "#dbdb8d", "#f7b6d2")
+
+
+def method_colour(name: str) -> str:
+    """The colour of a method in every figure (:data:`METHOD_COLOURS`).
+
+    ``"kNN (DARS)"`` is kNN's colour; an unknown method gets a spare colour fixed by its name.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+    """
+    key = str(name).split(" (")[0].strip().lower()
+    if key in METHOD_COLOURS:
+        return METHOD_COLOURS[key]
+    import zlib
+
+    return _SPARE[zlib.crc32(key.encode()) % len(_SPARE)]
+
+
 _RC = {
     "font.size": FONT_SIZE,
     "font.family": "DejaVu Sans",
