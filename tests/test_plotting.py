@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -415,3 +416,51 @@ def test_error_bars_are_finite_and_never_negative():
 
     err = _error_bars([0.5, 0.5, np.nan, 0.2], [0.4, 0.6, 0.1, np.nan], [0.7, 0.55, 0.9, 0.3])
     np.testing.assert_allclose(err, [[0.1, 0.0, 0.0, 0.0], [0.2, 0.05, 0.0, 0.1]])
+
+
+@given(
+    st.lists(
+        st.from_regex(r"[a-z]{1,6}/[A-Za-z0-9.]{1,9}(-[A-Za-z0-9.]{1,9}){0,6}", fullmatch=True),
+        min_size=1,
+        max_size=12,
+    )
+)
+@settings(max_examples=80, deadline=None)
+def test_short_model_names_never_cut_a_token(names):
+    """'llama-3.1-n...51b-instruct' cut a word: every token shown is a whole token of the name."""
+    for full, short in plotting.short_model_names(names).items():
+        tokens = set(re.split(r"[-_/ ]+", full))
+        shown = [t for t in re.split(r"[-_/ ]+|\u2026", short) if t]
+        assert all(t in tokens for t in shown), (full, short)
+
+
+def test_short_model_names_keep_the_distinguishing_tokens():
+    short = plotting.short_model_names(
+        [
+            "FuseChat-Gemma-2-9B-Instruct",
+            "FuseChat-Qwen-2.5-7B-Instruct",
+            "llama-3.1-nemotron-51b-instruct",
+            "llama-3.1-8b-instruct",
+        ]
+    )
+    assert short["FuseChat-Gemma-2-9B-Instruct"].startswith("FuseChat-Gemma-2-9B")
+    assert short["FuseChat-Qwen-2.5-7B-Instruct"].startswith("FuseChat-Qwen-2.5-7B")
+    assert short["llama-3.1-nemotron-51b-instruct"] == "llama-3.1-nemotron-51b-\u2026"
+    legend = plotting.model_name_legend(list(short))
+    assert set(legend["full name"]) == {k for k, v in short.items() if k != v}
+
+
+def test_clusters_that_share_a_category_get_their_second_one():
+    """'mmlu (n=181)' twice: two clusters named alike gain the distinguishing second category."""
+    labels = [0] * 4 + [1] * 4
+    categories = ["mmlu", "mmlu", "mmlu", "arc"] + ["mmlu", "mmlu", "mmlu", "gsm8k"]
+    names = plotting.cluster_names(labels, categories)
+    assert names == ["mmlu 75% + arc 25% (n=4)", "mmlu 75% + gsm8k 25% (n=4)"]
+    assert len(set(names)) == 2
+
+
+def test_one_colour_per_method_in_every_figure():
+    assert plotting.method_colour("ECC") == plotting.method_colour("ecc") == "tab:red"
+    assert plotting.method_colour("ECC (DARS)") == plotting.METHOD_COLORS["ecc"]
+    assert plotting.method_colour("kNN (single-shot)") == plotting.method_colour("kNN (DARS)")
+    assert plotting.method_colour("new_method") == plotting.method_colour("new_method")

@@ -214,7 +214,8 @@ def cluster_names(
             )
             for c, n in enumerate(names)
         ]
-    return [f"{n} #{c}" if counts[n] > 1 else n for c, n in enumerate(names)]
+    final = pd.Series(names).value_counts()
+    return [f"{n} #{c}" if final[n] > 1 else n for c, n in enumerate(names)]
 
 
 @_styled

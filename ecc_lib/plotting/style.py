@@ -143,7 +143,7 @@ def shorten_name(label: str, width: int = 28, common: dict[str, int] | None = No
 
     The first token stays, and the last unless other names share it; tokens are dropped (each run
     of dropped tokens becomes one ellipsis) in order of how many names share them (``common``),
-    the most shared first, then from the middle outwards. A label whose kept tokens are still longer than
+    the most shared first, words before tokens with digits, then from the middle outwards. A label whose kept tokens are still longer than
     ``width`` stays longer: a token is never cut.
 
     Parameters
@@ -167,7 +167,16 @@ def shorten_name(label: str, width: int = 28, common: dict[str, int] | None = No
     centre = (len(parts) - 1) / 2
     # the last token may go only when other names share it ("instruct"); the first always stays
     candidates = [i for i in words[1:] if i != words[-1] or (common or {}).get(parts[i], 0) > 1]
-    order = sorted(candidates, key=lambda i: (-(common or {}).get(parts[i], 0), abs(i - centre)))
+    # versions and sizes ("3.1", "51b") distinguish more than words: among equally shared tokens
+    # they go last
+    order = sorted(
+        candidates,
+        key=lambda i: (
+            -(common or {}).get(parts[i], 0),
+            any(ch.isdigit() for ch in parts[i]),
+            abs(i - centre),
+        ),
+    )
     dropped: set[int] = set()
     for i in order:
         dropped.add(i)
