@@ -150,9 +150,30 @@ def main(argv: list[str]) -> int:
         return 1 if problems else 0
     out = run / "screenshots"
     out.mkdir(exist_ok=True)
-    for old in out.glob("report-*.png"):
+    for old in [*out.glob("report-*.png"), *out.glob("appendix-*.png")]:
         old.unlink()
     height, main_height = page_height(page)
+    # the appendix opened, to look at its figures too
+    opened = page.with_name(".report-open.html")
+    opened.write_text(
+        page.read_text(encoding="utf-8").replace(
+            '<details class="appendix"', '<details open class="appendix"', 1
+        ),
+        encoding="utf-8",
+    )
+    try:
+        open_height, _ = page_height(opened)
+        open_shot = out / "appendix-full.png"
+        run_chromium(
+            [
+                f"--window-size={WIDTH},{open_height}",
+                "--virtual-time-budget=5000",
+                f"--screenshot={open_shot}",
+                opened.as_uri(),
+            ]
+        )
+    finally:
+        opened.unlink(missing_ok=True)
     # one full-page shot, cut into slices a viewer can open
     shot = out / "report-full.png"
     done = run_chromium(
@@ -177,6 +198,13 @@ def main(argv: list[str]) -> int:
                 out / f"report-{n:02d}.png"
             )
     shot.unlink()
+    if open_shot.exists():
+        with Image.open(open_shot) as full:
+            for k, top in enumerate(range(main_height, full.height, SLICE), start=1):
+                full.crop((0, top, full.width, min(full.height, top + SLICE))).save(
+                    out / f"appendix-{k:02d}.png"
+                )
+        open_shot.unlink()
     print(
         f"page height {height} px, main body {main_height} px "
         f"({main_height / SCREEN:.1f} screens of {SCREEN} px); {n} screenshot(s) under {out}"

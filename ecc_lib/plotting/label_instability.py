@@ -105,7 +105,8 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     table : DataFrame
         :func:`flip_rate_table` output: columns ``side`` (or ``label``), ``reading``,
         ``flip_rate``, ``low``, ``high``, ``chance``; optional ``n_queries`` and
-        ``change_draws``. A side with NaN rates is drawn as "n/a" (no repeated observations).
+        ``change_draws``. A side with NaN rates (no repeated observations) is left out and named
+        under the axis; "both" is left out where only one side has repeats (it equals that side).
     title : str, optional
     ax : matplotlib Axes, optional
 
@@ -114,7 +115,19 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     Figure
     """
     fig, ax = _axes(ax, (PAGE_WIDTH, 4.2))
-    sides = list(dict.fromkeys(table["side"]))
+    measured = table.groupby("side", sort=False)["flip_rate"].apply(
+        lambda r: bool(np.isfinite(r.to_numpy(float)).any())
+    )
+    missing = [s for s, ok in measured.items() if not ok]
+    sides = [s for s, ok in measured.items() if ok]
+    single = [s for s in sides if s != "both"]
+    if "both" in sides and len(single) == 1 and missing:
+        rates = table.set_index(["side", "reading"])["flip_rate"]
+        if np.allclose(
+            rates.loc["both"].sort_index(), rates.loc[single[0]].sort_index(), equal_nan=True
+        ):
+            sides.remove("both")  # the same draws as the one side with repeats
+    table = table[table["side"].isin(sides)]
     readings = [r for r in _READING_KEYS if r in set(table["reading"])]
     width = 0.8 / max(len(readings), 1)
     colours = plt.get_cmap("Set2")(np.arange(len(readings)))
@@ -154,7 +167,11 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     ax.set_xticklabels(labels)
     ax.set_ylim(0, 1.25)
     ax.set_yticks(np.linspace(0, 1, 6))
-    ax.set_xlabel("source of randomness in the single-shot label")
+    gone = ", ".join(SIDE_LABELS.get(s, s).replace("\n", " ") for s in missing)
+    ax.set_xlabel(
+        "source of randomness in the single-shot label"
+        + (f"\nnot measured (no repeated observations): {gone}" if gone else "")
+    )
     ax.set_ylabel("rate over single-shot draws (0-1)")
     ax.legend(loc="upper left", fontsize=8, ncol=2, frameon=False)
     ax.set_title(title or "Three readings of the winner flip rate (95% CI), beside chance")

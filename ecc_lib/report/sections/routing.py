@@ -48,24 +48,21 @@ def routing_section(
         router, _, supervision = name.partition(" (")
         supervision = supervision.rstrip(")")
         row = families.setdefault(router, {"dataset": dataset, "router": router})
-        column = "reference" if supervision == "reference" else supervision
-        if column == "reference":
+        if supervision == "single-shot" and repeats:
+            row["single-shot labels: score [95% CI]"] = format_interval(value, score_ci.get(name))
+        else:  # DARS targets, or a reference (best fixed model, oracle, random)
             row["held-out score [95% CI]"] = format_interval(value, score_ci.get(name))
             row["utility U"] = format_number(utility.get(name))
-        elif column == "DARS" or not repeats:
-            row["DARS targets: score [95% CI]" if repeats else "held-out score [95% CI]"] = (
-                format_interval(value, score_ci.get(name))
-            )
-            row["utility U" if not repeats else "DARS: utility U"] = format_number(
-                utility.get(name)
-            )
-        else:
-            row["single-shot labels: score [95% CI]"] = format_interval(value, score_ci.get(name))
     rows = list(families.values())
     section.tables.append(
         HeadlineTable(
             "05_routing_headline",
-            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries) and utility U",
+            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries) and utility U, "
+            + (
+                "trained on DARS targets (references as they are), beside the score trained on single-shot labels"
+                if repeats
+                else "one observation per pair, so DARS targets equal single-shot labels"
+            ),
             pd.DataFrame(rows),
         )
     )
