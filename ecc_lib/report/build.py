@@ -26,7 +26,7 @@ from ecc_lib.report.sections import (
     routing_section,
     tour_section,
 )
-from ecc_lib.report.summary import build_summary, summary_to_metrics
+from ecc_lib.report.summary import build_summary, method_name, summary_to_metrics
 
 SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
 """Metrics section recorded by each notebook (by number)."""
@@ -111,9 +111,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
             section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
         else:
             for where, reason in reasons.items():
-                section.notes.append(
-                    f"Not measured ({where.replace('_skipped', '').replace('.', ' ')}): {reason}"
-                )
+                section.notes.append(f"Not measured ({_part_words(where)}): {reason}")
             builder = {
                 "tour": lambda v, s: tour_section(v, s),
                 "data": lambda v, s: data_section(v, s, run),
@@ -238,6 +236,12 @@ def record_summary(run_dir: str | os.PathLike | run_folder.RunContext) -> dict[s
     payload = summary_to_metrics(build_summary(run_folder.collect_metrics(run)))
     run_folder.record_metrics(run, "summary", payload)
     return payload
+
+
+def _part_words(key: str) -> str:
+    """A ``*_skipped`` key as words (``single_shot_skipped`` -> ``single shot``), never the key."""
+    parts = key.replace("_skipped", "").replace("skipped", "").strip(".").split(".")
+    return ", ".join(method_name(p) for p in parts if p) or "this part"
 
 
 def _run_provenance(run: run_folder.RunContext) -> dict[str, Any]:
