@@ -467,3 +467,26 @@ def test_one_colour_per_method_in_every_figure():
     assert plotting.method_colour("ECC (DARS)") == plotting.METHOD_COLORS["ecc"]
     assert plotting.method_colour("kNN (single-shot)") == plotting.method_colour("kNN (DARS)")
     assert plotting.method_colour("new_method") == plotting.method_colour("new_method")
+
+
+def test_routing_settings_draw_no_empty_rows():
+    """The probe's winner exists only with a probe: the other panels have no empty row for it."""
+    rows = []
+    for setting in ("no_probe", "probe"):
+        for method in ("global", "ecc", "probe_winner"):
+            if method == "probe_winner" and setting == "no_probe":
+                continue
+            rows.append(
+                {
+                    "setting": setting,
+                    "method": method,
+                    "score_mean": 0.5,
+                    "score_sd": 0.01,
+                    "score": 0.5,
+                    "score_low": 0.4,
+                    "score_high": 0.6,
+                }
+            )
+    fig = plotting.plot_routing_settings(pd.DataFrame(rows))
+    ticks = [[t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes]
+    assert [len(t) for t in ticks] == [2, 3]

@@ -247,3 +247,66 @@ def test_a_new_method_appears_without_code_changes(tmp_path):
     (best,) = [t for t in texts if t.startswith("ECC-CV")]
     assert best.startswith("ECC-CV is better than ECC") and "+4.0 pp" in best
     assert "largest gain of the 2 methods, held-out NLL 9.0% \u00b1 0.4" in best
+
+
+FOREIGN_CONFIG = """\
+seed: 1
+n_boot: 50
+03: {n_clusters: 20, n_seeds: 2, k_sweep: [2, 20], probe_sweep: [0, 1], max_iter: 30}
+05: {title: outside run}
+"""
+
+
+@pytest.mark.slow
+def test_a_foreign_folder_without_cluster_structure_reads_as_negative(tmp_path):
+    """End to end (notebooks 03 and 05): a leaderboard whose models have one skill each, the same
+    on every query, so no clustering can beat one global BT; K = 20 on about 240 training queries.
+    The summary's words must agree with its numbers, and say so plainly."""
+    import numpy as np
+    import pandas as pd
+
+    from ecc_lib.cli import main
+    from ecc_lib.embeddings import EmbeddingCache, text_digests, text_views
+    from ecc_lib.synthetic.messy import write_foreign_dataset
+
+    folder = tmp_path / "data" / "outside"
+    planted = write_foreign_dataset(folder, n_queries=300, n_models=6, random_state=3)
+    outcomes = pd.read_json(folder / "outcomes.jsonl", lines=True, dtype={"query_id": str})
+    skill = dict(zip(sorted(outcomes["model"].unique()), np.linspace(0.3, 0.7, 6), strict=True))
+    rng = np.random.default_rng(0)
+    outcomes["score"] = (rng.random(len(outcomes)) < outcomes["model"].map(skill)).astype(float)
+    outcomes.to_json(folder / "outcomes.jsonl", orient="records", lines=True)
+    views, _, _ = text_views(planted.queries["text"].tolist())
+    EmbeddingCache(None, write_dir=tmp_path / "cache", read_dirs=[]).add(
+        text_digests(views), planted.embeddings
+    )
+    (tmp_path / "params.yaml").write_text(FOREIGN_CONFIG)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ECC_LIB_CACHE_DIR", str(tmp_path / "cache"))
+        status = main(
+            [
+                "run",
+                "--dataset",
+                str(folder),
+                "--config",
+                str(tmp_path / "params.yaml"),
+                "--out",
+                str(tmp_path / "run"),
+                "--only",
+                "03,05",
+                "--no-progress",
+            ]
+        )
+    assert status == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    ecc = metrics["ecc"]
+    assert max(ecc["gain_disjoint_mean"].values()) < 0  # the data is what the test says it is
+    lines = metrics["summary"]["outside"]
+    assert assert_words_agree(lines) >= 2
+    topics = [line["topic"] for line in lines]
+    assert "no_clustering" in topics and "k_warning" in topics
+    assert lines[0]["text"].startswith("ECC is worse than one global BT") or lines[0][
+        "text"
+    ].startswith("ECC is not distinguishable from one global BT")
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert 'id="summary"' in page and "by -" not in page and "<script" not in page

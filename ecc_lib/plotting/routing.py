@@ -286,14 +286,17 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
     names = {**ROUTING_METHOD_LABELS}
     for ax, setting in zip(axes[:, 0], settings, strict=True):
         part = table[table["setting"] == setting].set_index("method").reindex(methods)
-        y = np.arange(len(methods))
+        # a method this setting does not have (the probe's winner without a probe) is no empty row
+        shown = [m for m in methods if np.isfinite(float(part.loc[m, "score_mean"]))]
+        part = part.reindex(shown)
+        y = np.arange(len(shown))
         mean = part["score_mean"].to_numpy(float)
         low = part["score_low"].to_numpy(float)
         high = part["score_high"].to_numpy(float)
         sd = np.nan_to_num(part["score_sd"].to_numpy(float))
         first = part["score"].to_numpy(float)
         ok = np.isfinite(mean)
-        colors = [method_colour(m) for m in methods]
+        colors = [method_colour(m) for m in shown]
         ax.errorbar(
             first[ok],
             y[ok],
@@ -316,9 +319,9 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
             )
         ax.set_title(ROUTING_SETTING_LABELS[setting], fontsize=FONT_SIZE)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_yticks(np.arange(len(methods)))
-        ax.set_yticklabels([names.get(m, method_label(m)) for m in methods])
-        ax.set_ylim(len(methods) - 0.4, -0.8)
+        ax.set_yticks(np.arange(len(shown)))
+        ax.set_yticklabels([names.get(m, method_label(m)) for m in shown])
+        ax.set_ylim(len(shown) - 0.4, -0.8)
     axes[-1][0].set_xlabel("mean score of the routed model")
     fig.suptitle(title or "Routing with each clustering, with and without the probe")
     return fig
