@@ -173,14 +173,3 @@ def humanise(key: str) -> str:
     ]
     words = [w.replace("_", " ") for w in words]
     return words[0] + (": " + ", ".join(words[1:]) if len(words) > 1 else "")
-
-
-def _verdict(ci: Sequence[Any] | None, better: str, worse: str, same: str) -> str:
-    """``better`` when the interval lies above 0, ``worse`` below 0, else (or without one) ``same``."""
-    if ci is None or not all(_finite(b) for b in ci):
-        return same
-    if float(ci[0]) > 0:
-        return better
-    if float(ci[1]) < 0:
-        return worse
-    return same
