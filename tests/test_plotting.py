@@ -490,3 +490,24 @@ def test_routing_settings_draw_no_empty_rows():
     fig = plotting.plot_routing_settings(pd.DataFrame(rows))
     ticks = [[t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes]
     assert [len(t) for t in ticks] == [2, 3]
+
+
+def test_gain_labels_stay_inside_the_axes_when_every_gain_is_negative():
+    """Labels left of negative bars ran into the method names (or off the figure)."""
+    table = pd.DataFrame(
+        {
+            "method": ["ecc", "emb_only", "human"],
+            "gain": [-27.6, -23.4, -28.3],
+            "low": [-30.9, -26.0, -31.5],
+            "high": [-24.3, -20.9, -25.4],
+        }
+    )
+    fig = plotting.plot_gains(table)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    box = ax.get_window_extent()
+    labels = [t for t in ax.texts if "%" in t.get_text()]
+    assert len(labels) == 3
+    for text in labels:
+        extent = text.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()

@@ -80,18 +80,18 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     err = _error_bars(gain, table["low"], table["high"])
     colors = [method_colour(m) for m in table["method"]]
     ax.barh(y, gain, xerr=err, color=colors, capsize=3, height=0.6)
-    # each label right of its interval (or left of a negative one), never on the error bar
+    # each label right of its interval, or right of 0 for a negative bar (left of it, it would run
+    # into the method names), never on the error bar
     for i, value in enumerate(gain):
         if not np.isfinite(value):
             continue
-        right = value >= 0
-        edge = value + err[1, i] if right else value - err[0, i]
+        edge = value + err[1, i] if value >= 0 else max(0.0, value + err[1, i])
         ax.annotate(
             f"{value:+.1f}% [{table['low'].iloc[i]:.1f}, {table['high'].iloc[i]:.1f}]",
             (edge, y[i]),
-            xytext=(4 if right else -4, 0),
+            xytext=(4, 0),
             textcoords="offset points",
-            ha="left" if right else "right",
+            ha="left",
             va="center",
             fontsize=FONT_SIZE - 1,
         )
@@ -102,7 +102,7 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     low = min(0.0, float(np.nanmin(table["low"]))) if len(table) else 0.0
     high = max(0.0, float(np.nanmax(table["high"]))) if len(table) else 1.0
     span = max(high - low, 1.0)
-    ax.set_xlim(low - (0.45 if low < 0 else 0.05) * span, high + 0.45 * span)
+    ax.set_xlim(low - 0.05 * span, high + 0.6 * span)
     ax.set_xlabel("ranking quality gain over one global BT model (% of its held-out NLL, 95% CI)")
     ax.set_ylabel("clustering method")
     ax.set_title(title or "Ranking quality gain on held-out comparisons")
