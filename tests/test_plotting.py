@@ -508,6 +508,9 @@ def test_gain_labels_stay_inside_the_axes_when_every_gain_is_negative():
     box = ax.get_window_extent()
     labels = [t for t in ax.texts if "%" in t.get_text()]
     assert len(labels) == 3
+    zero = ax.transData.transform((0, 0))[0]
     for text in labels:
         extent = text.get_window_extent()
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+        # in the empty half right of 0, away from the method names left of the axes
+        assert extent.x0 >= zero, text.get_text()
