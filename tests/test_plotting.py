@@ -514,3 +514,16 @@ def test_gain_labels_stay_inside_the_axes_when_every_gain_is_negative():
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
         # in the empty half right of 0, away from the method names left of the axes
         assert extent.x0 >= zero, text.get_text()
+
+
+def test_leak_figure_labels_sit_at_the_end_of_their_own_bar():
+    """The value of a negative bar was written right of 0, beside the other readings' bars."""
+    rows = [
+        {"method": "comp_only", "reading": r, "mean": m, "sd": 1.0, "n_seeds": 2,
+         "per_seed": [(1, m - 0.5, m - 2, m + 2), (2, m + 0.5, m - 2, m + 2)]}
+        for r, m in (("all", 21.0), ("touching", 42.3), ("disjoint", -7.4))
+    ]  # fmt: skip
+    fig = plotting.plot_leak_gains(pd.DataFrame(rows))
+    labels = {t.get_text(): t for t in fig.axes[0].texts}
+    assert labels["-7.4"].xy[0] < -7.4 < 0 < labels["+21.0"].xy[0]
+    assert labels["-7.4"].get_ha() == "right"
