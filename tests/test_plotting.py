@@ -527,3 +527,14 @@ def test_leak_figure_labels_sit_at_the_end_of_their_own_bar():
     labels = {t.get_text(): t for t in fig.axes[0].texts}
     assert labels["-7.4"].xy[0] < -7.4 < 0 < labels["+21.0"].xy[0]
     assert labels["-7.4"].get_ha() == "right"
+
+
+def test_sigma_of_binary_scores_is_drawn_as_bars_per_value():
+    """Binary scores over four observations give three sigma values: no three-spike histogram."""
+    rng = np.random.default_rng(0)
+    sigma = np.std(rng.integers(0, 2, (300, 4)), axis=1, ddof=1)
+    table = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 100), "sigma": sigma})
+    fig = plotting.plot_sigma_distribution(table)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "0.5", "0.577"]
+    assert len(ax.patches) == 9 and "share" in ax.get_ylabel()

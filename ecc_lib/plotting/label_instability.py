@@ -182,6 +182,9 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
 def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=None, bins: int = 20):
     """Histogram of the score spread sigma of each (query, model) pair, one colour per model.
 
+    Where at most eight values occur (binary scores over a few observations), bars per value
+    show the share of each model's pairs instead of a histogram of spikes.
+
     Parameters
     ----------
     table : DataFrame
@@ -215,6 +218,30 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
         ax.set_yticks([])
         return fig
     models = sorted(table["model"].unique())
+    values = np.round(table["sigma"].dropna().to_numpy(float), 6)
+    distinct = np.unique(values)
+    if len(distinct) <= 8:
+        # few possible values (binary scores over a few observations): a histogram of 20 bins
+        # would show a few spikes; bars per value show the share of each model's pairs instead
+        width = 0.8 / max(len(models), 1)
+        labels = _model_labels(models)
+        for j, model in enumerate(models):
+            own = np.round(table.loc[table["model"] == model, "sigma"].dropna().to_numpy(float), 6)
+            share = [100 * float(np.mean(own == v)) if len(own) else 0.0 for v in distinct]
+            ax.bar(
+                np.arange(len(distinct)) + (j - (len(models) - 1) / 2) * width,
+                share,
+                width,
+                label=labels[j],
+            )
+        ax.set_xticks(np.arange(len(distinct)))
+        ax.set_xticklabels([f"{v:.3g}" for v in distinct])
+        ax.set_xlabel(
+            f"sigma: std. dev. of a (query, model) pair's scores; only {len(distinct)} values occur"
+        )
+        ax.set_ylabel("share of the model's pairs (%)")
+        ax.legend(title="model", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        return fig
     upper = float(np.nanmax(table["sigma"]))
     edges = np.linspace(0.0, max(upper, 1e-6), bins + 1)
     data = [table.loc[table["model"] == m, "sigma"].dropna().to_numpy() for m in models]
