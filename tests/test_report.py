@@ -359,3 +359,22 @@ def test_the_no_repeats_sentence_names_only_datasets_without_repeats(tmp_path):
         section.findings
     )
     assert "export support" not in section.findings
+
+
+def test_degenerate_figures_are_left_out_with_a_sentence(fake_run):
+    """One observation per pair everywhere: the observations-per-pair figure is one bar."""
+    run_folder.record_metrics(
+        fake_run,
+        "data",
+        {"datasets": {"alpha": {"n_queries": 10, "max_observations_per_pair": 1}}},
+    )
+    fig, ax = plt.subplots(layout="constrained")
+    ax.bar([1], [10])
+    run_folder.save_figure(fig, fake_run, "01_observations_per_pair", caption="one bar")
+    plt.close(fig)
+    document = report.build_report(fake_run)
+    data = next(s for s in document.sections if s.number == "01")
+    assert not any(
+        f.name == "01_observations_per_pair" for s in document.sections for f in s.figures
+    )
+    assert any("one observation" in n and "left out" in n for n in data.notes)

@@ -97,7 +97,11 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
     for number, key in SECTION_KEYS.items():
         section = ReportSection(number, NOTEBOOK_TITLES.get(number, key))
         shown = figures[figures["notebook"] == number]
-        section.figures = [Figure(f.name, f.png, f.caption) for f in shown.itertuples()]
+        dropped = degenerate_figures(metrics)
+        section.figures = [
+            Figure(f.name, f.png, f.caption) for f in shown.itertuples() if f.name not in dropped
+        ]
+        section.notes += [dropped[f.name] for f in shown.itertuples() if f.name in dropped]
         values = metrics.get(key)
         reasons = skip_reasons(values) if values is not None else {}
         if values is None:
@@ -155,6 +159,43 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
         + "\n</details>"
     )
     return document
+
+
+def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
+    """Figures whose content is degenerate for this run's data, with the sentence said instead.
+
+    - ``01_observations_per_pair`` when every dataset has one observation per pair (one bar);
+    - ``04_routing_utility`` when the routing data has no cost and no repeats (utility equals
+      score, the figure repeats ``04_routing_scores``).
+
+    Parameters
+    ----------
+    metrics : mapping
+
+    Returns
+    -------
+    dict
+        Figure name -> sentence.
+    """
+    out = {}
+    datasets = ((metrics.get("data") or {}).get("datasets") or {}).values()
+    maxima = [d.get("max_observations_per_pair") for d in datasets if isinstance(d, Mapping)]
+    if maxima and all(m == 1 for m in maxima):
+        out["01_observations_per_pair"] = (
+            "Every (query, model) pair has one observation, so the figure of observations per pair "
+            "(one bar) is left out."
+        )
+    info = (metrics.get("routing") or {}).get("info") or {}
+    if (
+        info
+        and info.get("cost_available") is False
+        and not (info.get("has_rewrites") or info.get("has_decodes"))
+    ):
+        out["04_routing_utility"] = (
+            "Without cost and repeated observations the utility equals the score, so the utility "
+            "figure (the same as the score figure) is left out."
+        )
+    return out
 
 
 def _arrange(sections: list[ReportSection]) -> list[ReportSection]:

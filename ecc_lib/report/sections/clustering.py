@@ -125,6 +125,11 @@ def ecc_section(
         "within_cluster_tau",
         "gain_vs_probes",
         "gain_vs_k",
+        # first-seed readings of quantities shown as means over seeds (leak figure, summary)
+        "ranking_quality_gain_disjoint",
+        "ranking_quality_gain_disjoint_ci95",
+        "ranking_quality_gain_touching",
+        "ranking_quality_gain_touching_ci95",
         "dataset",
     }
     diff_rows += generic_rows(flat, used, dataset)
