@@ -414,7 +414,7 @@ def export_report(
     body = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "img-src data:; style-src 'unsafe-inline'\">\n"
         f"<title>{html_lib.escape(title)}</title>\n<style>{REPORT_CSS}</style>\n</head>\n"
         "<body>\n<main>\n" + "\n".join(parts) + "\n</main>\n</body>\n</html>\n"
