@@ -172,7 +172,9 @@ def test_report_sections_findings_and_skips(fake_run):
     assert "ECC minus one global BT = +5.0 pp [+1.0, +9.0]" in ecc.findings
     assert "by -" not in ecc.findings and "beats" not in ecc.findings
     # new keys with intervals or seed spreads appear without code changes (in the appendix)
-    more = [s for s in document.sections if s.appendix and s.title.startswith("More on capability")]
+    more = [
+        s for s in document.sections if s.appendix and s.title.startswith("More on: Capability")
+    ]
     assert len(ecc.tables) == 1 and len(ecc.figures) <= 1 and len(more) == 1
     text = "\n".join(t.frame.to_string() for t in ecc.tables + more[0].tables)
     assert "new metric" in text and "0.250 [0.200, 0.300]" in text

@@ -83,6 +83,7 @@ from ecc_lib.report.latex import latex_escape, latex_table, save_headline_tables
 from ecc_lib.report.reading import ci_of, flatten, generic_rows, skip_reasons
 from ecc_lib.report.sections import (
     GAIN_METHODS,
+    SECTION_TITLES,
     cluster_summary_html,
     data_notes,
     other_section,
@@ -139,6 +140,7 @@ __all__ = [
     "GAIN_METHODS",
     "PM",
     "SECTION_KEYS",
+    "SECTION_TITLES",
     "UNIT_TEXT",
     "Figure",
     "HeadlineTable",

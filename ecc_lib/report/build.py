@@ -220,7 +220,7 @@ def _arrange(sections: list[ReportSection]) -> list[ReportSection]:
         if rest_figures or rest_tables or section.extra_html:
             more = ReportSection(
                 "",
-                f"More on {section.title.lower()}",
+                f"More on: {section.title}",
                 appendix=True,
                 findings=f"Further tables and figures of section {number}.",
             )

@@ -89,7 +89,6 @@ def routing_section(
         for name, d in paired.items():
             if not isinstance(d, Mapping):
                 continue
-            gap_ss, gap_dars = d.get("gap_closed_single_shot"), d.get("gap_closed_dars")
             paired_rows.append(
                 {
                     "dataset": dataset,
@@ -99,10 +98,6 @@ def routing_section(
                     ),
                     "utility: DARS minus single-shot": format_interval(
                         d.get("utility"), d.get("utility_ci95"), "signed"
-                    ),
-                    "gap closed: single-shot to DARS": (
-                        f"{format_number(gap_ss, '%')} to {format_number(gap_dars, '%')} "
-                        f"({format_interval(d.get('gap_closed_diff'), d.get('gap_closed_diff_ci95'), 'pp_share')})"
                     ),
                 }
             )
