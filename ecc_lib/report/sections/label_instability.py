@@ -39,10 +39,15 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
     if not chance and n_models:
         chance = {"pairwise": 1 - 1 / int(n_models)}
     r = values.get("winner_change_rate_r")
+    # strict and change first: the pairwise reading counts random tie-breaks as flips
     readings = (
-        ("winner_flip_rate", "pairwise", f"two single-shot labels name different winners ({side})"),
         ("winner_flip_rate_strict", "strict", "strict flip: the two draws' top sets are disjoint"),
         ("winner_change_rate", "change", f"the winner changes within {r or 'R'} draws"),
+        (
+            "winner_flip_rate",
+            "pairwise",
+            "pairwise: two single-shot labels name different winners (counts tie-breaks)",
+        ),
         ("single_vs_distribution_disagreement", None, "single-shot label differs from argmax U"),
     )
     for key, reading, label in readings:
