@@ -310,3 +310,19 @@ def test_a_foreign_folder_without_cluster_structure_reads_as_negative(tmp_path):
     ].startswith("ECC is not distinguishable from one global BT")
     page = (tmp_path / "run" / "report.html").read_text()
     assert 'id="summary"' in page and "by -" not in page and "<script" not in page
+
+
+def test_the_leak_free_share_with_a_probe_is_quoted_when_recorded(tmp_path):
+    run = run_folder.run_context(tmp_path / "lf")
+    values = {
+        "dataset": "d",
+        "seeds": [1, 2],
+        "gain_disjoint_mean": {"ecc": 5.0},
+        "gain_disjoint_sd": {"ecc": 0.5},
+    }
+    run_folder.record_metrics(run, "ecc", values)
+    (line,) = report.build_summary(run_folder.collect_metrics(run))["d"]
+    assert "leak-free" not in line.text
+    run_folder.record_metrics(run, "ecc", {**values, "leak_free": {"share_with_probe": 0.139}})
+    (line,) = report.build_summary(run_folder.collect_metrics(run))["d"]
+    assert "13.9% of test queries have a probe" in line.text

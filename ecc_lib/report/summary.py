@@ -222,7 +222,15 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
         return _line(topic, text, c)
 
     if "ecc" in gains:
-        lines.append(gain_line("ecc", "ecc"))
+        first = gain_line("ecc", "ecc")
+        leak_free = ecc.get("leak_free") if isinstance(ecc.get("leak_free"), Mapping) else {}
+        share = leak_free.get("share_with_probe")
+        if finite(share):  # recorded by the leak-free protocol (issue 23), when it ran
+            first.text = first.text.rstrip(".") + (
+                f"; under the leak-free protocol {number(share, 'share')} of test queries have a "
+                "probe, the others are placed by their embedding alone."
+            )
+        lines.append(first)
         for other in ("emb_only", "human"):
             d = _paired(ecc, "ecc", other, pairs, n_seeds)
             if other in gains and d is not None:
