@@ -312,12 +312,15 @@ def test_report_reads_as_a_document(tiny_run):
     text = re.sub(r'data:[^"\s)]+', "data:", html)  # base64 images may spell anything
     for bad in ("NaN", "Unnamed: 0", "No description has been provided", "<title>Notebook"):
         assert bad not in text, bad
-    # every section opens with its findings paragraph, the tour first
+    # the summary first, then every section opens with its findings paragraph in reading order
+    # (data, clustering, label instability, routing); the tour in the collapsed appendix
     sections = re.findall(
         r'<section class="report-section" id="section-(\d+)">\s*<h2>[^<]*</h2>\s*<p class="(\w+)"',
         html,
     )
-    assert [n for n, _ in sections] == ["00", "01", "02", "03", "04"]
+    assert [n for n, _ in sections] == ["01", "03", "02", "04", "00"]
+    assert html.index('id="summary"') < html.index('id="section-01"')
+    assert html.index('<details class="appendix"') < html.index('id="section-00"')
     assert all(kind == "findings" for _, kind in sections), sections
     # every image carries its caption as alt text
     captions = json.loads((result.run_dir / "figures" / "captions.json").read_text())
