@@ -326,3 +326,36 @@ def test_the_leak_free_share_with_a_probe_is_quoted_when_recorded(tmp_path):
     run_folder.record_metrics(run, "ecc", {**values, "leak_free": {"share_with_probe": 0.139}})
     (line,) = report.build_summary(run_folder.collect_metrics(run))["d"]
     assert "13.9% of test queries have a probe" in line.text
+
+
+def test_paired_differences_over_several_seeds_are_the_means_over_seeds(tmp_path):
+    """With 3 seeds the summary quotes the mean of the per-seed paired differences with its
+    t-interval over seeds, not the first seed's bootstrap beside means over seeds."""
+    run = run_folder.run_context(tmp_path)
+    run_folder.record_metrics(
+        run,
+        "ecc",
+        {
+            "dataset": "d",
+            "seeds": [0, 1, 2],
+            "ranking_quality_gain": {"ecc": 20.0, "emb_only": 18.0, "human": 25.0},
+            "gain_disjoint_mean": {"ecc": 13.0, "emb_only": 16.9, "human": 27.8},
+            "gain_disjoint_sd": {"ecc": 1.0, "emb_only": 0.5, "human": 1.0},
+            # first seed's paired bootstrap: -2.3 [-5.7, +0.7] would read "not distinguishable"
+            "gain_differences_disjoint": {
+                "ecc_minus_emb_only": {"estimate": -2.3, "ci95": [-5.7, 0.7]},
+                "ecc_minus_human": {"estimate": -12.8, "ci95": [-16.6, -9.2]},
+            },
+            "difference_disjoint_mean_sd": {
+                "ecc - emb_only": [-3.9, 0.5],
+                "ecc - human": [-14.8, 1.0],
+            },
+        },
+        parameters={"n_clusters": 30, "n_seeds": 3},
+    )
+    metrics = run_folder.collect_metrics(run)
+    lines = [line.text for line in report.summary.ecc_lines(metrics)]
+    versus = next(t for t in lines if "minus embedding-only" in t)
+    assert "-3.9 pp" in versus and "over 3 seeds" in versus and "worse than" in versus
+    assert "-2.3" not in versus
+    assert_words_agree(lines)
