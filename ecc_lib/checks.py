@@ -38,7 +38,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.stats import rankdata
 
-from ecc_lib.comparisons import score_matrix
+from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE, score_matrix
 
 STATUSES: tuple[str, ...] = ("ok", "warn", "fail")
 """Statuses of a check, from best to worst."""
@@ -51,10 +51,11 @@ ALIGNED_Z = 4.0
 """Noise multiple for the alignment link: ``r > ALIGNED_Z / sqrt(n_items)``."""
 ALL_TIES_WARN_SHARE = 0.5
 """Share of all-tie queries above which ``all_ties`` warns."""
-DECISIVE_TOLERANCE = 0.0
-"""Tolerance of a decisive pair: the protocol compares mean scores exactly (``a != b``)."""
+DECISIVE_TOLERANCE = DEFAULT_TIE_TOLERANCE
+"""Tolerance of a decisive pair, the protocol's: two mean scores within it tie."""
 NEAR_TIE_GAP = 1e-9
-"""A positive score gap at most this large (relative to the score range) is float noise."""
+"""A positive score gap at most this large (relative to the score range) is float noise; with a
+tie tolerance above it such a gap counts as a tie."""
 GRADED_MAX_LEVELS = 11
 """A score with at most this many distinct values in [0, 1] is graded (else continuous)."""
 COLLAPSE_FAIL_SHARE = 0.5
@@ -477,13 +478,9 @@ def check_all_ties(table: ScoreTable, *, min_pairs: int = MIN_PROTOCOL_PAIRS) ->
     comparable = n_obs >= 2
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns / rows
-        tied = comparable & ~(np.nanmax(scores, axis=1) > np.nanmin(scores, axis=1))
-    # decisive pairs per query: all observed pairs minus those inside groups of equal score
-    ranks_low = rankdata(scores, method="min", axis=1, nan_policy="omit")
-    ranks_high = rankdata(scores, method="max", axis=1, nan_policy="omit")
-    group = np.where(observed, ranks_high - ranks_low + 1.0, 1.0)  # size of each model's group
-    tied_pairs = np.where(observed, group - 1.0, 0.0).sum(axis=1) / 2.0
-    decisive = n_obs * (n_obs - 1) / 2.0 - tied_pairs
+        spread = np.nanmax(scores, axis=1) - np.nanmin(scores, axis=1)
+        tied = comparable & ~(spread > DECISIVE_TOLERANCE)
+    decisive = n_obs * (n_obs - 1) / 2.0 - tied_pair_counts(scores, DECISIVE_TOLERANCE)
     usable = decisive >= min_pairs
     n_q = int(comparable.sum())
     share = float(tied.sum() / n_q) if n_q else float("nan")
@@ -534,13 +531,46 @@ def check_all_ties(table: ScoreTable, *, min_pairs: int = MIN_PROTOCOL_PAIRS) ->
     return CheckResult(name, "ok", text, numbers)
 
 
+def tied_pair_counts(scores: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per row, the pairs of observed scores that differ by at most ``tolerance`` (a tie, as the
+    protocol reads it).
+
+    Vectorised without a rows x M x M array: the observed scores of every row are shifted by a
+    row offset larger than any within-row gap, sorted once, and each score counts the later
+    scores of its row within ``tolerance`` with one :func:`numpy.searchsorted`.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_rows, n_models)
+        NaN where a model has no score.
+    tolerance : float
+        Non-negative.
+
+    Returns
+    -------
+    ndarray of float, shape (n_rows,)
+    """
+    rows, _ = np.nonzero(np.isfinite(scores))
+    values = scores[np.isfinite(scores)].astype(np.float64)
+    if values.size == 0:
+        return np.zeros(scores.shape[0])
+    stride = float(values.max() - values.min()) + 2.0 * tolerance + 1.0
+    shifted = values - values.min() + rows * stride  # rows stay apart and in row order
+    order = np.argsort(shifted, kind="stable")
+    shifted, row_of = shifted[order], rows[order]
+    within = (
+        np.searchsorted(shifted, shifted + tolerance, side="right") - np.arange(len(shifted)) - 1
+    )
+    return np.bincount(row_of, weights=within, minlength=scores.shape[0]).astype(float)
+
+
 @_timed
 def check_score_type(table: ScoreTable) -> CheckResult:
     """Binary, graded or continuous scores, and the tolerance of a decisive pair.
 
-    The protocol calls a pair decisive when the two mean scores differ at all (tolerance 0). With
-    continuous scores a float-noise difference then counts as a win: the check counts, per query,
-    adjacent sorted scores that differ by at most ``NEAR_TIE_GAP`` of the score range.
+    The protocol calls a pair decisive when the two mean scores differ by more than
+    :data:`DECISIVE_TOLERANCE`. With continuous scores the check also counts, per query, adjacent
+    sorted scores that differ by at most ``NEAR_TIE_GAP`` of the score range (float noise).
 
     Parameters
     ----------
@@ -579,15 +609,20 @@ def check_score_type(table: ScoreTable) -> CheckResult:
     }
     text = (
         f"{kind} scores ({len(levels)} distinct value{'s' if len(levels) != 1 else ''} in "
-        f"[{low:g}, {high:g}]); a pair is decisive when the two mean scores differ at all "
-        f"(tolerance {DECISIVE_TOLERANCE:g})"
+        f"[{low:g}, {high:g}]); a pair is decisive when the two mean scores differ by more "
+        f"than {DECISIVE_TOLERANCE:g}"
     )
     if kind == "continuous" and near > 0.01:
         return CheckResult(
             name,
             "warn",
             text + f"; {100 * near:.1f}% of the score gaps within a query are float noise (at most "
-            f"{NEAR_TIE_GAP:g} of the range), so ties are counted as wins",
+            f"{NEAR_TIE_GAP:g} of the range)"
+            + (
+                ", counted as ties by the tolerance"
+                if NEAR_TIE_GAP * span <= DECISIVE_TOLERANCE
+                else ", so ties are counted as wins"
+            ),
             numbers,
         )
     return CheckResult(name, "ok", text, numbers)

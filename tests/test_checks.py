@@ -169,7 +169,7 @@ def test_score_type(values, kind):
     scores = rng.random((50, 3)) if values is None else rng.choice(values, (50, 3))
     result = checks.check_score_type(checks.score_table(_long(scores)))
     assert result.numbers["score_type"] == kind
-    assert result.numbers["tolerance"] == 0.0
+    assert result.numbers["tolerance"] == checks.DECISIVE_TOLERANCE
     assert result.status == "ok"
 
 
@@ -301,11 +301,42 @@ def test_report_puts_the_checks_first_and_names_what_fails():
         "good": {"texts": {"status": "warn", "detail": "1 empty text", "numbers": {}}},
     }
     add_checks(section, values)
-    assert section.findings.startswith("Checks before numbers: bad FAILS item_alignment")
-    assert "good passes with warnings (texts)" in section.findings
+    assert section.findings.startswith(
+        "Checks before numbers: bad FAILS (item alignment: 2 blocks)"
+    )
+    assert "good passes with warnings (texts: 1 empty text)" in section.findings
     assert section.findings.endswith("The run covers 1 dataset.")
-    first = section.tables[0]
-    assert first.name == "05_data_checks"
-    assert first.frame["check"].tolist() == ["item_alignment", "texts", "texts"]
+    assert section.tables[0].name == "05_data_headline"  # the main body keeps the datasets table
+    checks_table = section.tables[1]
+    assert checks_table.name == "05_data_checks"
+    assert checks_table.frame["check"].tolist() == ["item_alignment", "texts", "texts"]
     add_checks(section, {})  # nothing recorded: nothing added
     assert len(section.tables) == 2
+
+
+def test_tied_pair_counts_match_every_pair_compared():
+    from ecc_lib.checks import tied_pair_counts
+
+    rng = np.random.default_rng(3)
+    scores = rng.choice([0.0, 0.5, 0.50005, 0.6, 1.0], size=(300, 7))
+    scores[rng.random(scores.shape) < 0.2] = np.nan
+    for tolerance in (0.0, 1e-4, 0.15):
+        gaps = np.abs(scores[:, :, None] - scores[:, None, :])
+        upper = np.triu(np.ones((7, 7), bool), 1)
+        expected = ((gaps <= tolerance) & upper).sum(axis=(1, 2))
+        assert np.array_equal(tied_pair_counts(scores, tolerance), expected)
+
+
+def test_all_ties_use_the_protocols_tolerance():
+    from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE
+
+    scores = np.array([[0.5, 0.5 + DEFAULT_TIE_TOLERANCE / 2, 0.5], [0.5, 0.7, 0.5]])
+    long = pd.DataFrame(
+        {
+            "query_id": np.repeat(["q1", "q2"], 3),
+            "model": ["a", "b", "c"] * 2,
+            "score": scores.ravel(),
+        }
+    )
+    result = checks.check_all_ties(checks.score_table(long))
+    assert result.numbers["n_all_tie"] == 1 and result.numbers["tolerance"] == DEFAULT_TIE_TOLERANCE
