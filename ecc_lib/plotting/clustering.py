@@ -469,7 +469,7 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     table = table[table["method"] != "global"].reset_index(drop=True)
     methods = list(dict.fromkeys(table["method"]))
     readings = [r for r in LEAK_READING_COLORS if r in set(table["reading"])]
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(3.5, 0.9 * len(methods) + 1.5)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(3.0, 0.62 * len(methods) + 1.3)))
     height = 0.8 / max(len(readings), 1)
     for j, reading in enumerate(readings):
         part = table[table["reading"] == reading].set_index("method").reindex(methods)

@@ -114,7 +114,7 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     -------
     Figure
     """
-    fig, ax = _axes(ax, (PAGE_WIDTH, 4.2))
+    fig, ax = _axes(ax, (PAGE_WIDTH, 3.5))
     measured = table.groupby("side", sort=False)["flip_rate"].apply(
         lambda r: bool(np.isfinite(r.to_numpy(float)).any())
     )

@@ -179,7 +179,7 @@ def plot_routing_table(
         str(r) if s == "reference" else f"{r} ({s})"
         for r, s in zip(table["router"], table["supervision"], strict=True)
     ]
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.3 * len(table) + 1.3)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.22 * len(table) + 1.2)))
     y = np.arange(len(table))
     values = table[value].to_numpy(float)
     colors = [ROUTING_KIND_COLORS.get(s, "tab:green") for s in table["supervision"]]

@@ -181,12 +181,14 @@ def ecc_section(
         )
         text.append(
             f"On all scored pairs{counts}, the paper's reading, in which the probe decides part of "
-            "the scored pairs:"
+            "the scored pairs (the paper's two comparisons; every difference is in the appendix):"
         )
         for key, d in differences.items():
+            other = key.split("_minus_", 1)[-1]
+            if other not in PAPER_BASELINES:
+                continue
             if not isinstance(d, Mapping) or not _finite(d.get("estimate")):
                 continue
-            other = key.split("_minus_", 1)[-1]
             ci = d.get("ci95")
             c = Comparison(
                 "ECC",
@@ -201,6 +203,11 @@ def ecc_section(
         text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
     section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."
     section.extra_html = cluster_summary_html(run)
+
+
+PAPER_BASELINES = ("emb_only", "human")
+"""The baselines the paper compares ECC with (its headline: +18.02 pp over embedding-only and
++17.64 pp over human labels, on all pairs)."""
 
 
 def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
