@@ -720,7 +720,7 @@ def embed_texts(
         model = load_model(model_name)
         if name == STATIC_MODEL:
             computed = model.encode(todo)
-        elif name == DEFAULT_MODEL:
+        elif name == DEFAULT_MODEL and hasattr(model, "tokenizer"):  # a sentence-transformer
             computed = encode_minilm(todo, model, show_progress=show_progress)
         else:
             computed = model.encode(
