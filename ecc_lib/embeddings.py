@@ -153,7 +153,8 @@ def load_model(model_name: str | None = None, device: str | None = "cpu"):
 
     Returns
     -------
-    SentenceTransformer
+    SentenceTransformer or StaticEmbedder
+        The static embedder (:class:`ecc_lib.static_embeddings.StaticEmbedder`) for "static".
 
     Raises
     ------
