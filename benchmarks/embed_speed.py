@@ -11,7 +11,8 @@ long (1,200-1,800, dcrouter's few-shot prompts). Embedders:
 - ``minilm before``: ``SentenceTransformer.encode(batch_size=64)``, the path of ``embed_texts``
   before issue 28;
 - ``minilm now``: :func:`ecc_lib.embeddings.encode_minilm` (one tokenization, batches of about
-  8,192 padded word pieces sorted by length), with the largest difference from ``before``;
+  8,192 padded word pieces sorted by length, torch threads = idle cores), with the largest
+  difference from ``before``;
 - ``minilm int8``: the ONNX/int8 family's representative that needs no new package, torch dynamic
   int8 quantization of MiniLM's linear layers (its vectors differ, so it cannot serve the cache);
 - ``static``: :mod:`ecc_lib.static_embeddings`.
@@ -61,7 +62,7 @@ def main() -> None:
 
     import torch
 
-    from ecc_lib.embeddings import embed_texts, encode_minilm, load_model
+    from ecc_lib.embeddings import embed_texts, encode_minilm, load_model, minilm_threads
     from ecc_lib.loaders import load_bundled
     from ecc_lib.static_embeddings import load_static_embedder
 
@@ -76,7 +77,8 @@ def main() -> None:
     }
     print(
         f"load average at start: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()}), torch "
-        f"threads {torch.get_num_threads()}; {args.n_minilm} texts per size, {args.rounds} rounds"
+        f"threads {torch.get_num_threads()} (minilm now picks {minilm_threads()} from the load); "
+        f"{args.n_minilm} texts per size, {args.rounds} rounds"
     )
     model = load_model(None)
     quantized = torch.ao.quantization.quantize_dynamic(  # deprecated, still the no-install int8

@@ -151,3 +151,21 @@ def test_shipped_minilm_cache_stays_valid_under_the_new_path():
     cached = embed_texts(texts, show_progress=False)  # from data/embeddings
     fresh = embed_texts(texts, use_cache=False, show_progress=False)  # recomputed
     np.testing.assert_allclose(fresh, cached, atol=1e-6)
+
+
+def test_minilm_threads_follow_the_idle_cores_and_are_restored(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert embeddings.minilm_threads() == 2
+    monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (5.0, 0.0, 0.0))
+    assert embeddings.minilm_threads() == 1  # a busy machine: one thread
+    before = torch.get_num_threads()
+    seen = []
+    monkeypatch.setattr(
+        embeddings, "_encode_batch", lambda *a: seen.append(torch.get_num_threads()) or 0.0
+    )
+    embeddings.encode_minilm(["a b", "c"], embeddings.load_model(None), show_progress=False)
+    assert seen and set(seen) == {1}
+    assert torch.get_num_threads() == before
