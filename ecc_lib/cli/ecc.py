@@ -32,6 +32,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="one embedding row per query, in the order of the queries file (default: embed the "
         "texts with the default model, through the cache)",
     )
+    parser.add_argument(
+        "--embedder",
+        default="minilm",
+        metavar="NAME",
+        help="embedder of the query texts when --embeddings is not given: 'minilm' "
+        "(all-MiniLM-L6-v2, default), 'static' (distilled from it, thousands of times faster, "
+        "see the README) or a sentence-transformers model name",
+    )
     parser.add_argument("--k", type=int, default=30, help="number of clusters (default 30)")
     parser.add_argument("--lam", type=float, default=3.0, help="cosine weight (default 3)")
     parser.add_argument(
@@ -130,7 +138,12 @@ def _embeddings(args: argparse.Namespace, queries):
         return emb
     from ecc_lib.embeddings import embed_texts
 
-    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True, return_check=True)
+    return embed_texts(
+        queries["text"].astype(str).tolist(),
+        model_name=args.embedder,
+        show_progress=True,
+        return_check=True,
+    )
 
 
 def format_result(result) -> str:
