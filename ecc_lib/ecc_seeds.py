@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.cluster_routing import ROUTING_SETTINGS, routing_experiment
+from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.ecc_protocol import (
     METHODS,
     PAPER_N_PAIRS,
@@ -252,6 +253,7 @@ def run_seeds(
     leak_free: bool = False,
     routing: bool = False,
     evidence: str = "sampled",
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
     **ecc_params,
 ) -> MultiSeedEvaluation:
     """The protocol over several protocol seeds: each seed redraws the pairs, the split and the
@@ -267,6 +269,8 @@ def run_seeds(
         Protocol seeds (the CLI's ``--seed, --seed + 1, ...``).
     routing : bool, default False
         Also run :func:`ecc_lib.cluster_routing.routing_experiment` on every seed.
+    tie_tolerance : float, default 1e-4
+        As in :func:`~ecc_lib.ecc_protocol.prepare_protocol`.
     Other parameters
         As in :func:`~ecc_lib.ecc_protocol.run_protocol`.
 
@@ -300,6 +304,7 @@ def run_seeds(
             probe_strategy=probe_strategy,
             leak_free=leak_free,
             evidence=evidence,
+            tie_tolerance=tie_tolerance,
             **ecc_params,
         )
         if routing:
