@@ -50,6 +50,7 @@ import pandas as pd
 
 from ecc_lib import paths
 from ecc_lib._optional import require
+from ecc_lib.metrics_schema import validate_section
 from ecc_lib.redaction import redact_urls_in
 from ecc_lib.serialization import to_jsonable
 
@@ -528,6 +529,12 @@ def record_metrics(
     Returns
     -------
     Path of the fragment.
+
+    Raises
+    ------
+    ecc_lib.metrics_schema.MetricsSchemaError
+        When the values break the metrics schema (the message names the key); nothing is
+        written then.
     """
     context = run_context(run_dir)
     _check_name(section)
@@ -535,8 +542,10 @@ def record_metrics(
         raise ValueError(f"section name {section!r} is reserved")
     if not isinstance(mapping, Mapping):
         raise TypeError(f"metrics of section {section!r} must be a mapping")
+    values = to_jsonable(mapping)
+    validate_section(section, values)  # the written contract (ecc_lib/metrics_schema.json)
     path = context.metrics_dir / f"{section}.json"
-    _write_json(path, {"values": mapping, "parameters": dict(parameters or {})})
+    _write_json(path, {"values": values, "parameters": dict(parameters or {})})
     return path
 
 
