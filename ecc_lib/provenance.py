@@ -332,3 +332,18 @@ def write_metrics(run_dir: str | os.PathLike | RunContext) -> Path:
     validate_metrics(to_jsonable(merged))  # the written contract (ecc_lib/metrics_schema.json)
     _write_json(context.metrics_path, merged)
     return context.metrics_path
+
+
+__all__ = [
+    "PACKAGES",
+    "dataset_fingerprint",
+    "dataset_label",
+    "git_state",
+    "load_dataset",
+    "package_versions",
+    "provenance",
+    "record_dataset",
+    "sha256_file",
+    "subsample_queries",
+    "write_metrics",
+]

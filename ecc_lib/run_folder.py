@@ -758,3 +758,41 @@ def list_tables(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
         for csv in sorted(context.tables_dir.glob("*.csv"))
     ]
     return pd.DataFrame(rows, columns=["name", "notebook", "csv"])
+
+
+__all__ = [
+    "FIGURES",
+    "FIGURE_FORMATS",
+    "FIGURE_WIDTHS",
+    "HEADLINE_METRICS",
+    "LOCK_FILE",
+    "MARKER_FILE",
+    "MARKER_FORMAT",
+    "MAX_FILE_LABEL",
+    "METRICS",
+    "METRICS_FILE",
+    "PROVENANCE",
+    "REPORT_FILE",
+    "RUN_FILE",
+    "RunContext",
+    "RunFolderBusyError",
+    "TABLES",
+    "collect_metrics",
+    "default_run_name",
+    "file_label",
+    "flatten_metrics",
+    "get_metric",
+    "headline_metrics",
+    "is_run_folder",
+    "list_figures",
+    "list_tables",
+    "lock_run_folder",
+    "record_metric_entry",
+    "record_metrics",
+    "resolve_run_dir",
+    "run_context",
+    "save_figure",
+    "save_latex_table",
+    "save_table",
+    "write_run_marker",
+]

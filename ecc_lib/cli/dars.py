@@ -251,3 +251,10 @@ SUBCOMMANDS = (
         handler=_run,
     ),
 )
+
+
+__all__ = [
+    "SUBCOMMANDS",
+    "dars_summary",
+    "format_summary",
+]

@@ -460,3 +460,12 @@ SUBCOMMANDS = (
         handler=_run,
     ),
 )
+
+
+__all__ = [
+    "SUBCOMMANDS",
+    "format_result",
+    "format_routing",
+    "format_seeds",
+    "protocol_from_args",
+]
