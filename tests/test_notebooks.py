@@ -287,6 +287,20 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert soft["target_entropy"] <= soft["soft"] and len(soft["sampled"]) == 5
 
 
+def test_metrics_json_of_the_run_follows_the_schema(tiny_run):
+    """Issue 22 item 3: the merged metrics.json of a tiny run follows the shipped schema (the
+    package's own validator, and jsonschema's Draft 2020-12 validator where installed)."""
+    from ecc_lib.metrics_schema import metrics_schema, validate_metrics
+
+    _, _, _, result = tiny_run
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    validate_metrics(metrics)
+    jsonschema = pytest.importorskip("jsonschema")
+    errors = list(jsonschema.Draft202012Validator(metrics_schema()).iter_errors(metrics))
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    assert {"ecc", "dars", "routing", "tour"} <= set(metrics)
+
+
 def test_every_latex_table_of_the_run_compiles(tiny_run):
     _, _, _, result = tiny_run
     tables = sorted((result.run_dir / "tables").glob("*.tex"))
