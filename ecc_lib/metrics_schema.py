@@ -8,7 +8,10 @@ under ``additionalProperties``.
 
 :func:`validate_metrics` checks a whole ``metrics.json``, :func:`validate_section` one section;
 :func:`ecc_lib.run_folder.record_metrics` and :func:`ecc_lib.provenance.write_metrics` call them on
-every write, so a wrong type is refused with a message naming the key. The validator is a small
+every write, so a wrong type of a described key is refused with a message naming the key; a key
+the schema does not describe is recorded with a log warning naming it. ``strict=True`` (what the
+tests use on the producers' output and on a pipeline run) also refuses undescribed keys and missing
+required ones, as JSON Schema itself does. The validator is a small
 one for the subset of JSON Schema the file uses (``type``, ``properties``,
 ``additionalProperties``, ``items``, ``minItems``, ``maxItems``, ``enum``, ``required``,
 ``anyOf``, local ``$ref``), so the core install needs no ``jsonschema`` package; the tests check the
@@ -21,11 +24,13 @@ is ``"%"``.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+logger = logging.getLogger(__name__)
 SCHEMA_FILE = "metrics_schema.json"
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -97,7 +102,14 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def schema_errors(value: Any, node: Mapping[str, Any], path: str, root: Mapping[str, Any]) -> list:
+def schema_errors(
+    value: Any,
+    node: Mapping[str, Any],
+    path: str,
+    root: Mapping[str, Any],
+    strict: bool = True,
+    unknown: list | None = None,
+) -> list:
     """Every place where ``value`` breaks ``node``, as ``"path: message"`` lines.
 
     Parameters
@@ -109,6 +121,12 @@ def schema_errors(value: Any, node: Mapping[str, Any], path: str, root: Mapping[
         Dotted key of ``value`` (``""`` at the top).
     root : mapping
         The whole schema (for ``$ref``).
+    strict : bool, default True
+        Also refuse keys the schema does not describe (``additionalProperties: false``) and
+        missing ``required`` keys, as JSON Schema does. With ``strict=False`` only the keys the
+        schema describes are checked; the others are appended to ``unknown``.
+    unknown : list, optional
+        Collects the dotted keys the schema does not describe (``strict=False``).
 
     Returns
     -------
@@ -117,7 +135,7 @@ def schema_errors(value: Any, node: Mapping[str, Any], path: str, root: Mapping[
     node = _resolve(node, root)
     where = path or "metrics.json"
     if "anyOf" in node:
-        branches = [schema_errors(value, sub, path, root) for sub in node["anyOf"]]
+        branches = [schema_errors(value, sub, path, root, strict, unknown) for sub in node["anyOf"]]
         if all(branches):
             return min(branches, key=len)
     if "type" in node and not _type_ok(value, node["type"]):
@@ -128,18 +146,20 @@ def schema_errors(value: Any, node: Mapping[str, Any], path: str, root: Mapping[
     errors: list[str] = []
     if isinstance(value, dict):
         properties = node.get("properties", {})
-        for key in node.get("required", ()):
+        for key in node.get("required", ()) if strict else ():
             if key not in value:
                 errors.append(f"{where}: the required key {key!r} is missing")
         extra = node.get("additionalProperties", True)
         for key, item in value.items():
             sub = f"{path}.{key}" if path else str(key)
             if key in properties:
-                errors += schema_errors(item, properties[key], sub, root)
-            elif extra is False:
+                errors += schema_errors(item, properties[key], sub, root, strict, unknown)
+            elif extra is False and strict:
                 errors.append(f"{sub}: unknown key (not in the metrics schema {schema_version()})")
+            elif extra is False and unknown is not None:
+                unknown.append(sub)
             elif isinstance(extra, Mapping):
-                errors += schema_errors(item, extra, sub, root)
+                errors += schema_errors(item, extra, sub, root, strict, unknown)
     elif isinstance(value, (list, tuple)):
         if "minItems" in node and len(value) < node["minItems"]:
             errors.append(f"{where}: expected at least {node['minItems']} items, got {len(value)}")
@@ -147,8 +167,20 @@ def schema_errors(value: Any, node: Mapping[str, Any], path: str, root: Mapping[
             errors.append(f"{where}: expected at most {node['maxItems']} items, got {len(value)}")
         if "items" in node:
             for i, item in enumerate(value):
-                errors += schema_errors(item, node["items"], f"{where}[{i}]", root)
+                errors += schema_errors(item, node["items"], f"{where}[{i}]", root, strict, unknown)
     return errors
+
+
+def _warn(unknown: list[str]) -> None:
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (
+            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        )
+        logger.warning(
+            "metrics keys not in the metrics schema %s (recorded unchecked): %s",
+            schema_version(),
+            shown,
+        )
 
 
 def _raise(errors: list[str]) -> None:
@@ -157,13 +189,17 @@ def _raise(errors: list[str]) -> None:
         raise MetricsSchemaError(f"metrics schema {schema_version()}: {errors[0]}{more}")
 
 
-def validate_metrics(metrics: Mapping[str, Any]) -> None:
+def validate_metrics(metrics: Mapping[str, Any], *, strict: bool = False) -> None:
     """Check a whole ``metrics.json`` against the schema.
 
     Parameters
     ----------
     metrics : mapping
         JSON-ready (NaN already null).
+    strict : bool, default False
+        Also refuse keys the schema does not describe (as JSON Schema does; the tests validate
+        the producers' output strictly). Without it such keys are recorded unchecked, with a
+        log warning naming them.
 
     Raises
     ------
@@ -171,10 +207,12 @@ def validate_metrics(metrics: Mapping[str, Any]) -> None:
         Naming the first key that breaks the schema.
     """
     root = metrics_schema()
-    _raise(schema_errors(dict(metrics), root, "", root))
+    unknown: list[str] = []
+    _raise(schema_errors(dict(metrics), root, "", root, strict, unknown))
+    _warn(unknown)
 
 
-def validate_section(section: str, values: Mapping[str, Any]) -> None:
+def validate_section(section: str, values: Mapping[str, Any], *, strict: bool = False) -> None:
     """Check one section (``metrics.json[section]``) against the schema.
 
     Parameters
@@ -183,6 +221,8 @@ def validate_section(section: str, values: Mapping[str, Any]) -> None:
         Top-level key (``"ecc"``, ``"dars"``, ``"routing"`` ...).
     values : mapping
         JSON-ready values of the section.
+    strict : bool, default False
+        As in :func:`validate_metrics`.
 
     Raises
     ------
@@ -193,7 +233,9 @@ def validate_section(section: str, values: Mapping[str, Any]) -> None:
     node = root["properties"].get(section, root.get("additionalProperties", {}))
     if node is True:
         node = {}
-    _raise(schema_errors(values, node, section, root))
+    unknown: list[str] = []
+    _raise(schema_errors(values, node, section, root, strict, unknown))
+    _warn(unknown)
 
 
 def metric_node(key: str) -> dict:

@@ -294,7 +294,7 @@ def test_metrics_json_of_the_run_follows_the_schema(tiny_run):
 
     _, _, _, result = tiny_run
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
-    validate_metrics(metrics)
+    validate_metrics(metrics, strict=True)  # every key the notebooks record is described
     jsonschema = pytest.importorskip("jsonschema")
     errors = list(jsonschema.Draft202012Validator(metrics_schema()).iter_errors(metrics))
     assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
