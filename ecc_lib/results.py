@@ -17,6 +17,7 @@ Every ``to_metrics`` output follows the versioned schema of :mod:`ecc_lib.metric
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -292,9 +293,13 @@ def run_ecc(
         raise ValueError("routing and the leak-free protocol need n_probes >= 1")
     if protocol.probe_strategy != "first" and protocol.n_probes < 1:
         raise ValueError("another probe strategy than 'first' needs n_probes >= 1")
-    from ecc_lib.distributed import scheduler_context  # Dask is imported only when asked for
+    if scheduler:  # Dask is imported only when asked for
+        from ecc_lib.distributed import scheduler_context
 
-    with scheduler_context(scheduler or ""):
+        where = scheduler_context(scheduler)
+    else:
+        where = contextlib.nullcontext()
+    with where:
         multi = run_seeds(
             queries,
             outcomes,
