@@ -1023,11 +1023,14 @@ def _run_seed(
     leak_free: bool,
     evidence: str,
     tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    estimator: ECC | None = None,
     **ecc_params,
 ) -> tuple[ProtocolData, ECCEvaluation]:
     """One protocol seed (pairs, split, EM start, leak-free probes); the bootstrap and a
     randomised probe strategy use seed 0. Shared by :func:`run_protocol` and
-    :func:`ecc_lib.ecc_seeds.run_seeds`."""
+    :func:`ecc_lib.ecc_seeds.run_seeds`. With an ``estimator`` prototype the methods are built
+    from it (:func:`methods_from_prototype`) and its parameters replace ``n_clusters``, ``lam``,
+    ``temperature`` and ``**ecc_params``."""
     data = prepare_protocol(
         queries,
         outcomes,
@@ -1041,7 +1044,14 @@ def _run_seed(
     n_probes, leak_free = single_pair_settings(data, n_probes, leak_free)
     if leak_free:
         data = make_leak_free(data, n_probes=n_probes, random_state=seed, outcomes=outcomes)
-    estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
+    if estimator is not None:
+        ecc_params = prototype_parameters(estimator)
+        n_clusters = ecc_params.pop("n_clusters")
+        lam = ecc_params.pop("lam")
+        temperature = ecc_params.pop("temperature")
+        estimators = methods_from_prototype(estimator, methods=methods, random_state=seed)
+    else:
+        estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
     for estimator in estimators.values():  # ecc_cv probes held-out queries like test queries
         if "cv_probe" in estimator.get_params():
             estimator.set_params(n_probes=n_probes, cv_probe="leak_free" if leak_free else "first")

@@ -306,8 +306,8 @@ def run_ecc(
             embeddings,
             methods=methods,
             routing=routing,
+            estimator=estimator,
             **protocol.run_seeds_options(),
-            **params,
         )
     result = ECCResult(
         protocol=protocol,

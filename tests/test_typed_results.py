@@ -117,6 +117,48 @@ def test_the_prototype_holds_eccs_parameters_and_the_baselines_follow_it():
         prototype_parameters(built["emb_only"])
 
 
+def test_the_cli_and_notebook_03_build_the_same_protocol():
+    import nbformat
+
+    from ecc_lib import paths
+    from ecc_lib.cli import build_parser
+    from ecc_lib.cli.ecc import protocol_from_args
+
+    args = build_parser().parse_args(["ecc", "--outcomes", "o", "--queries", "q", "--seeds", "3"])
+    protocol, estimator = protocol_from_args(args)
+    # notebook 03's defaults (parameters cell) through the notebook's own construction
+    notebook = nbformat.read(paths.notebooks_dir() / "03_clustering.ipynb", 4)
+    parameters = next(
+        c.source for c in notebook.cells if "parameters" in c.metadata.get("tags", [])
+    )
+    values: dict = {}
+    exec(parameters, {}, values)  # typed literals only (tests/test_notebooks.py checks that)
+    assert protocol == Protocol.from_seed(
+        values["seed"],
+        n_seeds=values["n_seeds"],
+        n_pairs=values["n_pairs"],
+        n_probes=values["n_probes"],
+        n_boot=values["n_boot"],
+        probe_evidence=values["probe_evidence"],
+    )
+    notebook_estimator = ECC(
+        n_clusters=values["n_clusters"],
+        lam=values["lam"],
+        temperature=values["temperature"],
+        max_iter=values["max_iter"],
+    )
+    assert prototype_parameters(estimator) == prototype_parameters(notebook_estimator)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    assert "Protocol.from_seed(" in code and "results.run_ecc(" in code
+
+
+def test_run_ecc_fits_a_clone_of_the_prototype_with_the_protocol_seed(ecc_result):
+    fitted = ecc_result.first.fitted["ecc"]
+    expected = ECC(n_clusters=3, max_iter=20, random_state=1).get_params()
+    assert fitted.get_params() == expected and fitted is not ecc_result.estimator
+    assert not hasattr(ecc_result.estimator, "theta_")  # the prototype itself stays unfitted
+
+
 def test_tie_tolerance_of_the_protocol_reaches_the_pair_draw(tiny):
     found = run_ecc(
         tiny.queries,
