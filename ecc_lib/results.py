@@ -231,6 +231,48 @@ class ECCResult:
         return to_jsonable(out)
 
 
+def ecc_beyond_metrics(
+    *,
+    labels: ECCEvaluation | None = None,
+    probe_strategies: dict | None = None,
+    soft_evidence: dict | None = None,
+) -> dict:
+    """The ``ecc_beyond`` section of ``metrics.json``: ECC beyond the paper (notebook 03).
+
+    Parameters
+    ----------
+    labels : ECCEvaluation, optional
+        :func:`~ecc_lib.ecc_experiments.score_label_informed` (label-informed ECC scored as the
+        main table); left out when None.
+    probe_strategies : dict, optional
+        :func:`~ecc_lib.active_probes.probe_strategy_comparison`.
+    soft_evidence : dict, optional
+        :func:`~ecc_lib.soft_evidence.soft_evidence_comparison`.
+
+    Returns
+    -------
+    dict
+        JSON-ready; only the parts that ran.
+    """
+    out: dict = {}
+    if labels is not None:
+        model = labels.fitted["ecc_labels"]
+        out["ecc_labels"] = {
+            "gain": labels.gain,
+            "gain_disjoint": labels.gain_disjoint,
+            "ci95": labels.ci95,
+            "ci95_disjoint": labels.ci95_disjoint,
+            "label_weight": model.label_weight_,
+            "label_weight_by_reading": model.label_weight_by_reading_,
+            "differences_disjoint": labels.differences_disjoint,
+        }
+    if probe_strategies is not None:
+        out["probe_strategies"] = probe_strategies
+    if soft_evidence is not None:
+        out["soft_evidence"] = soft_evidence
+    return to_jsonable(out)
+
+
 def _curve(table: pd.DataFrame | None, x: str) -> dict:
     """``{"method@x": gain_pct}`` of a sweep, without the global reference."""
     if table is None:
@@ -718,6 +760,7 @@ __all__ = [
     "DARSResult",
     "ECCResult",
     "RoutingRecord",
+    "ecc_beyond_metrics",
     "run_dars",
     "run_ecc",
 ]
