@@ -482,3 +482,20 @@ def export_report(
     html_path = Path(html_path)
     html_path.write_text(body, encoding="utf-8")
     return html_path
+
+
+__all__ = [
+    "INTERRUPTED_TAG",
+    "NOTEBOOK_TITLES",
+    "NotebookExecutionError",
+    "NotebookTimeoutError",
+    "REPORT_CSS",
+    "REPORT_NOTEBOOK_PREFIX",
+    "RunInterrupted",
+    "execute_notebook",
+    "export_report",
+    "interpreter_kernel_manager_class",
+    "kernel_environment",
+    "mark_interrupted",
+    "scrub_credentials",
+]

@@ -428,3 +428,15 @@ def _run_locked(context, selected, resolved, progress, timeout, blas_threads, ap
         _write_json(run_json, run_record)
     result.metrics_path = context.metrics_path
     return result
+
+
+__all__ = [
+    "DatasetMixError",
+    "KILLED_REASON",
+    "OutFolderError",
+    "RunResult",
+    "check_datasets",
+    "check_out_folder",
+    "notebook_datasets",
+    "run_pipeline",
+]

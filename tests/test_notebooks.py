@@ -255,7 +255,7 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
     assert {"data", "dars", "ecc", "routing", "parameters", "provenance"} <= set(metrics)
     gains = metrics["ecc"]["ranking_quality_gain"]
-    assert set(gains) == {"ecc", "emb_only", "comp_only", "human", "ecc_cv"}
+    assert set(gains) == {"ecc", "emb_only", "comp_only", "human", "ecc_cv"}  # issue 26: ecc_cv
     assert all(np.isfinite(v) and -100 < v < 100 for v in gains.values())
     low, high = metrics["ecc"]["ranking_quality_gain_ci95"]["ecc"]
     assert low <= gains["ecc"] <= high
@@ -285,6 +285,20 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert set(beyond["probe_strategies"]["gain"]) == {"first", "active"}
     soft = beyond["soft_evidence"]["logloss"]
     assert soft["target_entropy"] <= soft["soft"] and len(soft["sampled"]) == 5
+
+
+def test_metrics_json_of_the_run_follows_the_schema(tiny_run):
+    """Issue 22 item 3: the merged metrics.json of a tiny run follows the shipped schema (the
+    package's own validator, and jsonschema's Draft 2020-12 validator where installed)."""
+    from ecc_lib.metrics_schema import metrics_schema, validate_metrics
+
+    _, _, _, result = tiny_run
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    validate_metrics(metrics, strict=True)  # every key the notebooks record is described
+    jsonschema = pytest.importorskip("jsonschema")
+    errors = list(jsonschema.Draft202012Validator(metrics_schema()).iter_errors(metrics))
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    assert {"ecc", "dars", "routing", "tour"} <= set(metrics)
 
 
 def test_every_latex_table_of_the_run_compiles(tiny_run):
