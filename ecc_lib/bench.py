@@ -274,6 +274,8 @@ def _paired_routing(data, routing, fitted: dict, n_boot: int) -> dict:
 
     out: dict = {}
     for setting, reference in (("no_probe", "global"), ("probe", "probe_winner")):
+        if setting not in routing.choices:  # no probe on two-model data: no "probe" setting
+            continue
         choices = routing.choices[setting]
         ref = per_query(choices[reference])
         block = {}
@@ -342,7 +344,7 @@ def bench_seed(
         data,
         result.fitted,
         outcomes=outcomes,
-        n_probes=settings.n_probes,
+        n_probes=result.n_probes,  # 0 on two-model data, as run_seeds(routing=True) passes
         probe_evidence="mean",
         probe_strategy="first",
         n_boot=settings.n_boot,
@@ -552,6 +554,8 @@ def _summarise_routing(records: list[dict]) -> dict:
 
     out = {}
     for setting in ("no_probe", "probe"):
+        if any(setting not in r["routing_paired"] for r in records):
+            continue  # not run (no probe on two-model data)
         blocks = [r["routing_paired"][setting] for r in records]
         methods = list(blocks[0]["methods"])
         if not methods:

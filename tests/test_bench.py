@@ -228,3 +228,43 @@ def test_benchmark_notebook_runs_through_papermill_into_a_run_folder(folders, tm
     assert metrics["bench"]["included"] == ["good"] and "bad" in metrics["bench"]["left_out"]
     assert metrics["checks"]["bad"]["item_alignment"]["status"] == "fail"
     assert (run / "figures" / "06_bench_gains.png").is_file()
+
+
+def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
+    """With 2 models the protocol scores without a probe (issue 23 item 9): the one pair would be
+    the probe and the outcome it is judged on, so the bench must not report a "with the probe"
+    routing reading (it read 1.000 for the router and for the probe's winner alike)."""
+    data = make_repeated_outcomes(
+        n_queries=150, n_models=2, n_rewrites=1, n_decodes=1, n_clusters=2,
+        embedding_dim=384, random_state=4,
+    )  # fmt: skip
+    folder = tmp_path / "two"
+    folder.mkdir()
+    data.queries.to_parquet(folder / "queries.parquet", index=False)
+    data.outcomes.to_parquet(folder / "outcomes.parquet", index=False)
+    _cache(tmp_path, data.queries["text"].tolist(), data.embeddings)
+    monkeypatch.setenv("ECC_LIB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(bench, "bench_methods", lambda labels: ("global", "ecc", "emb_only"))
+    settings = bench.BenchSettings(n_clusters=2, n_seeds=1, n_boot=50)
+    entry = bench.bench_dataset(str(folder), settings, tmp_path / "out", show_progress=False)
+    assert entry["status"] == "done", entry.get("reason")
+    cells = entry["per_seed"][0]["routing"]
+    assert "no_probe" in cells and not {"probe", "probe_cost", "probe_outside"} & set(cells)
+    assert set(entry["per_seed"][0]["routing_paired"]) == {"no_probe"}
+    assert set(entry["summary"]["routing"]) == {"no_probe"}
+    result = bench.BenchResult({"two": entry}, settings)
+    from ecc_lib.bench_outputs import headline_table
+
+    row = headline_table(result).set_index("dataset").loc["two"]
+    assert row["best router - probe winner"] == "n/a"
+    assert row["best router - best fixed"] != "n/a"
+    # beside a dataset with the probe reading, the mean row says it averages 1 of the 2
+    other = json.loads(json.dumps(entry))
+    other["summary"]["routing"]["probe"] = {
+        **other["summary"]["routing"]["no_probe"],
+        "reference": "probe_winner",
+    }
+    both = headline_table(bench.BenchResult({"two": entry, "other": other}, settings))
+    mean = both.set_index("dataset").loc["mean"]
+    assert mean["best router - probe winner"].endswith("(1 of 2)")
+    assert not mean["best router - best fixed"].endswith("of 2)")
