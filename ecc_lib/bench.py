@@ -46,8 +46,9 @@ from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
 
-BENCH_VERSION = 1
-"""Version of the cached per-seed and per-dataset records (a change recomputes them)."""
+BENCH_VERSION = 2
+"""Version of the cached per-seed and per-dataset records (a change recomputes them). 2: no
+"probe" routing reading on two-model data; checks with the protocol's tie tolerance."""
 REFERENCES = ("global", "human")
 """What each method is compared with on disjoint pairs in the per-method sentences."""
 VERDICTS = ("better than", "worse than", "not distinguishable from")
