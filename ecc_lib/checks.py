@@ -519,7 +519,7 @@ def check_all_ties(
     text = (
         f"{numbers['n_all_tie']} of {n_q} queries ({100 * share:.1f}%) have every model tied and "
         f"are left out by the protocol; {numbers['n_usable_by_protocol']} have at least "
-        f"{min_pairs} decisive pairs"
+        f"{min_pairs} decisive pair{'s' if min_pairs != 1 else ''}"
     )
     if n_q and not (decisive > 0).any():
         return CheckResult(name, "fail", text + ": no query tells any two models apart", numbers)

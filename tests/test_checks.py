@@ -160,7 +160,7 @@ def test_all_ties_fails_without_any_decisive_pair_and_warns_for_two_models():
     outcomes = shared_difficulty_outcomes(n_models=2)
     two = checks.check_all_ties(checks.score_table(outcomes))
     assert two.status == "warn" and "one pair per query" in two.detail
-    assert "does not apply" not in two.detail
+    assert "does not apply" not in two.detail and "at least 1 decisive pair;" in two.detail
     assert two.numbers["min_pairs"] == 1
     kept = make_comparisons(outcomes, n_pairs=7, min_pairs=1).n_queries
     assert two.numbers["n_usable_by_protocol"] == kept > 0
