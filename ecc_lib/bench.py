@@ -29,6 +29,7 @@ interval over test queries.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -416,6 +417,39 @@ def dataset_label(name: str) -> str:
     return str(name)
 
 
+def data_fingerprint(name: str) -> str | None:
+    """sha256 over the queries and outcomes files of a folder or bundled dataset.
+
+    A cached bench record is reused only for the same files: a folder edited in place, or another
+    folder of the same name, is recomputed.
+
+    Parameters
+    ----------
+    name : str
+        Bundled name, public name or folder (as :func:`ecc_lib.loaders.load_dataset` reads it).
+
+    Returns
+    -------
+    str or None
+        Hex digest; None for a public dataset (downloaded, not fingerprinted here).
+    """
+    from ecc_lib import paths
+    from ecc_lib.loaders import BUNDLED_DATASETS, dataset_files
+
+    files = dataset_files(name)
+    if files is None and name in BUNDLED_DATASETS:
+        files = dataset_files(paths.data_dir() / name)
+    if files is None:
+        return None
+    digest = hashlib.sha256()
+    for kind in ("queries", "outcomes"):
+        digest.update(f"{kind}:{files[kind].name}:".encode())
+        with open(files[kind], "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
 def prepare_dataset(name: str, *, show_progress: bool = True):
     """Load, embed and apply the data policy as ``ecc-lab ecc`` does.
 
@@ -622,7 +656,13 @@ def bench_dataset(
     out_dir = Path(out_dir)
     done_path = out_dir / "datasets" / f"{label}.json"
     done = _read_json(done_path) if done_path.is_file() else None
-    if done and done.get("settings") == settings.key() and done.get("seeds") == settings.seeds:
+    fingerprint = data_fingerprint(name)
+    if (
+        done
+        and done.get("settings") == settings.key()
+        and done.get("seeds") == settings.seeds
+        and done.get("data_sha256") == fingerprint
+    ):
         say(f"[{label}] already done in {done_path}: not recomputed")
         return done
     start = time.perf_counter()
@@ -635,6 +675,7 @@ def bench_dataset(
     entry: dict = {
         "dataset": label,
         "source": str(name),
+        "data_sha256": fingerprint,
         "settings": settings.key(),
         "seeds": settings.seeds,
         "n_queries": int(len(queries)),
@@ -664,6 +705,7 @@ def bench_dataset(
             cached
             and cached.get("settings") == settings.key()
             and cached.get("methods_run") == list(methods)
+            and cached.get("data_sha256") == fingerprint
         ):
             records.append(cached)
             say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): cached")
@@ -685,6 +727,7 @@ def bench_dataset(
             return to_jsonable(entry)
         record["settings"] = settings.key()
         record["methods_run"] = list(methods)
+        record["data_sha256"] = fingerprint
         _write_json(path, record)
         records.append(record)
         say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): {record['seconds']:.1f} s")
@@ -961,6 +1004,7 @@ __all__ = [
     "bench_dataset",
     "bench_methods",
     "bench_seed",
+    "data_fingerprint",
     "dataset_label",
     "disjoint_differences",
     "flip_readings",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +161,32 @@ def test_the_bench_resumes_without_recomputing(folders, benched, monkeypatch):
     again = bench.run_bench([str(good)], settings, out, progress=lines.append)
     assert sum("cached" in line for line in lines) == 2
     assert again.datasets["good"]["summary"] == first["summary"]
+
+
+def test_another_dataset_of_the_same_name_is_recomputed(folders, benched, tmp_path, monkeypatch):
+    """The cache is keyed by the files, not by the folder's name: another folder called ``good``
+    (or ``good`` edited in place) benched into the same folder is computed, not read back."""
+    _, good, _ = folders
+    out, _ = benched
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    other = tmp_path / "elsewhere" / "good"
+    shutil.copytree(good, other)
+    outcomes = pd.read_parquet(other / "outcomes.parquet")
+    outcomes["score"] = 1.0 - outcomes["score"]  # every outcome reversed: another dataset
+    outcomes.to_parquet(other / "outcomes.parquet", index=False)
+    calls: list[int] = []
+    real = bench.bench_seed
+    monkeypatch.setattr(bench, "bench_seed", lambda *a, **k: calls.append(1) or real(*a, **k))
+    lines: list[str] = []
+    settings = bench.BenchSettings(n_clusters=3, n_seeds=2)
+    again = bench.run_bench([str(other)], settings, copy, progress=lines.append)
+    assert not any("already done" in line or "cached" in line for line in lines)
+    assert len(calls) == 2
+    first = json.loads((out / "datasets" / "good.json").read_text())
+    assert first["data_sha256"] == bench.data_fingerprint(str(good))
+    assert again.datasets["good"]["data_sha256"] == bench.data_fingerprint(str(other))
+    assert again.datasets["good"]["summary"]["gain"] != first["summary"]["gain"]
 
 
 def test_ecc_cv_joins_the_methods_when_registered(monkeypatch):
