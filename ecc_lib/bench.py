@@ -370,6 +370,7 @@ def bench_seed(
         "differences": result.differences,
         "disjoint_minus_human": disjoint_differences(result, "human", settings.n_boot),
         "probe_leak_share": result.probe_leak_share,
+        "best_params": result.params.get("best_params", {}),  # what ecc_cv chose on this seed
         "warnings": result.params.get("warnings", []),
         "routing": routing.to_dict(),
         "routing_paired": _paired_routing(data, routing, result.fitted, settings.n_boot),
@@ -530,13 +531,16 @@ def summarise_seeds(records: list[dict]) -> dict:
         ``methods``; ``gain`` / ``gain_touching`` / ``gain_disjoint``: ``{method: [mean, sd]}``
         (:func:`ecc_lib.ecc_seeds.mean_sd`, as ``ecc-lab ecc``); ``versus``: ``{reference:
         {method: {"estimate", "ci95", "verdict"}}}`` on disjoint pairs; ``differences``: ``{"ecc -
-        X": [mean, sd]}`` (all and disjoint pairs); ``routing``.
+        X": [mean, sd]}`` (all and disjoint pairs); ``routing``; ``best_params``: ``{method:
+        [the settings it chose on each seed]}`` for the methods that choose (``ecc_cv``).
     """
     from ecc_lib.ecc_seeds import mean_sd
 
     first = records[0]
     methods = list(first["gain"])
     out: dict = {"methods": methods, "seeds": [r["seed"] for r in records]}
+    chosen = sorted({m for r in records for m in r.get("best_params") or {}})
+    out["best_params"] = {m: [(r.get("best_params") or {}).get(m) for r in records] for m in chosen}
     for reading in ("gain", "gain_touching", "gain_disjoint"):
         out[reading] = {m: list(mean_sd([_num(r[reading][m]) for r in records])) for m in methods}
     versus: dict = {"global": {}, "human": {}}

@@ -100,6 +100,9 @@ def test_bench_table_agrees_with_ecc_lab_ecc_to_the_printed_digit(folders, bench
     for method, (all_pairs, disjoint_pairs) in printed.items():
         assert every.loc["good", method] == all_pairs
         assert disjoint.loc["good", method] == disjoint_pairs
+    # what ecc_cv chose on each seed is recorded, as ecc-lab ecc --json records it
+    chosen = payload["datasets"]["good"]["summary"]["best_params"]["ecc_cv"]
+    assert len(chosen) == 2 and all("family" in c for c in chosen)
 
 
 def test_a_dataset_failing_a_check_is_listed_and_left_out(benched):
