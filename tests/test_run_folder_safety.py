@@ -105,7 +105,7 @@ def test_a_run_on_the_default_dataset_records_it_and_refuses_a_second(tmp_path, 
     """The main job passes no ``dataset``: the notebook's default is what it read, so the folder
     holds it and another dataset is refused (was: nothing recorded, the second dataset mixed in)."""
     out = tmp_path / "run"
-    _run(notebooks, out)
+    _run(notebooks, out, only="01")
     record = json.loads((out / "run.json").read_text())
     assert record["datasets"] == {"01_data": ["a"]}
     with pytest.raises(pipeline.DatasetMixError, match=r"already holds a run on \['a'\]"):
