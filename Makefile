@@ -107,8 +107,11 @@ collect-demo: serve-local
 	$(BIN)/python -m ecc_lib run --only 01,02,05 --dataset $(DEMO_DIR)/export --out $(DEMO_DIR)/report; \
 	echo "collect-demo: $$(( $$(date +%s) - start )) s (server start not included)"
 
-# Render RUN's report.html in headless Chromium (Debian's package, installed when missing) and write
-# full-page screenshots under RUN/screenshots/: make report-check RUN=runs/NAME
+# Render RUN's report.html in headless Chromium (Debian's package, installed when missing), write
+# screenshots under RUN/screenshots/ (report-NN.png: the page; appendix-NN.png: the opened appendix)
+# and fail when the page loads anything from another host (<script src>, <link href>), carries a
+# script, lacks the summary section first, says "NaN" or "by -", or its main body is taller than
+# 8 screens of 1280 x 800: make report-check RUN=runs/NAME
 REPORT_PY = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 report-check:
 	@test -n "$(RUN)" || { echo "usage: make report-check RUN=runs/NAME"; exit 2; }

@@ -29,6 +29,7 @@ interval over test queries.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -46,8 +47,9 @@ from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
 
-BENCH_VERSION = 1
-"""Version of the cached per-seed and per-dataset records (a change recomputes them)."""
+BENCH_VERSION = 2
+"""Version of the cached per-seed and per-dataset records (a change recomputes them). 2: no
+"probe" routing reading on two-model data; checks with the protocol's tie tolerance."""
 REFERENCES = ("global", "human")
 """What each method is compared with on disjoint pairs in the per-method sentences."""
 VERDICTS = ("better than", "worse than", "not distinguishable from")
@@ -274,6 +276,8 @@ def _paired_routing(data, routing, fitted: dict, n_boot: int) -> dict:
 
     out: dict = {}
     for setting, reference in (("no_probe", "global"), ("probe", "probe_winner")):
+        if setting not in routing.choices:  # no probe on two-model data: no "probe" setting
+            continue
         choices = routing.choices[setting]
         ref = per_query(choices[reference])
         block = {}
@@ -342,7 +346,7 @@ def bench_seed(
         data,
         result.fitted,
         outcomes=outcomes,
-        n_probes=settings.n_probes,
+        n_probes=result.n_probes,  # 0 on two-model data, as run_seeds(routing=True) passes
         probe_evidence="mean",
         probe_strategy="first",
         n_boot=settings.n_boot,
@@ -366,6 +370,7 @@ def bench_seed(
         "differences": result.differences,
         "disjoint_minus_human": disjoint_differences(result, "human", settings.n_boot),
         "probe_leak_share": result.probe_leak_share,
+        "best_params": result.params.get("best_params", {}),  # what ecc_cv chose on this seed
         "warnings": result.params.get("warnings", []),
         "routing": routing.to_dict(),
         "routing_paired": _paired_routing(data, routing, result.fitted, settings.n_boot),
@@ -411,6 +416,39 @@ def dataset_label(name: str) -> str:
     if dataset_files(name) is not None:
         return Path(name).expanduser().resolve().name
     return str(name)
+
+
+def data_fingerprint(name: str) -> str | None:
+    """sha256 over the queries and outcomes files of a folder or bundled dataset.
+
+    A cached bench record is reused only for the same files: a folder edited in place, or another
+    folder of the same name, is recomputed.
+
+    Parameters
+    ----------
+    name : str
+        Bundled name, public name or folder (as :func:`ecc_lib.loaders.load_dataset` reads it).
+
+    Returns
+    -------
+    str or None
+        Hex digest; None for a public dataset (downloaded, not fingerprinted here).
+    """
+    from ecc_lib import paths
+    from ecc_lib.loaders import BUNDLED_DATASETS, dataset_files
+
+    files = dataset_files(name)
+    if files is None and name in BUNDLED_DATASETS:
+        files = dataset_files(paths.data_dir() / name)
+    if files is None:
+        return None
+    digest = hashlib.sha256()
+    for kind in ("queries", "outcomes"):
+        digest.update(f"{kind}:{files[kind].name}:".encode())
+        with open(files[kind], "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def prepare_dataset(name: str, *, show_progress: bool = True):
@@ -493,13 +531,16 @@ def summarise_seeds(records: list[dict]) -> dict:
         ``methods``; ``gain`` / ``gain_touching`` / ``gain_disjoint``: ``{method: [mean, sd]}``
         (:func:`ecc_lib.ecc_seeds.mean_sd`, as ``ecc-lab ecc``); ``versus``: ``{reference:
         {method: {"estimate", "ci95", "verdict"}}}`` on disjoint pairs; ``differences``: ``{"ecc -
-        X": [mean, sd]}`` (all and disjoint pairs); ``routing``.
+        X": [mean, sd]}`` (all and disjoint pairs); ``routing``; ``best_params``: ``{method:
+        [the settings it chose on each seed]}`` for the methods that choose (``ecc_cv``).
     """
     from ecc_lib.ecc_seeds import mean_sd
 
     first = records[0]
     methods = list(first["gain"])
     out: dict = {"methods": methods, "seeds": [r["seed"] for r in records]}
+    chosen = sorted({m for r in records for m in r.get("best_params") or {}})
+    out["best_params"] = {m: [(r.get("best_params") or {}).get(m) for r in records] for m in chosen}
     for reading in ("gain", "gain_touching", "gain_disjoint"):
         out[reading] = {m: list(mean_sd([_num(r[reading][m]) for r in records])) for m in methods}
     versus: dict = {"global": {}, "human": {}}
@@ -552,6 +593,8 @@ def _summarise_routing(records: list[dict]) -> dict:
 
     out = {}
     for setting in ("no_probe", "probe"):
+        if any(setting not in r["routing_paired"] for r in records):
+            continue  # not run (no probe on two-model data)
         blocks = [r["routing_paired"][setting] for r in records]
         methods = list(blocks[0]["methods"])
         if not methods:
@@ -617,7 +660,13 @@ def bench_dataset(
     out_dir = Path(out_dir)
     done_path = out_dir / "datasets" / f"{label}.json"
     done = _read_json(done_path) if done_path.is_file() else None
-    if done and done.get("settings") == settings.key() and done.get("seeds") == settings.seeds:
+    fingerprint = data_fingerprint(name)
+    if (
+        done
+        and done.get("settings") == settings.key()
+        and done.get("seeds") == settings.seeds
+        and done.get("data_sha256") == fingerprint
+    ):
         say(f"[{label}] already done in {done_path}: not recomputed")
         return done
     start = time.perf_counter()
@@ -630,6 +679,7 @@ def bench_dataset(
     entry: dict = {
         "dataset": label,
         "source": str(name),
+        "data_sha256": fingerprint,
         "settings": settings.key(),
         "seeds": settings.seeds,
         "n_queries": int(len(queries)),
@@ -659,6 +709,7 @@ def bench_dataset(
             cached
             and cached.get("settings") == settings.key()
             and cached.get("methods_run") == list(methods)
+            and cached.get("data_sha256") == fingerprint
         ):
             records.append(cached)
             say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): cached")
@@ -680,6 +731,7 @@ def bench_dataset(
             return to_jsonable(entry)
         record["settings"] = settings.key()
         record["methods_run"] = list(methods)
+        record["data_sha256"] = fingerprint
         _write_json(path, record)
         records.append(record)
         say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): {record['seconds']:.1f} s")
@@ -956,6 +1008,7 @@ __all__ = [
     "bench_dataset",
     "bench_methods",
     "bench_seed",
+    "data_fingerprint",
     "dataset_label",
     "disjoint_differences",
     "flip_readings",

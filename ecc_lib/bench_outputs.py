@@ -65,10 +65,14 @@ def headline_table(result: BenchResult) -> pd.DataFrame:
         ("router_minus_probe_winner", "best router - probe winner"),
     ):
         cells = []
-        for row in numeric.to_dict("records"):
+        n = len(numeric) - 1  # datasets (the last row is the mean)
+        seen = int(numeric[f"{column}_mean"].iloc[:n].notna().sum())
+        for i, row in enumerate(numeric.to_dict("records")):
             router = row.get(f"{column}_router")
             text = _difference(row.get(f"{column}_mean"), row.get(f"{column}_sd"))
             cells.append(f"{text} ({router})" if isinstance(router, str) else text)
+            if i == n and 0 < seen < n:
+                cells[-1] += f" ({seen} of {n})"
         table[label] = cells
     return table
 
@@ -97,6 +101,9 @@ def routing_table(result: BenchResult) -> pd.DataFrame:
             router = row.get(f"{column}_router")
             text = _difference(row.get(f"{column}_mean"), row.get(f"{column}_sd"))
             cells[label] = f"{text} ({router})" if isinstance(router, str) else text
+            seen = int(numeric[f"{column}_mean"].iloc[:n].notna().sum())
+            if i == n and 0 < seen < n:
+                cells[label] += f" ({seen} of {n})"
         for reading in ("pairwise", "strict", "change"):
             value = row.get(f"flip_{reading}")
             chance = row.get(f"flip_{reading}_chance")

@@ -38,7 +38,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.stats import rankdata
 
-from ecc_lib.comparisons import score_matrix
+from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE, score_matrix, snap_ties
 
 STATUSES: tuple[str, ...] = ("ok", "warn", "fail")
 """Statuses of a check, from best to worst."""
@@ -51,10 +51,9 @@ ALIGNED_Z = 4.0
 """Noise multiple for the alignment link: ``r > ALIGNED_Z / sqrt(n_items)``."""
 ALL_TIES_WARN_SHARE = 0.5
 """Share of all-tie queries above which ``all_ties`` warns."""
-DECISIVE_TOLERANCE = 0.0
-"""Tolerance of a decisive pair: the protocol compares mean scores exactly (``a != b``)."""
-NEAR_TIE_GAP = 1e-9
-"""A positive score gap at most this large (relative to the score range) is float noise."""
+DECISIVE_TOLERANCE = DEFAULT_TIE_TOLERANCE
+"""Tolerance of a decisive pair, the protocol's (``prepare_protocol(tie_tolerance=1e-4)``): mean
+scores of a query closer than this tie (:func:`ecc_lib.comparisons.snap_ties`)."""
 GRADED_MAX_LEVELS = 11
 """A score with at most this many distinct values in [0, 1] is graded (else continuous)."""
 COLLAPSE_FAIL_SHARE = 0.5
@@ -62,7 +61,8 @@ COLLAPSE_FAIL_SHARE = 0.5
 COLLAPSE_FAIL_COSINE = 0.95
 """Mean pairwise cosine of the vectors above which ``embedding_collapse`` fails."""
 MIN_PROTOCOL_PAIRS = 2
-"""Decisive pairs a query needs to enter the ECC protocol (``prepare_protocol``'s ``min_pairs``)."""
+"""Decisive pairs a query needs to enter the ECC protocol (``prepare_protocol``'s ``min_pairs``);
+with exactly 2 models the protocol lowers it to 1 (each query has its one pair)."""
 _LIST = 10  # names listed in a sentence before "..."
 
 
@@ -450,17 +450,25 @@ def check_never_or_always_wins(table: ScoreTable) -> CheckResult:
 
 
 @_timed
-def check_all_ties(table: ScoreTable, *, min_pairs: int = MIN_PROTOCOL_PAIRS) -> CheckResult:
+def check_all_ties(
+    table: ScoreTable,
+    *,
+    min_pairs: int | None = None,
+    tie_tolerance: float = DECISIVE_TOLERANCE,
+) -> CheckResult:
     """Share of queries where every model has the same score, and per-category counts.
 
-    The protocol keeps only decisive pairs, so an all-tie query is left out; so is a query with
-    fewer than ``min_pairs`` decisive pairs (a two-model table gives at most one).
+    The protocol keeps only decisive pairs (mean scores further apart than ``tie_tolerance``), so
+    an all-tie query is left out; so is a query with fewer than ``min_pairs`` decisive pairs.
 
     Parameters
     ----------
     table : ScoreTable
-    min_pairs : int, default 2
-        Decisive pairs a query needs to enter the ECC protocol.
+    min_pairs : int, optional
+        Decisive pairs a query needs to enter the ECC protocol; default the protocol's rule:
+        :data:`MIN_PROTOCOL_PAIRS`, or 1 with exactly 2 models (one pair per query).
+    tie_tolerance : float, default :data:`DECISIVE_TOLERANCE`
+        Scores of a query closer than this tie, as in ``prepare_protocol``.
 
     Returns
     -------
@@ -471,7 +479,10 @@ def check_all_ties(table: ScoreTable, *, min_pairs: int = MIN_PROTOCOL_PAIRS) ->
         ``{category: [queries, all-tie queries]}``.
     """
     name = "all_ties"
-    scores = table.scores
+    scores = snap_ties(table.scores, tie_tolerance)
+    two_models = scores.shape[1] == 2
+    if min_pairs is None:
+        min_pairs = 1 if two_models else MIN_PROTOCOL_PAIRS
     observed = np.isfinite(scores)
     n_obs = observed.sum(axis=1)
     comparable = n_obs >= 2
@@ -503,12 +514,12 @@ def check_all_ties(table: ScoreTable, *, min_pairs: int = MIN_PROTOCOL_PAIRS) ->
         "n_usable_by_protocol": int(usable.sum()),
         "per_category": per_category,
         "all_tie_categories": all_tie_categories,
-        "tolerance": DECISIVE_TOLERANCE,
+        "tolerance": float(tie_tolerance),
     }
     text = (
         f"{numbers['n_all_tie']} of {n_q} queries ({100 * share:.1f}%) have every model tied and "
         f"are left out by the protocol; {numbers['n_usable_by_protocol']} have at least "
-        f"{min_pairs} decisive pairs"
+        f"{min_pairs} decisive pair{'s' if min_pairs != 1 else ''}"
     )
     if n_q and not (decisive > 0).any():
         return CheckResult(name, "fail", text + ": no query tells any two models apart", numbers)
@@ -518,12 +529,17 @@ def check_all_ties(table: ScoreTable, *, min_pairs: int = MIN_PROTOCOL_PAIRS) ->
             "warn",
             text
             + ": the ECC protocol, which needs at least 2 such queries, does not apply"
-            + (" (with 2 models a query has one pair at most)" if scores.shape[1] == 2 else "")
+            + (" (with 2 models a query has one pair at most)" if two_models else "")
             + "; routing between the models still does",
             numbers,
         )
-    if share > ALL_TIES_WARN_SHARE or all_tie_categories:
+    if share > ALL_TIES_WARN_SHARE or all_tie_categories or two_models:
         extra = []
+        if two_models:
+            extra.append(
+                "with 2 models the protocol fits ECC on the one pair per query and scores a test "
+                "query without a probe (nothing else would be left to score)"
+            )
         if share > ALL_TIES_WARN_SHARE:
             extra.append(
                 f"more than {100 * ALL_TIES_WARN_SHARE:.0f}% of the queries tell no model apart"
@@ -535,16 +551,21 @@ def check_all_ties(table: ScoreTable, *, min_pairs: int = MIN_PROTOCOL_PAIRS) ->
 
 
 @_timed
-def check_score_type(table: ScoreTable) -> CheckResult:
+def check_score_type(
+    table: ScoreTable, *, tie_tolerance: float = DECISIVE_TOLERANCE
+) -> CheckResult:
     """Binary, graded or continuous scores, and the tolerance of a decisive pair.
 
-    The protocol calls a pair decisive when the two mean scores differ at all (tolerance 0). With
-    continuous scores a float-noise difference then counts as a win: the check counts, per query,
-    adjacent sorted scores that differ by at most ``NEAR_TIE_GAP`` of the score range.
+    The protocol calls a pair decisive when the two mean scores differ by more than
+    ``tie_tolerance`` (``prepare_protocol``'s, 1e-4 by default); closer scores tie. The check
+    counts, per query, adjacent sorted scores that differ but by at most the tolerance: with
+    continuous scores a large share of them means that many differences the table records are
+    read as ties.
 
     Parameters
     ----------
     table : ScoreTable
+    tie_tolerance : float, default :data:`DECISIVE_TOLERANCE`
 
     Returns
     -------
@@ -567,27 +588,26 @@ def check_score_type(table: ScoreTable) -> CheckResult:
     ordered = np.sort(table.scores, axis=1)  # NaN last
     gaps = np.diff(ordered, axis=1)
     gaps = gaps[np.isfinite(gaps) & (gaps > 0)]
-    span = max(high - low, 1e-300)
-    near = float(np.mean(gaps <= NEAR_TIE_GAP * span)) if gaps.size else 0.0
+    near = float(np.mean(gaps <= tie_tolerance)) if gaps.size else 0.0
     numbers = {
         "score_type": kind,
         "n_levels": int(min(len(levels), 10**6)),
         "min": low,
         "max": high,
-        "tolerance": DECISIVE_TOLERANCE,
+        "tolerance": float(tie_tolerance),
         "near_tie_share": near,
     }
     text = (
         f"{kind} scores ({len(levels)} distinct value{'s' if len(levels) != 1 else ''} in "
-        f"[{low:g}, {high:g}]); a pair is decisive when the two mean scores differ at all "
-        f"(tolerance {DECISIVE_TOLERANCE:g})"
+        f"[{low:g}, {high:g}]); a pair is decisive when the two mean scores differ by more "
+        f"than the tie tolerance {tie_tolerance:g}"
     )
     if kind == "continuous" and near > 0.01:
         return CheckResult(
             name,
             "warn",
-            text + f"; {100 * near:.1f}% of the score gaps within a query are float noise (at most "
-            f"{NEAR_TIE_GAP:g} of the range), so ties are counted as wins",
+            text + f"; {100 * near:.1f}% of the nonzero score gaps within a query are at most "
+            f"{tie_tolerance:g}, so the protocol reads them as ties, not wins",
             numbers,
         )
     return CheckResult(name, "ok", text, numbers)

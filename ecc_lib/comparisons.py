@@ -584,3 +584,19 @@ def split_probe(comparisons: Comparisons, n_probes: int = 1) -> tuple[Comparison
     rank = np.arange(len(query)) - starts
     is_probe = rank < n_probes
     return comparisons.take(is_probe), comparisons.take(~is_probe)
+
+
+__all__ = [
+    "Comparisons",
+    "DEFAULT_TIE_TOLERANCE",
+    "DENSE_MAX_MODELS",
+    "KEY_CHUNK_ROWS",
+    "SORT_CHUNK_ROWS",
+    "TIE_POLICIES",
+    "make_comparisons",
+    "sample_pairs",
+    "score_matrix",
+    "snap_ties",
+    "split_probe",
+    "split_queries",
+]

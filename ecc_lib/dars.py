@@ -386,3 +386,20 @@ def single_shot_distributions(
         kind="single_shot",
         subset=obs.subset,
     )
+
+
+__all__ = [
+    "CapabilityDistributions",
+    "DEFAULT_BETA",
+    "DEFAULT_LAMBDA",
+    "DEFAULT_TAU",
+    "argmax_sets",
+    "capability_distributions",
+    "hard_labels",
+    "label_shares",
+    "regression_targets",
+    "single_shot_distributions",
+    "single_shot_draws",
+    "soft_labels",
+    "utility",
+]

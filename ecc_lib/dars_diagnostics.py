@@ -673,3 +673,22 @@ def label_instability(
             )
         )
     return out
+
+
+__all__ = [
+    "DEFAULT_N_DRAWS",
+    "FLIP_METHODS",
+    "FLIP_READINGS",
+    "SingleShotWinners",
+    "SubsetDiagnostics",
+    "chance_flip_rates",
+    "change_probability",
+    "default_change_draws",
+    "flip_probability",
+    "label_instability",
+    "single_shot_winners",
+    "strict_flip_probability_exact",
+    "subset_diagnostics",
+    "tied_top_probability_exact",
+    "winner_probabilities_exact",
+]

@@ -974,3 +974,21 @@ class ECC(_ProfileMixture):
         """
         self._check_fitted()
         return evidence(self.theta_, comparisons)
+
+
+__all__ = [
+    "BLOCK_ROWS",
+    "CENTROID_TOL",
+    "DataBackend",
+    "ECC",
+    "KL_TOL",
+    "MIN_BLOCK_ROWS",
+    "MISSING_LABEL",
+    "MODES",
+    "OBJECTIVE_PATIENCE",
+    "OBJECTIVE_TOL",
+    "comparison_nll",
+    "evidence",
+    "log_prob_table",
+    "register_data_backend",
+]

@@ -430,6 +430,79 @@ def make_methods(
     }
 
 
+_PROTOTYPE_SETTINGS = ("n_clusters", "lam", "temperature")
+
+
+def prototype_parameters(estimator: ECC | None = None) -> dict:
+    """The parameters of an ECC prototype as :func:`make_methods` takes them.
+
+    ``n_clusters``, ``lam`` and ``temperature`` always; every other parameter only where it
+    differs from :class:`~ecc_lib.ecc.ECC`'s default (so a default prototype passes no
+    ``**ecc_params`` and the baselines keep their own defaults). ``random_state`` is left out:
+    the protocol seeds each fit.
+
+    Parameters
+    ----------
+    estimator : ECC, optional
+        The unfitted prototype (default ``ECC()``, the paper's K = 30, lam = 3, T = 0.1).
+
+    Returns
+    -------
+    dict
+        ``{"n_clusters", "lam", "temperature", **ecc_params}``.
+    """
+    estimator = ECC() if estimator is None else estimator
+    if type(estimator) is not ECC:
+        raise TypeError(
+            f"the estimator prototype must be an unfitted ecc_lib.ECC, got {type(estimator).__name__}"
+            " (the baselines are built from its parameters)"
+        )
+    params = estimator.get_params(deep=False)
+    defaults = ECC().get_params(deep=False)
+    out = {name: params[name] for name in _PROTOTYPE_SETTINGS}
+    for name, value in params.items():
+        if name in _PROTOTYPE_SETTINGS or name == "random_state":
+            continue
+        if value != defaults[name]:
+            out[name] = value
+    return out
+
+
+def methods_from_prototype(
+    estimator: ECC | None = None,
+    *,
+    methods: tuple[str, ...] = METHODS,
+    random_state: int | None = PAPER_SEED,
+) -> dict:
+    """Unfitted estimators by method name, all built from one ECC prototype.
+
+    ``ecc`` is ``sklearn.base.clone(estimator)`` with the protocol seed; the baselines come from
+    :data:`METHOD_FACTORIES` with the prototype's parameters (:func:`prototype_parameters`), so
+    ECC's K, lam and T are set in one place, ``ECC.__init__``.
+
+    Parameters
+    ----------
+    estimator : ECC, optional
+        The unfitted prototype (default ``ECC()``).
+    methods : tuple of str
+        Method names (see :data:`METHOD_FACTORIES`).
+    random_state : int, optional
+        Seed of the EM initialisations (the protocol seed).
+
+    Returns
+    -------
+    dict
+        ``{name: estimator}`` in the order of ``methods``.
+    """
+    from sklearn.base import clone
+
+    params = prototype_parameters(estimator)
+    built = make_methods(random_state=random_state, methods=methods, **params)
+    if "ecc" in built and estimator is not None:
+        built["ecc"] = clone(estimator).set_params(random_state=random_state)
+    return built
+
+
 def default_methods(has_labels: bool) -> tuple[str, ...]:
     """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
     (``human`` and ``ecc_labels`` are left out without categories), plus ``ecc_cv`` (issue 26).
@@ -873,6 +946,7 @@ def run_protocol(
     probe_strategy: str | ProbeStrategy = "first",
     leak_free: bool = False,
     evidence: str = "sampled",
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
     **ecc_params,
 ) -> ECCEvaluation:
     """The whole paper protocol in one call: sample pairs, split, fit every method, score.
@@ -923,6 +997,7 @@ def run_protocol(
         probe_strategy=probe_strategy,
         leak_free=leak_free,
         evidence=evidence,
+        tie_tolerance=tie_tolerance,
         **ecc_params,
     )
     return result
@@ -947,18 +1022,36 @@ def _run_seed(
     probe_strategy: str | ProbeStrategy,
     leak_free: bool,
     evidence: str,
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    estimator: ECC | None = None,
     **ecc_params,
 ) -> tuple[ProtocolData, ECCEvaluation]:
     """One protocol seed (pairs, split, EM start, leak-free probes); the bootstrap and a
     randomised probe strategy use seed 0. Shared by :func:`run_protocol` and
-    :func:`ecc_lib.ecc_seeds.run_seeds`."""
+    :func:`ecc_lib.ecc_seeds.run_seeds`. With an ``estimator`` prototype the methods are built
+    from it (:func:`methods_from_prototype`) and its parameters replace ``n_clusters``, ``lam``,
+    ``temperature`` and ``**ecc_params``."""
     data = prepare_protocol(
-        queries, outcomes, embeddings, n_pairs, test_size, seed, evidence=evidence
+        queries,
+        outcomes,
+        embeddings,
+        n_pairs,
+        test_size,
+        seed,
+        evidence=evidence,
+        tie_tolerance=tie_tolerance,
     )
     n_probes, leak_free = single_pair_settings(data, n_probes, leak_free)
     if leak_free:
         data = make_leak_free(data, n_probes=n_probes, random_state=seed, outcomes=outcomes)
-    estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
+    if estimator is not None:
+        ecc_params = prototype_parameters(estimator)
+        n_clusters = ecc_params.pop("n_clusters")
+        lam = ecc_params.pop("lam")
+        temperature = ecc_params.pop("temperature")
+        estimators = methods_from_prototype(estimator, methods=methods, random_state=seed)
+    else:
+        estimators = make_methods(n_clusters, lam, temperature, seed, methods, **ecc_params)
     for estimator in estimators.values():  # ecc_cv probes held-out queries like test queries
         if "cv_probe" in estimator.get_params():
             estimator.set_params(n_probes=n_probes, cv_probe="leak_free" if leak_free else "first")
@@ -1043,8 +1136,10 @@ __all__ = [
     "fit_methods",
     "left_out_reasons",
     "make_methods",
+    "methods_from_prototype",
     "pairwise_accuracy",
     "prepare_protocol",
+    "prototype_parameters",
     "run_protocol",
     "score_methods",
 ]

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.cluster_routing import ROUTING_SETTINGS, routing_experiment
+from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE
+from ecc_lib.ecc import ECC
 from ecc_lib.ecc_protocol import (
     METHODS,
     PAPER_N_PAIRS,
@@ -252,6 +254,8 @@ def run_seeds(
     leak_free: bool = False,
     routing: bool = False,
     evidence: str = "sampled",
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    estimator: ECC | None = None,
     **ecc_params,
 ) -> MultiSeedEvaluation:
     """The protocol over several protocol seeds: each seed redraws the pairs, the split and the
@@ -267,6 +271,12 @@ def run_seeds(
         Protocol seeds (the CLI's ``--seed, --seed + 1, ...``).
     routing : bool, default False
         Also run :func:`ecc_lib.cluster_routing.routing_experiment` on every seed.
+    tie_tolerance : float, default 1e-4
+        As in :func:`~ecc_lib.ecc_protocol.prepare_protocol`.
+    estimator : ECC, optional
+        An unfitted ECC prototype: ECC is its clone and the baselines are built from its
+        parameters (:func:`~ecc_lib.ecc_protocol.methods_from_prototype`), which then replace
+        ``n_clusters``, ``lam``, ``temperature`` and ``**ecc_params``.
     Other parameters
         As in :func:`~ecc_lib.ecc_protocol.run_protocol`.
 
@@ -300,6 +310,8 @@ def run_seeds(
             probe_strategy=probe_strategy,
             leak_free=leak_free,
             evidence=evidence,
+            tie_tolerance=tie_tolerance,
+            estimator=estimator,
             **ecc_params,
         )
         if routing:

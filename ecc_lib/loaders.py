@@ -801,3 +801,33 @@ def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         f"'{name_or_path}' is neither a bundled dataset {list(BUNDLED_DATASETS)}, a public one "
         f"{list(PUBLIC_DATASETS)}, nor a folder with queries.* and outcomes.* files"
     )
+
+
+__all__ = [
+    "BUNDLED_DATASETS",
+    "BUNDLED_DESCRIPTIONS",
+    "ID_COLUMNS",
+    "PICKLE_SUFFIXES",
+    "PUBLIC_DATASETS",
+    "RESERVED_WIDE_COLUMNS",
+    "TABLE_SUFFIXES",
+    "TEXT_COLUMNS",
+    "WRITE_SUFFIXES",
+    "bundled_files",
+    "dataset_files",
+    "download_public",
+    "from_dars_release",
+    "from_routerbench",
+    "from_sprout",
+    "from_wide",
+    "infer_model_columns",
+    "is_table_file",
+    "load_bundled",
+    "load_dataset",
+    "load_public",
+    "read_csv_keeping_text",
+    "read_outcomes",
+    "read_queries",
+    "read_table",
+    "write_table",
+]

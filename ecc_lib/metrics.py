@@ -335,3 +335,18 @@ def paired_difference(
             np.asarray(replicates_a, float) - np.asarray(replicates_b, float), confidence
         ),
     }
+
+
+__all__ = [
+    "DEFAULT_N_BOOT",
+    "adjusted_rand_ci",
+    "adjusted_rand_index",
+    "bootstrap_ci",
+    "bootstrap_indices",
+    "bootstrap_mean_ci",
+    "finite_interval",
+    "mean_with_replicates",
+    "paired_difference",
+    "percentile_interval",
+    "ratio_gain",
+]

@@ -390,6 +390,9 @@ table.report-table thead th { border-bottom: 2px solid #444; }
 figure { margin: 1.2rem 0 2rem; }
 figure img { max-width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.9em; color: #333; margin-top: 0.4rem; }
+body { font-family: "DejaVu Sans", Arial, sans-serif; line-height: 1.4; color: #111; }
+#summary li { margin-bottom: 0.35rem; }
+details.appendix > summary { font-size: 1.3em; font-weight: 600; cursor: pointer; margin: 1rem 0; }
 """
 """Style of ``report.html``: a readable column, tables that wrap rather than overflow."""
 _NO_ALT = "No description has been provided for this image"
@@ -438,33 +441,61 @@ def export_report(
     Returns
     -------
     Path
-        ``html_path``. The page carries :data:`REPORT_CSS`; an image without a description
-        (a plain image output) gets an empty alt text rather than nbconvert's placeholder.
+        ``html_path``. The page is self-contained: no script, no request to another host (a
+        Content-Security-Policy allows only inline styles and ``data:`` images); it carries
+        :data:`REPORT_CSS`; an image without a description (a plain image output) gets an empty
+        alt text.
     """
     import html as html_lib
 
     nbformat = require("nbformat", extra="notebooks", purpose="exporting notebooks")
-    HTMLExporter = require(
-        "nbconvert", extra="notebooks", purpose="exporting notebooks"
-    ).HTMLExporter
 
     notebook = nbformat.read(str(executed_notebook), as_version=4)
     title = title or _first_heading(notebook) or Path(executed_notebook).stem
-    # the notebook's own markdown (its description for Jupyter users) is not part of the report
-    exporter = HTMLExporter(
-        exclude_input=True,
-        exclude_input_prompt=True,
-        exclude_output_prompt=True,
-        exclude_markdown=True,
+    # A page of its own rather than nbconvert's template: no script of any kind (nbconvert's loads
+    # require.js, MathJax and mermaid from a CDN, and MathJax would typeset any $...$ of user
+    # text). The outputs' HTML is the report's own, built with every user string escaped; the
+    # notebook's markdown (its description for Jupyter users) is not part of the report.
+    parts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/html" in data:
+                text = data["text/html"]
+                parts.append("".join(text) if isinstance(text, list) else str(text))
+            elif "image/png" in data:
+                png = str(data["image/png"]).strip()
+                parts.append(f'<img src="data:image/png;base64,{png}" alt="">')
+            elif output.get("output_type") == "stream" or "text/plain" in data:
+                text = output.get("text", "") or data.get("text/plain", "")
+                text = "".join(text) if isinstance(text, list) else str(text)
+                if text.strip():
+                    parts.append(f"<pre>{html_lib.escape(text)}</pre>")
+    body = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "img-src data:; style-src 'unsafe-inline'\">\n"
+        f"<title>{html_lib.escape(title)}</title>\n<style>{REPORT_CSS}</style>\n</head>\n"
+        "<body>\n<main>\n" + "\n".join(parts) + "\n</main>\n</body>\n</html>\n"
     )
-    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
-    body = body.replace(f'alt="{_NO_ALT}"', 'alt=""')
-    if "<title>" in body:
-        start, end = body.index("<title>"), body.index("</title>")
-        body = body[:start] + f"<title>{html_lib.escape(title)}</title>" + body[end + 8 :]
-    else:
-        body = body.replace("<head>", f"<head>\n<title>{html_lib.escape(title)}</title>", 1)
-    body = body.replace("</head>", f"<style>{REPORT_CSS}</style>\n</head>", 1)
     html_path = Path(html_path)
     html_path.write_text(body, encoding="utf-8")
     return html_path
+
+
+__all__ = [
+    "INTERRUPTED_TAG",
+    "NOTEBOOK_TITLES",
+    "NotebookExecutionError",
+    "NotebookTimeoutError",
+    "REPORT_CSS",
+    "REPORT_NOTEBOOK_PREFIX",
+    "RunInterrupted",
+    "execute_notebook",
+    "export_report",
+    "interpreter_kernel_manager_class",
+    "kernel_environment",
+    "mark_interrupted",
+    "scrub_credentials",
+]

@@ -426,3 +426,12 @@ def observation_subsets(
         part = obs.subset_of(name)
         out[name] = part if part.n_queries and part.has_repeats else None
     return out
+
+
+__all__ = [
+    "RepeatedObservations",
+    "SUBSETS",
+    "observation_subsets",
+    "repeated_observations",
+    "rescale_cost",
+]

@@ -119,3 +119,16 @@ def notebooks_dir() -> Path:
         ``$ECC_LIB_NOTEBOOKS_DIR``, else the clone's ``notebooks/``, else the wheel's bundled copy.
     """
     return _bundled("notebooks", "ECC_LIB_NOTEBOOKS_DIR")
+
+
+__all__ = [
+    "BUNDLE",
+    "PACKAGE_DIR",
+    "REPO_ROOT",
+    "bundled_embeddings_dir",
+    "cache_dir",
+    "data_dir",
+    "is_source_checkout",
+    "notebooks_dir",
+    "runs_dir",
+]

@@ -33,6 +33,7 @@ from ecc_lib.notebook_execution import (
 from ecc_lib.provenance import write_metrics
 from ecc_lib.run_config import (
     _TYPES,
+    STANDALONE_NOTEBOOKS,
     discover_notebooks,
     load_config,
     notebook_parameters,
@@ -185,10 +186,17 @@ def check_datasets(
     Raises
     ------
     DatasetMixError
-        A dataset of this run is not among the folder's and ``append`` is False.
+        A dataset of this run is not among the folder's and ``append`` is False. A standalone
+        notebook (:data:`~ecc_lib.run_config.STANDALONE_NOTEBOOKS`, the benchmark over datasets)
+        compares datasets by design and writes only its own outputs: its datasets are neither
+        held nor new.
     """
-    held = sorted({d for names in previous.values() for d in names})
-    new = sorted({d for names in planned.values() for d in names} - set(held))
+
+    def names(record: Mapping[str, list[str]]) -> set[str]:
+        return {d for stem, ds in record.items() if stem not in STANDALONE_NOTEBOOKS for d in ds}
+
+    held = sorted(names(previous))
+    new = sorted(names(planned) - set(held))
     if held and new and not append:
         raise DatasetMixError(
             f"--out {run_dir} already holds a run on {held}; this run would add {new}, and the "
@@ -335,11 +343,25 @@ def run_pipeline(
     check_out_folder(run_dir.resolve(), notebooks_dir)
     context = run_context(run_dir.resolve())
     write_run_marker(context.run_dir)
+    # the datasets a notebook reads: its resolved parameters over its declared defaults (the main
+    # job passes none, and notebook 03 still reads dcrouter)
+    effective = {
+        nb.stem: {
+            **{name: spec.get("default") for name, spec in declared[nb.stem].items()},
+            **resolved[nb.stem],
+        }
+        for nb in selected
+    }
+    planned = {stem: notebook_datasets(params) for stem, params in effective.items()}
     with lock_run_folder(context.run_dir):
-        return _run_locked(context, selected, resolved, progress, timeout, blas_threads, append)
+        return _run_locked(
+            context, selected, resolved, planned, progress, timeout, blas_threads, append
+        )
 
 
-def _run_locked(context, selected, resolved, progress, timeout, blas_threads, append) -> RunResult:
+def _run_locked(
+    context, selected, resolved, planned, progress, timeout, blas_threads, append
+) -> RunResult:
     """The body of :func:`run_pipeline`, run while the folder's lock is held."""
     tqdm = require("tqdm.auto", extra="notebooks", purpose="ecc-lab run").tqdm
 
@@ -348,7 +370,6 @@ def _run_locked(context, selected, resolved, progress, timeout, blas_threads, ap
     previous = _previous_record(run_json)
     killed = _mark_killed_copy(context.run_dir, previous)
     datasets = _recorded_datasets(previous)
-    planned = {nb.stem: notebook_datasets(resolved[nb.stem]) for nb in selected}
     check_datasets(context.run_dir, datasets, planned, append)
     started = _dt.datetime.now().isoformat(timespec="seconds")
     history = [h for h in previous.get("history", []) if isinstance(h, Mapping)]
@@ -428,3 +449,15 @@ def _run_locked(context, selected, resolved, progress, timeout, blas_threads, ap
         _write_json(run_json, run_record)
     result.metrics_path = context.metrics_path
     return result
+
+
+__all__ = [
+    "DatasetMixError",
+    "KILLED_REASON",
+    "OutFolderError",
+    "RunResult",
+    "check_datasets",
+    "check_out_folder",
+    "notebook_datasets",
+    "run_pipeline",
+]

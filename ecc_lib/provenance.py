@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import paths
+from ecc_lib.metrics_schema import validate_metrics
 from ecc_lib.run_folder import (
     RunContext,
     _read_json,
@@ -29,6 +30,7 @@ from ecc_lib.run_folder import (
     collect_metrics,
     run_context,
 )
+from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
 PACKAGES = (
@@ -327,5 +329,21 @@ def write_metrics(run_dir: str | os.PathLike | RunContext) -> Path:
     context = run_context(run_dir)
     merged = collect_metrics(context)
     merged["provenance"] = provenance(context)
+    validate_metrics(to_jsonable(merged))  # the written contract (ecc_lib/metrics_schema.json)
     _write_json(context.metrics_path, merged)
     return context.metrics_path
+
+
+__all__ = [
+    "PACKAGES",
+    "dataset_fingerprint",
+    "dataset_label",
+    "git_state",
+    "load_dataset",
+    "package_versions",
+    "provenance",
+    "record_dataset",
+    "sha256_file",
+    "subsample_queries",
+    "write_metrics",
+]

@@ -185,3 +185,15 @@ def secret_replacements(values: Any) -> dict[str, str]:
             if len(secret) >= MIN_BARE_SECRET:  # a short value would hit unrelated text
                 pairs.setdefault(secret, REDACTED)
     return dict(sorted(pairs.items(), key=lambda kv: len(kv[0]), reverse=True))
+
+
+__all__ = [
+    "MIN_BARE_SECRET",
+    "REDACTED",
+    "REDACTED_USER",
+    "SECRET_PARAMETER",
+    "redact_url",
+    "redact_urls_in",
+    "secret_replacements",
+    "url_secrets",
+]

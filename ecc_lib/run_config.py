@@ -398,3 +398,22 @@ def resolve_parameters(
                 chosen[key] = resolve_path_value(value)
         resolved[stem] = chosen
     return resolved
+
+
+__all__ = [
+    "ConfigError",
+    "PARAMETER_MINIMA",
+    "PATH_PARAMETERS",
+    "ParameterTypeError",
+    "ParameterValueError",
+    "RESERVED_PARAMETERS",
+    "STANDALONE_NOTEBOOKS",
+    "UnknownParameterError",
+    "discover_notebooks",
+    "load_config",
+    "notebook_parameters",
+    "recorded_parameters",
+    "resolve_parameters",
+    "resolve_path_value",
+    "select_notebooks",
+]

@@ -50,6 +50,7 @@ import pandas as pd
 
 from ecc_lib import paths
 from ecc_lib._optional import require
+from ecc_lib.metrics_schema import validate_section
 from ecc_lib.redaction import redact_urls_in
 from ecc_lib.serialization import to_jsonable
 
@@ -528,6 +529,12 @@ def record_metrics(
     Returns
     -------
     Path of the fragment.
+
+    Raises
+    ------
+    ecc_lib.metrics_schema.MetricsSchemaError
+        When the values break the metrics schema (the message names the key); nothing is
+        written then.
     """
     context = run_context(run_dir)
     _check_name(section)
@@ -535,8 +542,10 @@ def record_metrics(
         raise ValueError(f"section name {section!r} is reserved")
     if not isinstance(mapping, Mapping):
         raise TypeError(f"metrics of section {section!r} must be a mapping")
+    values = to_jsonable(mapping)
+    validate_section(section, values)  # the written contract (ecc_lib/metrics_schema.json)
     path = context.metrics_dir / f"{section}.json"
-    _write_json(path, {"values": mapping, "parameters": dict(parameters or {})})
+    _write_json(path, {"values": values, "parameters": dict(parameters or {})})
     return path
 
 
@@ -749,3 +758,41 @@ def list_tables(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
         for csv in sorted(context.tables_dir.glob("*.csv"))
     ]
     return pd.DataFrame(rows, columns=["name", "notebook", "csv"])
+
+
+__all__ = [
+    "FIGURES",
+    "FIGURE_FORMATS",
+    "FIGURE_WIDTHS",
+    "HEADLINE_METRICS",
+    "LOCK_FILE",
+    "MARKER_FILE",
+    "MARKER_FORMAT",
+    "MAX_FILE_LABEL",
+    "METRICS",
+    "METRICS_FILE",
+    "PROVENANCE",
+    "REPORT_FILE",
+    "RUN_FILE",
+    "RunContext",
+    "RunFolderBusyError",
+    "TABLES",
+    "collect_metrics",
+    "default_run_name",
+    "file_label",
+    "flatten_metrics",
+    "get_metric",
+    "headline_metrics",
+    "is_run_folder",
+    "list_figures",
+    "list_tables",
+    "lock_run_folder",
+    "record_metric_entry",
+    "record_metrics",
+    "resolve_run_dir",
+    "run_context",
+    "save_figure",
+    "save_latex_table",
+    "save_table",
+    "write_run_marker",
+]

@@ -393,3 +393,19 @@ def summarise(queries: pd.DataFrame, outcomes: pd.DataFrame) -> dict:
         "max_observations_per_pair": int(per_pair.max()) if len(per_pair) else 0,
         "mean_score": outcomes.groupby("model")["score"].mean().round(4).to_dict(),
     }
+
+
+__all__ = [
+    "DataValidationError",
+    "OBSERVATION_KEY",
+    "OUTCOME_COLUMNS",
+    "QUERY_COLUMNS",
+    "QueryModelAxes",
+    "REQUIRED_OUTCOME_COLUMNS",
+    "REQUIRED_QUERY_COLUMNS",
+    "check_models_have_observations",
+    "id_strings",
+    "summarise",
+    "validate_outcomes",
+    "validate_queries",
+]

@@ -52,3 +52,9 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     raise TypeError(f"cannot store a {type(value).__name__} in metrics JSON: {value!r}")
+
+
+__all__ = [
+    "SIGNIFICANT_DIGITS",
+    "to_jsonable",
+]

@@ -182,3 +182,12 @@ def label_truth_table(
             {"key": key, "measure": measure, "estimate": estimate, "low": low, "high": high}
         )
     return pd.DataFrame(rows)
+
+
+__all__ = [
+    "METHOD_NAMES",
+    "fit_clusterings",
+    "label_truth_table",
+    "profile_table",
+    "recovery_table",
+]

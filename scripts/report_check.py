@@ -6,7 +6,11 @@ Chromium (Debian's ``chromium`` package) renders the page at 1280 px width; the 
 measured first (a one-off ``--dump-dom`` run with a script that writes the document height into the
 title), then the whole page is captured in slices of at most 2,000 px (readable one by one), saved as
 ``RUN/screenshots/report-NN.png``. Also checks the page for the report's contract: a title that is
-not "Notebook", and no "NaN", "Unnamed: 0" or "No description has been provided".
+not "Notebook", no "NaN", "by -", "Unnamed: 0" or "No description has been provided"; no script or
+stylesheet from another host (``<script src>``, ``<link href>``), no script at all; the summary
+section (``<section id="summary">``) present and first; the main body (everything above the collapsed
+appendix) at most :data:`MAX_SCREENS` screens of :data:`SCREEN` px at 1280 px width.
+``--text-only`` runs the text checks without Chromium.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ FLAGS = [
 ]
 WIDTH = 1280
 SLICE = 2000
-FORBIDDEN = ("NaN", "Unnamed: 0", "No description has been provided")
+SCREEN = 800
+"""Height in px of one screen of a 1280 x 800 display."""
+MAX_SCREENS = 8
+FORBIDDEN = ("NaN", "by -", "Unnamed: 0", "No description has been provided")
+EXTERNAL = re.compile(
+    r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*[\"']?\s*(?:https?:)?//", re.I
+)
 
 
 def chromium() -> str:
@@ -55,14 +65,20 @@ def run_chromium(args: list[str]) -> subprocess.CompletedProcess:
         )
 
 
-def page_height(page: Path) -> int:
-    """Height in pixels of the rendered page at :data:`WIDTH`."""
+def page_height(page: Path) -> tuple[int, int]:
+    """Heights in pixels of the rendered page and of its main body (above the appendix) at
+    :data:`WIDTH`."""
     probe = page.with_name(".report-height.html")
     script = (
-        "<script>window.addEventListener('load',()=>{document.title='HEIGHT='+"
-        "Math.ceil(document.documentElement.scrollHeight);});</script>"
+        "<script>window.addEventListener('load',()=>{const a=document.getElementById('appendix');"
+        "document.title='HEIGHT='+Math.ceil(document.documentElement.scrollHeight)+' MAIN='+"
+        "Math.ceil(a?a.getBoundingClientRect().top+window.scrollY:document.documentElement.scrollHeight);"
+        "});</script>"
     )
-    text = page.read_text(encoding="utf-8")
+    # the report's Content-Security-Policy forbids scripts: the probe copy drops it
+    text = re.sub(
+        r"<meta http-equiv=\"Content-Security-Policy\"[^>]*>", "", page.read_text(encoding="utf-8")
+    )
     probe.write_text(text.replace("</body>", script + "</body>", 1), encoding="utf-8")
     try:
         done = run_chromium(
@@ -75,8 +91,10 @@ def page_height(page: Path) -> int:
         )
     finally:
         probe.unlink(missing_ok=True)
-    found = re.search(r"HEIGHT=(\d+)", done.stdout)
-    return int(found.group(1)) if found else 4000
+    found = re.search(r"HEIGHT=(\d+) MAIN=(\d+)", done.stdout)
+    if not found:
+        raise SystemExit("could not measure the page height: " + done.stderr[-500:])
+    return int(found.group(1)), int(found.group(2))
 
 
 def check_text(page: Path) -> list[str]:
@@ -90,10 +108,33 @@ def check_text(page: Path) -> list[str]:
     for word in FORBIDDEN:
         if word in text:
             problems.append(f"the page contains {word!r}")
+    for found in EXTERNAL.finditer(text):
+        problems.append(f"the page loads from another host: {found.group(0)[:80]!r}")
+    if re.search(r"<script\b", text, re.I):
+        problems.append("the page carries a script")
+    summary = text.find('<section class="report-section" id="summary"')
+    if summary < 0:
+        summary = text.find('id="summary"')
+    if summary < 0:
+        problems.append('the summary section (<section id="summary">) is missing')
+    elif 0 <= text.find('class="report-section"') < summary:
+        problems.append("the summary is not the first section")
     return problems
 
 
+def check_height(main_height: int) -> list[str]:
+    """Problems of the main body's height (more than :data:`MAX_SCREENS` screens)."""
+    screens = main_height / SCREEN
+    if screens > MAX_SCREENS:
+        return [
+            f"the main body is {main_height} px ({screens:.1f} screens of {SCREEN} px), more than {MAX_SCREENS}"
+        ]
+    return []
+
+
 def main(argv: list[str]) -> int:
+    text_only = "--text-only" in argv
+    argv = [a for a in argv if a != "--text-only"]
     if len(argv) != 1:
         print(__doc__)
         return 2
@@ -102,11 +143,37 @@ def main(argv: list[str]) -> int:
     if not page.exists():
         print(f"{page} not found: run 'ecc-lab run --out {run}' first")
         return 2
+    if text_only:
+        problems = check_text(page)
+        for problem in problems:
+            print("problem:", problem)
+        return 1 if problems else 0
     out = run / "screenshots"
     out.mkdir(exist_ok=True)
-    for old in out.glob("report-*.png"):
+    for old in [*out.glob("report-*.png"), *out.glob("appendix-*.png")]:
         old.unlink()
-    height = page_height(page)
+    height, main_height = page_height(page)
+    # the appendix opened, to look at its figures too
+    opened = page.with_name(".report-open.html")
+    opened.write_text(
+        page.read_text(encoding="utf-8").replace(
+            '<details class="appendix"', '<details open class="appendix"', 1
+        ),
+        encoding="utf-8",
+    )
+    try:
+        open_height, _ = page_height(opened)
+        open_shot = out / "appendix-full.png"
+        run_chromium(
+            [
+                f"--window-size={WIDTH},{open_height}",
+                "--virtual-time-budget=5000",
+                f"--screenshot={open_shot}",
+                opened.as_uri(),
+            ]
+        )
+    finally:
+        opened.unlink(missing_ok=True)
     # one full-page shot, cut into slices a viewer can open
     shot = out / "report-full.png"
     done = run_chromium(
@@ -131,8 +198,18 @@ def main(argv: list[str]) -> int:
                 out / f"report-{n:02d}.png"
             )
     shot.unlink()
-    print(f"page height {height} px; {n} screenshot(s) under {out}")
-    problems = check_text(page)
+    if open_shot.exists():
+        with Image.open(open_shot) as full:
+            for k, top in enumerate(range(main_height, full.height, SLICE), start=1):
+                full.crop((0, top, full.width, min(full.height, top + SLICE))).save(
+                    out / f"appendix-{k:02d}.png"
+                )
+        open_shot.unlink()
+    print(
+        f"page height {height} px, main body {main_height} px "
+        f"({main_height / SCREEN:.1f} screens of {SCREEN} px); {n} screenshot(s) under {out}"
+    )
+    problems = check_text(page) + check_height(main_height)
     for problem in problems:
         print("problem:", problem)
     return 1 if problems else 0

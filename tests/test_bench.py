@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,9 @@ def test_bench_table_agrees_with_ecc_lab_ecc_to_the_printed_digit(folders, bench
     for method, (all_pairs, disjoint_pairs) in printed.items():
         assert every.loc["good", method] == all_pairs
         assert disjoint.loc["good", method] == disjoint_pairs
+    # what ecc_cv chose on each seed is recorded, as ecc-lab ecc --json records it
+    chosen = payload["datasets"]["good"]["summary"]["best_params"]["ecc_cv"]
+    assert len(chosen) == 2 and all("family" in c for c in chosen)
 
 
 def test_a_dataset_failing_a_check_is_listed_and_left_out(benched):
@@ -160,6 +164,32 @@ def test_the_bench_resumes_without_recomputing(folders, benched, monkeypatch):
     again = bench.run_bench([str(good)], settings, out, progress=lines.append)
     assert sum("cached" in line for line in lines) == 2
     assert again.datasets["good"]["summary"] == first["summary"]
+
+
+def test_another_dataset_of_the_same_name_is_recomputed(folders, benched, tmp_path, monkeypatch):
+    """The cache is keyed by the files, not by the folder's name: another folder called ``good``
+    (or ``good`` edited in place) benched into the same folder is computed, not read back."""
+    _, good, _ = folders
+    out, _ = benched
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    other = tmp_path / "elsewhere" / "good"
+    shutil.copytree(good, other)
+    outcomes = pd.read_parquet(other / "outcomes.parquet")
+    outcomes["score"] = 1.0 - outcomes["score"]  # every outcome reversed: another dataset
+    outcomes.to_parquet(other / "outcomes.parquet", index=False)
+    calls: list[int] = []
+    real = bench.bench_seed
+    monkeypatch.setattr(bench, "bench_seed", lambda *a, **k: calls.append(1) or real(*a, **k))
+    lines: list[str] = []
+    settings = bench.BenchSettings(n_clusters=3, n_seeds=2)
+    again = bench.run_bench([str(other)], settings, copy, progress=lines.append)
+    assert not any("already done" in line or "cached" in line for line in lines)
+    assert len(calls) == 2
+    first = json.loads((out / "datasets" / "good.json").read_text())
+    assert first["data_sha256"] == bench.data_fingerprint(str(good))
+    assert again.datasets["good"]["data_sha256"] == bench.data_fingerprint(str(other))
+    assert again.datasets["good"]["summary"]["gain"] != first["summary"]["gain"]
 
 
 def test_ecc_cv_joins_the_methods_when_registered(monkeypatch):
@@ -228,3 +258,43 @@ def test_benchmark_notebook_runs_through_papermill_into_a_run_folder(folders, tm
     assert metrics["bench"]["included"] == ["good"] and "bad" in metrics["bench"]["left_out"]
     assert metrics["checks"]["bad"]["item_alignment"]["status"] == "fail"
     assert (run / "figures" / "06_bench_gains.png").is_file()
+
+
+def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
+    """With 2 models the protocol scores without a probe (issue 23 item 9): the one pair would be
+    the probe and the outcome it is judged on, so the bench must not report a "with the probe"
+    routing reading (it read 1.000 for the router and for the probe's winner alike)."""
+    data = make_repeated_outcomes(
+        n_queries=150, n_models=2, n_rewrites=1, n_decodes=1, n_clusters=2,
+        embedding_dim=384, random_state=4,
+    )  # fmt: skip
+    folder = tmp_path / "two"
+    folder.mkdir()
+    data.queries.to_parquet(folder / "queries.parquet", index=False)
+    data.outcomes.to_parquet(folder / "outcomes.parquet", index=False)
+    _cache(tmp_path, data.queries["text"].tolist(), data.embeddings)
+    monkeypatch.setenv("ECC_LIB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(bench, "bench_methods", lambda labels: ("global", "ecc", "emb_only"))
+    settings = bench.BenchSettings(n_clusters=2, n_seeds=1, n_boot=50)
+    entry = bench.bench_dataset(str(folder), settings, tmp_path / "out", show_progress=False)
+    assert entry["status"] == "done", entry.get("reason")
+    cells = entry["per_seed"][0]["routing"]
+    assert "no_probe" in cells and not {"probe", "probe_cost", "probe_outside"} & set(cells)
+    assert set(entry["per_seed"][0]["routing_paired"]) == {"no_probe"}
+    assert set(entry["summary"]["routing"]) == {"no_probe"}
+    result = bench.BenchResult({"two": entry}, settings)
+    from ecc_lib.bench_outputs import headline_table
+
+    row = headline_table(result).set_index("dataset").loc["two"]
+    assert row["best router - probe winner"] == "n/a"
+    assert row["best router - best fixed"] != "n/a"
+    # beside a dataset with the probe reading, the mean row says it averages 1 of the 2
+    other = json.loads(json.dumps(entry))
+    other["summary"]["routing"]["probe"] = {
+        **other["summary"]["routing"]["no_probe"],
+        "reference": "probe_winner",
+    }
+    both = headline_table(bench.BenchResult({"two": entry, "other": other}, settings))
+    mean = both.set_index("dataset").loc["mean"]
+    assert mean["best router - probe winner"].endswith("(1 of 2)")
+    assert not mean["best router - best fixed"].endswith("of 2)")

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from ecc_lib import checks
+from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE, make_comparisons
 from ecc_lib.loaders import BUNDLED_DATASETS, load_bundled
 
 
@@ -155,9 +156,31 @@ def test_all_tie_share_and_categories():
 def test_all_ties_fails_without_any_decisive_pair_and_warns_for_two_models():
     tied = checks.check_all_ties(checks.score_table(_long(np.ones((10, 3)))))
     assert tied.status == "fail"
-    two = checks.check_all_ties(checks.score_table(shared_difficulty_outcomes(n_models=2)))
-    assert two.status == "warn" and "does not apply" in two.detail
-    assert two.numbers["n_usable_by_protocol"] == 0
+    # with 2 models the protocol runs on the one pair per query (issue 23 item 9)
+    outcomes = shared_difficulty_outcomes(n_models=2)
+    two = checks.check_all_ties(checks.score_table(outcomes))
+    assert two.status == "warn" and "one pair per query" in two.detail
+    assert "does not apply" not in two.detail and "at least 1 decisive pair;" in two.detail
+    assert two.numbers["min_pairs"] == 1
+    kept = make_comparisons(outcomes, n_pairs=7, min_pairs=1).n_queries
+    assert two.numbers["n_usable_by_protocol"] == kept > 0
+    # the old rule (2 decisive pairs) still reads "does not apply"
+    strict = checks.check_all_ties(checks.score_table(outcomes), min_pairs=2)
+    assert strict.status == "warn" and "does not apply" in strict.detail
+
+
+def test_all_ties_reads_ties_with_the_protocols_tolerance():
+    """Scores closer than the protocol's tie tolerance tie in the check as in the protocol."""
+    rng = np.random.default_rng(3)
+    base = 0.1 + 0.8 * rng.random((300, 1))
+    scores = np.hstack([base, base + 5e-5, base + 2e-5])  # decisive only at tolerance 0
+    scores[:100, 2] += 0.05  # a real gap on 100 queries
+    outcomes = _long(scores)
+    result = checks.check_all_ties(checks.score_table(outcomes))
+    kept = make_comparisons(outcomes, min_pairs=2)
+    assert result.numbers["tolerance"] == DEFAULT_TIE_TOLERANCE
+    assert result.numbers["n_usable_by_protocol"] == kept.n_queries
+    assert result.numbers["n_all_tie"] == 300 - kept.n_queries == 200
 
 
 @pytest.mark.parametrize(
@@ -169,7 +192,7 @@ def test_score_type(values, kind):
     scores = rng.random((50, 3)) if values is None else rng.choice(values, (50, 3))
     result = checks.check_score_type(checks.score_table(_long(scores)))
     assert result.numbers["score_type"] == kind
-    assert result.numbers["tolerance"] == 0.0
+    assert result.numbers["tolerance"] == DEFAULT_TIE_TOLERANCE
     assert result.status == "ok"
 
 
@@ -179,6 +202,11 @@ def test_score_type_warns_on_float_noise_wins():
     scores = np.column_stack([base, base + 1e-13, rng.random(100) * 3])
     result = checks.check_score_type(checks.score_table(_long(scores)))
     assert result.status == "warn" and result.numbers["near_tie_share"] > 0.3
+    assert "reads them as ties" in result.detail  # the protocol's tolerance ties them
+    # gaps of 5e-5 are within the protocol's tolerance too; gaps of 1e-3 are not
+    close = np.column_stack([base * 0.9, base * 0.9 + 5e-5, base * 0.9 + 1e-3])
+    near = checks.check_score_type(checks.score_table(_long(close)))
+    assert near.numbers["near_tie_share"] == pytest.approx(0.5, abs=0.02)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -301,11 +329,29 @@ def test_report_puts_the_checks_first_and_names_what_fails():
         "good": {"texts": {"status": "warn", "detail": "1 empty text", "numbers": {}}},
     }
     add_checks(section, values)
-    assert section.findings.startswith("Checks before numbers: bad FAILS item_alignment")
-    assert "good passes with warnings (texts)" in section.findings
+    assert section.findings.startswith(
+        "Checks before numbers: bad FAILS (item alignment: 2 blocks)"
+    )
+    assert "good passes with warnings (texts: 1 empty text)" in section.findings
     assert section.findings.endswith("The run covers 1 dataset.")
-    first = section.tables[0]
-    assert first.name == "05_data_checks"
-    assert first.frame["check"].tolist() == ["item_alignment", "texts", "texts"]
+    assert section.tables[0].name == "05_data_headline"  # the main body keeps the datasets table
+    checks_table = section.tables[1]
+    assert checks_table.name == "05_data_checks"
+    assert checks_table.frame["check"].tolist() == ["item_alignment", "texts", "texts"]
     add_checks(section, {})  # nothing recorded: nothing added
     assert len(section.tables) == 2
+
+
+def test_all_ties_use_the_protocols_tolerance():
+    from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE
+
+    scores = np.array([[0.5, 0.5 + DEFAULT_TIE_TOLERANCE / 2, 0.5], [0.5, 0.7, 0.5]])
+    long = pd.DataFrame(
+        {
+            "query_id": np.repeat(["q1", "q2"], 3),
+            "model": ["a", "b", "c"] * 2,
+            "score": scores.ravel(),
+        }
+    )
+    result = checks.check_all_ties(checks.score_table(long))
+    assert result.numbers["n_all_tie"] == 1 and result.numbers["tolerance"] == DEFAULT_TIE_TOLERANCE

@@ -43,6 +43,7 @@ def test_help_lists_the_contract_flags():
         "--outcomes",
         "--queries",
         "--embeddings",
+        "--embedder",
         "--k",
         "--lam",
         "--temperature",
@@ -64,6 +65,7 @@ def test_help_lists_the_contract_flags():
     args = parser.parse_args(["ecc", "--outcomes", "o", "--queries", "q"])
     assert (args.k, args.lam, args.temperature, args.pairs, args.probes) == (30, 3.0, 0.1, 7, 1)
     assert (args.test_size, args.seed, args.embeddings, args.json) == (0.2, 42, None, None)
+    assert args.embedder == "minilm"
     assert (args.seeds, args.probe_evidence, args.probe_strategy) == (1, "mean", "first")
     assert not args.leak_free and not args.routing
 
@@ -416,3 +418,28 @@ def test_scheduler_local_gives_the_in_memory_gains(files):
     assert "ecc_labels" in gains[0] and gains[0].keys() == gains[1].keys()
     for method, gain in gains[0].items():
         assert gains[1][method] == pytest.approx(gain, abs=0.01), method
+
+
+def test_embedder_flag_picks_the_static_embedder(files, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ECC_LIB_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "static.json"
+    code = main(
+        [
+            "ecc",
+            "--outcomes",
+            files["outcomes"],
+            "--queries",
+            files["queries"],
+            "--embedder",
+            "static",
+            "--k",
+            "2",
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["embedding_check"]["model"] == "static-all-MiniLM-L6-v2"
+    assert (tmp_path / "cache" / "static-all-MiniLM-L6-v2").is_dir()  # its own cache folder
+    assert not (tmp_path / "cache" / "all-MiniLM-L6-v2").exists()

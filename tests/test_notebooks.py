@@ -255,7 +255,7 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
     assert {"data", "dars", "ecc", "routing", "parameters", "provenance"} <= set(metrics)
     gains = metrics["ecc"]["ranking_quality_gain"]
-    assert set(gains) == {"ecc", "emb_only", "comp_only", "human"}
+    assert set(gains) == {"ecc", "emb_only", "comp_only", "human", "ecc_cv"}  # issue 26
     assert all(np.isfinite(v) and -100 < v < 100 for v in gains.values())
     low, high = metrics["ecc"]["ranking_quality_gain_ci95"]["ecc"]
     assert low <= gains["ecc"] <= high
@@ -287,6 +287,20 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     assert soft["target_entropy"] <= soft["soft"] and len(soft["sampled"]) == 5
 
 
+def test_metrics_json_of_the_run_follows_the_schema(tiny_run):
+    """Issue 22 item 3: the merged metrics.json of a tiny run follows the shipped schema (the
+    package's own validator, and jsonschema's Draft 2020-12 validator where installed)."""
+    from ecc_lib.metrics_schema import metrics_schema, validate_metrics
+
+    _, _, _, result = tiny_run
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    validate_metrics(metrics, strict=True)  # every key the notebooks record is described
+    jsonschema = pytest.importorskip("jsonschema")
+    errors = list(jsonschema.Draft202012Validator(metrics_schema()).iter_errors(metrics))
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    assert {"ecc", "dars", "routing", "tour"} <= set(metrics)
+
+
 def test_every_latex_table_of_the_run_compiles(tiny_run):
     _, _, _, result = tiny_run
     tables = sorted((result.run_dir / "tables").glob("*.tex"))
@@ -312,12 +326,15 @@ def test_report_reads_as_a_document(tiny_run):
     text = re.sub(r'data:[^"\s)]+', "data:", html)  # base64 images may spell anything
     for bad in ("NaN", "Unnamed: 0", "No description has been provided", "<title>Notebook"):
         assert bad not in text, bad
-    # every section opens with its findings paragraph, the tour first
+    # the summary first, then every section opens with its findings paragraph in reading order
+    # (data, clustering, label instability, routing); the tour in the collapsed appendix
     sections = re.findall(
         r'<section class="report-section" id="section-(\d+)">\s*<h2>[^<]*</h2>\s*<p class="(\w+)"',
         html,
     )
-    assert [n for n, _ in sections] == ["00", "01", "02", "03", "04"]
+    assert [n for n, _ in sections] == ["01", "03", "02", "04", "00"]
+    assert html.index('id="summary"') < html.index('id="section-01"')
+    assert html.index('<details class="appendix"') < html.index('id="section-00"')
     assert all(kind == "findings" for _, kind in sections), sections
     # every image carries its caption as alt text
     captions = json.loads((result.run_dir / "figures" / "captions.json").read_text())
@@ -339,10 +356,11 @@ def test_report_reads_as_a_document(tiny_run):
     assert "\\toprule" in (result.run_dir / "tables" / "05_ecc_headline.tex").read_text()
     assert re.search(r"\d+\.\d% \[-?\d+\.\d, -?\d+\.\d\]", html)
     assert "<th></th>" not in html
-    # issue 27: the checks come first in the data section (sentence and table)
+    # issue 27: the checks come first in the data section (sentence), the full table of checks
+    # in the appendix beside the section's further tables
     data = html.split('id="section-01"')[1].split('id="section-02"')[0]
     assert re.search(r'<p class="findings">Checks before numbers: tiny ', data)
-    assert data.index("<th>check</th>") < data.index("<th>observations per pair</th>")
+    assert "<th>check</th>" not in data and "<th>check</th>" in html
 
 
 def test_tour_recovers_planted_clusters_better_than_embeddings(tiny_run):

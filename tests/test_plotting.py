@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -101,7 +102,10 @@ def test_flip_rate_table_and_figure_handle_a_side_without_repeats():
     fig = plotting.plot_flip_rates(table)
     assert_readable(fig)
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "0.400" in texts and any("n/a" in t for t in texts)
+    # the side without repeats is no empty group: it is named under the axis instead
+    assert "0.400" in texts and not any("n/a" in t for t in texts)
+    assert len(fig.axes[0].get_xticklabels()) == 2
+    assert "not measured" in fig.axes[0].get_xlabel()
 
 
 def test_sigma_distribution_accepts_dars_columns():
@@ -415,3 +419,122 @@ def test_error_bars_are_finite_and_never_negative():
 
     err = _error_bars([0.5, 0.5, np.nan, 0.2], [0.4, 0.6, 0.1, np.nan], [0.7, 0.55, 0.9, 0.3])
     np.testing.assert_allclose(err, [[0.1, 0.0, 0.0, 0.0], [0.2, 0.05, 0.0, 0.1]])
+
+
+@given(
+    st.lists(
+        st.from_regex(r"[a-z]{1,6}/[A-Za-z0-9.]{1,9}(-[A-Za-z0-9.]{1,9}){0,6}", fullmatch=True),
+        min_size=1,
+        max_size=12,
+    )
+)
+@settings(max_examples=80, deadline=None)
+def test_short_model_names_never_cut_a_token(names):
+    """'llama-3.1-n...51b-instruct' cut a word: every token shown is a whole token of the name."""
+    for full, short in plotting.short_model_names(names).items():
+        tokens = set(re.split(r"[-_/ ]+", full))
+        shown = [t for t in re.split(r"[-_/ ]+|\u2026", short) if t]
+        assert all(t in tokens for t in shown), (full, short)
+
+
+def test_short_model_names_keep_the_distinguishing_tokens():
+    short = plotting.short_model_names(
+        [
+            "FuseChat-Gemma-2-9B-Instruct",
+            "FuseChat-Qwen-2.5-7B-Instruct",
+            "llama-3.1-nemotron-51b-instruct",
+            "llama-3.1-8b-instruct",
+        ]
+    )
+    assert short["FuseChat-Gemma-2-9B-Instruct"].startswith("FuseChat-Gemma-2-9B")
+    assert short["FuseChat-Qwen-2.5-7B-Instruct"].startswith("FuseChat-Qwen-2.5-7B")
+    assert short["llama-3.1-nemotron-51b-instruct"] == "llama-3.1-nemotron-51b-\u2026"
+    legend = plotting.model_name_legend(list(short))
+    assert set(legend["full name"]) == {k for k, v in short.items() if k != v}
+
+
+def test_clusters_that_share_a_category_get_their_second_one():
+    """'mmlu (n=181)' twice: two clusters named alike gain the distinguishing second category."""
+    labels = [0] * 4 + [1] * 4
+    categories = ["mmlu", "mmlu", "mmlu", "arc"] + ["mmlu", "mmlu", "mmlu", "gsm8k"]
+    names = plotting.cluster_names(labels, categories)
+    assert names == ["mmlu 75% + arc 25% (n=4)", "mmlu 75% + gsm8k 25% (n=4)"]
+    assert len(set(names)) == 2
+
+
+def test_one_colour_per_method_in_every_figure():
+    assert plotting.method_colour("ECC") == plotting.method_colour("ecc") == "tab:red"
+    assert plotting.method_colour("ECC (DARS)") == plotting.METHOD_COLORS["ecc"]
+    assert plotting.method_colour("kNN (single-shot)") == plotting.method_colour("kNN (DARS)")
+    assert plotting.method_colour("new_method") == plotting.method_colour("new_method")
+
+
+def test_routing_settings_draw_no_empty_rows():
+    """The probe's winner exists only with a probe: the other panels have no empty row for it."""
+    rows = []
+    for setting in ("no_probe", "probe"):
+        for method in ("global", "ecc", "probe_winner"):
+            if method == "probe_winner" and setting == "no_probe":
+                continue
+            rows.append(
+                {
+                    "setting": setting,
+                    "method": method,
+                    "score_mean": 0.5,
+                    "score_sd": 0.01,
+                    "score": 0.5,
+                    "score_low": 0.4,
+                    "score_high": 0.6,
+                }
+            )
+    fig = plotting.plot_routing_settings(pd.DataFrame(rows))
+    ticks = [[t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes]
+    assert [len(t) for t in ticks] == [2, 3]
+
+
+def test_gain_labels_stay_inside_the_axes_when_every_gain_is_negative():
+    """Labels left of negative bars ran into the method names (or off the figure)."""
+    table = pd.DataFrame(
+        {
+            "method": ["ecc", "emb_only", "human"],
+            "gain": [-27.6, -23.4, -28.3],
+            "low": [-30.9, -26.0, -31.5],
+            "high": [-24.3, -20.9, -25.4],
+        }
+    )
+    fig = plotting.plot_gains(table)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    box = ax.get_window_extent()
+    labels = [t for t in ax.texts if "%" in t.get_text()]
+    assert len(labels) == 3
+    zero = ax.transData.transform((0, 0))[0]
+    for text in labels:
+        extent = text.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+        # in the empty half right of 0, away from the method names left of the axes
+        assert extent.x0 >= zero, text.get_text()
+
+
+def test_leak_figure_labels_sit_at_the_end_of_their_own_bar():
+    """The value of a negative bar was written right of 0, beside the other readings' bars."""
+    rows = [
+        {"method": "comp_only", "reading": r, "mean": m, "sd": 1.0, "n_seeds": 2,
+         "per_seed": [(1, m - 0.5, m - 2, m + 2), (2, m + 0.5, m - 2, m + 2)]}
+        for r, m in (("all", 21.0), ("touching", 42.3), ("disjoint", -7.4))
+    ]  # fmt: skip
+    fig = plotting.plot_leak_gains(pd.DataFrame(rows))
+    labels = {t.get_text(): t for t in fig.axes[0].texts}
+    assert labels["-7.4"].xy[0] < -7.4 < 0 < labels["+21.0"].xy[0]
+    assert labels["-7.4"].get_ha() == "right"
+
+
+def test_sigma_of_binary_scores_is_drawn_as_bars_per_value():
+    """Binary scores over four observations give three sigma values: no three-spike histogram."""
+    rng = np.random.default_rng(0)
+    sigma = np.std(rng.integers(0, 2, (300, 4)), axis=1, ddof=1)
+    table = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 100), "sigma": sigma})
+    fig = plotting.plot_sigma_distribution(table)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "0.5", "0.577"]
+    assert len(ax.patches) == 9 and "share" in ax.get_ylabel()

@@ -172,17 +172,19 @@ def test_report_sections_findings_and_skips(fake_run):
     assert "not run" in by_number["04"].skipped and "not run" in by_number["00"].skipped
     ecc = by_number["03"]
     # the negative result is said plainly
-    assert "does worse than embedding-only clusters" in ecc.findings
-    assert (
-        "The largest point estimate is that of embedding-only clusters (9.0%), not ECC."
-        in ecc.findings
-    )
-    assert "5.0% [1.0, 9.0]" in ecc.findings
-    # new keys with intervals or seed spreads appear without code changes
-    text = "\n".join(t.frame.to_string() for t in ecc.tables)
+    assert "ECC is worse than embedding-only clusters on all held-out pairs" in ecc.findings
+    assert "Embedding-only clusters are better than ECC" in ecc.findings
+    assert "ECC minus one global BT = +5.0 pp [+1.0, +9.0]" in ecc.findings
+    assert "by -" not in ecc.findings and "beats" not in ecc.findings
+    # new keys with intervals or seed spreads appear without code changes (in the appendix)
+    more = [
+        s for s in document.sections if s.appendix and s.title.startswith("More on: Capability")
+    ]
+    assert len(ecc.tables) == 1 and len(ecc.figures) <= 1 and len(more) == 1
+    text = "\n".join(t.frame.to_string() for t in ecc.tables + more[0].tables)
     assert "new metric" in text and "0.250 [0.200, 0.300]" in text
     assert "seed gain (mean over seeds)" in text and "\u00b1" in text
-    assert not any(t.frame.isna().any().any() for t in ecc.tables)
+    assert not any(t.frame.isna().any().any() for t in ecc.tables + more[0].tables)
     html = "\n".join(document.section_html())
     assert html.index('class="findings"') < html.index("<table")
     assert 'alt="A line &quot;quoted&quot; &amp; plain"' in html
@@ -210,6 +212,7 @@ def test_export_sets_title_and_alt_text(tmp_path, fake_run):
         nbformat.v4.new_output(
             "display_data", data={"text/html": "\n".join(document.section_html())}
         ),
+        nbformat.v4.new_output("stream", name="stdout", text="cost $5 vs $10 <b>\n"),
         nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}),
     ]
     nb.cells = [cell]
@@ -219,6 +222,11 @@ def test_export_sets_title_and_alt_text(tmp_path, fake_run):
     assert "<title>ecc_lib report: alpha, run run-x</title>" in html
     assert "No description has been provided" not in html
     assert "report-table" in html and "NaN" not in html
+    # self-contained: no script (nbconvert's page loaded require.js, MathJax and mermaid from a
+    # CDN), no URL of another host, and user text such as "$x$" is never typeset
+    assert "<script" not in html and "://" not in html.replace("http-equiv", "")
+    assert "Content-Security-Policy" in html and 'id="summary"' in html
+    assert "cost $5 vs $10 &lt;b&gt;" in html
 
 
 def test_generic_rows_read_nested_seed_summaries_and_estimates():
@@ -269,6 +277,8 @@ def test_no_negative_zero():
         "latex",
         "sections.clustering",
         "sections.other",
+        "grammar",
+        "summary",
     ],
 )
 def test_public_report_names_are_importable_from_the_package(name):
@@ -357,3 +367,22 @@ def test_the_no_repeats_sentence_names_only_datasets_without_repeats(tmp_path):
         section.findings
     )
     assert "export support" not in section.findings
+
+
+def test_degenerate_figures_are_left_out_with_a_sentence(fake_run):
+    """One observation per pair everywhere: the observations-per-pair figure is one bar."""
+    run_folder.record_metrics(
+        fake_run,
+        "data",
+        {"datasets": {"alpha": {"n_queries": 10, "max_observations_per_pair": 1}}},
+    )
+    fig, ax = plt.subplots(layout="constrained")
+    ax.bar([1], [10])
+    run_folder.save_figure(fig, fake_run, "01_observations_per_pair", caption="one bar")
+    plt.close(fig)
+    document = report.build_report(fake_run)
+    data = next(s for s in document.sections if s.number == "01")
+    assert not any(
+        f.name == "01_observations_per_pair" for s in document.sections for f in s.figures
+    )
+    assert any("one observation" in n and "left out" in n for n in data.notes)

@@ -101,6 +101,29 @@ def test_a_second_dataset_is_refused_unless_appended(tmp_path, notebooks, capsys
     assert "This run folder holds 2 datasets: alpha (notebook 01), beta (notebook 01)" in intro
 
 
+def test_a_run_on_the_default_dataset_records_it_and_refuses_a_second(tmp_path, notebooks):
+    """The main job passes no ``dataset``: the notebook's default is what it read, so the folder
+    holds it and another dataset is refused (was: nothing recorded, the second dataset mixed in)."""
+    out = tmp_path / "run"
+    _run(notebooks, out, only="01")
+    record = json.loads((out / "run.json").read_text())
+    assert record["datasets"] == {"01_data": ["a"]}
+    with pytest.raises(pipeline.DatasetMixError, match=r"already holds a run on \['a'\]"):
+        _run(notebooks, out, dataset="beta", only="01")
+    assert not (out / "tables" / "01_beta.csv").exists()
+    _run(notebooks, out, dataset="a", only="01")  # the same dataset, named: no mix
+    # the benchmark over datasets (standalone notebook 06) may run into the folder
+    write_notebook(
+        notebooks / "06_benchmark.ipynb",
+        'run_dir: str = ""  # run folder\ndatasets: list = ["x", "y"]  # datasets',
+        "from ecc_lib import run_folder\nrun = run_folder.run_context(run_dir)\nprint(datasets)",
+    )
+    _run(notebooks, out, only="06")
+    record = json.loads((out / "run.json").read_text())
+    assert record["datasets"] == {"01_data": ["a"], "06_benchmark": ["x", "y"]}
+    _run(notebooks, out, only="01")  # and the folder still holds only "a" for the others
+
+
 def test_a_rerun_on_the_same_dataset_leaves_no_stale_outputs(tmp_path, notebooks):
     out = tmp_path / "run"
     _run(notebooks, out, dataset="alpha", only="01")

@@ -65,3 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     return run_handler(args)
+
+
+__all__ = [
+    "SUBCOMMAND_MODULES",
+    "build_parser",
+    "main",
+]

@@ -78,3 +78,8 @@ SUBCOMMANDS = (
         handler=_run,
     ),
 )
+
+
+__all__ = [
+    "SUBCOMMANDS",
+]

@@ -238,3 +238,9 @@ SUBCOMMANDS = (
         handler=_export,
     ),
 )
+
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "SUBCOMMANDS",
+]

@@ -81,7 +81,8 @@ def dars_summary(
     validate: bool = True,
     change_draws: int | None = None,
 ) -> dict:
-    """The JSON summary written by ``ecc-lab dars``.
+    """The JSON summary written by ``ecc-lab dars``: :meth:`ecc_lib.results.DARSResult.to_dict`
+    of :func:`ecc_lib.results.run_dars`.
 
     Parameters
     ----------
@@ -106,62 +107,18 @@ def dars_summary(
         Top-level keys describe all observations; ``subsets`` holds ``input`` / ``output`` /
         ``both``, ``None`` where not applicable.
     """
-    from ecc_lib.dars import capability_distributions, label_shares
-    from ecc_lib.dars import repeated_observations as group
-    from ecc_lib.dars_diagnostics import label_instability
-    from ecc_lib.serialization import to_jsonable
+    from ecc_lib.results import run_dars
 
-    obs = group(outcomes, source=source, validate=validate)
-    diagnostics = label_instability(
-        obs, cost_weight, beta, n_draws=draws, random_state=seed, change_draws=change_draws
-    )
-    dist = capability_distributions(obs)
-    both = diagnostics["both"].summary if diagnostics["both"] is not None else None
-    summary = {
-        "n_queries": obs.n_queries,
-        "n_models": obs.n_models,
-        "n_observations": obs.n_observations,
-        "models": list(obs.models),
-        "lambda": cost_weight,
-        "beta": beta,
-        "seed": seed,
-        "cost_available": obs.cost_available,
-        "n_dropped_queries": len(obs.dropped_query_ids),
-        "labels": label_shares(dist.utility(cost_weight, beta), obs.models),
-        "mean_mu_q": dict(zip(obs.models, dist.mu_q.mean(axis=0).tolist(), strict=True)),
-    }
-    keys = (
-        "winner_flip_rate",
-        "winner_flip_rate_ci95",
-        "winner_flip_rate_strict",
-        "winner_flip_rate_strict_ci95",
-        "winner_change_rate",
-        "winner_change_rate_ci95",
-        "winner_change_rate_r",
-        "flip_rate_chance",
-        "flip_rate_method",
-        "flip_rate_draws",
-        "tied_top_share",
-        "tied_top_share_ci95",
-        "single_vs_distribution_disagreement",
-        "single_vs_distribution_disagreement_ci95",
-        "unstable_pair_share",
-        "unstable_pair_share_ci95",
-        "mean_sigma",
-        "mean_sigma_ci95",
-    )
-    for key in keys:
-        summary[key] = both[key] if both is not None else None
-    if both is None:
-        summary["note"] = (
-            "no (query, model) pair has two observations: the diagnostics do not apply"
-        )
-    if not obs.cost_available:
-        summary["cost_note"] = "no cost in the outcomes: mu_c = 0 for every pair"
-    summary["subsets"] = {
-        name: (None if d is None else d.summary) for name, d in diagnostics.items()
-    }
-    return to_jsonable(summary)
+    return run_dars(
+        outcomes,
+        cost_weight=cost_weight,
+        beta=beta,
+        n_draws=draws,
+        seed=seed,
+        change_draws=change_draws,
+        source=source,
+        validate=validate,
+    ).to_dict()
 
 
 def format_summary(summary: dict) -> str:
@@ -294,3 +251,10 @@ SUBCOMMANDS = (
         handler=_run,
     ),
 )
+
+
+__all__ = [
+    "SUBCOMMANDS",
+    "dars_summary",
+    "format_summary",
+]

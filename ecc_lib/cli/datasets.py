@@ -84,3 +84,10 @@ SUBCOMMANDS = (
         handler=_run,
     ),
 )
+
+
+__all__ = [
+    "SUBCOMMANDS",
+    "dataset_summaries",
+    "format_summaries",
+]

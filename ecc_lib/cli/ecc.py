@@ -32,6 +32,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="one embedding row per query, in the order of the queries file (default: embed the "
         "texts with the default model, through the cache)",
     )
+    parser.add_argument(
+        "--embedder",
+        default="minilm",
+        metavar="NAME",
+        help="embedder of the query texts when --embeddings is not given: 'minilm' "
+        "(all-MiniLM-L6-v2, default), 'static' (distilled from it, thousands of times faster, "
+        "see the README) or a sentence-transformers model name",
+    )
     parser.add_argument("--k", type=int, default=30, help="number of clusters (default 30)")
     parser.add_argument("--lam", type=float, default=3.0, help="cosine weight (default 3)")
     parser.add_argument(
@@ -130,7 +138,12 @@ def _embeddings(args: argparse.Namespace, queries):
         return emb
     from ecc_lib.embeddings import embed_texts
 
-    return embed_texts(queries["text"].astype(str).tolist(), show_progress=True, return_check=True)
+    return embed_texts(
+        queries["text"].astype(str).tolist(),
+        model_name=args.embedder,
+        show_progress=True,
+        return_check=True,
+    )
 
 
 def format_result(result) -> str:
@@ -242,24 +255,6 @@ def _interval(ci) -> str:
     return f"[{low:+.2f}, {high:+.2f}]"
 
 
-def _seeds(args: argparse.Namespace) -> range:
-    """The protocol seeds ``--seed, --seed + 1, ...`` (``--seeds`` of them)."""
-    return range(args.seed, args.seed + args.seeds)
-
-
-def _protocol_options(args: argparse.Namespace) -> dict:
-    """The protocol settings every ECC run of this command shares, by keyword, from the flags."""
-    return {
-        "n_clusters": args.k,
-        "lam": args.lam,
-        "temperature": args.temperature,
-        "n_pairs": args.pairs,
-        "n_probes": args.probes,
-        "test_size": args.test_size,
-        "evidence": args.evidence,
-    }
-
-
 def format_seeds(summary: dict) -> str:
     """The printed over-seeds table of :meth:`ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
 
@@ -343,10 +338,40 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def protocol_from_args(args: argparse.Namespace):
+    """The :class:`~ecc_lib.protocol_settings.Protocol` and the ECC prototype the flags set.
+
+    Parameters
+    ----------
+    args : Namespace
+        Parsed flags of ``ecc-lab ecc``.
+
+    Returns
+    -------
+    protocol : Protocol
+    estimator : ECC
+    """
+    from ecc_lib.ecc import ECC
+    from ecc_lib.protocol_settings import Protocol
+
+    protocol = Protocol.from_seed(
+        args.seed,
+        n_seeds=args.seeds,
+        n_pairs=args.pairs,
+        test_size=args.test_size,
+        n_probes=args.probes,
+        probe_evidence=args.probe_evidence,
+        probe_strategy=args.probe_strategy,
+        leak_free=args.leak_free,
+        evidence=args.evidence,
+    )
+    estimator = ECC(n_clusters=args.k, lam=args.lam, temperature=args.temperature)
+    return protocol, estimator
+
+
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
-    from ecc_lib.ecc_protocol import default_methods
-    from ecc_lib.ecc_seeds import run_seeds
+    from ecc_lib.results import run_ecc
 
     if args.seed < 0:
         raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
@@ -356,8 +381,6 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--pairs must be >= 2 (one probe and one scored pair), got {args.pairs}")
     if args.probes < 0 or args.probes >= args.pairs:
         raise ValueError(f"--probes must lie in [0, --pairs), got {args.probes}")
-    from ecc_lib.data_checks import human_baseline_reason
-
     queries, outcomes = _read_inputs(args)
     embeddings = _embeddings(args, queries)
     check = None
@@ -366,8 +389,6 @@ def _run(args: argparse.Namespace) -> int:
     kept, outcomes, report = _apply_policy(args, queries, outcomes)
     embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
     queries = kept
-    no_human = human_baseline_reason(queries.get("category"))
-    methods = default_methods(not no_human)
     if args.evidence == "soft":
         from ecc_lib.soft_evidence import has_repeats
 
@@ -380,44 +401,29 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if (args.routing or args.leak_free) and args.probes < 1:
         raise ValueError("--routing and --leak-free need --probes >= 1")
-    from ecc_lib.distributed import scheduler_context  # Dask is imported only when asked for
-
-    with scheduler_context(getattr(args, "scheduler", None) or ""):
-        multi = run_seeds(
-            queries,
-            outcomes,
-            embeddings,
-            seeds=_seeds(args),
-            methods=methods,
-            probe_evidence=args.probe_evidence,
-            probe_strategy=args.probe_strategy,
-            leak_free=args.leak_free,
-            routing=args.routing,
-            **_protocol_options(args),
-        )
-    result = multi.first
-    print(format_result(result))
-    payload = result.to_dict()
+    if args.probe_strategy != "first" and args.probes < 1:
+        raise ValueError("--probe-strategy random/active needs --probes >= 1")
+    protocol, estimator = protocol_from_args(args)
+    found = run_ecc(
+        queries,
+        outcomes,
+        embeddings,
+        protocol=protocol,
+        estimator=estimator,
+        routing=args.routing,
+        scheduler=getattr(args, "scheduler", None) or "",
+    )
+    multi = found.multi
+    print(format_result(found.first))
     if args.seeds > 1:
-        summary = multi.summary()
         print()
-        print(format_seeds(summary))
-        payload.update({k: v for k, v in summary.items() if not k.startswith("routing")})
+        print(format_seeds(multi.summary()))
     if args.routing:
         over = multi.summary()["routing_mean_sd"] if args.seeds > 1 else None
         print(format_routing(multi.routing[0], over))
-        payload["routing"] = dict(multi.routing[0])
-        if over is not None:
-            payload["routing"]["mean_sd_over_seeds"] = over
-            payload["routing"]["per_seed"] = multi.routing
-    chosen = [r.params.get("best_params", {}).get("ecc_cv") for r in multi.results]
-    if any(c is not None for c in chosen):  # issue 26: ecc_cv's settings per seed
-        from ecc_lib.serialization import to_jsonable
-
-        # the human-label candidate's label weight is infinite: null in JSON
-        payload["ecc_cv"] = to_jsonable({"seeds": list(multi.seeds), "best_params": chosen})
-    payload.update(_beyond(args, queries, outcomes, embeddings))
+    _print_beyond(args, found)
     if args.json:
+        payload = found.to_dict()
         payload["inputs"] = {
             "queries": str(args.queries),
             "outcomes": str(args.outcomes),
@@ -426,32 +432,14 @@ def _run(args: argparse.Namespace) -> int:
         }
         payload["embedding_check"] = None if check is None else check.to_dict()
         payload["data_policy"] = report.to_dict()
-        if no_human:
-            payload["ranking_quality_gain"]["human"] = None
-            payload["human_skipped"] = no_human
         write_json(args.json, payload)
     return 0
 
 
-def _beyond(args, queries, outcomes, embeddings) -> dict:
-    """Probe-strategy and soft-evidence comparisons (issue 17), printed and returned for the
-    JSON output."""
-    from ecc_lib.serialization import to_jsonable
-
-    extra = {}
-    if args.probe_strategy != "first":
-        from ecc_lib.active_probes import probe_strategy_over_seeds
-
-        if args.probes < 1:
-            raise ValueError("--probe-strategy random/active needs --probes >= 1")
-        comparison = probe_strategy_over_seeds(
-            queries,
-            outcomes,
-            embeddings,
-            _seeds(args),
-            args.probe_strategy,
-            **_protocol_options(args),
-        )
+def _print_beyond(args: argparse.Namespace, found) -> None:
+    """Print the probe-strategy and soft-evidence comparisons (issue 17) of an ECC result."""
+    comparison = found.probe_strategy_comparison
+    if comparison is not None:
         s = args.probe_strategy
         print(
             f"\nprobe strategy {s} vs first ({args.probes} probe(s), scored pairs disjoint from "
@@ -462,21 +450,8 @@ def _beyond(args, queries, outcomes, embeddings) -> dict:
             f"difference "
             f"{_mean_sd(comparison['difference_mean'], comparison['difference_sd'], True)} pp"
         )
-        extra["probe_strategy_comparison"] = comparison
-    if args.evidence == "soft":
-        from ecc_lib.soft_evidence import soft_evidence_comparison
-
-        soft = soft_evidence_comparison(
-            queries,
-            outcomes,
-            embeddings,
-            n_clusters=args.k,
-            lam=args.lam,
-            temperature=args.temperature,
-            n_pairs=args.pairs,
-            test_size=args.test_size,
-            random_state=args.seed,
-        )
+    soft = found.soft_evidence
+    if soft is not None:
         t = soft["logloss"]
         low, high = t["sampled_minus_soft_ci95"]
         print(
@@ -485,8 +460,6 @@ def _beyond(args, queries, outcomes, embeddings) -> dict:
             f"{soft['n_draws']} draws); sampled - soft {t['sampled_minus_soft']:+.4f} "
             f"[{low:+.4f}, {high:+.4f}]"
         )
-        extra["soft_evidence"] = soft
-    return to_jsonable(extra)
 
 
 SUBCOMMANDS = (
@@ -500,3 +473,12 @@ SUBCOMMANDS = (
         handler=_run,
     ),
 )
+
+
+__all__ = [
+    "SUBCOMMANDS",
+    "format_result",
+    "format_routing",
+    "format_seeds",
+    "protocol_from_args",
+]

@@ -171,3 +171,12 @@ SUBCOMMANDS = (
         handler=_run,
     ),
 )
+
+
+__all__ = [
+    "EXAMPLE_CONFIG",
+    "InitError",
+    "SUBCOMMANDS",
+    "init_folder",
+    "starter_files",
+]

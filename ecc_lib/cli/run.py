@@ -99,3 +99,8 @@ SUBCOMMANDS = (
         ),
     ),
 )
+
+
+__all__ = [
+    "SUBCOMMANDS",
+]

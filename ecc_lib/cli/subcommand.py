@@ -174,3 +174,16 @@ def add_scheduler_option(parser: argparse.ArgumentParser, what: str) -> None:
         help=f"{what} on Dask ('local' starts a local cluster, anything else is a scheduler "
         "address); without it everything runs in memory",
     )
+
+
+__all__ = [
+    "Handler",
+    "INTERRUPTED",
+    "Subcommand",
+    "USER_ERRORS",
+    "UsageError",
+    "add_scheduler_option",
+    "is_user_error",
+    "run_handler",
+    "write_json",
+]

@@ -117,3 +117,8 @@ async def answer(
         elif extracted is None:
             context.summary.n_without_final_answer += 1
     progress.step(True, context.summary.spend_usd)
+
+
+__all__ = [
+    "answer",
+]

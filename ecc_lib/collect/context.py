@@ -244,3 +244,12 @@ class RunContext:
         if not self.first_failure_logged:
             logger.warning("%s call failed (rerun to retry): %s", kind, entry["error"])
             self.first_failure_logged = True
+
+
+__all__ = [
+    "FATAL_ERRORS",
+    "PreparedQuery",
+    "RunContext",
+    "call_fields",
+    "prepare_queries",
+]

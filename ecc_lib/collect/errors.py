@@ -100,3 +100,17 @@ class CollectionInterrupted(CollectError):
     def exit_status(self) -> int:
         """``128 + signal_number``: the shell's status of a process stopped by that signal."""
         return 128 + self.signal_number
+
+
+__all__ = [
+    "CollectError",
+    "CollectionInterrupted",
+    "EndpointAuthError",
+    "EndpointConfigError",
+    "EndpointError",
+    "EndpointNotFoundError",
+    "EndpointRedirectError",
+    "EndpointResponseError",
+    "EndpointUnreachableError",
+    "StoreError",
+]

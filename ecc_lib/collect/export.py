@@ -315,3 +315,20 @@ def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     store = _as_store(store_dir, check=True)
     return collected_queries(store), collected_outcomes(store)
+
+
+__all__ = [
+    "COLLECTION_FILE",
+    "DATASET_QUERY_COLUMNS",
+    "EXPORT_EXTRA_COLUMNS",
+    "EXPORT_SUFFIXES",
+    "checked_status",
+    "collected_outcomes",
+    "collected_queries",
+    "collection_status",
+    "export_dataset",
+    "export_outcomes",
+    "incomplete_collection_sentence",
+    "read_collected",
+    "records_frame",
+]

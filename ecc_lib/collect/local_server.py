@@ -431,3 +431,19 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+__all__ = [
+    "DEFAULT_ALIAS",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "LocalServer",
+    "READY_TIMEOUT_S",
+    "WEIGHTS_PACKAGE",
+    "find_model",
+    "llama_server_available",
+    "main",
+    "start_background",
+    "state_dir",
+    "stop_background",
+]

@@ -161,3 +161,12 @@ def parse_models(models: str | Sequence[str | ModelSpec]) -> list[ModelSpec]:
             )
         seen[identity] = spec.label
     return specs
+
+
+__all__ = [
+    "ModelSpec",
+    "RESERVED_KEYS",
+    "SAMPLING_KEYS",
+    "parse_model_spec",
+    "parse_models",
+]

@@ -211,3 +211,14 @@ def call_cost(
         return None, None
     cost = (prompt_tokens * price.input_per_1m + completion_tokens * price.output_per_1m) / 1e6
     return cost, "price_table"
+
+
+__all__ = [
+    "PRICE_COLUMNS",
+    "Price",
+    "REPORTED_COST_FIELDS",
+    "call_cost",
+    "price_table",
+    "read_price_table",
+    "reported_cost",
+]

@@ -190,3 +190,13 @@ def check_queries(queries: pd.DataFrame, source: str | None = None) -> pd.DataFr
                 f"{frame[column].iloc[position]!r}"
             )
     return frame
+
+
+__all__ = [
+    "QUERY_FILE_SUFFIXES",
+    "TEXT_COLUMNS",
+    "check_queries",
+    "is_missing",
+    "parse_choices",
+    "read_queries_file",
+]

@@ -297,3 +297,11 @@ class Rewriter:
         if missing:
             logger.debug("query %s: %d rewrite(s) still missing", key, len(missing))
         progress.step(ok and not missing, summary.spend_usd)
+
+
+__all__ = [
+    "REWRITE_ATTEMPTS",
+    "REWRITE_TEMPERATURE",
+    "Rewriter",
+    "UNSUPPORTED_FORMAT_STATUSES",
+]

@@ -502,3 +502,11 @@ def collect(*args: Any, **kwargs: Any) -> CollectionSummary:
 
 _SIGNATURE = inspect.signature(acollect)
 collect.__signature__ = _SIGNATURE  # type: ignore[attr-defined]  # help() and the docs show it
+
+
+__all__ = [
+    "DEFAULT_API_KEY_ENV",
+    "OPENAI_API_HOST",
+    "acollect",
+    "collect",
+]

@@ -677,3 +677,30 @@ def apply_scorer(
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         return None, f"scorer returned {value!r}, outside [0, 1]"
     return value, None
+
+
+__all__ = [
+    "CATEGORY_KEYWORDS",
+    "DEFAULT_SCORER",
+    "LETTERS",
+    "SCORERS",
+    "SCORER_SECTIONS",
+    "Scorer",
+    "ScoringFailure",
+    "apply_scorer",
+    "choose_scorer",
+    "drop_bag",
+    "exact_match",
+    "extract_final_answer",
+    "get_scorer",
+    "last_boxed",
+    "multiple_choice_letter",
+    "normalise_answer",
+    "numbers_equal",
+    "numeric_equivalence",
+    "parse_number",
+    "reference_letter",
+    "references",
+    "scorer_for_category",
+    "token_f1",
+]

@@ -227,3 +227,12 @@ def without_final_answer_sentence(n_without: int, n_answers: int) -> str:
         "its fallback way (the last number, the last line, or 'the answer is X' for options) "
         "or scored them wrong, so their scores measure the answer format as well as the answer"
     )
+
+
+__all__ = [
+    "CollectionSummary",
+    "SETTINGS_THAT_SHAPE_RECORDS",
+    "log_summary",
+    "warn_on_changed_settings",
+    "without_final_answer_sentence",
+]

@@ -210,3 +210,10 @@ def run_coroutine(make: Callable[[], Awaitable[Any]]) -> Any:
     if "error" in state:
         raise state["error"]
     return state["value"]
+
+
+__all__ = [
+    "Progress",
+    "run_coroutine",
+    "run_pool",
+]

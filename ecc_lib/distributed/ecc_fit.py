@@ -358,3 +358,10 @@ def fit_partitioned(
             stacklevel=2,
         )
     return estimator
+
+
+__all__ = [
+    "Partition",
+    "fit_partitioned",
+    "partitions_from_arrays",
+]

@@ -202,3 +202,10 @@ def flip_rate_agreement(stats: DarsStatistics, summary: dict):
         difference = None if here is None else float(there) - float(here)
         rows.append((reading, here, there, difference))
     return pd.DataFrame(rows, columns=columns)
+
+
+__all__ = [
+    "DarsStatistics",
+    "dars_statistics",
+    "flip_rate_agreement",
+]

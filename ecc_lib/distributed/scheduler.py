@@ -156,3 +156,15 @@ def active(embeddings=None) -> bool:
 
 def _is_dask_array(x) -> bool:
     return type(x).__module__.startswith("dask.array")
+
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "DEFAULT_PARTITION_ROWS",
+    "SchedulerError",
+    "active",
+    "dask_client",
+    "in_memory",
+    "scheduler_context",
+    "use_dask",
+]

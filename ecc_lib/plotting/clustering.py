@@ -11,6 +11,7 @@ import pandas as pd
 from ecc_lib.plotting.style import (
     CLUSTER_COLORS,
     FONT_SIZE,
+    METHOD_COLOURS,
     OTHERS_GREY,
     PAGE_WIDTH,
     _axes,
@@ -20,6 +21,7 @@ from ecc_lib.plotting.style import (
     _model_labels,
     _short,
     _styled,
+    method_colour,
 )
 
 METHOD_LABELS = {
@@ -32,12 +34,7 @@ METHOD_LABELS = {
 }
 """Display names of the clustering methods of :mod:`ecc_lib.ecc_protocol`."""
 METHOD_COLORS = {
-    "ecc": "tab:red",
-    "emb_only": "tab:green",
-    "comp_only": "tab:orange",
-    "human": "tab:purple",
-    "ecc_cv": "tab:blue",
-    "global": "black",
+    k: METHOD_COLOURS[k] for k in ("ecc", "emb_only", "comp_only", "human", "ecc_cv", "global")
 }
 
 
@@ -84,20 +81,20 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     y = np.arange(len(table))
     gain = table["gain"].to_numpy(float)
     err = _error_bars(gain, table["low"], table["high"])
-    colors = ["tab:red" if str(m).lower() == "ecc" else "tab:gray" for m in table["method"]]
+    colors = [method_colour(m) for m in table["method"]]
     ax.barh(y, gain, xerr=err, color=colors, capsize=3, height=0.6)
-    # each label right of its interval (or left of a negative one), never on the error bar
+    # each label right of its interval, or right of 0 for a negative bar (left of it, it would run
+    # into the method names), never on the error bar
     for i, value in enumerate(gain):
         if not np.isfinite(value):
             continue
-        right = value >= 0
-        edge = value + err[1, i] if right else value - err[0, i]
+        edge = value + err[1, i] if value >= 0 else max(0.0, value + err[1, i])
         ax.annotate(
             f"{value:+.1f}% [{table['low'].iloc[i]:.1f}, {table['high'].iloc[i]:.1f}]",
             (edge, y[i]),
-            xytext=(4 if right else -4, 0),
+            xytext=(4, 0),
             textcoords="offset points",
-            ha="left" if right else "right",
+            ha="left",
             va="center",
             fontsize=FONT_SIZE - 1,
         )
@@ -108,7 +105,7 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     low = min(0.0, float(np.nanmin(table["low"]))) if len(table) else 0.0
     high = max(0.0, float(np.nanmax(table["high"]))) if len(table) else 1.0
     span = max(high - low, 1.0)
-    ax.set_xlim(low - (0.45 if low < 0 else 0.05) * span, high + 0.45 * span)
+    ax.set_xlim(low - 0.05 * span, high + 0.6 * span)
     ax.set_xlabel("ranking quality gain over one global BT model (% of its held-out NLL, 95% CI)")
     ax.set_ylabel("clustering method")
     ax.set_title(title or "Ranking quality gain on held-out comparisons")
@@ -183,7 +180,8 @@ def cluster_names(
     Returns
     -------
     list of str
-        ``"gsm8k 73% (n=206)"`` per cluster; two clusters with the same name get ``#k`` appended.
+        ``"gsm8k 73% (n=206)"`` per cluster; where two clusters would share a name, their second
+        category is added (``"mmlu 92% + arc 3% (n=181)"``), and ``#k`` where that is not enough.
     """
     labels = np.asarray(labels, dtype=int)
     k = int(n_clusters if n_clusters is not None else (labels.max() + 1 if len(labels) else 0))
@@ -193,18 +191,34 @@ def cluster_names(
     else:
         cats = pd.Series(np.asarray(categories, dtype=object)).fillna("(none)").astype(str)
         table = pd.crosstab(pd.Series(labels, name="cluster"), cats.rename("category"))
-        names = []
-        for c in range(k):
-            if c not in table.index or sizes[c] == 0:
-                names.append(f"empty cluster {c}")
-                continue
-            row = table.loc[c]
-            top = row.idxmax()
-            names.append(
-                f"{_short(top, 22)} {100 * row[top] / sizes[c]:.0f}% (n={int(sizes[c]):,})"
+        shares = {
+            c: [
+                (str(cat), 100 * n / sizes[c])
+                for cat, n in table.loc[c].sort_values(ascending=False).items()
+                if n > 0
+            ]
+            for c in range(k)
+            if c in table.index and sizes[c] > 0
+        }
+        names = [
+            f"{_short(shares[c][0][0], 22)} {shares[c][0][1]:.0f}% (n={int(sizes[c]):,})"
+            if c in shares
+            else f"empty cluster {c}"
+            for c in range(k)
+        ]
+        # a name two clusters share gains the distinguishing second category
+        counts = pd.Series(names).value_counts()
+        names = [
+            (
+                f"{_short(shares[c][0][0], 22)} {shares[c][0][1]:.0f}% + "
+                f"{_short(shares[c][1][0], 16)} {shares[c][1][1]:.0f}% (n={int(sizes[c]):,})"
+                if counts[n] > 1 and c in shares and len(shares[c]) > 1
+                else n
             )
-    counts = pd.Series(names).value_counts()
-    return [f"{n} #{c}" if counts[n] > 1 else n for c, n in enumerate(names)]
+            for c, n in enumerate(names)
+        ]
+    final = pd.Series(names).value_counts()
+    return [f"{n} #{c}" if final[n] > 1 else n for c, n in enumerate(names)]
 
 
 @_styled
@@ -455,7 +469,7 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     table = table[table["method"] != "global"].reset_index(drop=True)
     methods = list(dict.fromkeys(table["method"]))
     readings = [r for r in LEAK_READING_COLORS if r in set(table["reading"])]
-    fig, ax = _axes(ax, (8.5, max(3.5, 0.9 * len(methods) + 1.5)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(3.0, 0.62 * len(methods) + 1.3)))
     height = 0.8 / max(len(readings), 1)
     for j, reading in enumerate(readings):
         part = table[table["reading"] == reading].set_index("method").reindex(methods)
@@ -485,15 +499,21 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
                     color="black",
                     markersize=2.5,
                 )
+            if not np.isfinite(mean[i]):
+                continue
+            # the label sits beyond the end of the bar and its whisker, on the bar's side of 0
+            negative = mean[i] < 0
             ax.annotate(
                 f"{mean[i]:+.1f}",
-                (max(mean[i], 0) + err[1, i], y[i]),
-                xytext=(4, 0),
+                (mean[i] - err[0, i] if negative else mean[i] + err[1, i], y[i]),
+                xytext=(-4 if negative else 4, 0),
                 textcoords="offset points",
                 va="center",
+                ha="right" if negative else "left",
                 fontsize=FONT_SIZE - 3,
             )
     ax.axvline(0, color="black", linewidth=0.8)
+    ax.margins(x=0.12)  # room for the value labels on both sides
     ax.set_yticks(np.arange(len(methods)))
     ax.set_yticklabels([method_label(m) for m in methods])
     ax.invert_yaxis()

@@ -105,7 +105,8 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     table : DataFrame
         :func:`flip_rate_table` output: columns ``side`` (or ``label``), ``reading``,
         ``flip_rate``, ``low``, ``high``, ``chance``; optional ``n_queries`` and
-        ``change_draws``. A side with NaN rates is drawn as "n/a" (no repeated observations).
+        ``change_draws``. A side with NaN rates (no repeated observations) is left out and named
+        under the axis; "both" is left out where only one side has repeats (it equals that side).
     title : str, optional
     ax : matplotlib Axes, optional
 
@@ -113,8 +114,20 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     -------
     Figure
     """
-    fig, ax = _axes(ax, (PAGE_WIDTH, 4.2))
-    sides = list(dict.fromkeys(table["side"]))
+    fig, ax = _axes(ax, (PAGE_WIDTH, 3.5))
+    measured = table.groupby("side", sort=False)["flip_rate"].apply(
+        lambda r: bool(np.isfinite(r.to_numpy(float)).any())
+    )
+    missing = [s for s, ok in measured.items() if not ok]
+    sides = [s for s, ok in measured.items() if ok]
+    single = [s for s in sides if s != "both"]
+    if "both" in sides and len(single) == 1 and missing:
+        rates = table.set_index(["side", "reading"])["flip_rate"]
+        if np.allclose(
+            rates.loc["both"].sort_index(), rates.loc[single[0]].sort_index(), equal_nan=True
+        ):
+            sides.remove("both")  # the same draws as the one side with repeats
+    table = table[table["side"].isin(sides)]
     readings = [r for r in _READING_KEYS if r in set(table["reading"])]
     width = 0.8 / max(len(readings), 1)
     colours = plt.get_cmap("Set2")(np.arange(len(readings)))
@@ -154,7 +167,11 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     ax.set_xticklabels(labels)
     ax.set_ylim(0, 1.25)
     ax.set_yticks(np.linspace(0, 1, 6))
-    ax.set_xlabel("source of randomness in the single-shot label")
+    gone = ", ".join(SIDE_LABELS.get(s, s).replace("\n", " ") for s in missing)
+    ax.set_xlabel(
+        "source of randomness in the single-shot label"
+        + (f"\nnot measured (no repeated observations): {gone}" if gone else "")
+    )
     ax.set_ylabel("rate over single-shot draws (0-1)")
     ax.legend(loc="upper left", fontsize=8, ncol=2, frameon=False)
     ax.set_title(title or "Three readings of the winner flip rate (95% CI), beside chance")
@@ -164,6 +181,9 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
 @_styled
 def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=None, bins: int = 20):
     """Histogram of the score spread sigma of each (query, model) pair, one colour per model.
+
+    Where at most eight values occur (binary scores over a few observations), bars per value
+    show the share of each model's pairs instead of a histogram of spikes.
 
     Parameters
     ----------
@@ -198,6 +218,30 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
         ax.set_yticks([])
         return fig
     models = sorted(table["model"].unique())
+    values = np.round(table["sigma"].dropna().to_numpy(float), 6)
+    distinct = np.unique(values)
+    if len(distinct) <= 8:
+        # few possible values (binary scores over a few observations): a histogram of 20 bins
+        # would show a few spikes; bars per value show the share of each model's pairs instead
+        width = 0.8 / max(len(models), 1)
+        labels = _model_labels(models)
+        for j, model in enumerate(models):
+            own = np.round(table.loc[table["model"] == model, "sigma"].dropna().to_numpy(float), 6)
+            share = [100 * float(np.mean(own == v)) if len(own) else 0.0 for v in distinct]
+            ax.bar(
+                np.arange(len(distinct)) + (j - (len(models) - 1) / 2) * width,
+                share,
+                width,
+                label=labels[j],
+            )
+        ax.set_xticks(np.arange(len(distinct)))
+        ax.set_xticklabels([f"{v:.3g}" for v in distinct])
+        ax.set_xlabel(
+            f"sigma: std. dev. of a (query, model) pair's scores; only {len(distinct)} values occur"
+        )
+        ax.set_ylabel("share of the model's pairs (%)")
+        ax.legend(title="model", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        return fig
     upper = float(np.nanmax(table["sigma"]))
     edges = np.linspace(0.0, max(upper, 1e-6), bins + 1)
     data = [table.loc[table["model"] == m, "sigma"].dropna().to_numpy() for m in models]

@@ -9,7 +9,15 @@ import pandas as pd
 
 from ecc_lib import routing_evaluation
 from ecc_lib.plotting.clustering import method_label
-from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, _axes, _error_bars, _short, _styled
+from ecc_lib.plotting.style import (
+    FONT_SIZE,
+    PAGE_WIDTH,
+    _axes,
+    _error_bars,
+    _short,
+    _styled,
+    method_colour,
+)
 
 REFERENCE_ROUTERS = ("Oracle", "Best fixed model", "Random")
 
@@ -48,14 +56,19 @@ def plot_cost_quality(
     else:
         curves["label"] = curves["router"]
     fig, ax = _axes(ax, (PAGE_WIDTH, 4.0))
-    palette = plt.get_cmap("tab10")
     learned = [name for name in dict.fromkeys(curves["label"]) if name not in REFERENCE_ROUTERS]
     for i, name in enumerate(learned):
         part = curves[curves["label"] == name]
-        color = palette(i % 10)
+        color = method_colour(name)
         ax.scatter(part["cost"], part["score"], s=16, color=color, alpha=0.45)
         front = _draw_front(
-            ax, part, color=color, linewidth=2, marker="o", label=f"{name}: Pareto front"
+            ax,
+            part,
+            color=color,
+            linewidth=2,
+            marker="o",
+            linestyle=":" if "single-shot" in str(name) else "-",
+            label=f"{name}: Pareto front",
         )
         if "lambda" in front:
             _label_lambdas(ax, front, color, below=i % 2 == 0)
@@ -127,6 +140,9 @@ def _label_lambdas(ax, front: pd.DataFrame, color, below: bool = True, gap: floa
             ha="left" if below else "right",
             fontsize=FONT_SIZE - 3,
             color=color,
+            # a white box keeps the label readable where it crosses a front
+            bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+            zorder=5,
         )
 
 
@@ -163,7 +179,7 @@ def plot_routing_table(
         str(r) if s == "reference" else f"{r} ({s})"
         for r, s in zip(table["router"], table["supervision"], strict=True)
     ]
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.3 * len(table) + 1.3)))
+    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.22 * len(table) + 1.2)))
     y = np.arange(len(table))
     values = table[value].to_numpy(float)
     colors = [ROUTING_KIND_COLORS.get(s, "tab:green") for s in table["supervision"]]
@@ -270,21 +286,17 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
     names = {**ROUTING_METHOD_LABELS}
     for ax, setting in zip(axes[:, 0], settings, strict=True):
         part = table[table["setting"] == setting].set_index("method").reindex(methods)
-        y = np.arange(len(methods))
+        # a method this setting does not have (the probe's winner without a probe) is no empty row
+        shown = [m for m in methods if np.isfinite(float(part.loc[m, "score_mean"]))]
+        part = part.reindex(shown)
+        y = np.arange(len(shown))
         mean = part["score_mean"].to_numpy(float)
         low = part["score_low"].to_numpy(float)
         high = part["score_high"].to_numpy(float)
         sd = np.nan_to_num(part["score_sd"].to_numpy(float))
         first = part["score"].to_numpy(float)
         ok = np.isfinite(mean)
-        colors = [
-            "tab:red"
-            if m == "ecc"
-            else "tab:green"
-            if m in ("oracle", "probe_winner")
-            else "tab:gray"
-            for m in methods
-        ]
+        colors = [method_colour(m) for m in shown]
         ax.errorbar(
             first[ok],
             y[ok],
@@ -307,9 +319,9 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
             )
         ax.set_title(ROUTING_SETTING_LABELS[setting], fontsize=FONT_SIZE)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_yticks(np.arange(len(methods)))
-        ax.set_yticklabels([names.get(m, method_label(m)) for m in methods])
-        ax.set_ylim(len(methods) - 0.4, -0.8)
+        ax.set_yticks(np.arange(len(shown)))
+        ax.set_yticklabels([names.get(m, method_label(m)) for m in shown])
+        ax.set_ylim(len(shown) - 0.4, -0.8)
     axes[-1][0].set_xlabel("mean score of the routed model")
     fig.suptitle(title or "Routing with each clustering, with and without the probe")
     return fig
@@ -343,13 +355,12 @@ def plot_routing_cost_quality(
     """
     part = table[table["setting"].isin(["no_probe", "probe_cost"])]
     part = part[np.isfinite(part["cost_mean"].to_numpy(float))]
-    fig, ax = _axes(ax, (8.5, 5.5))
-    palette = plt.get_cmap("tab10")
+    fig, ax = _axes(ax, (PAGE_WIDTH, 5.5))
     methods = list(dict.fromkeys(part["method"]))
     markers = {"no_probe": "o", "probe_cost": "^"}
-    for i, method in enumerate(methods):
+    for method in methods:
         rows = part[part["method"] == method].set_index("setting")
-        color = palette(i % 10)
+        color = method_colour(method)
         if len(rows) == 2:
             ax.plot(rows["cost_mean"], rows["score_mean"], color="lightgray", zorder=1)
         for setting, row in rows.iterrows():

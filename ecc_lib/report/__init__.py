@@ -21,6 +21,8 @@ The package holds one job per module, and every public name of them is importabl
 - :mod:`ecc_lib.report.build`: :func:`build_report` reads a run folder and assembles the report;
 - :mod:`ecc_lib.report.reading`: what is read from the run (flattened metrics, intervals, skips);
 - :mod:`ecc_lib.report.formatting`: numbers, intervals and metric keys as text;
+- :mod:`ecc_lib.report.grammar`: the one comparison grammar and the one unit table;
+- :mod:`ecc_lib.report.summary`: the quotable summary lines (also ``metrics.json["summary"]``);
 - :mod:`ecc_lib.report.sections`: one findings-and-tables builder per notebook;
 - :mod:`ecc_lib.report.document`: the report's classes and their HTML;
 - :mod:`ecc_lib.report.latex`: the headline tables as LaTeX.
@@ -28,7 +30,17 @@ The package holds one job per module, and every public name of them is importabl
 
 from __future__ import annotations
 
-from ecc_lib.report.build import SECTION_KEYS, appendix_html, build_report, report_title
+from ecc_lib.report.build import (
+    HEADLINE_FIGURES,
+    MAIN_ORDER,
+    SECTION_KEYS,
+    appendix_html,
+    build_report,
+    degenerate_figures,
+    record_summary,
+    report_title,
+    summary_html,
+)
 from ecc_lib.report.document import (
     Figure,
     HeadlineTable,
@@ -47,20 +59,88 @@ from ecc_lib.report.formatting import (
     guess_unit,
     humanise,
 )
+from ecc_lib.report.grammar import (
+    BETTER_WORSE,
+    DIFFERENCE_OF,
+    HIGHER_LOWER,
+    KEY_UNITS,
+    UNITS,
+    Comparison,
+    Unit,
+    comparison_sentence,
+    difference_text,
+    direction,
+    finite,
+    interval,
+    level_text,
+    number,
+    t_interval,
+    unit,
+    unit_of_key,
+    verdict,
+)
 from ecc_lib.report.latex import latex_escape, latex_problems, latex_table, save_headline_tables
 from ecc_lib.report.reading import ci_of, flatten, generic_rows, skip_reasons
 from ecc_lib.report.sections import (
     GAIN_METHODS,
+    SECTION_TITLES,
     cluster_summary_html,
     data_notes,
     other_section,
 )
+from ecc_lib.report.summary import (
+    MAX_LINES,
+    METHOD_NAMES,
+    MIN_QUERIES_PER_CLUSTER,
+    PLURAL,
+    PRIORITY,
+    SummaryLine,
+    build_summary,
+    ecc_lines,
+    flip_lines,
+    method_name,
+    routing_lines,
+    summary_to_metrics,
+)
 
 __all__ = [
+    "HEADLINE_FIGURES",
+    "MAIN_ORDER",
+    "BETTER_WORSE",
+    "DIFFERENCE_OF",
+    "HIGHER_LOWER",
+    "KEY_UNITS",
+    "UNITS",
+    "Comparison",
+    "Unit",
+    "comparison_sentence",
+    "difference_text",
+    "direction",
+    "finite",
+    "interval",
+    "level_text",
+    "number",
+    "t_interval",
+    "unit_of_key",
+    "unit",
+    "verdict",
+    "MAX_LINES",
+    "METHOD_NAMES",
+    "MIN_QUERIES_PER_CLUSTER",
+    "PLURAL",
+    "PRIORITY",
+    "SummaryLine",
+    "build_summary",
+    "ecc_lines",
+    "flip_lines",
+    "method_name",
+    "routing_lines",
+    "summary_to_metrics",
     "DASH",
     "GAIN_METHODS",
     "PM",
     "SECTION_KEYS",
+    "SECTION_TITLES",
     "UNIT_TEXT",
     "Figure",
     "HeadlineTable",
@@ -71,6 +151,7 @@ __all__ = [
     "ci_of",
     "cluster_summary_html",
     "data_notes",
+    "degenerate_figures",
     "figure_html",
     "flatten",
     "format_interval",
@@ -83,8 +164,10 @@ __all__ = [
     "latex_problems",
     "latex_table",
     "other_section",
+    "record_summary",
     "report_title",
     "save_headline_tables",
     "skip_reasons",
+    "summary_html",
     "table_html",
 ]

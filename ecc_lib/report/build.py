@@ -27,9 +27,21 @@ from ecc_lib.report.sections import (
     tour_section,
 )
 from ecc_lib.report.sections.checks import add_checks
+from ecc_lib.report.summary import build_summary, method_name, summary_to_metrics
 
 SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
 """Metrics section recorded by each notebook (by number)."""
+MAIN_ORDER = ("01", "03", "02", "04")
+"""Notebooks of the main body in the order a reader needs: data, clustering, label instability,
+routing (the summary comes first, the tour goes to the appendix)."""
+HEADLINE_FIGURES = {
+    "01": ("01_model_scores",),
+    "03": ("03_leak_gains", "03_gains"),
+    "02": ("02_flip_rates",),
+    "04": ("04_routing_scores",),
+}
+"""The one figure each main section shows (the first of these the run has); the others go to the
+appendix."""
 
 
 def _datasets_of(metrics: Mapping[str, Any]) -> list[str]:
@@ -110,7 +122,11 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
     for number, key in SECTION_KEYS.items():
         section = ReportSection(number, NOTEBOOK_TITLES.get(number, key))
         shown = figures[figures["notebook"] == number]
-        section.figures = [Figure(f.name, f.png, f.caption) for f in shown.itertuples()]
+        dropped = degenerate_figures(metrics)
+        section.figures = [
+            Figure(f.name, f.png, f.caption) for f in shown.itertuples() if f.name not in dropped
+        ]
+        section.notes += [dropped[f.name] for f in shown.itertuples() if f.name in dropped]
         values = metrics.get(key)
         reasons = skip_reasons(values) if values is not None else {}
         if values is None:
@@ -124,14 +140,12 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
             section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
         else:
             for where, reason in reasons.items():
-                section.notes.append(
-                    f"Not measured ({where.replace('_skipped', '').replace('.', ' ')}): {reason}"
-                )
+                section.notes.append(f"Not measured ({_part_words(where)}): {reason}")
             builder = {
                 "tour": lambda v, s: tour_section(v, s),
                 "data": lambda v, s: data_section(v, s, run),
                 "dars": lambda v, s: dars_section(v, s),
-                "ecc": lambda v, s: ecc_section(v, s, run),
+                "ecc": lambda v, s: ecc_section(v, s, run, metrics),
                 "routing": lambda v, s: routing_section(v, s, parameters.get("routing", {})),
             }[key]
             builder(values, section)
@@ -139,9 +153,12 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
             section.notes += data_notes(metrics.get("data_policy") or {})
             add_checks(section, metrics.get("checks"))
         sections.append(section)
-    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy", "checks"}
+    sections = _arrange(sections)
+    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy", "summary", "checks"}
     for key in sorted(k for k in metrics if k not in known):
-        sections.append(other_section(key, metrics[key]))
+        extra = other_section(key, metrics[key])
+        extra.appendix = True
+        sections.append(extra)
     n_tables = len(run_folder.list_tables(run))
     intro = (
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
@@ -154,12 +171,145 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
         intro += f"Code at git commit {git.get('commit') or 'unknown'}" + (
             " with local changes." if git.get("dirty") else "."
         )
-    return Report(
+    document = Report(
         title=title or report_title(metrics, run.run_dir.name),
         intro=intro,
         sections=sections,
-        appendix_html=appendix_html(metrics, run),
+        summary_html=summary_html(build_summary(metrics)),
     )
+    document.appendix_html = (
+        '<details class="appendix" id="appendix"><summary>Appendix: the synthetic tour, further '
+        "figures and tables, parameters and provenance</summary>\n"
+        + "\n".join(document.appendix_sections_html())
+        + "\n"
+        + appendix_html(metrics, run)
+        + "\n</details>"
+    )
+    return document
+
+
+def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
+    """Figures whose content is degenerate for this run's data, with the sentence said instead.
+
+    - ``01_observations_per_pair`` when every dataset has one observation per pair (one bar);
+    - ``04_routing_utility`` when the routing data has no cost and no repeats (utility equals
+      score, the figure repeats ``04_routing_scores``).
+
+    Parameters
+    ----------
+    metrics : mapping
+
+    Returns
+    -------
+    dict
+        Figure name -> sentence.
+    """
+    out = {}
+    datasets = ((metrics.get("data") or {}).get("datasets") or {}).values()
+    maxima = [d.get("max_observations_per_pair") for d in datasets if isinstance(d, Mapping)]
+    if maxima and all(m == 1 for m in maxima):
+        out["01_observations_per_pair"] = (
+            "Every (query, model) pair has one observation, so the figure of observations per pair "
+            "(one bar) is left out."
+        )
+    info = (metrics.get("routing") or {}).get("info") or {}
+    if (
+        info
+        and info.get("cost_available") is False
+        and not (info.get("has_rewrites") or info.get("has_decodes"))
+    ):
+        out["04_routing_utility"] = (
+            "Without cost and repeated observations the utility equals the score, so the utility "
+            "figure (the same as the score figure) is left out."
+        )
+    return out
+
+
+def _arrange(sections: list[ReportSection]) -> list[ReportSection]:
+    """Main sections in :data:`MAIN_ORDER`, each with its headline table and figure; the rest of
+    each (further tables, figures, the cluster summary) and the tour as appendix sections."""
+    by_number = {s.number: s for s in sections}
+    main, appendix = [], []
+    for number in MAIN_ORDER:
+        section = by_number.pop(number, None)
+        if section is None:
+            continue
+        main.append(section)
+        if section.skipped:
+            continue
+        wanted = next(
+            (n for n in HEADLINE_FIGURES.get(number, ()) if n in {f.name for f in section.figures}),
+            section.figures[0].name if section.figures else None,
+        )
+        rest_figures = [f for f in section.figures if f.name != wanted]
+        section.figures = [f for f in section.figures if f.name == wanted]
+        rest_tables, section.tables = section.tables[1:], section.tables[:1]
+        if rest_figures or rest_tables or section.extra_html:
+            more = ReportSection(
+                "",
+                f"More on: {section.title}",
+                appendix=True,
+                findings=f"Further tables and figures of section {number}.",
+            )
+            more.figures, more.tables, more.extra_html = (
+                rest_figures,
+                rest_tables,
+                section.extra_html,
+            )
+            section.extra_html = ""
+            appendix.append(more)
+    for section in by_number.values():
+        section.appendix = True
+    return main + list(by_number.values()) + appendix
+
+
+def summary_html(summary: Mapping[str, list]) -> str:
+    """``<section id="summary">``: per dataset its quotable lines (:mod:`ecc_lib.report.summary`).
+
+    Parameters
+    ----------
+    summary : mapping
+        Dataset -> list of :class:`~ecc_lib.report.summary.SummaryLine`.
+
+    Returns
+    -------
+    str
+    """
+    parts = ['<section class="report-section" id="summary">', "<h2>Summary</h2>"]
+    if not summary:
+        parts.append('<p class="note">No result of this run has a comparison to quote.</p>')
+    for dataset, lines in summary.items():
+        parts.append(f"<h3>{html.escape(dataset)}</h3><ul>")
+        parts += [
+            f'<li data-topic="{html.escape(x.topic)}">{html.escape(x.text)}</li>' for x in lines
+        ]
+        parts.append("</ul>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def record_summary(run_dir: str | os.PathLike | run_folder.RunContext) -> dict[str, list[dict]]:
+    """Write the summary as ``metrics.json["summary"]`` (``metrics/summary.json``).
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+
+    Returns
+    -------
+    dict
+        What was recorded.
+    """
+    run = run_folder.run_context(run_dir)
+    payload = summary_to_metrics(build_summary(run_folder.collect_metrics(run)))
+    run_folder.record_metrics(run, "summary", payload)
+    return payload
+
+
+def _part_words(key: str) -> str:
+    """A ``*_skipped`` key as words (``single_shot_skipped`` -> ``single shot``), never the key."""
+    parts = key.replace("_skipped", "").replace("skipped", "").strip(".").split(".")
+    return ", ".join(method_name(p) for p in parts if p) or "this part"
 
 
 def _run_provenance(run: run_folder.RunContext) -> dict[str, Any]:
@@ -202,7 +352,7 @@ def appendix_html(metrics: Mapping[str, Any], run) -> str:
         }
         for section, params in (metrics.get("parameters") or {}).items()
     ]
-    parts = ["<h2>Appendix: parameters and provenance</h2>"]
+    parts = ["<h2>Parameters and provenance</h2>"]
     if rows:
         parts.append(table_html(pd.DataFrame(rows), "Parameters of each section"))
     prov = _run_provenance(run)

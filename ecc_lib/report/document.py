@@ -69,6 +69,8 @@ class ReportSection:
         Non-empty when the whole section is left out: the sentence saying why.
     extra_html : str
         Further HTML (the cluster summary).
+    appendix : bool
+        Shown in the collapsed appendix rather than the main body.
     """
 
     number: str
@@ -79,6 +81,7 @@ class ReportSection:
     notes: list[str] = field(default_factory=list)
     skipped: str = ""
     extra_html: str = ""
+    appendix: bool = False
 
     def to_html(self, figure_start: int = 1) -> str:
         """The section as HTML (findings first, then notes, tables, figures).
@@ -121,12 +124,16 @@ class Report:
     intro : str
     sections : list of ReportSection
     appendix_html : str, default ""
+        The collapsed appendix (``<details>``): appendix sections, parameters, provenance.
+    summary_html : str, default ""
+        ``<section id="summary">``, shown first.
     """
 
     title: str
     intro: str
     sections: list[ReportSection]
     appendix_html: str = ""
+    summary_html: str = ""
 
     def headline_tables(self) -> list[HeadlineTable]:
         """Every headline table of every section.
@@ -138,14 +145,33 @@ class Report:
         return [t for s in self.sections if not s.skipped for t in s.tables]
 
     def section_html(self) -> list[str]:
-        """HTML of each section, figures numbered through the report.
+        """HTML of the summary and of each main section, figures numbered through the report.
 
         Returns
         -------
         list of str
         """
-        out, start = [], 1
+        out, start = [self.summary_html] if self.summary_html else [], 1
         for section in self.sections:
+            if section.appendix:
+                continue
+            out.append(section.to_html(figure_start=start))
+            if not section.skipped:
+                start += len(section.figures)
+        return out
+
+    def appendix_sections_html(self) -> list[str]:
+        """HTML of the appendix sections, figures numbered after the main body's.
+
+        Returns
+        -------
+        list of str
+        """
+        start = 1 + sum(len(s.figures) for s in self.sections if not s.appendix and not s.skipped)
+        out = []
+        for section in self.sections:
+            if not section.appendix:
+                continue
             out.append(section.to_html(figure_start=start))
             if not section.skipped:
                 start += len(section.figures)

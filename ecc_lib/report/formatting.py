@@ -10,9 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ecc_lib.plotting import method_label
-
-DASH = "\u2013"
-PM = "\u00b1"
+from ecc_lib.report.grammar import DASH, PM, UNITS, unit, unit_of_key
 
 
 def _finite(value: Any) -> bool:
@@ -36,13 +34,11 @@ def _no_negative_zero(function):
 
 
 _UNIT_FORMATS = {
-    "%": (100, ".1f", "%"),
-    "pct": (1, ".1f", "%"),
-    "pp": (1, "+.1f", " pp"),
-    "pp_share": (100, "+.1f", " pp"),
-    "signed": (1, "+.3f", ""),
+    code: (unit(code).scale, unit(code).spec, unit(code).sign)
+    for code in ("%", "pct", "pp", "pp_share", "signed", "score_diff")
 }
-"""Unit code -> (scale, format spec, unit sign) of :func:`format_number` (``count`` aside)."""
+"""Unit code -> (scale, format spec, unit sign) of :func:`format_number` (``count`` aside), read
+from :data:`ecc_lib.report.grammar.UNITS`."""
 _PLAIN = (1, ".3f", "")
 
 
@@ -127,8 +123,11 @@ def format_mean_sd(mean: Any, sd: Any, unit: str = "", n: int | None = None) -> 
     return f"{text} {PM} {_bare(float(sd), unit).lstrip('+')}{seeds}"
 
 
+_TO_FORMATTING = {"pct_nll": "pct", "share": "%", "plain": ""}
+
+
 def guess_unit(key: str) -> str:
-    """Unit of a metric from its key: gains are in percent, rates and shares are fractions.
+    """Unit of a metric from its key (:func:`ecc_lib.report.grammar.unit_of_key`).
 
     Parameters
     ----------
@@ -140,26 +139,21 @@ def guess_unit(key: str) -> str:
     str
         A unit code of :func:`format_number`.
     """
-    name = key.lower()
-    if "gain" in name and "gap" not in name:
-        return "pct"
-    if name.startswith("n_") or ".n_" in name or name.endswith("_count"):
-        return "count"
-    if any(w in name for w in ("rate", "share", "disagreement", "accuracy", "gap_closed", "agree")):
-        return "%"
-    if "minus" in name or "difference" in name or "delta" in name:
-        return "signed"
-    return ""
+    code = unit_of_key(key)
+    return _TO_FORMATTING.get(code, code)
 
 
 UNIT_TEXT = {
-    "%": "% of queries",
-    "pct": "% of global BT held-out NLL",
-    "pp": "percentage points",
+    "%": UNITS["share"].words,
+    "pct": UNITS["pct_nll"].words,
+    "pp": UNITS["pp"].words,
+    "pp_share": UNITS["pp_share"].words,
     "count": "count",
     "signed": "difference",
+    "score_diff": UNITS["score_diff"].words,
     "": "",
 }
+"""Unit codes of :func:`format_number` in words (from :data:`ecc_lib.report.grammar.UNITS`)."""
 
 
 def humanise(key: str) -> str:
@@ -179,14 +173,3 @@ def humanise(key: str) -> str:
     ]
     words = [w.replace("_", " ") for w in words]
     return words[0] + (": " + ", ".join(words[1:]) if len(words) > 1 else "")
-
-
-def _verdict(ci: Sequence[Any] | None, better: str, worse: str, same: str) -> str:
-    """``better`` when the interval lies above 0, ``worse`` below 0, else (or without one) ``same``."""
-    if ci is None or not all(_finite(b) for b in ci):
-        return same
-    if float(ci[0]) > 0:
-        return better
-    if float(ci[1]) < 0:
-        return worse
-    return same

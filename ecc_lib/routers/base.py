@@ -387,3 +387,18 @@ class RandomRouter(Router):
         """
         x = self._check_fitted(query_embeddings)
         return self.rng_.random((len(x), self.n_models_))
+
+
+__all__ = [
+    "BestFixedRouter",
+    "COMPONENTS",
+    "RandomRouter",
+    "Router",
+    "TARGET_KINDS",
+    "Targets",
+    "Weight",
+    "as_features",
+    "router_parameters",
+    "seed_from",
+    "target_matrix",
+]

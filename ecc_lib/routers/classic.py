@@ -184,3 +184,11 @@ class ClusterRouter(Router):
         p = min(self.n_nearest, len(self.centroids_))
         nearest = np.argsort(d2, axis=1, kind="stable")[:, :p]
         return self.profiles_[nearest].mean(axis=1)
+
+
+__all__ = [
+    "ClusterRouter",
+    "KNNRouter",
+    "MLPRouter",
+    "inverse_distance_weights",
+]

@@ -95,3 +95,8 @@ class ECCRouter(Router):
 
     def _predict(self, x):
         return self.intercept_ + self.slope_ * self._strength(x)
+
+
+__all__ = [
+    "ECCRouter",
+]

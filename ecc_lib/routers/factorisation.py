@@ -137,3 +137,10 @@ class MIRTRouter(FactorisationRouter):
 
     def _predict(self, x):
         return expit(self._forward(x))
+
+
+__all__ = [
+    "FactorisationRouter",
+    "MIRTRouter",
+    "MatrixFactorizationRouter",
+]

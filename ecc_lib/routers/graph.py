@@ -107,3 +107,8 @@ class GraphRouter(TorchRouter):
 
     def _predict(self, x):
         return self._forward(self.x_train_, self.edges_train_, x)
+
+
+__all__ = [
+    "GraphRouter",
+]

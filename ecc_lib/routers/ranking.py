@@ -86,3 +86,8 @@ class SoftmaxRankingRouter(TorchRouter):
     def _predict(self, x):
         scores = self._forward(x)
         return self.tau * (scores - scores.mean(axis=1, keepdims=True)) + self.utility_mean_
+
+
+__all__ = [
+    "SoftmaxRankingRouter",
+]

@@ -119,3 +119,10 @@ class TorchRouter(Router):
 
         with nw.torch_threads(self.n_threads):
             return nw.predict_numpy(self.network_, *inputs)
+
+
+__all__ = [
+    "Loss",
+    "TorchRouter",
+    "ValidationLoss",
+]

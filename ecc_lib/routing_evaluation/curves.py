@@ -176,3 +176,12 @@ def cost_quality_curve(
             refitted.fit(train_embeddings, targets)
         choices.append(refitted.route(query_embeddings, cost_weight=lam, beta=beta))
     return curve_of_choices(choices, truth, lambdas, beta)
+
+
+__all__ = [
+    "DEFAULT_LAMBDA_GRID",
+    "cost_quality_curve",
+    "curve_of_choices",
+    "pareto_area",
+    "pareto_front",
+]

@@ -302,3 +302,9 @@ def _summaries(
                 summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
         table_rows.append(summary)
     return run_rows, table_rows
+
+
+__all__ = [
+    "RoutingTable",
+    "routing_table",
+]

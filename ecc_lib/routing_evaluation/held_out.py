@@ -214,3 +214,15 @@ def gap_closed(value: float, fixed: float, oracle: float) -> float:
     """
     span = oracle - fixed
     return float((value - fixed) / span) if abs(span) > 1e-12 else float("nan")
+
+
+__all__ = [
+    "HeldOut",
+    "METRICS",
+    "best_fixed_model",
+    "evaluate_choices",
+    "expected_random_metrics",
+    "gap_closed",
+    "held_out_truth",
+    "oracle_choices",
+]

@@ -220,3 +220,10 @@ def paired_differences(
         pd.DataFrame(paired_rows, columns=paired_columns),
         pd.DataFrame(versus_rows),
     )
+
+
+__all__ = [
+    "PAIRED_METRICS",
+    "joint_bootstrap_weights",
+    "paired_differences",
+]

@@ -161,3 +161,10 @@ def format_routing_table(
             )
         ]
     return out
+
+
+__all__ = [
+    "format_paired_differences",
+    "format_routing_table",
+    "routing_headline",
+]

@@ -172,3 +172,9 @@ def make_capability_data(
         theta=theta,
         models=models,
     )
+
+
+__all__ = [
+    "CapabilityData",
+    "make_capability_data",
+]

@@ -270,3 +270,11 @@ def write_foreign_dataset(
     queries.to_csv(folder / "queries.csv", index=False)
     outcomes.to_json(folder / "outcomes.jsonl", orient="records", lines=True)
     return ForeignDataset(folder, queries, outcomes, data.embeddings, missing, single)
+
+
+__all__ = [
+    "ForeignDataset",
+    "few_shot_prefix",
+    "few_shot_texts",
+    "write_foreign_dataset",
+]

@@ -238,3 +238,11 @@ def make_repeated_outcomes(
         models=models,
         truth=truth,
     )
+
+
+__all__ = [
+    "RepeatedOutcomesData",
+    "RepeatedOutcomesTruth",
+    "SCORE_TYPES",
+    "make_repeated_outcomes",
+]

@@ -9,11 +9,12 @@ from __future__ import annotations
 from ecc_lib.report.sections.clustering import GAIN_METHODS, cluster_summary_html, ecc_section
 from ecc_lib.report.sections.data import data_section
 from ecc_lib.report.sections.label_instability import dars_section
-from ecc_lib.report.sections.other import data_notes, other_section
+from ecc_lib.report.sections.other import SECTION_TITLES, data_notes, other_section
 from ecc_lib.report.sections.routing import routing_section
 from ecc_lib.report.sections.tour import tour_section
 
 __all__ = [
+    "SECTION_TITLES",
     "GAIN_METHODS",
     "cluster_summary_html",
     "dars_section",

@@ -26,22 +26,29 @@ def checks_sentence(values: Mapping[str, Any]) -> str:
     parts = []
     for dataset, entry in values.items():
         entry = entry or {}
-        failed = [name for name, c in entry.items() if (c or {}).get("status") == "fail"]
-        warned = [name for name, c in entry.items() if (c or {}).get("status") == "warn"]
-        if failed:
-            parts.append(
-                f"{dataset} FAILS {', '.join(failed)}: its numbers below are not to be trusted"
+
+        def named(status: str, entry=entry) -> str:
+            return "; ".join(
+                f"{name.replace('_', ' ')}: {(c or {}).get('detail', '')}".rstrip(": ")
+                for name, c in entry.items()
+                if (c or {}).get("status") == status
             )
+
+        failed, warned = named("fail"), named("warn")
+        if failed:
+            parts.append(f"{dataset} FAILS ({failed}): its numbers below are not to be trusted")
         elif warned:
-            parts.append(f"{dataset} passes with warnings ({', '.join(warned)})")
+            parts.append(f"{dataset} passes with warnings ({warned})")
         else:
             parts.append(f"{dataset} passes every check")
     return ("Checks before numbers: " + "; ".join(parts) + ".") if parts else ""
 
 
 def add_checks(section: ReportSection, values: Mapping[str, Any] | None) -> None:
-    """Put the checks first in the data section: a sentence before the findings and a table
-    (dataset, check, status, detail) before the other tables.
+    """Put the checks first in the data section: a sentence before the findings that names every
+    check that warns or fails with its detail, and the table of all checks (dataset, check,
+    status, detail) after the section's headline table (so the main body keeps the datasets
+    table and the full list goes to the appendix with the section's further tables).
 
     Parameters
     ----------
@@ -64,7 +71,7 @@ def add_checks(section: ReportSection, values: Mapping[str, Any] | None) -> None
         for name, c in sorted((entry or {}).items(), key=lambda kv: order(kv[0]))
     ]  # fmt: skip
     section.tables.insert(
-        0,
+        min(1, len(section.tables)),
         HeadlineTable(
             "05_data_checks",
             "Checks before numbers: item alignment, models, ties, score type and texts "

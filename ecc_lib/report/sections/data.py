@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.plotting import short_model_names
+from ecc_lib.plotting import model_name_legend, short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
     DASH,
@@ -56,6 +56,12 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
     datasets = values.get("datasets", {}) or {}
     scores = _read_csv(run, "01_model_scores")
     rows, sentences, single = [], [], []  # single: datasets with one observation per pair
+    all_models = (
+        [str(m) for m in scores["model"]] if scores is not None and "model" in scores else []
+    )
+    for summary in datasets.values():
+        all_models += [str(m) for m in (summary or {}).get("mean_score") or {}]
+    short = short_model_names(all_models) if all_models else {}
     for name, summary in datasets.items():
         summary = summary or {}
         low, obs = _observations_range(summary)
@@ -67,14 +73,12 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
             if len(part):
                 top = part.sort_values("score", ascending=False).iloc[0]
                 best = str(top["model"])
-                best_text = f"{short_model_names([best])[best]}: " + format_interval(
+                best_text = f"{short.get(best, best)}: " + format_interval(
                     top["score"], [top.get("low"), top.get("high")]
                 )
         elif summary.get("mean_score"):
             best = max(summary["mean_score"], key=summary["mean_score"].get)
-            best_text = (
-                f"{short_model_names([best])[best]}: {format_number(summary['mean_score'][best])}"
-            )
+            best_text = f"{short.get(best, best)}: {format_number(summary['mean_score'][best])}"
         rows.append(
             {
                 "dataset": name,
@@ -99,10 +103,19 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
     section.tables.append(
         HeadlineTable(
             "05_data_headline",
-            "Datasets of the run (mean score: fraction correct, 95% bootstrap CI over queries)",
+            "Datasets of the run (mean score in 0-1, 95% bootstrap CI over queries)",
             pd.DataFrame(rows),
         )
     )
+    legend = model_name_legend(all_models)
+    if len(legend):
+        section.tables.append(
+            HeadlineTable(
+                "05_model_names",
+                "Model names as figures and tables show them, and in full",
+                legend,
+            )
+        )
     section.findings = (
         f"The run covers {len(datasets)} dataset{'s' if len(datasets) != 1 else ''}. "
         + ". ".join(sentences)

@@ -16,6 +16,7 @@ from ecc_lib.report.formatting import (
     format_number,
 )
 from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+from ecc_lib.report.summary import flip_lines
 
 
 def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
@@ -38,10 +39,15 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
     if not chance and n_models:
         chance = {"pairwise": 1 - 1 / int(n_models)}
     r = values.get("winner_change_rate_r")
+    # strict and change first: the pairwise reading counts random tie-breaks as flips
     readings = (
-        ("winner_flip_rate", "pairwise", f"two single-shot labels name different winners ({side})"),
         ("winner_flip_rate_strict", "strict", "strict flip: the two draws' top sets are disjoint"),
         ("winner_change_rate", "change", f"the winner changes within {r or 'R'} draws"),
+        (
+            "winner_flip_rate",
+            "pairwise",
+            "pairwise: two single-shot labels name different winners (counts tie-breaks)",
+        ),
         ("single_vs_distribution_disagreement", None, "single-shot label differs from argmax U"),
     )
     for key, reading, label in readings:
@@ -98,50 +104,25 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
                 pd.DataFrame(side_rows),
             )
         )
-    rate, ci = values.get("winner_flip_rate"), values.get("winner_flip_rate_ci95")
+    rate = values.get("winner_flip_rate")
     if not _finite(rate):
         section.findings = f"{dataset} has no (query, model) pair with two observations, so the flip rate is not measured."
         return
     present = [sources.get(n, n) for n, v in by_side.items() if v and n != "both"]
     origin = " and ".join(present) if present else sources.get(side, side)
+    lines = flip_lines({"dars": values})
     text = (
-        f"On {dataset}, two single-shot labels of the same query (one sampled observation per model, "
-        f"randomness from {origin}) name different best models "
-        f"{format_interval(rate, ci, '%')} of the time"
+        f"On {dataset} ({n_models or 'several'} models, randomness from {origin}) the summary above "
+        "quotes the three flip readings beside chance; the pairwise reading, "
+        f"{format_interval(rate, values.get('winner_flip_rate_ci95'), '%')}, is on its own no "
+        "measure of instability."
+        if lines
+        else f"On {dataset}, the flip rate is {format_interval(rate, values.get('winner_flip_rate_ci95'), '%')}."
     )
-    if _finite(chance.get("pairwise")):
-        text += (
-            f"; with {n_models or 'these'} models that always tie, a random tie-break would flip "
-            f"{format_number(chance['pairwise'], '%')} of the time"
-        )
-    text += "."
-    strict, change = values.get("winner_flip_rate_strict"), values.get("winner_change_rate")
-    if _finite(strict):
-        text += (
-            f" Counting a flip only when the two draws' sets of top-scoring models are disjoint "
-            f"(no tie involved), the rate is {format_interval(strict, values.get('winner_flip_rate_strict_ci95'), '%')}"
-            + (
-                f"; the winner changes within {r} draws for "
-                f"{format_interval(change, values.get('winner_change_rate_ci95'), '%')} of queries"
-                + (
-                    f" (chance {format_number(chance.get('change'), '%')})"
-                    if _finite(chance.get("change"))
-                    else ""
-                )
-                if _finite(change)
-                else ""
-            )
-            + "."
-        )
     dis = values.get("single_vs_distribution_disagreement")
     if _finite(dis):
         text += (
             f" The single-shot winner differs from the distribution-aware label argmax U on "
             f"{format_interval(dis, values.get('single_vs_distribution_disagreement_ci95'), '%')} of queries."
         )
-    shares = [
-        s.get("tied_top_share") for s in by_side.values() if s and _finite(s.get("tied_top_share"))
-    ]
-    if shares:
-        text += f" Several models share the best drawn score in {100 * shares[0]:.1f}% of draws, so many flips come from tie-breaking among equally good models."
     section.findings = text

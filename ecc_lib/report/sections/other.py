@@ -33,6 +33,13 @@ def data_notes(policy: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+SECTION_TITLES = {
+    "ecc_beyond": "ECC beyond the papers: label-informed ECC, probe strategies, soft evidence",
+    "embeddings": "Embeddings of each dataset",
+}
+"""Titles of the sections no notebook section owns (else the key with spaces)."""
+
+
 def other_section(key: str, values: Any) -> ReportSection:
     """A section for metrics no builder knows: every value with an interval or a seed spread.
 
@@ -46,7 +53,7 @@ def other_section(key: str, values: Any) -> ReportSection:
     -------
     ReportSection
     """
-    section = ReportSection("", key.replace("_", " ").capitalize())
+    section = ReportSection("", SECTION_TITLES.get(key, key.replace("_", " ").capitalize()))
     reasons = skip_reasons(values)
     if "" in reasons or "skipped" in reasons:
         section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
@@ -64,7 +71,27 @@ def other_section(key: str, values: Any) -> ReportSection:
             + "; the table lists them."
         )
     else:
-        section.findings = (
-            f"This run recorded {key.replace('_', ' ')} values without intervals; see metrics.json."
-        )
+        import pandas as pd
+
+        from ecc_lib.report.formatting import format_number
+
+        leaves = [
+            {"measure": k.replace("_", " ").replace(".", ": ", 1).replace(".", ", "), "value": v}
+            for k, v in flatten(values).items()
+            if isinstance(v, str | int | float) and not isinstance(v, bool)
+        ][:40]
+        if leaves:
+            frame = pd.DataFrame(leaves)
+            frame["value"] = [
+                format_number(v, "count")
+                if isinstance(v, int)
+                else format_number(v)
+                if isinstance(v, float)
+                else v
+                for v in frame["value"]
+            ]
+            section.tables.append(
+                HeadlineTable(f"05_{key}_values", f"{section.title}: recorded values", frame)
+            )
+        section.findings = f"This run recorded {len(leaves)} value{'s' if len(leaves) != 1 else ''} without intervals; the table lists them."
     return section

@@ -12,12 +12,13 @@ import pandas as pd
 from ecc_lib.plotting import short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
-    DASH,
     _finite,
     format_interval,
     format_number,
 )
+from ecc_lib.report.grammar import BETTER_WORSE, Comparison, difference_text, verdict
 from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+from ecc_lib.report.summary import routing_lines
 
 
 def routing_section(
@@ -39,24 +40,29 @@ def routing_section(
     flat = flatten(headline)
     dataset = str(headline.get("dataset", ""))
     score, score_ci = headline.get("score") or {}, headline.get("score_ci95") or {}
-    utility, gap = headline.get("utility") or {}, headline.get("gap_closed") or {}
-    rows = []
+    utility = headline.get("utility") or {}
+    info = values.get("info") or {}
+    repeats = bool(info.get("has_rewrites") or info.get("has_decodes")) if info else True
+    families: dict[str, dict[str, str]] = {}
     for name, value in score.items():
         router, _, supervision = name.partition(" (")
-        rows.append(
-            {
-                "dataset": dataset,
-                "router": router,
-                "supervision": supervision.rstrip(")"),
-                "held-out score [95% CI]": format_interval(value, score_ci.get(name)),
-                "utility U": format_number(utility.get(name)),
-                "gap closed": format_number(gap.get(name), "%") if name in gap else DASH,
-            }
-        )
+        supervision = supervision.rstrip(")")
+        row = families.setdefault(router, {"dataset": dataset, "router": router})
+        if supervision == "single-shot" and repeats:
+            row["single-shot labels: score [95% CI]"] = format_interval(value, score_ci.get(name))
+        else:  # DARS targets, or a reference (best fixed model, oracle, random)
+            row["held-out score [95% CI]"] = format_interval(value, score_ci.get(name))
+            row["utility U"] = format_number(utility.get(name))
+    rows = list(families.values())
     section.tables.append(
         HeadlineTable(
             "05_routing_headline",
-            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries); gap closed: share of the utility gap from the best fixed model (0%) to the oracle (100%)",
+            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries) and utility U, "
+            + (
+                "trained on DARS targets (references as they are), beside the score trained on single-shot labels"
+                if repeats
+                else "one observation per pair, so DARS targets equal single-shot labels"
+            ),
             pd.DataFrame(rows),
         )
     )
@@ -83,7 +89,6 @@ def routing_section(
         for name, d in paired.items():
             if not isinstance(d, Mapping):
                 continue
-            gap_ss, gap_dars = d.get("gap_closed_single_shot"), d.get("gap_closed_dars")
             paired_rows.append(
                 {
                     "dataset": dataset,
@@ -93,10 +98,6 @@ def routing_section(
                     ),
                     "utility: DARS minus single-shot": format_interval(
                         d.get("utility"), d.get("utility_ci95"), "signed"
-                    ),
-                    "gap closed: single-shot to DARS": (
-                        f"{format_number(gap_ss, '%')} to {format_number(gap_dars, '%')} "
-                        f"({format_interval(d.get('gap_closed_diff'), d.get('gap_closed_diff_ci95'), 'pp_share')})"
                     ),
                 }
             )
@@ -148,67 +149,50 @@ def routing_section(
     learned = {k: v for k, v in score.items() if "(reference)" not in k and _finite(v)}
     text = []
     if learned and _finite(score.get(ref)):
-        top = max(learned, key=learned.get)
         text.append(
             f"On {dataset}, the best fixed model ({short_model_names([str(best_fixed)]).get(str(best_fixed), best_fixed)}) "
             f"scores {format_interval(score[ref], score_ci.get(ref))} on held-out queries and the per-query oracle "
             f"{format_interval(score.get('Oracle (reference)'), score_ci.get('Oracle (reference)'))}."
         )
-        if learned[top] > score[ref]:
-            text.append(
-                f"The best router, {top}, scores {format_interval(learned[top], score_ci.get(top))}, above the best fixed model."
-            )
-        else:
-            text.append(
-                f"No router beats the best fixed model: the best, {top}, scores "
-                f"{format_interval(learned[top], score_ci.get(top))}"
-                + (
-                    f" and closes {format_number(gap.get(top), '%')} of the gap to the oracle."
-                    if top in gap
-                    else "."
-                )
-            )
-        margin = headline.get("best_router_utility_minus_fixed")
-        if _finite(margin):
-            text.append(
-                f"The best router's utility minus the best fixed model's is "
-                f"{format_interval(margin, headline.get('best_router_utility_minus_fixed_ci95'), 'signed')}."
-            )
-    diffs = headline.get("dars_minus_single_shot_utility") or {}
+    text += [
+        line.text
+        for name, line in routing_lines({"routing": values})
+        if name == dataset and line.topic == "routing"
+    ]
     if isinstance(paired, Mapping) and paired:
-        parts, better, worse = [], 0, 0
+        groups: dict[str, list[str]] = {w: [] for w in BETTER_WORSE}
         for name, d in paired.items():
             if isinstance(d, Mapping) and _finite(d.get("utility")):
                 ci = d.get("utility_ci95")
-                parts.append(f"{name} {format_interval(d['utility'], ci, 'signed')}")
-                if ci and all(_finite(b) for b in ci):
-                    better += float(ci[0]) > 0
-                    worse += float(ci[1]) < 0
+                c = Comparison(
+                    "DARS",
+                    "single-shot",
+                    float(d["utility"]),
+                    tuple(ci) if ci and len(ci) == 2 else None,
+                    "score_diff",
+                )
+                groups[verdict(c)].append(f"{name} ({difference_text(c).split(' = ', 1)[1]})")
+        parts = [
+            f"{word} single-shot labels for {', '.join(names)}"
+            for word, names in groups.items()
+            if names
+        ]
         if parts:
             text.append(
-                "Training on DARS targets instead of single-shot labels changes the held-out utility by "
-                + ", ".join(parts)
-                + f": {better} of {len(parts)} router families gain measurably"
-                + (f", {worse} lose" if worse else "")
-                + (", the others are within noise." if better + worse < len(parts) else ".")
+                "Paired per router family, DARS targets minus single-shot labels on held-out utility: DARS is "
+                + "; ".join(parts)
+                + "."
             )
-    elif diffs:
-        parts = ", ".join(f"{k} {float(v):+.3f}" for k, v in diffs.items() if _finite(v))
-        positive = sum(float(v) > 0 for v in diffs.values() if _finite(v))
-        text.append(
-            f"Training on DARS targets instead of single-shot labels changes the held-out utility by {parts} "
-            f"({positive} of {len(diffs)} router families gain)."
-        )
     areas = {k: v for k, v in (headline.get("pareto_area") or {}).items() if _finite(v)}
     if areas:
         learned_areas = {k: v for k, v in areas.items() if "(reference)" not in k}
         fixed = areas.get("Best fixed model (reference)")
         if learned_areas and fixed is not None:
             top = max(learned_areas, key=learned_areas.get)
-            verdict = "above" if learned_areas[top] > fixed else "not above"
+            position = "above" if learned_areas[top] > fixed else "not above"
             text.append(
                 f"On {cost_dataset} with model prices, the largest area under the cost-quality Pareto front is "
-                f"{top}'s {learned_areas[top]:.3f}, {verdict} the best fixed model's {fixed:.3f}"
+                f"{top}'s {learned_areas[top]:.3f}, {position} the best fixed model's {fixed:.3f}"
                 + (
                     f" (oracle {areas['Oracle (reference)']:.3f})."
                     if "Oracle (reference)" in areas

@@ -10,10 +10,10 @@ from typing import Any
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
     _finite,
-    _verdict,
     format_interval,
     format_number,
 )
+from ecc_lib.report.grammar import Comparison, comparison_sentence
 from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
 
 
@@ -86,15 +86,17 @@ def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
             f"{format_number(ari.get('labels'))} for the topic labels."
         )
         if _finite(diff):
+            c = Comparison(
+                "ECC's ARI",
+                "embedding-only clusters' ARI",
+                float(diff),
+                tuple(diff_ci) if diff_ci and len(diff_ci) == 2 else None,
+                "signed",
+                interval_kind="paired 95% bootstrap CI over queries",
+            )
             text.append(
-                _verdict(
-                    diff_ci,
-                    f"The paired difference over embedding-only is "
-                    f"{format_interval(diff, diff_ci, 'signed')}: ECC is measurably better.",
-                    f"The paired difference over embedding-only is "
-                    f"{format_interval(diff, diff_ci, 'signed')}: ECC is worse here.",
-                    f"The paired difference over embedding-only is "
-                    f"{format_interval(diff, diff_ci, 'signed')}: no measurable difference.",
+                comparison_sentence(
+                    c, subject="ECC", obj="embedding-only clusters", context="at recovering them"
                 )
             )
     if _finite(values.get("single_shot_accuracy")):

@@ -1,0 +1,348 @@
+"""The one grammar of the report's comparisons, and the one table of units.
+
+A comparison is a typed value, "A minus B = d [lo, hi] unit"; :func:`verdict` turns it into
+"better than", "worse than" or "not distinguishable from" by the sign of ``d`` and whether the
+interval covers 0 (a comparison without an interval is never called better or worse), and
+:func:`comparison_sentence` writes the sentence. No other code of the report writes such
+sentences, so the direction word always agrees with the number (property-tested in
+``tests/test_report_grammar.py``): never "beats by -x", never "%" on a percentage-point difference.
+
+Units and scales live in :data:`UNITS` only: a value in percent of the global model's held-out NLL
+(``pct_nll``), a difference of two such values in percentage points (``pp``), a share of queries
+stored as a fraction (``share``) and a difference of two shares (``pp_share``), score units, counts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+DASH = "\u2013"
+PM = "\u00b1"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How a unit is written.
+
+    Parameters
+    ----------
+    scale : float
+        Stored value times ``scale`` is the shown number.
+    spec : str
+        Format spec of the shown number (``"+.1f"`` for signed differences).
+    sign : str
+        Written right after the number (``"%"``, ``" pp"``).
+    words : str
+        The unit in words for tables ("percentage points").
+    """
+
+    scale: float
+    spec: str
+    sign: str
+    words: str
+
+
+UNITS: dict[str, Unit] = {
+    # levels
+    "pct_nll": Unit(1, ".1f", "%", "% of the global BT's held-out NLL"),
+    "share": Unit(100, ".1f", "%", "% of queries"),
+    "score": Unit(1, ".3f", "", "mean score of the chosen model"),
+    "count": Unit(1, ",.0f", "", "count"),
+    "plain": Unit(1, ".3f", "", ""),
+    # differences of two levels
+    "pp": Unit(1, "+.1f", " pp", "percentage points of gain"),
+    "pp_share": Unit(100, "+.1f", " pp", "percentage points of queries"),
+    "score_diff": Unit(1, "+.3f", "", "score units"),
+    "signed": Unit(1, "+.3f", "", "difference"),
+}
+"""Every unit the report writes: the only place where scale and unit sign are chosen."""
+
+KEY_UNITS: tuple[tuple[str, str], ...] = (
+    # (regular expression on the dotted metric key, unit); the first match wins
+    (r"(^|\.)n_|_count$|(^|\.)n$", "count"),
+    (r"gain.*(difference|minus|delta)|(difference|minus|delta).*gain", "pp"),
+    (r"probe_strategies\.difference", "pp"),
+    (r"(^|[._])gap_closed_diff", "pp_share"),
+    (r"(^|[._])(ranking_quality_)?gain($|[._@])|gain_(mean|sd|disjoint|touching)", "pct_nll"),
+    (
+        r"(^|[._])(rate|share|disagreement|accuracy|gap_closed|agree\w*)($|[._])|_rate($|[._])|_share($|[._])",
+        "share",
+    ),
+    (r"(^|[._])(difference|minus|delta)|_minus_|_difference($|[._])", "signed"),
+)
+"""Unit of a metric from its key (matched on whole words, so "strategies" is no "rate")."""
+
+
+def unit_of_key(key: str) -> str:
+    """The unit code of a dotted metric key (:data:`KEY_UNITS`), ``"plain"`` when none matches.
+
+    Parameters
+    ----------
+    key : str
+
+    Returns
+    -------
+    str
+    """
+    name = str(key).lower()
+    return next((code for pattern, code in KEY_UNITS if re.search(pattern, name)), "plain")
+
+
+DIFFERENCE_OF = {"pct_nll": "pp", "share": "pp_share", "score": "score_diff", "plain": "signed"}
+"""The unit of ``A minus B`` for ``A`` and ``B`` in a level unit."""
+
+_ALIASES = {"%": "share", "pct": "pct_nll", "": "plain"}
+"""Older unit codes of :mod:`ecc_lib.report.formatting`."""
+
+
+def unit(code: str) -> Unit:
+    """The :class:`Unit` of a code (older codes ``"%"``, ``"pct"`` and ``""`` included).
+
+    Parameters
+    ----------
+    code : str
+
+    Returns
+    -------
+    Unit
+    """
+    return UNITS.get(_ALIASES.get(code, code), UNITS["plain"])
+
+
+def finite(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (not a bool, not None).
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
+    try:
+        return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+_NEGATIVE_ZERO = re.compile(r"-(?=0(?:\.0+)?(?![\d.]))")
+
+
+def number(value: Any, code: str = "plain", *, with_sign: bool = True) -> str:
+    """One number in its unit (``12.3%``, ``-3.9 pp``, ``0.985``); an en dash when not finite.
+
+    Parameters
+    ----------
+    value : float or None
+    code : str
+        Key of :data:`UNITS`.
+    with_sign : bool, default True
+        Write the unit sign after the number.
+
+    Returns
+    -------
+    str
+    """
+    if not finite(value):
+        return DASH
+    u = unit(code)
+    text = f"{u.scale * float(value):{u.spec}}"
+    text = _NEGATIVE_ZERO.sub("", text)
+    if text.startswith("+") and text.lstrip("+").strip("0.,") == "":
+        text = text[1:]  # "+0.0" is no direction
+    return text + (u.sign if with_sign else "")
+
+
+def interval(ci: Sequence[Any] | None, code: str = "plain") -> str:
+    """``[lo, hi]`` without the unit sign, ``""`` without a finite interval.
+
+    Parameters
+    ----------
+    ci : pair of float, optional
+    code : str
+
+    Returns
+    -------
+    str
+    """
+    if ci is None or len(ci) != 2 or not all(finite(b) for b in ci):
+        return ""
+    return f"[{number(ci[0], code, with_sign=False)}, {number(ci[1], code, with_sign=False)}]"
+
+
+def t_interval(mean: Any, sd: Any, n: Any) -> list[float] | None:
+    """95% Student-t interval of a mean over ``n`` seeds, ``mean +- t(0.975, n-1) sd / sqrt(n)``.
+
+    Parameters
+    ----------
+    mean, sd : float
+    n : int
+
+    Returns
+    -------
+    list of float or None
+        None when it cannot be formed (fewer than two seeds, a missing value).
+    """
+    if not (finite(mean) and finite(sd) and finite(n)) or int(n) < 2:
+        return None
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.975, int(n) - 1)) * float(sd) / math.sqrt(int(n))
+    return [float(mean) - half, float(mean) + half]
+
+
+BETTER_WORSE = ("better than", "worse than", "not distinguishable from")
+HIGHER_LOWER = ("higher than", "lower than", "not distinguishable from")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """ "A minus B = estimate [lo, hi] unit".
+
+    Parameters
+    ----------
+    a, b : str
+        Display names of the two sides (never internal keys).
+    estimate : float
+        ``A minus B``.
+    ci : pair of float, optional
+        95% interval of the difference.
+    unit : str, default "pp"
+        Key of :data:`UNITS` of the difference.
+    words : tuple of str, default :data:`BETTER_WORSE`
+        Words for a positive, negative and undecided difference.
+    higher_is_better : bool, default True
+        Whether a positive difference reads as the first word.
+    interval_kind : str, default "95% CI"
+        How the interval was formed ("paired 95% bootstrap CI", "95% t-interval over 3 seeds").
+    """
+
+    a: str
+    b: str
+    estimate: float
+    ci: tuple[float, float] | None = None
+    unit: str = "pp"
+    words: tuple[str, str, str] = BETTER_WORSE
+    higher_is_better: bool = True
+    interval_kind: str = "95% CI"
+
+
+def _shown(value: float, code: str) -> float:
+    """``value`` as the reader sees it: rounded as :func:`number` writes it, in stored units."""
+    return float(number(value, code, with_sign=False).replace(",", "")) / unit(code).scale
+
+
+def direction(c: Comparison) -> int:
+    """+1 when the interval lies above 0, -1 below 0, 0 when it covers 0 or is missing.
+
+    The bounds are taken as printed: an interval written ``[0.0, +4.5]`` covers 0 for the reader,
+    so it is "not distinguishable" even where the unrounded bound is 0.0001.
+
+    Parameters
+    ----------
+    c : Comparison
+
+    Returns
+    -------
+    int
+    """
+    if not finite(c.estimate) or c.ci is None or not all(finite(b) for b in c.ci):
+        return 0
+    lo, hi = sorted(_shown(float(b), c.unit) for b in c.ci)
+    estimate = _shown(float(c.estimate), c.unit)
+    if lo > 0 and estimate > 0:
+        return 1
+    if hi < 0 and estimate < 0:
+        return -1
+    return 0
+
+
+def verdict(c: Comparison) -> str:
+    """The direction word of a comparison (:attr:`Comparison.words`).
+
+    Parameters
+    ----------
+    c : Comparison
+
+    Returns
+    -------
+    str
+    """
+    d = direction(c) * (1 if c.higher_is_better else -1)
+    return c.words[0] if d > 0 else c.words[1] if d < 0 else c.words[2]
+
+
+def difference_text(c: Comparison) -> str:
+    """``A minus B = -3.9 pp [-7.1, -0.6]`` (paired 95% CI).
+
+    Parameters
+    ----------
+    c : Comparison
+
+    Returns
+    -------
+    str
+    """
+    ci = interval(c.ci, c.unit)
+    kind = f" ({c.interval_kind})" if ci else " (no interval)"
+    return f"{c.a} minus {c.b} = {number(c.estimate, c.unit)}" + (f" {ci}" if ci else "") + kind
+
+
+def comparison_sentence(
+    c: Comparison, subject: str = "", context: str = "", *, obj: str = "", verb: str = "is"
+) -> str:
+    """``ECC is worse than embedding-only clusters on pairs ...: ECC minus ... = -3.9 pp [...]``.
+
+    Parameters
+    ----------
+    c : Comparison
+    subject : str, optional
+        Replaces ``c.a`` as the grammatical subject.
+    context : str, optional
+        Words after the verdict ("on pairs disjoint from the probe's models").
+    obj : str, optional
+        Replaces ``c.b`` after the verdict.
+    verb : str, default "is"
+        "are" for a plural subject.
+
+    Returns
+    -------
+    str
+        One sentence ending with a full stop.
+    """
+    head = f"{subject or c.a} {verb} {verdict(c)} {obj or c.b}"
+    head = head[0].upper() + head[1:]
+    return head + (f" {context}" if context else "") + f": {difference_text(c)}."
+
+
+def level_text(
+    value: Any, code: str, ci: Sequence[Any] | None = None, sd: Any = None, n: Any = None
+) -> str:
+    """A level with its spread: ``10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)`` or ``58.4% [57.9, 58.9]``.
+
+    Parameters
+    ----------
+    value : float
+    code : str
+    ci : pair of float, optional
+    sd : float, optional
+        Standard deviation over ``n`` seeds.
+    n : int, optional
+
+    Returns
+    -------
+    str
+    """
+    text = number(value, code)
+    if text == DASH:
+        return text
+    if finite(sd) and finite(n) and int(n) > 1:
+        spread = number(sd, code, with_sign=False).lstrip("+")
+        text += f" {PM} {spread} (mean {PM} sd over {int(n)} seeds)"
+    ci_text = interval(ci, code)
+    return text + (f" {ci_text}" if ci_text else "")
