@@ -37,8 +37,9 @@ def _code_cells(path: Path) -> list[str]:
     return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
 
 
-def _literal_text(node: ast.expr | None) -> str | None:
-    """The text of a string literal or f-string, placeholders as ``DATASET``-style names."""
+def _literal_text(node: ast.expr | None, unknown: str | None = None) -> str | None:
+    """The text of a string literal or f-string, placeholders as ``DATASET``-style names (others
+    as ``unknown``, or their expression in capitals)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
@@ -47,11 +48,13 @@ def _literal_text(node: ast.expr | None) -> str | None:
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
-                inner = ast.unparse(value.value)
-                parts.append(PLACEHOLDER_NAMES.get(inner, inner.upper()))
+                names = [n.id for n in ast.walk(value.value) if isinstance(n, ast.Name)]
+                known = [PLACEHOLDER_NAMES[n] for n in names if n in PLACEHOLDER_NAMES]
+                fallback = unknown if unknown is not None else ast.unparse(value.value).upper()
+                parts.append(known[0] if known else fallback)
         return "".join(parts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal_text(node.left), _literal_text(node.right)
+        left, right = _literal_text(node.left, unknown), _literal_text(node.right, unknown)
         if left is not None and right is not None:
             return left + right
     return None
@@ -78,7 +81,7 @@ def notebook_figures(path: Path) -> list[dict[str, str]]:
                     f"{path.name}: save_figure name is not a literal: {ast.unparse(node)}"
                 )
             caption = next(
-                (_literal_text(k.value) for k in node.keywords if k.arg == "caption"), None
+                (_literal_text(k.value, "…") for k in node.keywords if k.arg == "caption"), None
             )
             figures.append({"figure": figure, "notebook": path.stem, "caption": caption or ""})
     seen, unique = set(), []
