@@ -581,6 +581,8 @@ def test_flip_rate_table_and_figure_show_three_readings_with_chance():
     assert table[table["side"] == "output"]["flip_rate"].isna().all()  # one decode per pair
     fig = plotting.plot_flip_rates(table)
     ax = fig.axes[0]
-    assert len(ax.patches) == 9
+    # one bar per reading on the measured side only: the output side has no repeats and 'both'
+    # equals the input side, so neither is drawn (issue 25: no empty or repeated groups)
+    assert len(ax.patches) == 3
     assert any("chance" in text.get_text() for text in ax.get_legend().get_texts())
     matplotlib.pyplot.close(fig)

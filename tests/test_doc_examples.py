@@ -41,10 +41,14 @@ SERVICES = ("dask scheduler", "dask worker", "jupyter lab", ".venv/bin/jupyter l
 CHECKED_PREFIXES = ("make ", "pip install ", "python -m venv", ". env/bin/activate", "conda ")
 SLOW_MARKERS = (
     "ecc-lab run",
-    "papermill ",
+    "ecc-lab ecc",
     "ecc-lab bench",
-    "--scheduler local",
     "ecc-lab collect",
+    "papermill ",
+    "--scheduler local",
+    "run_seeds(",
+    "run_ecc(",
+    "ECCCV(",
 )
 
 

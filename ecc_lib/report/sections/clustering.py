@@ -185,7 +185,7 @@ def ecc_section(
         )
         for key, d in differences.items():
             other = key.split("_minus_", 1)[-1]
-            if other not in PAPER_BASELINES:
+            if other not in _PAPER_BASELINES:
                 continue
             if not isinstance(d, Mapping) or not _finite(d.get("estimate")):
                 continue
@@ -205,7 +205,7 @@ def ecc_section(
     section.extra_html = cluster_summary_html(run)
 
 
-PAPER_BASELINES = ("emb_only", "human")
+_PAPER_BASELINES = ("emb_only", "human")
 """The baselines the paper compares ECC with (its headline: +18.02 pp over embedding-only and
 +17.64 pp over human labels, on all pairs)."""
 
