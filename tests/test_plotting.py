@@ -538,3 +538,14 @@ def test_sigma_of_binary_scores_is_drawn_as_bars_per_value():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "0.5", "0.577"]
     assert len(ax.patches) == 9 and "share" in ax.get_ylabel()
+
+
+def test_every_clustering_method_has_its_own_name_and_colour():
+    # the bench figure drew ecc_labels in ecc_cv's colour, so the two could not be told apart
+    from ecc_lib.ecc_protocol import default_methods
+    from ecc_lib.plotting.clustering import METHOD_COLORS, METHOD_LABELS
+
+    methods = {"global", *default_methods(True)}
+    assert methods <= set(METHOD_LABELS) and methods <= set(METHOD_COLORS)
+    colours = [METHOD_COLORS[m] for m in methods]
+    assert len(set(colours)) == len(colours)

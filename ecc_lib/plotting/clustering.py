@@ -30,12 +30,12 @@ METHOD_LABELS = {
     "emb_only": "embedding-only clusters",
     "comp_only": "comparison-only clusters",
     "human": "human labels",
+    "ecc_labels": "label-informed ECC",
     "ecc_cv": "ECC-CV (settings chosen by CV)",
 }
 """Display names of the clustering methods of :mod:`ecc_lib.ecc_protocol`."""
-METHOD_COLORS = {
-    k: METHOD_COLOURS[k] for k in ("ecc", "emb_only", "comp_only", "human", "ecc_cv", "global")
-}
+METHOD_COLORS = {k: METHOD_COLOURS[k] for k in METHOD_LABELS}
+"""One colour per clustering method, the same in every figure (from :data:`METHOD_COLOURS`)."""
 
 
 def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
