@@ -232,7 +232,8 @@ def prepare_protocol(
     if comparisons.n_queries < 2:
         two = data_checks.two_models_note(int(outcomes["model"].nunique()))
         raise ValueError(
-            f"only {comparisons.n_queries} query(ies) have at least {min_pairs} non-tie pairs; "
+            f"only {comparisons.n_queries} query(ies) have at least {min_pairs} non-tie "
+            f"pair{'s' if min_pairs != 1 else ''}; "
             "the protocol needs at least 2" + (f" ({two})" if two else "")
         )
     if len(comparisons.dropped_query_ids):

@@ -152,6 +152,20 @@ class ECCResult:
             payload["human_skipped"] = self.human_skipped
         return payload
 
+    def ecc_cv_choices(self) -> list | None:
+        """What ECC-CV chose on each protocol seed (None when ``ecc_cv`` did not run).
+
+        Returns
+        -------
+        list of dict or None
+            JSON-ready, in the order of the seeds.
+        """
+        if "ecc_cv" not in self.methods:
+            return None
+        return to_jsonable(
+            [r.params.get("best_params", {}).get("ecc_cv") for r in self.multi.results]
+        )
+
     def to_metrics(
         self,
         *,
@@ -212,6 +226,7 @@ class ECCResult:
             "leak_free": leak_free,
             "left_out_reasons": data.params.get("left_out_reasons", {}),
             "tie_tolerance": data.params.get("tie_tolerance"),
+            "ecc_cv_best_params": self.ecc_cv_choices(),
             "nll": result.nll,
             "accuracy": result.accuracy,
             "n_queries": result.n_queries,

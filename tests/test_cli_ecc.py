@@ -114,6 +114,11 @@ def test_runs_and_writes_json(files, capsys):
     (chosen,) = payload["ecc_cv"]["best_params"]
     assert payload["ecc_cv"]["seeds"] == [42]
     assert chosen["family"] in ("global", "human", "emb_only", "ecc", "ecc_labels")
+    # and the text output says so too
+    assert (
+        f"ecc_cv chose (by cross-validation on the training queries): seed 42: {chosen['family']}"
+        in printed
+    )
     assert set(payload["ci95"]) == set(payload["ranking_quality_gain"])
     for low, high in payload["ci95"].values():
         assert low <= high

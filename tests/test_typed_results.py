@@ -367,3 +367,24 @@ def test_every_declared_public_name_exists():
         assert len(set(names)) == len(names), f"{info.name}.__all__ repeats a name"
     assert not missing, missing
     assert not without_all, f"subpackages without __all__: {without_all}"
+
+
+def test_ecc_metrics_record_what_ecc_cv_chose_per_seed():
+    from ecc_lib.metrics_schema import validate_section
+    from ecc_lib.protocol_settings import Protocol
+    from ecc_lib.results import run_ecc
+    from ecc_lib.synthetic import make_capability_data
+
+    data = make_capability_data(n_queries=240, random_state=1)
+    found = run_ecc(
+        data.queries,
+        data.outcomes,
+        data.embeddings,
+        protocol=Protocol(seeds=(0, 1), n_boot=50),
+        estimator=ECC(n_clusters=3, max_iter=20),
+        methods=("global", "ecc", "ecc_cv"),
+    )
+    metrics = found.to_metrics(dataset="planted")
+    chosen = metrics["ecc_cv_best_params"]
+    assert len(chosen) == 2 and all(c["family"] for c in chosen)
+    validate_section("ecc", metrics, strict=True)

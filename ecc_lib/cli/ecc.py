@@ -415,6 +415,14 @@ def _run(args: argparse.Namespace) -> int:
     )
     multi = found.multi
     print(format_result(found.first))
+    choices = found.ecc_cv_choices()
+    if choices:
+        print(
+            "ecc_cv chose (by cross-validation on the training queries): "
+            + "; ".join(
+                f"seed {seed}: {_choice_text(choice)}" for seed, choice in zip(multi.seeds, choices)
+            )
+        )
     if args.seeds > 1:
         print()
         print(format_seeds(multi.summary()))
@@ -434,6 +442,21 @@ def _run(args: argparse.Namespace) -> int:
         payload["data_policy"] = report.to_dict()
         write_json(args.json, payload)
     return 0
+
+
+def _choice_text(choice) -> str:
+    """``{"family": "ecc", "n_clusters": 10, ...}`` as ``ecc K=10 T=0.1 lam=1``."""
+    if not isinstance(choice, dict):
+        return "n/a"
+    short = {"n_clusters": "K", "temperature": "T", "lam": "lam", "label_weight": "w"}
+    parts = [str(choice.get("family", "?"))]
+    for key, name in (*short.items(), ("alpha", "alpha")):
+        value = choice.get(key)
+        if value is not None and key in choice:
+            parts.append(
+                f"{name}={value:g}" if isinstance(value, int | float) else f"{name}={value}"
+            )
+    return " ".join(parts)
 
 
 def _print_beyond(args: argparse.Namespace, found) -> None:
