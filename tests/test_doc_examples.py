@@ -127,14 +127,16 @@ def scratch(tmp_path):
         (tmp_path / name).symlink_to(ROOT / name)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, module in (("ecc-lab", "ecc_lib"), ("papermill", "papermill")):
+    for name, module in (("ecc-lab", "ecc_lib"), ("papermill", "papermill"), ("python", None)):
         shim = bin_dir / name
-        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
+        target = f'-m {module} "$@"' if module else '"$@"'
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" {target}\n')
         shim.chmod(0o755)
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["MPLBACKEND"] = "Agg"
+    env["ECC_LIB_RUNS_DIR"] = str(tmp_path / "runs")  # run folders stay in the scratch folder
     return tmp_path, env
 
 
