@@ -16,26 +16,13 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.bench import BenchResult
+from ecc_lib.report.latex import latex_escape
 
 PM = "\u00b1"
 FIGURE_NAME = "bench_gains"
-_TEX = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-
-
 def _tex(text) -> str:
-    out = "".join(_TEX.get(c, c) for c in str(text))
-    return out.replace(" +- ", r" $\pm$ ").replace("+-", r"$\pm$")
+    """Table text as LaTeX that pdflatex sets (:func:`ecc_lib.report.latex.latex_escape`)."""
+    return latex_escape(text)
 
 
 def _difference(mean, sd) -> str:

@@ -32,6 +32,13 @@ def assert_latex_tables_compile(tables: Iterable[str | Path]) -> str:
         assert not problems, f"{problems} in\n{text}"
     if PDFLATEX is None:
         return "python"
+    assert_pdflatex_compiles(texts)
+    return "pdflatex"
+
+
+def assert_pdflatex_compiles(texts: list[str]) -> None:
+    """Compile LaTeX fragments (tables, table environments) with pdflatex in one document."""
+    assert PDFLATEX is not None, "pdflatex is not installed"
     with tempfile.TemporaryDirectory() as folder:
         for i, text in enumerate(texts):
             Path(folder, f"table{i}.tex").write_bytes(text.encode("utf-8"))
@@ -49,4 +56,3 @@ def assert_latex_tables_compile(tables: Iterable[str | Path]) -> str:
         assert done.returncode == 0 and not errors, (
             f"pdflatex failed: {errors or done.stdout[-2000:]}\n" + "\n----\n".join(texts)
         )
-    return "pdflatex"

@@ -130,6 +130,10 @@ def test_outputs_are_written_and_self_contained(benched):
     for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
         assert rule in tex
     assert re.search(r"^good & ", tex, re.M) and re.search(r"^mean & ", tex, re.M)
+    import latex_check
+
+    if latex_check.PDFLATEX:  # make test installs it; pdflatex sets the tables (issue 24 item 18)
+        latex_check.assert_pdflatex_compiles([tex])
     page = (out / "bench.html").read_text()
     assert "data:image/png;base64," in page
     assert not re.search(r"(src|href)=['\"](https?:)?//", page)  # nothing fetched from outside
@@ -298,3 +302,12 @@ def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
     mean = both.set_index("dataset").loc["mean"]
     assert mean["best router - probe winner"].endswith("(1 of 2)")
     assert not mean["best router - best fixed"].endswith("of 2)")
+
+
+def test_bench_latex_sets_any_dataset_name():
+    # bench.tex had its own escaping, which left accents, CJK and line breaks to break pdflatex
+    from ecc_lib.bench_outputs import _tex
+
+    text = _tex("données\n中文 a&b_1 +- 2")
+    assert text.isascii() and "\n" not in text
+    assert r"\&" in text and r"\_" in text and "[U+4E2D]" in text
