@@ -159,6 +159,8 @@ def test_minilm_threads_follow_the_idle_cores_and_are_restored(monkeypatch):
     monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
     assert embeddings.minilm_threads() == 2
+    monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (0.9, 0.0, 0.0))
+    assert embeddings.minilm_threads() == 2  # the load this process makes itself is not "busy"
     monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (5.0, 0.0, 0.0))
     assert embeddings.minilm_threads() == 1  # a busy machine: one thread
     before = torch.get_num_threads()
@@ -169,3 +171,19 @@ def test_minilm_threads_follow_the_idle_cores_and_are_restored(monkeypatch):
     embeddings.encode_minilm(["a b", "c"], embeddings.load_model(None), show_progress=False)
     assert seen and set(seen) == {1}
     assert torch.get_num_threads() == before
+
+
+def test_minilm_runs_in_onnx_runtime_with_the_same_vectors_as_pytorch(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("ECC_LIB_CACHE_DIR", str(tmp_path))  # the export goes to a fresh cache
+    monkeypatch.setattr(embeddings, "_onnx_sessions", {})
+    model = embeddings.load_model(None)
+    texts = [*TEXTS, "Short one.", "x " * 400]  # the last one is truncated at 256 word pieces
+    in_torch = embeddings.encode_minilm(texts, model, show_progress=False, backend="torch")
+    in_onnx = embeddings.encode_minilm(texts, model, show_progress=False, backend="onnx")
+    assert list(tmp_path.glob("_onnx/*.onnx")), "the ONNX export is cached"
+    np.testing.assert_allclose(in_onnx, in_torch, atol=1e-6)
+    auto = embeddings.encode_minilm(texts, model, show_progress=False)
+    np.testing.assert_array_equal(auto, in_onnx)  # the default path is ONNX Runtime
+    with pytest.raises(ValueError, match="backend"):
+        embeddings.encode_minilm(texts, model, show_progress=False, backend="gpu")
