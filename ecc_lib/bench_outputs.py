@@ -20,6 +20,8 @@ from ecc_lib.report.latex import latex_escape
 
 PM = "\u00b1"
 FIGURE_NAME = "bench_gains"
+
+
 def _tex(text) -> str:
     """Table text as LaTeX that pdflatex sets (:func:`ecc_lib.report.latex.latex_escape`)."""
     return latex_escape(text)
