@@ -133,19 +133,62 @@ def make_capability_data(
 
     theta = _distinct_profiles(n_capabilities, n_models, profile_scale, rng)
     theta = theta - theta.mean(axis=1, keepdims=True)
+    return assemble_capability_data(
+        embeddings=emb,
+        theta=theta,
+        capability=capability,
+        topic=topic,
+        models=tuple(f"model_{j}" for j in range(n_models)),
+        texts=[f"synthetic query {i} about topic {t}" for i, t in enumerate(topic)],
+        categories=[f"topic_{t}" for t in topic],
+        n_pairs=n_pairs,
+        rng=rng,
+    )
+
+
+def assemble_capability_data(
+    *,
+    embeddings: np.ndarray,
+    theta: np.ndarray,
+    capability: np.ndarray,
+    topic: np.ndarray,
+    models: tuple[str, ...],
+    texts: list[str],
+    categories: list[str],
+    n_pairs: int,
+    rng: np.random.Generator,
+) -> CapabilityData:
+    """Outcomes, tables and comparisons of planted data: each query's score of model ``m`` is
+    ``sigmoid(theta[capability, m] + Gumbel noise)`` (drawn from ``rng``), query ids ``q000...``.
+
+    Shared by :func:`make_capability_data` and :func:`ecc_lib.synthetic.regimes.make_axis_data`.
+
+    Parameters
+    ----------
+    embeddings : ndarray, shape (n_queries, dim)
+        Unit embeddings.
+    theta : ndarray, shape (n_capabilities, n_models)
+        Planted BT profiles.
+    capability, topic : ndarray of int, shape (n_queries,)
+        Planted capability cluster and topic of each query.
+    models : tuple of str
+        Model names.
+    texts, categories : list of str
+        Each query's text and human category.
+    n_pairs : int
+        Comparisons sampled per query.
+    rng : numpy Generator
+
+    Returns
+    -------
+    CapabilityData
+    """
+    n_queries, n_models = len(capability), len(models)
     utility = theta[capability] + rng.gumbel(size=(n_queries, n_models))
     score = 1.0 / (1.0 + np.exp(-utility))
-
     width = len(str(n_queries - 1))
     query_ids = np.array([f"q{i:0{width}d}" for i in range(n_queries)])
-    models = tuple(f"model_{j}" for j in range(n_models))
-    queries = pd.DataFrame(
-        {
-            "query_id": query_ids,
-            "text": [f"synthetic query {i} about topic {t}" for i, t in enumerate(topic)],
-            "category": [f"topic_{t}" for t in topic],
-        }
-    )
+    queries = pd.DataFrame({"query_id": query_ids, "text": texts, "category": categories})
     outcomes = pd.DataFrame(
         {
             "query_id": np.repeat(query_ids, n_models),
@@ -165,7 +208,7 @@ def make_capability_data(
     return CapabilityData(
         queries=queries,
         outcomes=outcomes,
-        embeddings=emb,
+        embeddings=embeddings,
         comparisons=comparisons,
         topic=topic,
         capability=capability,
@@ -176,5 +219,6 @@ def make_capability_data(
 
 __all__ = [
     "CapabilityData",
+    "assemble_capability_data",
     "make_capability_data",
 ]

@@ -20,10 +20,8 @@ direction and noise. The presets of :data:`REGIMES` mimic the outside rows of is
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from ecc_lib.comparisons import make_comparisons
-from ecc_lib.synthetic.capability import CapabilityData
+from ecc_lib.synthetic.capability import CapabilityData, assemble_capability_data
 
 REGIMES: dict[str, dict] = {
     "dominant": dict(
@@ -130,43 +128,16 @@ def make_axis_data(
         + noise * rng.standard_normal((n_queries, dim)) / np.sqrt(dim)
     )
     emb = (emb / np.linalg.norm(emb, axis=1, keepdims=True)).astype(np.float32)
-    utility = theta[capability] + rng.gumbel(size=(n_queries, n_models))
-    score = 1.0 / (1.0 + np.exp(-utility))
-    width = len(str(n_queries - 1))
-    query_ids = np.array([f"q{i:0{width}d}" for i in range(n_queries)])
-    models = tuple(f"model_{j:02d}" for j in range(n_models))
-    queries = pd.DataFrame(
-        {
-            "query_id": query_ids,
-            "text": [f"synthetic query {i} of category {c}" for i, c in enumerate(category)],
-            "category": [f"cat_{c}" for c in category],
-        }
-    )
-    outcomes = pd.DataFrame(
-        {
-            "query_id": np.repeat(query_ids, n_models),
-            "model": np.tile(np.array(models), n_queries),
-            "score": score.ravel(),
-        }
-    )
-    comparisons = make_comparisons(
-        outcomes,
-        n_pairs=n_pairs,
-        ties="drop",
-        min_pairs=1,
-        query_ids=query_ids,
-        models=models,
-        random_state=rng,
-    )
-    return CapabilityData(
-        queries=queries,
-        outcomes=outcomes,
+    return assemble_capability_data(
         embeddings=emb,
-        comparisons=comparisons,
-        topic=category,
-        capability=capability,
         theta=theta,
-        models=models,
+        capability=capability,
+        topic=category,
+        models=tuple(f"model_{j:02d}" for j in range(n_models)),
+        texts=[f"synthetic query {i} of category {c}" for i, c in enumerate(category)],
+        categories=[f"cat_{c}" for c in category],
+        n_pairs=n_pairs,
+        rng=rng,
     )
 
 
