@@ -615,7 +615,7 @@ def _onnx_model_path(transformer) -> Path:
     digest = hashlib.sha256()
     for name, tensor in sorted(transformer.state_dict().items()):
         digest.update(name.encode())
-        digest.update(tensor.detach().cpu().numpy().tobytes()[:4096])
+        digest.update(tensor.detach().reshape(-1)[:1024].cpu().numpy().tobytes())
     return paths.cache_dir() / "_onnx" / f"{DEFAULT_MODEL}-{digest.hexdigest()[:16]}.onnx"
 
 
