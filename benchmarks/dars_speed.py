@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 
-from ecc_lib import dars, dars_diagnostics
-from ecc_lib.schema import validate_outcomes
+from ecc_lib.dars import distributions as dars
+from ecc_lib.dars import label_instability as dars_diagnostics
+from ecc_lib.data.schema import validate_outcomes
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 

@@ -7,7 +7,7 @@ Usage::
     python benchmarks/ecc_cv.py --dataset synthetic:dominant     # a regime of ecc_lib.synthetic.regimes
     python benchmarks/ecc_cv.py --leak-free --json out.json
 
-Per seed the protocol (:func:`ecc_lib.ecc_seeds.run_seeds`) redraws pairs, split and EM start and
+Per seed the protocol (:func:`ecc_lib.protocol.seeds.run_seeds`) redraws pairs, split and EM start and
 fits the global BT model, ECC (K = 30, T = 0.1, lam = 3), embedding-only, human labels,
 label-informed ECC and ``ecc_cv`` on the training queries. The table gives the gain over the
 global model on the scored test pairs disjoint from the probe's models (mean +- sd over seeds),
@@ -25,8 +25,8 @@ import os
 
 import numpy as np
 
-from ecc_lib.ecc_protocol import METHODS
-from ecc_lib.ecc_seeds import mean_sd, run_seeds
+from ecc_lib.protocol.ecc_protocol import METHODS
+from ecc_lib.protocol.seeds import mean_sd, run_seeds
 
 REFERENCES = ("emb_only", "human", "ecc")
 
@@ -37,8 +37,8 @@ def _load(name: str):
 
         planted = make_regime(name.split(":", 1)[1], random_state=0)
         return planted.queries, planted.outcomes, planted.embeddings
-    from ecc_lib import provenance
-    from ecc_lib.embeddings import embed_texts
+    from ecc_lib.embed.encode import embed_texts
+    from ecc_lib.runs import provenance
 
     queries, outcomes = provenance.load_dataset(name)
     embeddings = embed_texts(queries["text"].astype(str).tolist(), show_progress=False)
@@ -117,7 +117,7 @@ def main() -> None:
         f"(per seed {' '.join(f'{x:.1f}' for x in ratio)})"
     )
     chosen = [r.params["best_params"]["ecc_cv"] for r in multi.results]
-    from ecc_lib.ecc_cv import _describe
+    from ecc_lib.ecc.cv import _describe
 
     for seed, params in zip(seeds, chosen, strict=True):
         print(f"  seed {seed}: {_describe(params)}")

@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from ecc_lib import provenance
-from ecc_lib.ecc_protocol import make_methods, prepare_protocol
-from ecc_lib.embeddings import embed_texts
+from ecc_lib.embed.encode import embed_texts
+from ecc_lib.protocol.ecc_protocol import make_methods, prepare_protocol
+from ecc_lib.runs import provenance
 
 
 def _best_time(make, data, repeats: int) -> tuple[float, float, object]:
@@ -72,7 +72,7 @@ def main() -> None:
         best = model.best_estimator_
         refit = getattr(best, "n_iter_", 1) * n * best.theta_.shape[0]
         works.append((search + refit) / (ecc.n_iter_ * n * ecc.n_clusters))
-        from ecc_lib.ecc_cv import _describe
+        from ecc_lib.ecc.cv import _describe
 
         print(
             f"{seed:>4} {ecc_wall:7.3f} {cv_wall:9.3f} {ratios[-1]:6.1f} {cpu_ratios[-1]:9.1f} "

@@ -19,9 +19,9 @@ import argparse
 import os
 import time
 
-from ecc_lib import provenance
-from ecc_lib.ecc_seeds import run_seeds
-from ecc_lib.embeddings import embed_texts
+from ecc_lib.embed.encode import embed_texts
+from ecc_lib.protocol.seeds import run_seeds
+from ecc_lib.runs import provenance
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ Usage (defaults are the issue's sizes; use small ones for a quick look)::
     python benchmarks/ecc_speed.py --sizes 2000 20000 --reference-size 1000 --steps 3
 
 For each size it generates synthetic data (``--models`` models, ``--pairs`` non-tie pairs per
-query, ``--dim``-dimensional unit embeddings, ``--k`` clusters), fits :class:`ecc_lib.ecc.ECC` for
+query, ``--dim``-dimensional unit embeddings, ``--k`` clusters), fits :class:`ecc_lib.ecc.estimator.ECC` for
 ``--steps`` EM steps (no early stop), and reports the fit time, the time of one EM step, the peak
 memory traced during the fit, and the ratio of one EM step to the two dense float32 products every
 step needs (embeddings x centroids and responsibilities x embeddings), timed in the same run (best
@@ -33,8 +33,8 @@ import numpy as np
 from scipy.special import expit, log_softmax, logsumexp
 from threadpoolctl import threadpool_limits
 
-from ecc_lib.comparisons import Comparisons
-from ecc_lib.ecc import CENTROID_TOL, ECC, KL_TOL, OBJECTIVE_PATIENCE, OBJECTIVE_TOL
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.ecc.estimator import CENTROID_TOL, ECC, KL_TOL, OBJECTIVE_PATIENCE, OBJECTIVE_TOL
 
 # --------------------------------------------------------------------------------------------------
 # synthetic data at scale

@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecc_lib import embeddings  # noqa: E402
-from ecc_lib.loaders import load_bundled  # noqa: E402
+from ecc_lib.data.loaders import load_bundled  # noqa: E402
+from ecc_lib.embed import encode as embeddings  # noqa: E402
 
 
 def texts_of_length(low: int, high: int, n: int) -> list[str]:

@@ -22,9 +22,9 @@ import argparse
 
 import numpy as np
 
-from ecc_lib.ecc_seeds import run_seeds
-from ecc_lib.embeddings import count_duplicate_vectors, embed_texts
-from ecc_lib.loaders import load_bundled
+from ecc_lib.data.loaders import load_bundled
+from ecc_lib.embed.encode import count_duplicate_vectors, embed_texts
+from ecc_lib.protocol.seeds import run_seeds
 
 FEWSHOT = ("mmlu", "agentverse-logicgrid")
 METHODS = ("ecc", "emb_only")
@@ -54,7 +54,7 @@ def main() -> None:
     args = parser.parse_args()
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if args.static_weights:
-        from ecc_lib import static_embeddings
+        from ecc_lib.embed import static as static_embeddings
 
         static_embeddings._loaded[""] = static_embeddings.StaticEmbedder.load(args.static_weights)
     header = (

@@ -10,12 +10,12 @@ long (1,200-1,800, dcrouter's few-shot prompts). Embedders:
 
 - ``minilm before``: ``SentenceTransformer.encode(batch_size=64)``, the path of ``embed_texts``
   before issue 28;
-- ``minilm now``: :func:`ecc_lib.embeddings.encode_minilm` (one tokenization, batches of about
+- ``minilm now``: :func:`ecc_lib.embed.encode.encode_minilm` (one tokenization, batches of about
   8,192 padded word pieces sorted by length, torch threads = idle cores), with the largest
   difference from ``before``;
 - ``minilm int8``: the ONNX/int8 family's representative that needs no new package, torch dynamic
   int8 quantization of MiniLM's linear layers (its vectors differ, so it cannot serve the cache);
-- ``static``: :mod:`ecc_lib.static_embeddings`.
+- ``static``: :mod:`ecc_lib.embed.static`.
 
 The machine may be shared, so the MiniLM variants alternate over ``--rounds`` rounds and the best
 rate of each counts; ratios between rows of one run are the load-robust numbers. The last lines
@@ -62,9 +62,9 @@ def main() -> None:
 
     import torch
 
-    from ecc_lib.embeddings import embed_texts, encode_minilm, load_model, minilm_threads
-    from ecc_lib.loaders import load_bundled
-    from ecc_lib.static_embeddings import load_static_embedder
+    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.embed.encode import embed_texts, encode_minilm, load_model, minilm_threads
+    from ecc_lib.embed.static import load_static_embedder
 
     rng = np.random.default_rng(args.seed)
     pool = []

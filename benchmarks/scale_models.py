@@ -11,9 +11,9 @@ capability groups, each with its own BT profile over the models, binary scores p
 drawn from the profile of the query's group, and ``--dim``-dimensional unit embeddings around one
 centre per group. It then times
 
-* **sampling**: :func:`ecc_lib.comparisons.sample_pairs` (``--pairs`` non-tie pairs per query,
+* **sampling**: :func:`ecc_lib.data.comparisons.sample_pairs` (``--pairs`` non-tie pairs per query,
   uniform without replacement) on the dense score matrix, and
-* **ECC fit**: :class:`ecc_lib.ecc.ECC` with ``K = --k`` to convergence (or ``--max-iter``),
+* **ECC fit**: :class:`ecc_lib.ecc.estimator.ECC` with ``K = --k`` to convergence (or ``--max-iter``),
 
 and reports the number of observed ordered pairs (the EM's count columns), the EM steps, the mean
 time of one step (and of its BT M-step), and the peak resident memory of the subprocess (maximum
@@ -55,8 +55,8 @@ def make_scores(n: int, n_models: int, dim: int, true_k: int, seed: int):
 def run_one(args: argparse.Namespace, n_models: int) -> dict:
     """One configuration, in this process; returns the measured numbers."""
     from ecc_lib import bradley_terry
-    from ecc_lib.comparisons import sample_pairs
-    from ecc_lib.ecc import ECC
+    from ecc_lib.data.comparisons import sample_pairs
+    from ecc_lib.ecc.estimator import ECC
 
     scores, x, _ = make_scores(args.queries, n_models, args.dim, args.true_k, args.seed)
     query_ids = np.arange(args.queries).astype(str)
@@ -80,7 +80,7 @@ def run_one(args: argparse.Namespace, n_models: int) -> dict:
         bt_seconds.append(time.perf_counter() - t0)
         return out
 
-    import ecc_lib.ecc as ecc_module
+    import ecc_lib.ecc.estimator as ecc_module
 
     ecc_module.fit_bt_pairs = timed_bt
     model = ECC(n_clusters=args.k, max_iter=args.max_iter, random_state=args.seed)

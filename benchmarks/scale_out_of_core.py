@@ -8,7 +8,7 @@ Usage::
 For each size it writes ``n`` synthetic unit embeddings (``--dim``, float32) to a ``.npy`` file in
 ``--workdir`` in chunks (never the whole matrix in memory), plus each query's latent group. A
 ``LocalCluster`` of ``--workers`` processes with a ``--memory-limit`` each then fits
-:class:`ecc_lib.ecc.ECC` through :func:`ecc_lib.distributed.fit_partitioned`:
+:class:`ecc_lib.ecc.estimator.ECC` through :func:`ecc_lib.distributed.fit_partitioned`:
 
 * the embeddings of a partition are read from the memory-mapped file by the task that needs them,
   at every EM step (nothing holds the whole matrix);
@@ -68,7 +68,7 @@ def load_rows(path: str, start: int, stop: int) -> np.ndarray:
 def partition_counts(path, start, stop, n_models, n_pairs, true_k, seed):
     """Normalised win counts of one partition's synthetic comparisons over all ordered pairs."""
     from ecc_lib.bradley_terry import pair_counts
-    from ecc_lib.comparisons import Comparisons
+    from ecc_lib.data.comparisons import Comparisons
 
     groups = np.load(path + ".groups.npy", mmap_mode="r")[start:stop].astype(np.int64)
     theta = np.random.default_rng(seed).normal(scale=1.5, size=(true_k, n_models))
@@ -104,7 +104,7 @@ def run_size(args: argparse.Namespace, n: int, client) -> dict:
 
     from ecc_lib.bradley_terry import PairCounts
     from ecc_lib.distributed import Partition, fit_partitioned
-    from ecc_lib.ecc import ECC
+    from ecc_lib.ecc.estimator import ECC
 
     path = os.path.join(args.workdir, f"embeddings_{n}.npy")
     start = time.perf_counter()

@@ -1,8 +1,8 @@
 """ecc_lib: capability-aware LLM evaluation and routing (ECC clustering, DARS supervision).
 
-The data flow, one module per step: :mod:`~ecc_lib.loaders` -> :mod:`~ecc_lib.embeddings` ->
-:mod:`~ecc_lib.comparisons` -> :mod:`~ecc_lib.ecc` / :mod:`~ecc_lib.dars` ->
-:mod:`~ecc_lib.routers` -> :mod:`~ecc_lib.routing_evaluation` / :mod:`~ecc_lib.ecc_protocol` ->
+The data flow, one module per step: :mod:`~ecc_lib.data.loaders` -> :mod:`~ecc_lib.embed.encode` ->
+:mod:`~ecc_lib.data.comparisons` -> :mod:`~ecc_lib.ecc.estimator` / :mod:`~ecc_lib.dars.distributions` ->
+:mod:`~ecc_lib.routers` -> :mod:`~ecc_lib.routing_evaluation` / :mod:`~ecc_lib.protocol.ecc_protocol` ->
 :mod:`~ecc_lib.plotting`. The most used names are importable from the package itself; the heavier
 ones are imported on first use.
 """
@@ -11,28 +11,28 @@ from __future__ import annotations
 
 import importlib
 
-from ecc_lib.comparisons import Comparisons, make_comparisons, split_probe, split_queries
-from ecc_lib.schema import DataValidationError, validate_outcomes, validate_queries
+from ecc_lib.data.comparisons import Comparisons, make_comparisons, split_probe, split_queries
+from ecc_lib.data.schema import DataValidationError, validate_outcomes, validate_queries
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load_bundled": "ecc_lib.loaders",
-    "read_queries": "ecc_lib.loaders",
-    "read_outcomes": "ecc_lib.loaders",
-    "embed_texts": "ecc_lib.embeddings",
+    "load_bundled": "ecc_lib.data.loaders",
+    "read_queries": "ecc_lib.data.loaders",
+    "read_outcomes": "ecc_lib.data.loaders",
+    "embed_texts": "ecc_lib.embed.encode",
     "fit_bt_pairwise": "ecc_lib.bradley_terry",
-    "ECC": "ecc_lib.ecc",
-    "ComparisonOnlyECC": "ecc_lib.ecc_baselines",
-    "EmbeddingClusters": "ecc_lib.ecc_baselines",
-    "GlobalBT": "ecc_lib.ecc_baselines",
-    "HumanLabelClusters": "ecc_lib.ecc_baselines",
-    "run_protocol": "ecc_lib.ecc_protocol",
-    "Protocol": "ecc_lib.protocol_settings",
-    "run_ecc": "ecc_lib.results",
-    "run_dars": "ecc_lib.results",
-    "capability_distributions": "ecc_lib.dars",
-    "label_instability": "ecc_lib.dars_diagnostics",
+    "ECC": "ecc_lib.ecc.estimator",
+    "ComparisonOnlyECC": "ecc_lib.ecc.baselines",
+    "EmbeddingClusters": "ecc_lib.ecc.baselines",
+    "GlobalBT": "ecc_lib.ecc.baselines",
+    "HumanLabelClusters": "ecc_lib.ecc.baselines",
+    "run_protocol": "ecc_lib.protocol.ecc_protocol",
+    "Protocol": "ecc_lib.protocol.settings",
+    "run_ecc": "ecc_lib.protocol.results",
+    "run_dars": "ecc_lib.protocol.results",
+    "capability_distributions": "ecc_lib.dars.distributions",
+    "label_instability": "ecc_lib.dars.label_instability",
     "make_router": "ecc_lib.routers",
     "routing_table": "ecc_lib.routing_evaluation",
 }

@@ -5,13 +5,13 @@ For each dataset :func:`bench_dataset`
 
 1. loads it, embeds its texts (through the cache) and applies the imperfect-data policy exactly as
    ``ecc-lab ecc`` does;
-2. runs the checks of :mod:`ecc_lib.checks`; a dataset that fails one is listed with the failure
+2. runs the checks of :mod:`ecc_lib.data.checks`; a dataset that fails one is listed with the failure
    and **left out** of every table and mean;
-3. runs the ECC protocol seed by seed with :func:`ecc_lib.ecc_seeds.run_seeds` (the same call, the
+3. runs the ECC protocol seed by seed with :func:`ecc_lib.protocol.seeds.run_seeds` (the same call, the
    same seeds ``seed, seed + 1, ...`` and the same methods as ``ecc-lab ecc --seeds S``, plus
    ``ecc_cv`` when it is registered), so the bench's mean +- sd agree with ``ecc-lab ecc`` to the
    printed digit; per seed also paired differences on disjoint pairs against the human-label
-   baseline, and the routing experiment of :mod:`ecc_lib.cluster_routing` with two paired readings:
+   baseline, and the routing experiment of :mod:`ecc_lib.protocol.routing` with two paired readings:
    the best router minus the best fixed model without a probe (both call one model per query) and
    the best router minus the probe's winner with the probe (both pay the probe);
 4. reads the three winner-flip readings with their chance level where the data hold repeats.
@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
 from ecc_lib.serialization import to_jsonable
+from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class BenchSettings:
         return list(range(self.seed, self.seed + self.n_seeds))
 
     def protocol_options(self) -> dict:
-        """Keyword arguments of :func:`ecc_lib.ecc_seeds.run_seeds` (as ``ecc-lab ecc`` passes
+        """Keyword arguments of :func:`ecc_lib.protocol.seeds.run_seeds` (as ``ecc-lab ecc`` passes
         them).
 
         Returns
@@ -129,8 +129,8 @@ class BenchSettings:
 
 
 def bench_methods(has_labels: bool) -> tuple[str, ...]:
-    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.ecc_protocol.default_methods`), plus
-    ``ecc_cv`` when it is registered in :data:`~ecc_lib.ecc_protocol.METHOD_FACTORIES`.
+    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.protocol.ecc_protocol.default_methods`), plus
+    ``ecc_cv`` when it is registered in :data:`~ecc_lib.protocol.ecc_protocol.METHOD_FACTORIES`.
 
     Parameters
     ----------
@@ -141,7 +141,7 @@ def bench_methods(has_labels: bool) -> tuple[str, ...]:
     -------
     tuple of str
     """
-    from ecc_lib.ecc_protocol import METHOD_FACTORIES, default_methods
+    from ecc_lib.protocol.ecc_protocol import METHOD_FACTORIES, default_methods
 
     methods = tuple(default_methods(has_labels))
     if "ecc_cv" in METHOD_FACTORIES and "ecc_cv" not in methods:
@@ -208,7 +208,7 @@ def verdict(estimate: float, low: float, high: float) -> str:
 
 def disjoint_differences(result, reference: str, n_boot: int = DEFAULT_N_BOOT) -> dict:
     """Gain on disjoint pairs of every method minus that of ``reference``, with a paired bootstrap
-    interval over test queries (the resamples of :func:`~ecc_lib.ecc_protocol.score_methods`).
+    interval over test queries (the resamples of :func:`~ecc_lib.protocol.ecc_protocol.score_methods`).
 
     Needs the probe strategy ``"first"`` (every method reads the same probe, so the pairs touching
     it are the same for all).
@@ -305,9 +305,9 @@ def bench_seed(
 ) -> dict:
     """The protocol and the routing experiment on one seed, as a JSON-ready record.
 
-    Runs :func:`ecc_lib.ecc_seeds.run_seeds` with ``seeds=[seed]`` (each seed of ``run_seeds`` is
+    Runs :func:`ecc_lib.protocol.seeds.run_seeds` with ``seeds=[seed]`` (each seed of ``run_seeds`` is
     independent, so this is the seed's share of ``ecc-lab ecc --seeds S``), then
-    :func:`ecc_lib.cluster_routing.routing_experiment` as ``run_seeds(routing=True)`` does.
+    :func:`ecc_lib.protocol.routing.routing_experiment` as ``run_seeds(routing=True)`` does.
 
     Parameters
     ----------
@@ -324,8 +324,8 @@ def bench_seed(
         ``differences``, ``disjoint_minus_human``, ``probe_leak_share``, ``routing`` (the
         experiment's cells) and ``routing_paired``, ``seconds``.
     """
-    from ecc_lib.cluster_routing import routing_experiment
-    from ecc_lib.ecc_seeds import run_seeds
+    from ecc_lib.protocol.routing import routing_experiment
+    from ecc_lib.protocol.seeds import run_seeds
 
     start, cpu = time.perf_counter(), time.process_time()
     multi = run_seeds(
@@ -411,7 +411,7 @@ def dataset_label(name: str) -> str:
     -------
     str
     """
-    from ecc_lib.loaders import dataset_files
+    from ecc_lib.data.loaders import dataset_files
 
     if dataset_files(name) is not None:
         return Path(name).expanduser().resolve().name
@@ -427,7 +427,7 @@ def data_fingerprint(name: str) -> str | None:
     Parameters
     ----------
     name : str
-        Bundled name, public name or folder (as :func:`ecc_lib.loaders.load_dataset` reads it).
+        Bundled name, public name or folder (as :func:`ecc_lib.data.loaders.load_dataset` reads it).
 
     Returns
     -------
@@ -435,7 +435,7 @@ def data_fingerprint(name: str) -> str | None:
         Hex digest; None for a public dataset (downloaded, not fingerprinted here).
     """
     from ecc_lib import paths
-    from ecc_lib.loaders import BUNDLED_DATASETS, dataset_files
+    from ecc_lib.data.loaders import BUNDLED_DATASETS, dataset_files
 
     files = dataset_files(name)
     if files is None and name in BUNDLED_DATASETS:
@@ -465,9 +465,9 @@ def prepare_dataset(name: str, *, show_progress: bool = True):
     -------
     queries, outcomes, embeddings, embedding_check, policy_report
     """
-    from ecc_lib.data_checks import apply_data_policy
-    from ecc_lib.embeddings import embed_texts
-    from ecc_lib.loaders import load_dataset
+    from ecc_lib.data.loaders import load_dataset
+    from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.embed.encode import embed_texts
 
     queries, outcomes = load_dataset(name)
     embeddings, check = embed_texts(
@@ -492,8 +492,8 @@ def flip_readings(outcomes: pd.DataFrame, n_boot: int = DEFAULT_N_BOOT) -> dict 
     dict or None
         ``pairwise``, ``strict``, ``change``: ``{"estimate", "ci95", "chance"}``; ``change_draws``.
     """
-    from ecc_lib.dars_diagnostics import label_instability
-    from ecc_lib.data_checks import has_repeated_observations
+    from ecc_lib.dars.label_instability import label_instability
+    from ecc_lib.data.policy import has_repeated_observations
 
     if not has_repeated_observations(outcomes):
         return None
@@ -529,12 +529,12 @@ def summarise_seeds(records: list[dict]) -> dict:
     -------
     dict
         ``methods``; ``gain`` / ``gain_touching`` / ``gain_disjoint``: ``{method: [mean, sd]}``
-        (:func:`ecc_lib.ecc_seeds.mean_sd`, as ``ecc-lab ecc``); ``versus``: ``{reference:
+        (:func:`ecc_lib.protocol.seeds.mean_sd`, as ``ecc-lab ecc``); ``versus``: ``{reference:
         {method: {"estimate", "ci95", "verdict"}}}`` on disjoint pairs; ``differences``: ``{"ecc -
         X": [mean, sd]}`` (all and disjoint pairs); ``routing``; ``best_params``: ``{method:
         [the settings it chose on each seed]}`` for the methods that choose (``ecc_cv``).
     """
-    from ecc_lib.ecc_seeds import mean_sd
+    from ecc_lib.protocol.seeds import mean_sd
 
     first = records[0]
     methods = list(first["gain"])
@@ -589,7 +589,7 @@ def summarise_seeds(records: list[dict]) -> dict:
 
 def _summarise_routing(records: list[dict]) -> dict:
     """Best router (by mean routed score over seeds) minus its reference, in both settings."""
-    from ecc_lib.ecc_seeds import mean_sd
+    from ecc_lib.protocol.seeds import mean_sd
 
     out = {}
     for setting in ("no_probe", "probe"):
@@ -652,8 +652,8 @@ def bench_dataset(
         ``checks``, ``failures`` / ``reason``, ``summary`` (:func:`summarise_seeds`), ``flips``,
         ``per_seed``, ``settings``, ``seconds``.
     """
-    from ecc_lib import checks as checks_module
-    from ecc_lib.data_checks import human_baseline_reason
+    from ecc_lib.data import checks as checks_module
+    from ecc_lib.data.policy import human_baseline_reason
 
     say = progress or (lambda line: None)
     label = dataset_label(name)

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 from scipy.stats import rankdata
 
-from ecc_lib.comparisons import Comparisons, _cpu_count
+from ecc_lib.data.comparisons import Comparisons, _cpu_count
 
 logger = logging.getLogger(__name__)
 

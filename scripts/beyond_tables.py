@@ -20,15 +20,15 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ecc_lib.active_probes import PROBE_STRATEGIES, compare_probe_strategies
-from ecc_lib.comparisons import split_probe
-from ecc_lib.ecc import comparison_nll
-from ecc_lib.ecc_protocol import fit_methods, make_methods, prepare_protocol
-from ecc_lib.embeddings import embed_texts
-from ecc_lib.label_informed import LabelInformedECC
-from ecc_lib.loaders import load_bundled
-from ecc_lib.probe_leak import disjoint_from_probe
-from ecc_lib.soft_evidence import soft_evidence_comparison, true_win_probability
+from ecc_lib.data.comparisons import disjoint_from_probe, split_probe
+from ecc_lib.data.loaders import load_bundled
+from ecc_lib.ecc.estimator import comparison_nll
+from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, true_win_probability
+from ecc_lib.embed.encode import embed_texts
+from ecc_lib.protocol.ecc_protocol import fit_methods, make_methods, prepare_protocol
+from ecc_lib.protocol.experiments.probe_strategies import compare_probe_strategies
+from ecc_lib.protocol.probes import PROBE_STRATEGIES
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 

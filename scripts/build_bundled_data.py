@@ -24,7 +24,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecc_lib.schema import validate_outcomes, validate_queries  # noqa: E402
+from ecc_lib.data.schema import validate_outcomes, validate_queries  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ Run from the repository root after ``scripts/build_bundled_data.py``::
     python scripts/build_embedding_cache.py [--model all-MiniLM-L6-v2]
 
 One shard per dataset and model, ``data/embeddings/<model>/bundled-<dataset>.npz``, holding the sha256 digests of the
-texts and their float32 unit vectors, read by :func:`ecc_lib.embeddings.embed_texts`.
+texts and their float32 unit vectors, read by :func:`ecc_lib.embed.encode.embed_texts`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ecc_lib import paths  # noqa: E402
-from ecc_lib.embeddings import embed_texts, model_slug, text_digests, text_views  # noqa: E402
-from ecc_lib.loaders import BUNDLED_DATASETS, load_bundled  # noqa: E402
+from ecc_lib.data.loaders import BUNDLED_DATASETS, load_bundled  # noqa: E402
+from ecc_lib.embed.encode import embed_texts, model_slug, text_digests, text_views  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ Run from the repository root::
 
 Embeds every word piece of MiniLM's vocabulary with MiniLM, refits the table on the bundled mmlu2
 questions (their MiniLM vectors ship in ``data/embeddings``), projects it onto its first principal
-axes and stores int8 rows with one scale each (see :mod:`ecc_lib.static_embeddings`). A few minutes
+axes and stores int8 rows with one scale each (see :mod:`ecc_lib.embed.static`). A few minutes
 on two cores. ``--token-vectors FILE.npz`` (arrays ``v`` and ``e``) reuses step 1.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecc_lib.embeddings import load_model, static_refit_corpus  # noqa: E402
-from ecc_lib.static_embeddings import (  # noqa: E402
+from ecc_lib.embed.encode import load_model, static_refit_corpus  # noqa: E402
+from ecc_lib.embed.static import (  # noqa: E402
     DEFAULT_ALPHA,
     DEFAULT_N_COMPONENTS,
     build_static_weights,

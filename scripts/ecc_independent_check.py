@@ -22,9 +22,9 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp
 
-from ecc_lib import provenance
-from ecc_lib.ecc_seeds import run_seeds
-from ecc_lib.embeddings import embed_texts
+from ecc_lib.embed.encode import embed_texts
+from ecc_lib.protocol.seeds import run_seeds
+from ecc_lib.runs import provenance
 
 
 def draw_pairs(scores: np.ndarray, n_pairs: int, rng: np.random.Generator):

@@ -56,9 +56,9 @@ def times_block() -> str:
 
 def defaults_block() -> str:
     """ECC's and the protocol's defaults, read from the code."""
-    from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA
-    from ecc_lib.ecc import ECC
-    from ecc_lib.protocol_settings import Protocol
+    from ecc_lib.dars.distributions import DEFAULT_BETA, DEFAULT_LAMBDA
+    from ecc_lib.ecc.estimator import ECC
+    from ecc_lib.protocol.settings import Protocol
 
     params = inspect.signature(ECC).parameters
     k, lam, t = (params[name].default for name in ("n_clusters", "lam", "temperature"))

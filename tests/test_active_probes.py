@@ -9,16 +9,12 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from ecc_lib.active_probes import (
-    candidate_pairs,
-    compare_probe_strategies,
-    expected_entropy,
-    select_probes,
-)
-from ecc_lib.comparisons import Comparisons, split_probe
-from ecc_lib.ecc import ECC
-from ecc_lib.ecc_baselines import GlobalBT
-from ecc_lib.ecc_protocol import prepare_protocol
+from ecc_lib.data.comparisons import Comparisons, split_probe
+from ecc_lib.ecc.baselines import GlobalBT
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.protocol.active_probes import candidate_pairs, expected_entropy, probes_from_scores
+from ecc_lib.protocol.ecc_protocol import prepare_protocol
+from ecc_lib.protocol.experiments.probe_strategies import compare_probe_strategies
 from ecc_lib.synthetic.capability import make_capability_data
 
 
@@ -94,7 +90,7 @@ def test_active_choice_matches_brute_force_expected_entropy(small, n_probes):
     test = protocol.test
     scores = protocol.scores[protocol.test_mask]
     x = protocol.x_test
-    probe = select_probes(model, scores, test, n_probes, "active", score_from=3, embeddings=x)
+    probe = probes_from_scores(model, scores, test, n_probes, "active", score_from=3, embeddings=x)
     for q in range(6):
         rows = np.flatnonzero(probe.query == q)
         chosen = []
@@ -158,11 +154,11 @@ def test_candidate_pairs_exclude_scored_ties_and_missing():
 def test_first_is_the_protocol_probe_and_random_is_seeded(small):
     protocol, model, _ = small
     scores = protocol.scores[protocol.test_mask]
-    first = select_probes(model, scores, protocol.test, 2, "first")
+    first = probes_from_scores(model, scores, protocol.test, 2, "first")
     expected = split_probe(protocol.test, 2)[0]
     np.testing.assert_array_equal(first.model_a, expected.model_a)
-    one = select_probes(model, scores, protocol.test, 2, "random", random_state=3)
-    two = select_probes(model, scores, protocol.test, 2, "random", random_state=3)
+    one = probes_from_scores(model, scores, protocol.test, 2, "random", random_state=3)
+    two = probes_from_scores(model, scores, protocol.test, 2, "random", random_state=3)
     np.testing.assert_array_equal(one.model_b, two.model_b)
     scored = split_probe(protocol.test, 2)[1]
     scored_pairs = set(
@@ -175,7 +171,7 @@ def test_first_is_the_protocol_probe_and_random_is_seeded(small):
     )
     assert not scored_pairs & set(zip(one.query, one.model_a, one.model_b, strict=True))
     with pytest.raises(ValueError, match="probe_strategy"):
-        select_probes(model, scores, protocol.test, 1, "greedy")
+        probes_from_scores(model, scores, protocol.test, 1, "greedy")
 
 
 def test_strategies_are_scored_on_the_same_pairs(small):
@@ -190,8 +186,8 @@ def test_strategies_are_scored_on_the_same_pairs(small):
 
 
 def test_probe_active_without_profiles_takes_the_first_candidates(small):
-    from ecc_lib.probe_leak import probe_candidate_rows
-    from ecc_lib.probe_strategies import probe_active, probe_first
+    from ecc_lib.protocol.leak_free import probe_candidate_rows
+    from ecc_lib.protocol.probes import probe_active, probe_first
 
     protocol, _, reference = small
     candidates, _ = probe_candidate_rows(protocol, 2, score_from=3)
@@ -202,14 +198,14 @@ def test_probe_active_without_profiles_takes_the_first_candidates(small):
 
 
 def test_select_probes_and_the_protocol_strategy_share_the_greedy_choice(small):
-    """``select_probes(strategy="active")`` over every unscored pair is the protocol's
+    """``probes_from_scores(strategy="active")`` over every unscored pair is the protocol's
     ``probe_active`` with those pairs as its candidates."""
-    from ecc_lib.probe_strategies import probe_active
+    from ecc_lib.protocol.probes import probe_active
 
     protocol, model, _ = small
     test = protocol.test
     scores = protocol.scores[protocol.test_mask]
-    probe = select_probes(model, scores, test, 2, "active", 3, protocol.x_test)
+    probe = probes_from_scores(model, scores, test, 2, "active", 3, protocol.x_test)
     cand = candidate_pairs(scores, [split_probe(test, 3)[1]])
     mask = probe_active(cand, 2, np.ones(len(cand), dtype=bool), model, protocol.x_test)
     chosen = cand.take(mask)
@@ -220,8 +216,8 @@ def test_select_probes_and_the_protocol_strategy_share_the_greedy_choice(small):
 
 
 def test_probe_active_strategy_of_the_protocol(small):
-    from ecc_lib.probe_leak import probe_candidate_rows
-    from ecc_lib.probe_strategies import probe_active
+    from ecc_lib.protocol.leak_free import probe_candidate_rows
+    from ecc_lib.protocol.probes import probe_active
 
     protocol, model, reference = small
     candidates, _ = probe_candidate_rows(protocol, 1, score_from=3)

@@ -14,7 +14,7 @@ import pytest
 
 from ecc_lib import bench
 from ecc_lib.cli import main
-from ecc_lib.embeddings import EmbeddingCache, text_digests
+from ecc_lib.embed.encode import EmbeddingCache, text_digests
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 SMALL = ["--k", "3", "--seeds", "2"]
@@ -197,7 +197,7 @@ def test_another_dataset_of_the_same_name_is_recomputed(folders, benched, tmp_pa
 
 
 def test_ecc_cv_joins_the_methods_when_registered(monkeypatch):
-    from ecc_lib import ecc_protocol
+    from ecc_lib.protocol import ecc_protocol
 
     assert "ecc_cv" not in bench.bench_methods(True) or "ecc_cv" in ecc_protocol.METHOD_FACTORIES
     monkeypatch.setitem(ecc_protocol.METHOD_FACTORIES, "ecc_cv", lambda *a, **k: None)
@@ -249,7 +249,7 @@ def test_check_cli_one_line_error_on_a_missing_file(tmp_path, capsys):
 
 
 def test_benchmark_notebook_runs_through_papermill_into_a_run_folder(folders, tmp_path):
-    from ecc_lib import pipeline
+    from ecc_lib.runs import pipeline
 
     _, good, bad = folders
     config = {"06_benchmark": {"datasets": [str(good), str(bad)], "n_clusters": 3, "seeds": 1}}
@@ -287,7 +287,7 @@ def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
     assert set(entry["per_seed"][0]["routing_paired"]) == {"no_probe"}
     assert set(entry["summary"]["routing"]) == {"no_probe"}
     result = bench.BenchResult({"two": entry}, settings)
-    from ecc_lib.bench_outputs import headline_table
+    from ecc_lib.report.bench import headline_table
 
     row = headline_table(result).set_index("dataset").loc["two"]
     assert row["best router - probe winner"] == "n/a"
@@ -306,7 +306,7 @@ def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
 
 def test_bench_latex_sets_any_dataset_name():
     # bench.tex had its own escaping, which left accents, CJK and line breaks to break pdflatex
-    from ecc_lib.bench_outputs import _tex
+    from ecc_lib.report.bench import _tex
 
     text = _tex("données\n中文 a&b_1 +- 2")
     assert text.isascii() and "\n" not in text

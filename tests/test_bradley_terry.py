@@ -22,7 +22,7 @@ from ecc_lib.bradley_terry import (
     win_counts,
     win_probability,
 )
-from ecc_lib.comparisons import Comparisons
+from ecc_lib.data.comparisons import Comparisons
 
 
 def _comparisons(query, a, b, y, n_queries=None, models=None):

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib import checks
-from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE, make_comparisons
-from ecc_lib.loaders import BUNDLED_DATASETS, load_bundled
+from ecc_lib.data import checks
+from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE, make_comparisons
+from ecc_lib.data.loaders import BUNDLED_DATASETS, load_bundled
 
 
 def shared_difficulty_outcomes(
@@ -235,7 +235,7 @@ def test_text_longer_than_the_embedder_limit_warns():
     result = checks.check_text_length(queries)
     assert result.status == "warn"
     assert result.numbers["n_too_long"] == 2 and result.numbers["max_seq_length"] == 256
-    from ecc_lib.embeddings import text_views
+    from ecc_lib.embed.encode import text_views
 
     assert int(text_views(texts, None, "full")[1].sum()) == 2
     ok = checks.check_text_length(queries.iloc[:1])
@@ -288,7 +288,7 @@ def test_each_table_check_takes_under_two_seconds_on_29_by_12000():
 
 @pytest.fixture(scope="module", params=BUNDLED_DATASETS)
 def bundled_checks(request):
-    from ecc_lib.embeddings import embed_texts
+    from ecc_lib.embed.encode import embed_texts
 
     queries, outcomes = load_bundled(request.param)
     vectors = embed_texts(queries["text"].astype(str).tolist(), show_progress=False)
@@ -343,7 +343,7 @@ def test_report_puts_the_checks_first_and_names_what_fails():
 
 
 def test_all_ties_use_the_protocols_tolerance():
-    from ecc_lib.comparisons import DEFAULT_TIE_TOLERANCE
+    from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 
     scores = np.array([[0.5, 0.5 + DEFAULT_TIE_TOLERANCE / 2, 0.5], [0.5, 0.7, 0.5]])
     long = pd.DataFrame(

@@ -168,7 +168,7 @@ def test_flags_reach_the_protocol(files, tmp_path):
 
 
 def test_embeds_texts_when_no_embeddings_given(files, monkeypatch, capsys):
-    import ecc_lib.embeddings
+    import ecc_lib.embed.encode
 
     seen = {}
 
@@ -176,7 +176,7 @@ def test_embeds_texts_when_no_embeddings_given(files, monkeypatch, capsys):
         seen["texts"] = list(texts)
         return files["data"].embeddings
 
-    monkeypatch.setattr(ecc_lib.embeddings, "embed_texts", fake_embed)
+    monkeypatch.setattr(ecc_lib.embed.encode, "embed_texts", fake_embed)
     code = main(["ecc", "--outcomes", files["outcomes"], "--queries", files["queries"], "--k", "2"])
     assert code == 0
     assert seen["texts"] == list(files["data"].queries["text"])

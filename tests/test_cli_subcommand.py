@@ -22,8 +22,8 @@ from ecc_lib.cli.subcommand import (
     write_json,
 )
 from ecc_lib.collect.errors import CollectionInterrupted, EndpointAuthError, StoreError
-from ecc_lib.notebook_execution import NotebookExecutionError
-from ecc_lib.schema import DataValidationError
+from ecc_lib.data.schema import DataValidationError
+from ecc_lib.runs.execute import NotebookExecutionError
 
 
 def _args(handler, command="demo", **extra) -> argparse.Namespace:
@@ -133,7 +133,7 @@ def test_collect_refuses_a_flag_out_of_range_with_exit_2_before_any_call(
 
 
 def test_ctrl_c_during_ecc_lab_run_says_what_was_kept(tmp_path, capsys, monkeypatch):
-    from ecc_lib import pipeline
+    from ecc_lib.runs import pipeline
 
     def interrupted_run(**kwargs):
         raise KeyboardInterrupt

@@ -109,7 +109,7 @@ def test_export_to_a_folder_gives_a_dataset_every_loader_reads(tmp_path, capsys)
     from test_collect_support import fast
 
     from ecc_lib.collect import collect
-    from ecc_lib.loaders import load_dataset
+    from ecc_lib.data.loaders import load_dataset
 
     store, folder = tmp_path / "store", tmp_path / "export"
     with FakeOpenAIServer(responder=responder()) as server:
@@ -133,10 +133,11 @@ def test_an_incomplete_collection_is_said_in_the_export_the_metrics_and_the_repo
     from fake_openai_server import is_rewrite_request
     from test_collect_support import fast
 
-    from ecc_lib import provenance, run_folder
     from ecc_lib.collect import collect
-    from ecc_lib.data_checks import recorded_policy
     from ecc_lib.report import data_notes
+    from ecc_lib.runs import folder as run_folder
+    from ecc_lib.runs import provenance
+    from ecc_lib.runs.inputs import recorded_policy
 
     answers = responder()
 
@@ -169,7 +170,7 @@ def test_a_complete_collection_exports_without_a_note(tmp_path):
     from test_collect_support import fast
 
     from ecc_lib.collect import collect
-    from ecc_lib.data_checks import collection_notes
+    from ecc_lib.collect.export import collection_notes
 
     store, folder = tmp_path / "store", tmp_path / "export"
     with FakeOpenAIServer(responder=responder()) as server:
@@ -196,7 +197,7 @@ def test_answers_without_a_final_answer_line_are_counted_and_noted(tmp_path, cap
     from test_collect_support import fast
 
     from ecc_lib.collect import collect
-    from ecc_lib.data_checks import collection_notes
+    from ecc_lib.collect.export import collection_notes
 
     def no_format(model, messages, body):
         if is_rewrite_request(messages):

@@ -11,7 +11,7 @@ import pytest
 from ecc_lib.collect.pricing import Price, call_cost, price_table, read_price_table, reported_cost
 from ecc_lib.collect.prompts import answer_messages, parse_rewrites, rewrite_messages
 from ecc_lib.collect.queries import parse_choices, read_queries_file
-from ecc_lib.schema import DataValidationError
+from ecc_lib.data.schema import DataValidationError
 
 
 def test_price_table_formats_agree(tmp_path):

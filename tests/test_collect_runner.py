@@ -19,7 +19,7 @@ from test_collect_support import (
 )
 
 from ecc_lib.collect import collect, read_collected
-from ecc_lib.schema import validate_outcomes
+from ecc_lib.data.schema import validate_outcomes
 
 
 def test_full_run_yields_every_key_once_and_a_rerun_calls_nothing(tmp_path):

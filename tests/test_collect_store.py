@@ -11,7 +11,7 @@ import pytest
 from ecc_lib.collect.errors import StoreError
 from ecc_lib.collect.export import collected_outcomes, export_outcomes
 from ecc_lib.collect.store import RECORDS_FILE, CollectionStore, observation_type, read_jsonl
-from ecc_lib.schema import validate_outcomes
+from ecc_lib.data.schema import validate_outcomes
 
 
 def record(query_id="q1", model="m1", variant_id=0, decode_id=0, score=1.0, **extra):

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecc_lib.comparisons import (
+from ecc_lib.data.comparisons import (
     Comparisons,
     make_comparisons,
     score_matrix,
     split_probe,
     split_queries,
 )
-from ecc_lib.schema import DataValidationError
+from ecc_lib.data.schema import DataValidationError
 
 
 def random_outcomes(n_queries=50, n_models=6, n_obs=1, seed=0, binary=True):
@@ -62,7 +62,7 @@ def test_counts_per_query_respect_n_pairs_and_availability():
 def test_min_pairs_drops_and_reports(caplog):
     outcomes = random_outcomes(n_queries=30)
     outcomes.loc[outcomes["query_id"] == "q0", "score"] = 1.0  # all tied: no usable pair
-    with caplog.at_level("INFO", logger="ecc_lib.comparisons"):
+    with caplog.at_level("INFO", logger="ecc_lib.data.comparisons"):
         comparisons = make_comparisons(outcomes, n_pairs=7, min_pairs=2, random_state=0)
     assert "q0" in comparisons.dropped_query_ids
     assert "q0" not in set(comparisons.query_ids)

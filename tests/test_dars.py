@@ -1,4 +1,4 @@
-"""Tests of ecc_lib.dars: capability distributions, utility, labels, single-shot draws, diagnostics."""
+"""Tests of ecc_lib.dars.distributions: capability distributions, utility, labels, single-shot draws, diagnostics."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ecc_lib import dars, dars_diagnostics
-from ecc_lib.schema import DataValidationError
+from ecc_lib.dars import distributions as dars
+from ecc_lib.dars import label_instability as dars_diagnostics
+from ecc_lib.data.schema import DataValidationError
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 
@@ -190,7 +191,7 @@ def test_utility_defaults_and_labels():
 
 def test_no_cost_means_zero_mu_c(caplog):
     frame = long_frame({("q", "A"): [1, 0], ("q", "B"): [1, 1]})
-    with caplog.at_level(logging.INFO, logger="ecc_lib.observations"):
+    with caplog.at_level(logging.INFO, logger="ecc_lib.data.observations"):
         obs = dars.repeated_observations(frame)
     assert not obs.cost_available
     assert "no cost" in caplog.text
@@ -371,7 +372,7 @@ def test_incomplete_query_dropped_and_logged(caplog):
             ("q2", "B"): [1],
         }
     )
-    with caplog.at_level(logging.INFO, logger="ecc_lib.observations"):
+    with caplog.at_level(logging.INFO, logger="ecc_lib.data.observations"):
         obs = dars.repeated_observations(frame)
     assert obs.query_ids.tolist() == ["q1"]
     assert obs.dropped_query_ids == ("q2",)

@@ -17,12 +17,12 @@ import dask.array as da  # noqa: E402
 from dask import delayed  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
-from ecc_lib.comparisons import make_comparisons  # noqa: E402
+from ecc_lib.data.comparisons import make_comparisons  # noqa: E402
+from ecc_lib.data.loaders import load_bundled  # noqa: E402
 from ecc_lib.distributed import fit_partitioned, use_dask  # noqa: E402
-from ecc_lib.ecc import ECC  # noqa: E402
-from ecc_lib.ecc_baselines import EmbeddingClusters  # noqa: E402
-from ecc_lib.embeddings import embed_texts  # noqa: E402
-from ecc_lib.loaders import load_bundled  # noqa: E402
+from ecc_lib.ecc.baselines import EmbeddingClusters  # noqa: E402
+from ecc_lib.ecc.estimator import ECC  # noqa: E402
+from ecc_lib.embed.encode import embed_texts  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
 
@@ -96,8 +96,8 @@ def test_unequal_partitions_and_dask_array_input(client, bundled):
 def test_dars_group_bys_equal_in_memory(client):
     import dask.dataframe as dd
 
-    from ecc_lib.dars import capability_distributions
-    from ecc_lib.dars_diagnostics import label_instability
+    from ecc_lib.dars.distributions import capability_distributions
+    from ecc_lib.dars.label_instability import label_instability
     from ecc_lib.distributed import dars_statistics
 
     _, outcomes = load_bundled("re2")
@@ -160,7 +160,7 @@ def test_worker_killed_mid_fit_is_survived_or_reported(client, bundled, tmp_path
 def test_label_informed_ecc_fits_in_memory_inside_a_dask_block(client, bundled):
     """``--scheduler`` runs every method; the one whose prior is not partitioned fits in memory
     with the same result, and still refuses embeddings that live on Dask."""
-    from ecc_lib.label_informed import LabelInformedECC
+    from ecc_lib.ecc.label_informed import LabelInformedECC
 
     x, c = bundled
     labels = np.array(["a", "b", "c"])[np.arange(c.n_queries) % 3]

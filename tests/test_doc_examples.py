@@ -159,7 +159,7 @@ def test_code_block_runs(block, scratch):
         assert done.returncode == 0, f"{where}:\n{done.stderr[-3000:]}"
         return
     if language == "yaml":
-        from ecc_lib.run_config import (
+        from ecc_lib.runs.config import (
             discover_notebooks,
             load_config,
             notebook_parameters,

@@ -15,16 +15,16 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
-from ecc_lib import ecc as ecc_module
 from ecc_lib.bradley_terry import fit_bt_pairwise
-from ecc_lib.comparisons import Comparisons
-from ecc_lib.ecc import ECC, evidence
-from ecc_lib.ecc_baselines import (
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.ecc import estimator as ecc_module
+from ecc_lib.ecc.baselines import (
     ComparisonOnlyECC,
     EmbeddingClusters,
     GlobalBT,
     HumanLabelClusters,
 )
+from ecc_lib.ecc.estimator import ECC, evidence
 from ecc_lib.synthetic.capability import make_capability_data
 
 

@@ -7,9 +7,9 @@ import pytest
 from sklearn.base import clone
 from sklearn.metrics import adjusted_rand_score
 
-from ecc_lib.ecc import ECC
-from ecc_lib.ecc_cv import ECCCV, expand_grid
-from ecc_lib.ecc_protocol import (
+from ecc_lib.ecc.cv import ECCCV, expand_grid
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.protocol.ecc_protocol import (
     METHOD_FACTORIES,
     default_methods,
     fit_methods,

@@ -9,11 +9,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.cluster_routing import route_choices, routing_experiment
-from ecc_lib.comparisons import Comparisons, split_probe
-from ecc_lib.ecc import ECC, comparison_nll, evidence
-from ecc_lib.ecc_baselines import GlobalBT
-from ecc_lib.ecc_experiments import (
+from ecc_lib.data.comparisons import (
+    Comparisons,
+    disjoint_from_probe,
+    probe_models,
+    split_probe,
+    touching_probe,
+)
+from ecc_lib.ecc.baselines import GlobalBT
+from ecc_lib.ecc.estimator import ECC, comparison_nll, evidence
+from ecc_lib.protocol.ecc_protocol import (
+    METHODS,
+    fit_methods,
+    make_methods,
+    prepare_protocol,
+    run_protocol,
+    score_methods,
+)
+from ecc_lib.protocol.experiments.new_model import new_model_experiment
+from ecc_lib.protocol.experiments.sweeps import (
     cluster_summary,
     cross_cluster_nll_gap,
     diagnostics,
@@ -22,29 +36,15 @@ from ecc_lib.ecc_experiments import (
     sweep_probes,
     within_cluster_consistency,
 )
-from ecc_lib.ecc_protocol import (
-    METHODS,
-    fit_methods,
-    make_methods,
-    prepare_protocol,
-    run_protocol,
-    score_methods,
-)
-from ecc_lib.ecc_seeds import routing_over_seeds, run_seeds
-from ecc_lib.new_model import new_model_experiment
-from ecc_lib.probe_leak import (
-    disjoint_from_probe,
-    make_leak_free,
-    probe_candidate_rows,
-    probe_models,
-    touching_probe,
-)
-from ecc_lib.probe_strategies import (
+from ecc_lib.protocol.leak_free import make_leak_free, probe_candidate_rows
+from ecc_lib.protocol.probes import (
     probe_first,
     probe_random,
     probe_responsibilities,
     resolve_probe_strategy,
 )
+from ecc_lib.protocol.routing import route_choices, routing_experiment
+from ecc_lib.protocol.seeds import routing_over_seeds, run_seeds
 from ecc_lib.synthetic.capability import make_capability_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -7,8 +7,8 @@ import logging
 import numpy as np
 import pytest
 
-from ecc_lib import embeddings
-from ecc_lib.embeddings import (
+from ecc_lib.embed import encode as embeddings
+from ecc_lib.embed.encode import (
     EmbeddingCache,
     count_duplicate_vectors,
     embed_texts,
@@ -48,7 +48,7 @@ def test_views_keep_the_question_and_leave_short_texts_alone(few_shot):
 @pytest.mark.slow
 def test_default_view_avoids_collapse_and_full_view_reports_it(few_shot, tmp_path, caplog):
     """All-MiniLM-L6-v2 reads 256 word pieces: the full view collapses the few-shot prompts."""
-    caplog.set_level(logging.WARNING, logger="ecc_lib.embeddings")
+    caplog.set_level(logging.WARNING, logger="ecc_lib.embed.encode")
     full, check_full = embed_texts(
         few_shot,
         cache_dir=tmp_path,
@@ -69,7 +69,7 @@ def test_default_view_avoids_collapse_and_full_view_reports_it(few_shot, tmp_pat
 
 
 def test_short_texts_keep_their_shipped_cache_keys_and_vectors(monkeypatch):
-    from ecc_lib.loaders import load_bundled
+    from ecc_lib.data.loaders import load_bundled
 
     monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: pytest.fail("not cached"))
     texts = load_bundled("re2")[0]["text"].tolist()
@@ -101,7 +101,7 @@ def test_damaged_shard_is_named_skipped_and_rebuilt(tmp_path, monkeypatch, caplo
     embed_texts(["a", "b"], cache_dir=tmp_path, read_dirs=[], show_progress=False)
     shard = next((tmp_path / "all-MiniLM-L6-v2").glob("*.npz"))
     shard.write_bytes(shard.read_bytes()[:40])  # a torn write
-    caplog.set_level(logging.WARNING, logger="ecc_lib.embeddings")
+    caplog.set_level(logging.WARNING, logger="ecc_lib.embed.encode")
     vectors = embed_texts(["a", "b"], cache_dir=tmp_path, read_dirs=[], show_progress=False)
     np.testing.assert_allclose(vectors, [[1.0, 0.0], [0.0, 1.0]])
     assert shard.name in caplog.text and "damaged" in caplog.text
@@ -113,7 +113,7 @@ def test_damaged_shard_is_named_skipped_and_rebuilt(tmp_path, monkeypatch, caplo
 
 @pytest.mark.parametrize("name", ["dcrouter", "mmlu2"])
 def test_shipped_cache_covers_the_default_view_of_long_bundled_texts(monkeypatch, name):
-    from ecc_lib.loaders import load_bundled
+    from ecc_lib.data.loaders import load_bundled
 
     monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: pytest.fail("not cached"))
     texts = sorted(set(load_bundled(name)[0]["text"]))

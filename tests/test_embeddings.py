@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ecc_lib import embeddings
-from ecc_lib.embeddings import EmbeddingCache, embed_texts, text_digests
+from ecc_lib.embed import encode as embeddings
+from ecc_lib.embed.encode import EmbeddingCache, embed_texts, text_digests
 
 
 def test_default_model_offline_and_cache_makes_second_call_free(tmp_path, monkeypatch):
@@ -52,7 +52,7 @@ def test_cache_layers_and_partial_hits(tmp_path, monkeypatch):
 
 
 def test_bundled_cache_covers_bundled_texts(monkeypatch):
-    from ecc_lib.loaders import load_bundled
+    from ecc_lib.data.loaders import load_bundled
 
     monkeypatch.setattr(embeddings, "load_model", lambda name: pytest.fail("not cached"))
     queries, _ = load_bundled("re2")

@@ -1,7 +1,7 @@
 """scikit-learn's own estimator checks (parameters, clone, repr, unfitted use) on every router and
 every public ECC estimator.
 
-Skipped by design (documented in :class:`ecc_lib.routers.Router` and :class:`ecc_lib.ecc.ECC`):
+Skipped by design (documented in :class:`ecc_lib.routers.Router` and :class:`ecc_lib.ecc.estimator.ECC`):
 the checks that fit on ``(X, y)`` arrays with a 1-D ``y`` (``check_fit2d_*``,
 ``check_estimators_overwrite_params``, ``check_fit_idempotent`` ...), because routers fit on
 capability targets (distributions or a queries x models utility matrix) and ECC fits on a
@@ -15,7 +15,9 @@ import warnings
 import pytest
 from sklearn.utils import estimator_checks as checks
 
-from ecc_lib import ecc, ecc_baselines, routers
+from ecc_lib import routers
+from ecc_lib.ecc import baselines as ecc_baselines
+from ecc_lib.ecc import estimator as ecc
 
 CHECKS = (
     checks.check_parameters_default_constructible,

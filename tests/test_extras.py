@@ -62,7 +62,7 @@ PROTOCOL = """
 import json, sys
 import numpy as np
 from ecc_lib import ECC, load_bundled, make_comparisons, run_protocol
-from ecc_lib.embeddings import EmbeddingCache, text_digests
+from ecc_lib.embed.encode import EmbeddingCache, text_digests
 
 queries, outcomes = load_bundled("dcrouter")
 vectors, found = EmbeddingCache().lookup(text_digests(queries["text"].astype(str).tolist()))
@@ -130,10 +130,10 @@ def test_core_modules_import_without_any_extra():
     done = _python(
         """
         import importlib, sys
-        core = ["ecc_lib", "ecc_lib.bradley_terry", "ecc_lib.comparisons", "ecc_lib.ecc",
-                "ecc_lib.ecc_baselines", "ecc_lib.ecc_protocol", "ecc_lib.ecc_seeds",
-                "ecc_lib.dars", "ecc_lib.dars_diagnostics", "ecc_lib.loaders",
-                "ecc_lib.embeddings", "ecc_lib.routers", "ecc_lib.routing_evaluation",
+        core = ["ecc_lib", "ecc_lib.bradley_terry", "ecc_lib.data.comparisons", "ecc_lib.ecc.estimator",
+                "ecc_lib.ecc.baselines", "ecc_lib.protocol.ecc_protocol", "ecc_lib.protocol.seeds",
+                "ecc_lib.dars.distributions", "ecc_lib.dars.label_instability", "ecc_lib.data.loaders",
+                "ecc_lib.embed.encode", "ecc_lib.routers", "ecc_lib.routing_evaluation",
                 "ecc_lib.distributed", "ecc_lib.collect", "ecc_lib.synthetic", "ecc_lib.cli"]
         for name in core:
             importlib.import_module(name)
@@ -155,7 +155,7 @@ def test_dask_array_input_imports_the_backend_on_demand():
         import sys, warnings
         import numpy as np
         import dask, dask.array as da
-        from ecc_lib.ecc import ECC
+        from ecc_lib.ecc.estimator import ECC
         from ecc_lib.synthetic import make_capability_data
         """
         + """
@@ -206,7 +206,7 @@ def test_extras_table_matches_pyproject():
         "pandas",
         "pyarrow",
         "scikit-learn",
-        "threadpoolctl",  # scikit-learn's own dependency, imported directly by ecc_lib.ecc
+        "threadpoolctl",  # scikit-learn's own dependency, imported directly by ecc_lib.ecc.estimator
     }
 
 
@@ -236,7 +236,7 @@ def router():
     from ecc_lib.routers.networks import FactorisationNet
 attempt("routers", router)
 def embed():
-    from ecc_lib.embeddings import embed_texts
+    from ecc_lib.embed.encode import embed_texts
     embed_texts(["a text that no cache holds, 8d0f3c"], use_cache=False)
 attempt("embed", embed)
 def collect():
@@ -249,11 +249,11 @@ def dask_fit():
         pass
 attempt("dask", dask_fit)
 def figure():
-    from ecc_lib.run_folder import save_figure
+    from ecc_lib.runs.folder import save_figure
     save_figure(object(), "{tmp}", "x")
 attempt("plot-save", figure)
 def notebooks():
-    from ecc_lib.run_config import notebook_parameters
+    from ecc_lib.runs.config import notebook_parameters
     notebook_parameters("notebooks/02_label_instability.ipynb")
 attempt("notebooks", notebooks)
 print(json.dumps(out))

@@ -13,26 +13,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.active_probes import candidate_pairs, summarise_probe_strategy
-from ecc_lib.active_probes import select_probes as select_from_matrix
 from ecc_lib.cli import main
 from ecc_lib.cli.ecc import format_result
-from ecc_lib.cluster_routing import routing_experiment
-from ecc_lib.comparisons import make_comparisons, split_probe
-from ecc_lib.ecc import comparison_nll
-from ecc_lib.ecc_protocol import (
+from ecc_lib.data.comparisons import make_comparisons, probe_models, split_probe
+from ecc_lib.ecc.estimator import comparison_nll
+from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, soft_outcomes
+from ecc_lib.protocol.active_probes import candidate_pairs
+from ecc_lib.protocol.active_probes import probes_from_scores as select_from_matrix
+from ecc_lib.protocol.ecc_protocol import (
     fit_methods,
     make_methods,
     prepare_protocol,
     run_protocol,
     score_methods,
 )
-from ecc_lib.label_informed import LabelInformedECC
-from ecc_lib.metrics import bootstrap_indices, mean_with_replicates, ratio_gain
-from ecc_lib.new_model import new_model_experiment
-from ecc_lib.probe_leak import make_leak_free, probe_models
-from ecc_lib.probe_strategies import probe_responsibilities, select_probes
-from ecc_lib.soft_evidence import soft_evidence_comparison, soft_outcomes
+from ecc_lib.protocol.experiments.new_model import new_model_experiment
+from ecc_lib.protocol.experiments.probe_strategies import summarise_probe_strategy
+from ecc_lib.protocol.leak_free import make_leak_free
+from ecc_lib.protocol.probes import probe_responsibilities, select_probes
+from ecc_lib.protocol.routing import routing_experiment
+from ecc_lib.stats import bootstrap_indices, mean_with_replicates, ratio_gain
 from ecc_lib.synthetic.capability import make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -418,7 +419,7 @@ def test_two_models_run_on_the_one_pair_with_a_warning(planted, caplog):
 
 
 def test_cli_soft_evidence_passes_every_setting(repeated, tmp_path, monkeypatch):
-    import ecc_lib.soft_evidence as soft
+    import ecc_lib.ecc.soft_evidence as soft
 
     seen = {}
     real = soft.soft_evidence_comparison
@@ -452,7 +453,9 @@ def _notebook_cell(marker: str) -> str:
 def test_notebook_label_table_is_scored_like_the_main_table(planted):
     """Run notebook 03's label-informed cell: with probe_evidence="sum" and two probes its ECC
     row must be the main table's (same probe evidence, same bootstrap resamples)."""
-    from ecc_lib import ecc_experiments, ecc_protocol, plotting
+    from ecc_lib import plotting
+    from ecc_lib.protocol import ecc_protocol
+    from ecc_lib.protocol.experiments import sweeps as ecc_experiments
 
     settings = {"n_clusters": 3, "lam": 3.0, "temperature": 0.1, "max_iter": 30}
     data = prepare_protocol(planted.queries, planted.outcomes, planted.embeddings)
@@ -484,8 +487,8 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
     }
     del plotting
     exec(_notebook_cell("result_labels = ecc_experiments.score_label_informed("), namespace)  # noqa: S102
-    # issue 22: the cell keeps the evaluation; ecc_lib.results writes the metrics of it
-    from ecc_lib.results import ecc_beyond_metrics
+    # issue 22: the cell keeps the evaluation; ecc_lib.protocol.results writes the metrics of it
+    from ecc_lib.protocol.results import ecc_beyond_metrics
 
     labels = ecc_beyond_metrics(labels=namespace["result_labels"])["ecc_labels"]
     assert labels["gain"]["ecc"] == pytest.approx(result.gain["ecc"])
@@ -515,8 +518,8 @@ def test_report_states_the_leak_free_share_and_the_left_out_reason(tmp_path):
 
 
 def test_routing_cost_scale_comes_from_training_queries():
-    from ecc_lib.comparisons import split_queries
-    from ecc_lib.observations import repeated_observations, rescale_cost
+    from ecc_lib.data.comparisons import split_queries
+    from ecc_lib.data.observations import repeated_observations, rescale_cost
     from ecc_lib.routing_evaluation import routing_table
 
     s = make_repeated_outcomes(n_queries=120, n_models=3, n_rewrites=2, n_decodes=2)

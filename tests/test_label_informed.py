@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from ecc_lib.comparisons import Comparisons, split_probe, split_queries
-from ecc_lib.ecc import ECC, comparison_nll
-from ecc_lib.ecc_baselines import GlobalBT
-from ecc_lib.label_informed import LabelInformedECC, category_log_prior
-from ecc_lib.probe_leak import disjoint_from_probe
+from ecc_lib.data.comparisons import Comparisons, disjoint_from_probe, split_probe, split_queries
+from ecc_lib.ecc.baselines import GlobalBT
+from ecc_lib.ecc.estimator import ECC, comparison_nll
+from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
 from ecc_lib.synthetic.capability import make_capability_data
 
 

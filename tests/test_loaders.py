@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.loaders import (
+from ecc_lib.data.loaders import (
     BUNDLED_DATASETS,
     from_dars_release,
     from_routerbench,
@@ -21,7 +21,7 @@ from ecc_lib.loaders import (
     read_table,
     write_table,
 )
-from ecc_lib.schema import DataValidationError
+from ecc_lib.data.schema import DataValidationError
 
 
 @pytest.mark.parametrize("name", BUNDLED_DATASETS)

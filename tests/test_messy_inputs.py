@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib import data_checks, loaders, provenance
-from ecc_lib.data_checks import DataPolicyError, apply_data_policy
-from ecc_lib.observations import repeated_observations
-from ecc_lib.schema import DataValidationError
+from ecc_lib.data import loaders
+from ecc_lib.data import policy as data_checks
+from ecc_lib.data.observations import repeated_observations
+from ecc_lib.data.policy import DataPolicyError, apply_data_policy
+from ecc_lib.data.schema import DataValidationError
+from ecc_lib.runs import provenance
 from ecc_lib.synthetic.messy import write_foreign_dataset
 
 IDS = ["001", "002", "1e1", "010", "0x1"]
@@ -74,7 +76,7 @@ def _wide_frame():
 def test_wide_table_infers_models_among_scores_in_unit_interval(tmp_path, caplog):
     path = tmp_path / "wide.csv"
     _wide_frame().to_csv(path, index=False)
-    caplog.set_level(logging.INFO, logger="ecc_lib.loaders")
+    caplog.set_level(logging.INFO, logger="ecc_lib.data.loaders")
     queries, outcomes = loaders.from_wide(loaders.read_table(path), source=str(path))
     assert sorted(outcomes["model"].unique()) == ["gpt", "llama"]
     assert queries["query_id"].tolist() == ["001", "002", "003", "004"]
@@ -168,7 +170,7 @@ def test_queries_seen_for_one_model_are_left_out_with_a_reason(caplog):
     queries = pd.DataFrame({"query_id": [*IDS, "lonely", "unseen"], "text": "t"})
     with pytest.raises(DataValidationError, match="single model"):
         repeated_observations(outcomes)  # what 02, 04 and `ecc-lab dars` did before
-    caplog.set_level(logging.WARNING, logger="ecc_lib.data_checks")
+    caplog.set_level(logging.WARNING, logger="ecc_lib.data.policy")
     q, o, report = apply_data_policy(queries, outcomes, dataset="messy")
     assert report.n_left_out == 2 and report.n_queries == len(IDS)
     assert report.left_out_examples[data_checks.REASON_FEWER_THAN_2_MODELS] == ["lonely", "unseen"]

@@ -1,6 +1,6 @@
 """The analysis notebooks: committed clean and parameterised, and executed end to end on tiny data.
 
-The execution tests run every notebook through papermill (``ecc_lib.pipeline.run_pipeline``) on a
+The execution tests run every notebook through papermill (``ecc_lib.runs.pipeline.run_pipeline``) on a
 small synthetic dataset written here (queries with rewrites, decodes and costs), with an embedding
 cache filled in advance so that no embedding model is loaded, and check what each notebook wrote.
 """
@@ -19,8 +19,10 @@ import nbformat
 import numpy as np
 import pytest
 
-from ecc_lib import paths, pipeline, run_config
-from ecc_lib.embeddings import EmbeddingCache, text_digests
+from ecc_lib import paths
+from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.runs import config as run_config
+from ecc_lib.runs import pipeline
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -439,7 +441,7 @@ def test_main_job_on_the_bundled_data(tmp_path):
     assert set(metrics["provenance"]["datasets"]) == {"dcrouter", "re2"}
     assert len(list((result.run_dir / "figures").glob("*.png"))) >= 8
     # GPQA questions are never quoted: not in the report, not in any table
-    from ecc_lib.loaders import load_bundled
+    from ecc_lib.data.loaders import load_bundled
 
     queries, _ = load_bundled("dcrouter")
     gpqa = queries.loc[queries["category"] == "gpqa", "text"].str.slice(0, 60)

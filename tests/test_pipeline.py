@@ -19,8 +19,11 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from ecc_lib import notebook_execution, pipeline, provenance, run_config, run_folder
 from ecc_lib.cli import build_parser, main
+from ecc_lib.runs import config as run_config
+from ecc_lib.runs import execute as notebook_execution
+from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import pipeline, provenance
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -53,7 +56,7 @@ def _make_tiny_notebooks(folder: Path) -> Path:
         folder / "01_first.ipynb",
         'run_dir: str = ""  # run folder\nseed: int = 0  # random seed\nsize: int = 5  # numbers',
         "import sys\nimport numpy as np\nimport pandas as pd\n"
-        "from ecc_lib import run_folder\nrun = run_folder.run_context(run_dir)",
+        "from ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)",
         "values = np.random.default_rng(seed).normal(size=size)\n"
         "run_folder.save_table(pd.DataFrame({'value': values}), run, '01_values')",
         "import os\nrun_folder.record_metrics(run, 'first', {'mean': values.mean(), 'size': size, "
@@ -63,7 +66,7 @@ def _make_tiny_notebooks(folder: Path) -> Path:
     write_notebook(
         folder / "02_second.ipynb",
         'run_dir: str = ""  # run folder\nseed: int = 0  # random seed\nfail: bool = False  # raise',
-        "import pandas as pd\nfrom ecc_lib import run_folder\nrun = run_folder.run_context(run_dir)",
+        "import pandas as pd\nfrom ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)",
         "if fail:\n    raise ValueError('planted failure')",
         "run_folder.save_table(pd.DataFrame({'seed': [seed]}), run, '02_seed')\n"
         "run_folder.record_metrics(run, 'second', {'seed_twice': 2 * seed})",
@@ -71,7 +74,7 @@ def _make_tiny_notebooks(folder: Path) -> Path:
     write_notebook(
         folder / "05_report.ipynb",
         'run_dir: str = ""  # run folder\ntitle: str = "report"  # heading',
-        "from IPython.display import Markdown, display\nfrom ecc_lib import run_folder\n"
+        "from IPython.display import Markdown, display\nfrom ecc_lib.runs import folder as run_folder\n"
         "metrics = run_folder.collect_metrics(run_dir)\n"
         "display(Markdown(f'# {title}'))\nrun_folder.flatten_metrics(metrics)",
     )
@@ -351,7 +354,7 @@ def test_run_pipeline_executes_in_order_with_this_interpreter(full_run):
     assert (out / "tables" / "02_seed.csv").exists()
     html = (out / "report.html").read_text()
     assert "<html" in html and "seed_twice" in html
-    assert "from ecc_lib import run_folder" not in html  # input cells are hidden
+    assert "from ecc_lib.runs import folder as run_folder" not in html  # input cells are hidden
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "finished"
     assert run["parameters"]["02_second"] == {"seed": 3, "run_dir": str(out)}
@@ -475,8 +478,9 @@ def test_reading_a_run_creates_no_folders(tmp_path):
 
 
 def test_metric_entries_per_dataset_keep_the_other_entries(tmp_path):
-    from ecc_lib.data_checks import apply_data_policy, record_data_policy, recorded_policy
-    from ecc_lib.embeddings import embedding_check, record_embedding_check
+    from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.embed.encode import embedding_check
+    from ecc_lib.runs.inputs import record_data_policy, record_embedding_check, recorded_policy
     from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
     run_folder.record_metric_entry(tmp_path, "data_policy", "a", {"n": 1})

@@ -14,9 +14,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ecc_lib import paths, pipeline, run_config
+from ecc_lib import paths
 from ecc_lib.cli import main
-from ecc_lib.notebook_execution import NotebookTimeoutError, mark_interrupted
+from ecc_lib.runs import config as run_config
+from ecc_lib.runs import pipeline
+from ecc_lib.runs.execute import NotebookTimeoutError, mark_interrupted
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_pipeline import write_notebook  # noqa: E402
@@ -142,7 +144,7 @@ def test_timeout_ends_cleanly_and_marks_the_copy(tmp_path, slow_notebooks):
 def test_sigterm_marks_the_running_copy_and_the_run(tmp_path, slow_notebooks):
     out = tmp_path / "run"
     code = (
-        "from ecc_lib import pipeline\n"
+        "from ecc_lib.runs import pipeline\n"
         f"pipeline.run_pipeline(config={{'seconds': 60.0}}, out={str(out)!r}, "
         f"notebooks_dir={str(slow_notebooks)!r}, progress=False)\n"
     )

@@ -48,9 +48,9 @@ def test_urls_inside_values_and_text_are_redacted():
 
 
 def test_run_json_and_metrics_never_hold_a_url_credential(tmp_path):
-    from ecc_lib import run_folder
-    from ecc_lib.provenance import write_metrics
-    from ecc_lib.run_config import recorded_parameters
+    from ecc_lib.runs import folder as run_folder
+    from ecc_lib.runs.config import recorded_parameters
+    from ecc_lib.runs.provenance import write_metrics
 
     run = run_folder.run_context(tmp_path / "run")
     endpoint = f"http://127.0.0.1:9/v1?api_key={SECRET}"
@@ -68,7 +68,7 @@ def test_a_key_in_the_endpoint_of_notebook_01_is_written_nowhere(tmp_path):
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_openai_server import FakeOpenAIServer
 
-    from ecc_lib import pipeline
+    from ecc_lib.runs import pipeline
 
     queries = tmp_path / "queries.csv"
     queries.write_text("query_id,text,answer\na,What is 2 + 3?,5\nb,What is 10 - 6?,4\n")

@@ -19,7 +19,10 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
-from ecc_lib import metrics, notebook_execution, report, run_folder  # noqa: E402
+from ecc_lib import report
+from ecc_lib import stats as metrics
+from ecc_lib.runs import execute as notebook_execution
+from ecc_lib.runs import folder as run_folder  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from latex_check import assert_latex_tables_compile  # noqa: E402
@@ -327,8 +330,8 @@ def test_observations_per_pair_show_their_range_when_pairs_differ():
     """An incomplete collection (some pairs with fewer rewrites) is not reported as complete."""
     import pandas as pd
 
+    from ecc_lib.data.schema import summarise
     from ecc_lib.report.sections.data import _observations_text
-    from ecc_lib.schema import summarise
 
     outcomes = pd.DataFrame(
         {

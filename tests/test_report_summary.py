@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from ecc_lib import report, run_folder
+from ecc_lib import report
+from ecc_lib.runs import folder as run_folder
 
 WORDS = {
     "better than": 1,
@@ -266,7 +267,7 @@ def test_a_foreign_folder_without_cluster_structure_reads_as_negative(tmp_path):
     import pandas as pd
 
     from ecc_lib.cli import main
-    from ecc_lib.embeddings import EmbeddingCache, text_digests, text_views
+    from ecc_lib.embed.encode import EmbeddingCache, text_digests, text_views
     from ecc_lib.synthetic.messy import write_foreign_dataset
 
     folder = tmp_path / "data" / "outside"

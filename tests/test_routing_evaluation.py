@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ecc_lib import dars
 from ecc_lib import routing_evaluation as ev
+from ecc_lib.dars import distributions as dars
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 

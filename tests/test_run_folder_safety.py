@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib import paths, pipeline, report, run_folder
+from ecc_lib import paths, report
 from ecc_lib.cli import main
+from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import pipeline
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_pipeline import write_notebook  # noqa: E402
@@ -32,7 +34,7 @@ def notebooks(tmp_path):
         folder / "01_data.ipynb",
         'run_dir: str = ""  # run folder\ndataset: str = "a"  # dataset\n'
         "seconds: float = 0.0  # sleep",
-        "import time\nimport pandas as pd\nfrom ecc_lib import run_folder\n"
+        "import time\nimport pandas as pd\nfrom ecc_lib.runs import folder as run_folder\n"
         "run = run_folder.run_context(run_dir)",
         "run_folder.save_table(pd.DataFrame({'x': [1]}), run, f'01_{dataset}')",
         "time.sleep(seconds)",
@@ -40,7 +42,7 @@ def notebooks(tmp_path):
     write_notebook(
         folder / "05_report.ipynb",
         'run_dir: str = ""  # run folder',
-        "from ecc_lib import run_folder\nrun = run_folder.run_context(run_dir)\nprint('report')",
+        "from ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)\nprint('report')",
     )
     return folder
 
@@ -116,7 +118,7 @@ def test_a_run_on_the_default_dataset_records_it_and_refuses_a_second(tmp_path, 
     write_notebook(
         notebooks / "06_benchmark.ipynb",
         'run_dir: str = ""  # run folder\ndatasets: list = ["x", "y"]  # datasets',
-        "from ecc_lib import run_folder\nrun = run_folder.run_context(run_dir)\nprint(datasets)",
+        "from ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)\nprint(datasets)",
     )
     _run(notebooks, out, only="06")
     record = json.loads((out / "run.json").read_text())
@@ -167,7 +169,7 @@ def test_only_05_keeps_the_earlier_notebooks_times_and_parameters(tmp_path, note
 def test_a_killed_notebook_copy_is_marked_interrupted_by_the_next_run(tmp_path, notebooks):
     out = tmp_path / "run"
     code = (
-        "from ecc_lib import pipeline\n"
+        "from ecc_lib.runs import pipeline\n"
         f"pipeline.run_pipeline(config={{'seconds': 120.0}}, out={str(out)!r}, "
         f"notebooks_dir={str(notebooks)!r}, progress=False)\n"
     )
@@ -208,7 +210,7 @@ def test_file_labels_are_plain_distinct_and_short():
     assert files[-2:] == ["dcrouter", "2024"]  # plain names stay as written
     assert len(set(files)) == len(files)
     for name in files:
-        run_folder._check_name(f"01_scores_by_category_{name}")
+        run_folder.check_name(f"01_scores_by_category_{name}")
         assert len(name) <= run_folder.MAX_FILE_LABEL + 9
 
 

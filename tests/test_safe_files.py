@@ -24,8 +24,8 @@ from test_collect_support import QUERIES, fast
 
 from ecc_lib.cli import main
 from ecc_lib.cli.init import InitError, init_folder, starter_files
-from ecc_lib.loaders import load_dataset, read_outcomes, read_table
-from ecc_lib.schema import DataValidationError
+from ecc_lib.data.loaders import load_dataset, read_outcomes, read_table
+from ecc_lib.data.schema import DataValidationError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -295,7 +295,7 @@ def test_a_bad_dask_scheduler_address_is_one_line(tmp_path, capsys, monkeypatch,
 
 
 def test_a_read_only_embedding_cache_warns_in_one_line_and_keeps_going(tmp_path, caplog):
-    from ecc_lib.embeddings import EmbeddingCache, text_digests
+    from ecc_lib.embed.encode import EmbeddingCache, text_digests
 
     digests = text_digests(["a", "b"])
     vectors = np.eye(2, 4, dtype=np.float32)
@@ -312,7 +312,7 @@ def test_a_read_only_embedding_cache_warns_in_one_line_and_keeps_going(tmp_path,
 
 
 def test_a_full_embedding_cache_leaves_no_temporary_file(tmp_path, monkeypatch, caplog):
-    from ecc_lib import embeddings
+    from ecc_lib.embed import encode as embeddings
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")

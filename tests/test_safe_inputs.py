@@ -12,12 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib import data_checks, loaders, plotting, report, run_folder
-from ecc_lib.ecc_protocol import prepare_protocol, run_protocol
+from ecc_lib import plotting, report
+from ecc_lib.data import loaders
+from ecc_lib.data import policy as data_checks
+from ecc_lib.data.schema import DataValidationError, summarise, validate_outcomes, validate_queries
+from ecc_lib.protocol.ecc_protocol import prepare_protocol, run_protocol
 from ecc_lib.report.document import ReportSection
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.sections import data_section
-from ecc_lib.schema import DataValidationError, summarise, validate_outcomes, validate_queries
+from ecc_lib.runs import folder as run_folder
 from ecc_lib.synthetic.capability import make_capability_data
 
 matplotlib.use("Agg")
@@ -73,7 +76,7 @@ def test_human_baseline_is_skipped_when_no_test_category_occurs_in_training():
 
 
 def test_seeds_where_the_human_baseline_is_skipped_on_some_split_still_summarise():
-    from ecc_lib.ecc_seeds import run_seeds
+    from ecc_lib.protocol.seeds import run_seeds
 
     planted = make_capability_data(n_queries=200, random_state=3)
     queries = planted.queries.assign(category=planted.queries["query_id"].astype(str))
@@ -213,7 +216,7 @@ def test_wide_columns_left_out_are_named_and_pipes_are_models(caplog):
             "empty": [np.nan] * 3,
         }
     )
-    with caplog.at_level(logging.WARNING, logger="ecc_lib.loaders"):
+    with caplog.at_level(logging.WARNING, logger="ecc_lib.data.loaders"):
         _, outcomes = loaders.from_wide(frame, source="wide.csv")
     assert sorted(outcomes["model"].unique()) == ["m1", "org|model"]
     warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 import ecc_lib.bradley_terry as bt
-import ecc_lib.comparisons as comparisons_module
+import ecc_lib.data.comparisons as comparisons_module
 from ecc_lib.bradley_terry import (
     count_matrix,
     fit_bt_counts,
@@ -18,8 +18,8 @@ from ecc_lib.bradley_terry import (
     pair_counts,
     pair_log_probs,
 )
-from ecc_lib.comparisons import Comparisons, sample_pairs
-from ecc_lib.ecc import ECC, log_prob_table
+from ecc_lib.data.comparisons import Comparisons, sample_pairs
+from ecc_lib.ecc.estimator import ECC, log_prob_table
 
 # ---------------------------------------------------------------- sampling
 

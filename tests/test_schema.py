@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.comparisons import Comparisons
-from ecc_lib.dars import capability_distributions
-from ecc_lib.loaders import read_outcomes, read_queries
-from ecc_lib.observations import repeated_observations
-from ecc_lib.schema import (
+from ecc_lib.dars.distributions import capability_distributions
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.loaders import read_outcomes, read_queries
+from ecc_lib.data.observations import repeated_observations
+from ecc_lib.data.schema import (
     DataValidationError,
     QueryModelAxes,
     validate_outcomes,

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 
-from ecc_lib.comparisons import make_comparisons
-from ecc_lib.ecc import ECC
-from ecc_lib.soft_evidence import (
+from ecc_lib.data.comparisons import make_comparisons
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.soft_evidence import (
     has_repeats,
     sampled_outcomes,
     soft_evidence_comparison,

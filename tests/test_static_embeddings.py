@@ -7,8 +7,9 @@ import logging
 import numpy as np
 import pytest
 
-from ecc_lib import embeddings, static_embeddings
-from ecc_lib.embeddings import (
+from ecc_lib.embed import encode as embeddings
+from ecc_lib.embed import static as static_embeddings
+from ecc_lib.embed.encode import (
     DEFAULT_MODEL,
     STATIC_MODEL,
     EmbeddingCache,
@@ -16,7 +17,7 @@ from ecc_lib.embeddings import (
     embed_texts,
     model_slug,
 )
-from ecc_lib.static_embeddings import (
+from ecc_lib.embed.static import (
     StaticEmbedder,
     fit_static_weights,
     load_static_embedder,
@@ -135,7 +136,7 @@ def test_length_batched_minilm_equals_sentence_transformers_and_logs_an_estimate
     texts = [*TEXTS, "Short one.", "A somewhat longer question about the boiling point of water?"]
     reference = model.encode(texts, batch_size=64, normalize_embeddings=True)
     monkeypatch.setattr(embeddings, "_ETA_MIN_SECONDS", 0.0)
-    with caplog.at_level(logging.INFO, logger="ecc_lib.embeddings"):
+    with caplog.at_level(logging.INFO, logger="ecc_lib.embed.encode"):
         fast = embeddings.encode_minilm(texts, model, batch_tokens=64, show_progress=False)
     np.testing.assert_allclose(fast, reference, atol=1e-6)
     message = next(r.getMessage() for r in caplog.records if "texts to embed" in r.getMessage())
@@ -144,7 +145,7 @@ def test_length_batched_minilm_equals_sentence_transformers_and_logs_an_estimate
 
 
 def test_shipped_minilm_cache_stays_valid_under_the_new_path():
-    from ecc_lib.loaders import load_bundled
+    from ecc_lib.data.loaders import load_bundled
 
     queries, _ = load_bundled("dcrouter")
     texts = queries["text"].astype(str).sample(24, random_state=0).tolist()

@@ -11,10 +11,8 @@ import pkgutil
 import pytest
 
 import ecc_lib
-from ecc_lib import ECC, run_folder
+from ecc_lib import ECC
 from ecc_lib.cli.dars import dars_summary
-from ecc_lib.ecc_protocol import methods_from_prototype, prototype_parameters
-from ecc_lib.ecc_seeds import run_seeds
 from ecc_lib.metrics_schema import (
     MetricsSchemaError,
     metric_description,
@@ -25,8 +23,11 @@ from ecc_lib.metrics_schema import (
     validate_metrics,
     validate_section,
 )
-from ecc_lib.protocol_settings import Protocol
-from ecc_lib.results import ECCResult, run_dars, run_ecc
+from ecc_lib.protocol.ecc_protocol import methods_from_prototype, prototype_parameters
+from ecc_lib.protocol.results import ECCResult, run_dars, run_ecc
+from ecc_lib.protocol.seeds import run_seeds
+from ecc_lib.protocol.settings import Protocol
+from ecc_lib.runs import folder as run_folder
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 METHODS = ("global", "ecc", "emb_only", "comp_only")
@@ -295,7 +296,7 @@ def test_record_metrics_refuses_a_wrong_type_naming_the_key(tmp_path, ecc_result
 
 
 def test_the_merge_into_metrics_json_is_validated(tmp_path):
-    from ecc_lib.provenance import write_metrics
+    from ecc_lib.runs.provenance import write_metrics
 
     run = run_folder.run_context(tmp_path / "run")
     run_folder.record_metrics(run, "dars", {"dataset": "x", "skipped": "no repeats"})
@@ -371,8 +372,8 @@ def test_every_declared_public_name_exists():
 
 def test_ecc_metrics_record_what_ecc_cv_chose_per_seed():
     from ecc_lib.metrics_schema import validate_section
-    from ecc_lib.protocol_settings import Protocol
-    from ecc_lib.results import run_ecc
+    from ecc_lib.protocol.results import run_ecc
+    from ecc_lib.protocol.settings import Protocol
     from ecc_lib.synthetic import make_capability_data
 
     data = make_capability_data(n_queries=240, random_state=1)

@@ -1,7 +1,7 @@
 """Pages of the user guide generated from the code, never written by hand.
 
 * the parameter table of every notebook, read from its cell tagged ``parameters``
-  (:func:`ecc_lib.run_config.notebook_parameters`: name, default, comment);
+  (:func:`ecc_lib.runs.config.notebook_parameters`: name, default, comment);
 * the figure list, read from every ``save_figure(fig, run, NAME, caption=...)`` call in the
   notebooks (the notebooks are the figure registry: a figure exists exactly where a notebook saves
   it, with the caption the report shows);
@@ -98,7 +98,7 @@ def _cell(text: str) -> str:
 
 def parameters_markdown(folder: Path = NOTEBOOKS) -> str:
     """A MyST page: one table of parameters per notebook."""
-    from ecc_lib.run_config import notebook_parameters
+    from ecc_lib.runs.config import notebook_parameters
 
     lines = [
         "# Notebook parameters",

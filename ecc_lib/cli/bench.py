@@ -1,5 +1,5 @@
 """``ecc-lab bench``: the checks, the ECC protocol over seeds, the flip readings and routing on
-several datasets, in one table (:mod:`ecc_lib.bench`, :mod:`ecc_lib.bench_outputs`).
+several datasets, in one table (:mod:`ecc_lib.bench`, :mod:`ecc_lib.report.bench`).
 
 Writes ``bench.json``, ``bench.csv``, ``bench.tex``, ``bench_gains.png|pdf`` and ``bench.html``
 into ``--out``; a dataset already done there (same settings and seeds) is not recomputed, nor is a
@@ -44,7 +44,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab bench``."""
     from ecc_lib.bench import BenchSettings, run_bench
-    from ecc_lib.bench_outputs import format_bench, write_bench_outputs
+    from ecc_lib.report.bench import format_bench, write_bench_outputs
 
     settings = BenchSettings(
         n_clusters=args.k,

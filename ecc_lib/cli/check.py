@@ -1,4 +1,4 @@
-"""``ecc-lab check``: the checks of :mod:`ecc_lib.checks` on an outcomes table (and its queries).
+"""``ecc-lab check``: the checks of :mod:`ecc_lib.data.checks` on an outcomes table (and its queries).
 
 Prints one line per check (``OK``, ``WARN`` or ``FAIL`` and a sentence) and exits with status 1
 when a check fails, so that scripts can stop before computing numbers on a broken table.
@@ -55,7 +55,7 @@ def protocol_split(queries, outcomes, seed: int):
     """
     import numpy as np
 
-    from ecc_lib.ecc_protocol import prepare_protocol
+    from ecc_lib.protocol.ecc_protocol import prepare_protocol
 
     try:
         data = prepare_protocol(
@@ -68,9 +68,9 @@ def protocol_split(queries, outcomes, seed: int):
 
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab check``."""
-    from ecc_lib import checks
-    from ecc_lib.data_checks import apply_data_policy
-    from ecc_lib.loaders import read_outcomes, read_queries
+    from ecc_lib.data import checks
+    from ecc_lib.data.loaders import read_outcomes, read_queries
+    from ecc_lib.data.policy import apply_data_policy
 
     queries = read_queries(args.queries) if args.queries else None
     outcomes = read_outcomes(args.outcomes, queries=queries)
@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
                     f"file {args.queries} has {len(queries)} rows; pass one row per query"
                 )
         else:
-            from ecc_lib.embeddings import embed_texts
+            from ecc_lib.embed.encode import embed_texts
 
             embeddings = embed_texts(queries["text"].astype(str).tolist(), show_progress=True)
     kept, kept_outcomes, _ = apply_data_policy(queries, outcomes, dataset=str(args.outcomes))

@@ -66,7 +66,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str):
-    from ecc_lib.loaders import read_outcomes
+    from ecc_lib.data.loaders import read_outcomes
 
     return read_outcomes(path)
 
@@ -81,8 +81,8 @@ def dars_summary(
     validate: bool = True,
     change_draws: int | None = None,
 ) -> dict:
-    """The JSON summary written by ``ecc-lab dars``: :meth:`ecc_lib.results.DARSResult.to_dict`
-    of :func:`ecc_lib.results.run_dars`.
+    """The JSON summary written by ``ecc-lab dars``: :meth:`ecc_lib.protocol.results.DARSResult.to_dict`
+    of :func:`ecc_lib.protocol.results.run_dars`.
 
     Parameters
     ----------
@@ -107,7 +107,7 @@ def dars_summary(
         Top-level keys describe all observations; ``subsets`` holds ``input`` / ``output`` /
         ``both``, ``None`` where not applicable.
     """
-    from ecc_lib.results import run_dars
+    from ecc_lib.protocol.results import run_dars
 
     return run_dars(
         outcomes,
@@ -204,7 +204,7 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
 
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
-    from ecc_lib.data_checks import apply_data_policy, check_utility_weights
+    from ecc_lib.data.policy import apply_data_policy, check_utility_weights
     from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)

@@ -16,15 +16,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def dataset_summaries() -> dict[str, dict]:
-    """Summary of every bundled dataset (see :func:`ecc_lib.schema.summarise`).
+    """Summary of every bundled dataset (see :func:`ecc_lib.data.schema.summarise`).
 
     Returns
     -------
     dict of str to dict
         Dataset name to its counts and description.
     """
-    from ecc_lib.loaders import BUNDLED_DATASETS, BUNDLED_DESCRIPTIONS, load_bundled
-    from ecc_lib.schema import summarise
+    from ecc_lib.data.loaders import BUNDLED_DATASETS, BUNDLED_DESCRIPTIONS, load_bundled
+    from ecc_lib.data.schema import summarise
 
     summaries = {}
     for name in BUNDLED_DATASETS:

@@ -103,7 +103,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_inputs(args: argparse.Namespace):
-    from ecc_lib.loaders import read_outcomes, read_queries
+    from ecc_lib.data.loaders import read_outcomes, read_queries
 
     queries = read_queries(args.queries)
     outcomes = read_outcomes(args.outcomes, queries=queries)
@@ -111,8 +111,8 @@ def _read_inputs(args: argparse.Namespace):
 
 
 def _apply_policy(args: argparse.Namespace, queries, outcomes):
-    """The shared imperfect-data policy (:mod:`ecc_lib.data_checks`); prints what it left out."""
-    from ecc_lib.data_checks import apply_data_policy
+    """The shared imperfect-data policy (:mod:`ecc_lib.data.policy`); prints what it left out."""
+    from ecc_lib.data.policy import apply_data_policy
 
     kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
     if report.left_out:
@@ -136,7 +136,7 @@ def _embeddings(args: argparse.Namespace, queries):
                 f"{args.queries} has {len(queries)} rows; pass one row per query, in its order"
             )
         return emb
-    from ecc_lib.embeddings import embed_texts
+    from ecc_lib.embed.encode import embed_texts
 
     return embed_texts(
         queries["text"].astype(str).tolist(),
@@ -147,12 +147,12 @@ def _embeddings(args: argparse.Namespace, queries):
 
 
 def format_result(result) -> str:
-    """The printed table of an :class:`ecc_lib.ecc_protocol.ECCEvaluation`.
+    """The printed table of an :class:`ecc_lib.protocol.ecc_protocol.ECCEvaluation`.
 
     Parameters
     ----------
     result : ECCEvaluation
-        Result of :func:`ecc_lib.ecc_protocol.run_protocol`.
+        Result of :func:`ecc_lib.protocol.ecc_protocol.run_protocol`.
 
     Returns
     -------
@@ -256,12 +256,12 @@ def _interval(ci) -> str:
 
 
 def format_seeds(summary: dict) -> str:
-    """The printed over-seeds table of :meth:`ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
+    """The printed over-seeds table of :meth:`ecc_lib.protocol.seeds.MultiSeedEvaluation.summary`.
 
     Parameters
     ----------
     summary : dict
-        The output of :meth:`~ecc_lib.ecc_seeds.MultiSeedEvaluation.summary`.
+        The output of :meth:`~ecc_lib.protocol.seeds.MultiSeedEvaluation.summary`.
 
     Returns
     -------
@@ -294,7 +294,7 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
     Parameters
     ----------
     routing : dict
-        The ``routing`` block (:meth:`ecc_lib.cluster_routing.RoutingResult.to_dict`).
+        The ``routing`` block (:meth:`ecc_lib.protocol.routing.RoutingResult.to_dict`).
     over_seeds : dict, optional
         ``{setting: {method: {"score": (mean, sd)}}}`` over seeds, appended to each line.
 
@@ -339,7 +339,7 @@ def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
 
 
 def protocol_from_args(args: argparse.Namespace):
-    """The :class:`~ecc_lib.protocol_settings.Protocol` and the ECC prototype the flags set.
+    """The :class:`~ecc_lib.protocol.settings.Protocol` and the ECC prototype the flags set.
 
     Parameters
     ----------
@@ -351,8 +351,8 @@ def protocol_from_args(args: argparse.Namespace):
     protocol : Protocol
     estimator : ECC
     """
-    from ecc_lib.ecc import ECC
-    from ecc_lib.protocol_settings import Protocol
+    from ecc_lib.ecc.estimator import ECC
+    from ecc_lib.protocol.settings import Protocol
 
     protocol = Protocol.from_seed(
         args.seed,
@@ -371,7 +371,7 @@ def protocol_from_args(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
-    from ecc_lib.results import run_ecc
+    from ecc_lib.protocol.results import run_ecc
 
     if args.seed < 0:
         raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
@@ -390,7 +390,7 @@ def _run(args: argparse.Namespace) -> int:
     embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
     queries = kept
     if args.evidence == "soft":
-        from ecc_lib.soft_evidence import has_repeats
+        from ecc_lib.ecc.soft_evidence import has_repeats
 
         if not has_repeats(outcomes):
             raise ValueError(

@@ -58,7 +58,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the pipeline; print the run folder and the main outputs."""
-    from ecc_lib.pipeline import run_pipeline
+    from ecc_lib.runs.pipeline import run_pipeline
 
     if args.timeout is not None and not args.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")

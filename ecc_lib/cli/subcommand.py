@@ -20,9 +20,9 @@ Handler = Callable[[argparse.Namespace], "int | None"]
 USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("ecc_lib._optional", "MissingExtraError"),
     ("ecc_lib.collect.errors", "CollectError"),
-    ("ecc_lib.notebook_execution", "NotebookExecutionError"),
-    ("ecc_lib.run_folder", "RunFolderBusyError"),
-    ("ecc_lib.schema", "DataValidationError"),
+    ("ecc_lib.runs.execute", "NotebookExecutionError"),
+    ("ecc_lib.runs.folder", "RunFolderBusyError"),
+    ("ecc_lib.data.schema", "DataValidationError"),
     ("ecc_lib.cli.init", "InitError"),
     ("ecc_lib.distributed.scheduler", "SchedulerError"),
     ("builtins", "FileNotFoundError"),

@@ -4,27 +4,29 @@ format (a file, or a dataset folder that every ecc_lib loader reads).
 Records whose scoring failed are left out of the outcomes, and their count is logged with the most
 common reasons. A dataset folder also gets ``collection.json`` (:func:`collection_status`): whether
 the store holds every record its last run planned, so that an analysis of an incomplete collection
-says so (:func:`ecc_lib.data_checks.collection_notes`).
+says so (:func:`collection_notes`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ecc_lib.collect.store import QUERY_FIELDS, RECORDS_FILE, CollectionStore
-from ecc_lib.loaders import WRITE_SUFFIXES, is_table_file, write_table
-from ecc_lib.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
+from ecc_lib.collect.summary import without_final_answer_sentence
+from ecc_lib.data.loaders import WRITE_SUFFIXES, is_table_file, write_table
+from ecc_lib.data.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
 
 logger = logging.getLogger(__name__)
 
 EXPORT_EXTRA_COLUMNS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "latency_s")
 EXPORT_SUFFIXES: tuple[str, ...] = WRITE_SUFFIXES
-"""File endings written as one table (:func:`ecc_lib.loaders.write_table`); any other output is a
+"""File endings written as one table (:func:`ecc_lib.data.loaders.write_table`); any other output is a
 dataset folder for the CLI."""
 
 
@@ -62,7 +64,7 @@ def records_frame(store: str | Path | CollectionStore) -> pd.DataFrame:
 def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
     """The store's records in the long outcomes format.
 
-    Columns :data:`ecc_lib.schema.OUTCOME_COLUMNS` plus ``prompt_tokens``, ``completion_tokens`` and
+    Columns :data:`ecc_lib.data.schema.OUTCOME_COLUMNS` plus ``prompt_tokens``, ``completion_tokens`` and
     ``latency_s``. Records whose scoring failed are left out, and their count is logged.
 
     Parameters
@@ -317,6 +319,39 @@ def read_collected(store_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return collected_queries(store), collected_outcomes(store)
 
 
+def collection_notes(folder: str | os.PathLike) -> list[str]:
+    """Warnings for a dataset folder exported from a collection: an incomplete collection, and
+    answers without a ``Final answer:`` line.
+
+    ``ecc-lab collect-export`` writes ``collection.json`` (the store's
+    :func:`ecc_lib.collect.export.collection_status`) beside the tables; a folder without it (not
+    a collection) gives no note.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        A dataset folder.
+
+    Returns
+    -------
+    list of str
+    """
+    path = Path(folder) / COLLECTION_FILE
+    if not path.is_file():
+        return []
+    try:
+        status = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(status, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as error:
+        return [f"{path} cannot be read ({error}); whether the collection is complete is unknown"]
+    notes = [] if status.get("complete") else [incomplete_collection_sentence(status)]
+    without = status.get("n_without_final_answer")
+    if without:
+        notes.append(without_final_answer_sentence(without, status.get("n_records", without)))
+    return notes
+
+
 __all__ = [
     "COLLECTION_FILE",
     "DATASET_QUERY_COLUMNS",
@@ -325,6 +360,7 @@ __all__ = [
     "checked_status",
     "collected_outcomes",
     "collected_queries",
+    "collection_notes",
     "collection_status",
     "export_dataset",
     "export_outcomes",

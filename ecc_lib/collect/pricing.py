@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ecc_lib._optional import require
-from ecc_lib.schema import DataValidationError
+from ecc_lib.data.schema import DataValidationError
 
 PRICE_COLUMNS: tuple[str, ...] = ("model", "input_per_1m", "output_per_1m")
 REPORTED_COST_FIELDS: tuple[str, ...] = ("cost", "total_cost", "cost_usd")

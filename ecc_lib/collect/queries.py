@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ecc_lib.schema import DataValidationError, validate_queries
+from ecc_lib.data.schema import DataValidationError, validate_queries
 
 QUERY_FILE_SUFFIXES: tuple[str, ...] = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson")
 TEXT_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "answer", "choices", "passage")

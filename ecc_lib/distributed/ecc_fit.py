@@ -11,9 +11,9 @@ import numpy as np
 
 from ecc_lib._optional import require
 from ecc_lib.bradley_terry import PairCounts, pair_counts
-from ecc_lib.comparisons import Comparisons
+from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.distributed.scheduler import _ACTIVE, DEFAULT_PARTITION_ROWS, _is_dask_array
-from ecc_lib.ecc import (
+from ecc_lib.ecc.estimator import (
     ECC,
     _block_e_step,
     _block_statistics,
@@ -97,7 +97,7 @@ def _tree_sum(parts: list, delayed) -> object:
 
 
 class _DaskData:
-    """Partitioned queries for :func:`ecc_lib.ecc._run_em` (same interface as its in-memory
+    """Partitioned queries for :func:`ecc_lib.ecc.estimator._run_em` (same interface as its in-memory
     ``_LocalData``): each call builds one task per partition plus a tree reduction."""
 
     def __init__(self, partitions, n_pairs, dim, k, init_states, dtype, client):

@@ -22,11 +22,11 @@ class DarsStatistics:
 
     Attributes
     ----------
-    distributions : ecc_lib.dars.CapabilityDistributions
+    distributions : ecc_lib.dars.distributions.CapabilityDistributions
         Queries in sorted ``query_id`` order, models sorted by name.
     utility : ndarray (n_queries, n_models)
     labels : dict
-        Share of queries whose ``argmax U`` is each model (:func:`ecc_lib.dars.label_shares`).
+        Share of queries whose ``argmax U`` is each model (:func:`ecc_lib.dars.distributions.label_shares`).
     flip_rates : dict or None
         Per-query means with bootstrap 95 % intervals of the pairwise, strict and change readings
         (exact for binary scores; ``None`` for other scores), with the chance level; over queries
@@ -52,8 +52,8 @@ def dars_statistics(
 
     The group-by on ``(query_id, model)`` reduces each partition to sums (count, sum and sum of
     squares of the score, sum and count of the cost, count of binary scores); everything after it
-    is a ``queries x models`` table and reuses the in-memory functions (:mod:`ecc_lib.dars`,
-    :mod:`ecc_lib.dars_diagnostics`).
+    is a ``queries x models`` table and reuses the in-memory functions (:mod:`ecc_lib.dars.distributions`,
+    :mod:`ecc_lib.dars.label_instability`).
 
     Parameters
     ----------
@@ -76,8 +76,13 @@ def dars_statistics(
     dd = require("dask.dataframe", extra="dask", purpose="the distributed DARS statistics")
     import pandas as pd
 
-    from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA, CapabilityDistributions, label_shares
-    from ecc_lib.dars_diagnostics import (
+    from ecc_lib.dars.distributions import (
+        DEFAULT_BETA,
+        DEFAULT_LAMBDA,
+        CapabilityDistributions,
+        label_shares,
+    )
+    from ecc_lib.dars.label_instability import (
         chance_flip_rates,
         change_probability,
         default_change_draws,
@@ -85,8 +90,8 @@ def dars_statistics(
         strict_flip_probability_exact,
         winner_probabilities_exact,
     )
-    from ecc_lib.metrics import bootstrap_ci
-    from ecc_lib.observations import _normalise_cost
+    from ecc_lib.data.observations import _normalise_cost
+    from ecc_lib.stats import bootstrap_ci
 
     cost_weight = DEFAULT_LAMBDA if cost_weight is None else cost_weight
     beta = DEFAULT_BETA if beta is None else beta
@@ -176,7 +181,7 @@ def flip_rate_agreement(stats: DarsStatistics, summary: dict):
     stats : DarsStatistics
         From :func:`dars_statistics`.
     summary : dict
-        ``summary`` of the in-memory :func:`ecc_lib.dars_diagnostics.label_instability` result on
+        ``summary`` of the in-memory :func:`ecc_lib.dars.label_instability.label_instability` result on
         the same observations (the side that pools rewrites and decodes when both exist).
 
     Returns

@@ -122,7 +122,7 @@ def model_score_table(
     -------
     DataFrame
     """
-    from ecc_lib.metrics import bootstrap_ci
+    from ecc_lib.stats import bootstrap_ci
 
     keys = ["dataset", "model"] if "dataset" in outcomes else ["model"]
     per_query = outcomes.groupby([*keys, "query_id"], sort=True)["score"].mean().reset_index()

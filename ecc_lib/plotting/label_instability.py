@@ -39,7 +39,7 @@ _READING_KEYS = {
 
 
 def flip_rate_table(diagnostics) -> pd.DataFrame:
-    """The three flip-rate readings per side from :func:`ecc_lib.dars_diagnostics.label_instability`.
+    """The three flip-rate readings per side from :func:`ecc_lib.dars.label_instability.label_instability`.
 
     Parameters
     ----------
@@ -189,7 +189,7 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
     ----------
     table : DataFrame
         Columns ``model`` and ``sigma`` or ``sigma_q`` (sample standard deviation of a pair's
-        scores), e.g. :meth:`ecc_lib.dars.CapabilityDistributions.to_frame` restricted to pairs
+        scores), e.g. :meth:`ecc_lib.dars.distributions.CapabilityDistributions.to_frame` restricted to pairs
         with two or more observations.
 
     Returns
@@ -262,7 +262,7 @@ def label_confusion(
     Parameters
     ----------
     winner_probabilities : ndarray, shape (n_queries, n_models)
-        ``P(single-shot winner = m)`` per query (:class:`ecc_lib.dars_diagnostics.SingleShotWinners`).
+        ``P(single-shot winner = m)`` per query (:class:`ecc_lib.dars.label_instability.SingleShotWinners`).
     utilities : ndarray, shape (n_queries, n_models)
         DARS utilities; the label is their argmax. Queries where several models share the best
         utility go to the last row, :data:`TIE_LABEL` (any of the tied models counts as agreeing).

@@ -264,7 +264,7 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
     ----------
     table : DataFrame
         ``setting, method, score_mean, score_sd, score_low, score_high`` as
-        :func:`ecc_lib.ecc_seeds.clustering_routing_table`. Dots: the mean over seeds;
+        :func:`ecc_lib.protocol.seeds.clustering_routing_table`. Dots: the mean over seeds;
         thick whiskers: +- sd over seeds; thin whiskers: the first seed's 95% bootstrap
         interval. The ``probe_cost`` setting (same scores, other costs) is not drawn here.
     title : str, optional
@@ -341,7 +341,7 @@ def plot_routing_cost_quality(
     ----------
     table : DataFrame
         ``setting, method, score_mean, cost_mean`` as
-        :func:`ecc_lib.ecc_seeds.clustering_routing_table`; the ``no_probe`` and
+        :func:`ecc_lib.protocol.seeds.clustering_routing_table`; the ``no_probe`` and
         ``probe_cost`` rows are drawn (circles and triangles), one colour per method, a grey line
         joining each method's two points.
     cost_label : str

@@ -12,7 +12,7 @@ built defensively from what the run recorded:
 
 Each section opens with a findings paragraph generated from the numbers: what was measured, the
 headline with its uncertainty, how it compares with the baselines, and plainly when a result is
-negative. No query text of GPQA is ever shown (:func:`ecc_lib.ecc_experiments.cluster_summary`
+negative. No query text of GPQA is ever shown (:func:`ecc_lib.protocol.experiments.sweeps.cluster_summary`
 leaves those queries out of the examples).
 
 The package holds one job per module, and every public name of them is importable from
@@ -21,7 +21,7 @@ The package holds one job per module, and every public name of them is importabl
 - :mod:`ecc_lib.report.build`: :func:`build_report` reads a run folder and assembles the report;
 - :mod:`ecc_lib.report.reading`: what is read from the run (flattened metrics, intervals, skips);
 - :mod:`ecc_lib.report.formatting`: numbers, intervals and metric keys as text;
-- :mod:`ecc_lib.report.grammar`: the one comparison grammar and the one unit table;
+- :mod:`ecc_lib.grammar`: the one comparison grammar and the one unit table;
 - :mod:`ecc_lib.report.summary`: the quotable summary lines (also ``metrics.json["summary"]``);
 - :mod:`ecc_lib.report.sections`: one findings-and-tables builder per notebook;
 - :mod:`ecc_lib.report.document`: the report's classes and their HTML;
@@ -30,6 +30,26 @@ The package holds one job per module, and every public name of them is importabl
 
 from __future__ import annotations
 
+from ecc_lib.grammar import (
+    BETTER_WORSE,
+    DIFFERENCE_OF,
+    HIGHER_LOWER,
+    KEY_UNITS,
+    UNITS,
+    Comparison,
+    Unit,
+    comparison_sentence,
+    difference_text,
+    direction,
+    finite,
+    interval,
+    level_text,
+    number,
+    t_interval,
+    unit,
+    unit_of_key,
+    verdict,
+)
 from ecc_lib.report.build import (
     HEADLINE_FIGURES,
     MAIN_ORDER,
@@ -58,26 +78,6 @@ from ecc_lib.report.formatting import (
     format_number,
     guess_unit,
     humanise,
-)
-from ecc_lib.report.grammar import (
-    BETTER_WORSE,
-    DIFFERENCE_OF,
-    HIGHER_LOWER,
-    KEY_UNITS,
-    UNITS,
-    Comparison,
-    Unit,
-    comparison_sentence,
-    difference_text,
-    direction,
-    finite,
-    interval,
-    level_text,
-    number,
-    t_interval,
-    unit,
-    unit_of_key,
-    verdict,
 )
 from ecc_lib.report.latex import latex_escape, latex_problems, latex_table, save_headline_tables
 from ecc_lib.report.reading import ci_of, flatten, generic_rows, skip_reasons

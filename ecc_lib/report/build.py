@@ -12,8 +12,6 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib import run_folder
-from ecc_lib.notebook_execution import NOTEBOOK_TITLES
 from ecc_lib.report.document import Figure, Report, ReportSection, table_html
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.reading import skip_reasons
@@ -28,6 +26,8 @@ from ecc_lib.report.sections import (
 )
 from ecc_lib.report.sections.checks import add_checks
 from ecc_lib.report.summary import build_summary, method_name, summary_to_metrics
+from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs.execute import NOTEBOOK_TITLES
 
 SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
 """Metrics section recorded by each notebook (by number)."""
@@ -313,10 +313,10 @@ def _part_words(key: str) -> str:
 
 
 def _run_provenance(run: run_folder.RunContext) -> dict[str, Any]:
-    """The run's provenance (:func:`ecc_lib.provenance.provenance`), ``{}`` where it cannot be read
+    """The run's provenance (:func:`ecc_lib.runs.provenance.provenance`), ``{}`` where it cannot be read
     (it is informative only)."""
     try:
-        from ecc_lib import provenance
+        from ecc_lib.runs import provenance
 
         return provenance.provenance(run)
     except Exception:

@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ecc_lib.grammar import DASH, PM, UNITS, unit, unit_of_key
 from ecc_lib.plotting import method_label
-from ecc_lib.report.grammar import DASH, PM, UNITS, unit, unit_of_key
 
 
 def _finite(value: Any) -> bool:
@@ -38,7 +38,7 @@ _UNIT_FORMATS = {
     for code in ("%", "pct", "pp", "pp_share", "signed", "score_diff")
 }
 """Unit code -> (scale, format spec, unit sign) of :func:`format_number` (``count`` aside), read
-from :data:`ecc_lib.report.grammar.UNITS`."""
+from :data:`ecc_lib.grammar.UNITS`."""
 _PLAIN = (1, ".3f", "")
 
 
@@ -127,7 +127,7 @@ _TO_FORMATTING = {"pct_nll": "pct", "share": "%", "plain": ""}
 
 
 def guess_unit(key: str) -> str:
-    """Unit of a metric from its key (:func:`ecc_lib.report.grammar.unit_of_key`).
+    """Unit of a metric from its key (:func:`ecc_lib.grammar.unit_of_key`).
 
     Parameters
     ----------
@@ -153,7 +153,7 @@ UNIT_TEXT = {
     "score_diff": UNITS["score_diff"].words,
     "": "",
 }
-"""Unit codes of :func:`format_number` in words (from :data:`ecc_lib.report.grammar.UNITS`)."""
+"""Unit codes of :func:`format_number` in words (from :data:`ecc_lib.grammar.UNITS`)."""
 
 
 def humanise(key: str) -> str:

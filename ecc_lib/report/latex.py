@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ecc_lib import run_folder
 from ecc_lib.report.document import Report
 from ecc_lib.report.formatting import DASH, PM
+from ecc_lib.runs import folder as run_folder
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -283,7 +284,34 @@ def save_headline_tables(report: Report, run_dir) -> list[Path]:
     written = []
     for table in report.headline_tables():
         run_folder.save_table(table.frame, run_dir, table.name)
-        written.append(
-            run_folder.save_latex_table(table.frame, run_dir, table.name, caption=table.caption)
-        )
+        written.append(save_latex_table(table.frame, run_dir, table.name, caption=table.caption))
     return written
+
+
+def save_latex_table(
+    table: pd.DataFrame,
+    run_dir: str | os.PathLike | run_folder.RunContext,
+    name: str,
+    caption: str = "",
+) -> Path:
+    """Write ``table`` as ``tables/NAME.tex``: a booktabs ``table`` for a paper.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Cells are written as text (format numbers first, e.g. with
+        :func:`ecc_lib.report.format_interval`); the index is left out.
+    run_dir : path or RunContext
+    name : str
+        File name without extension; also the label ``tab:NAME``.
+    caption : str, optional
+
+    Returns
+    -------
+    Path
+    """
+    context = run_folder.run_context(run_dir)
+    run_folder.check_name(name)
+    path = context.tables_dir / f"{name}.tex"
+    path.write_text(latex_table(table, caption=caption, label=f"tab:{name}"), encoding="utf-8")
+    return path

@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib import run_folder
 from ecc_lib.report.formatting import (
     UNIT_TEXT,
     _finite,
@@ -18,6 +17,7 @@ from ecc_lib.report.formatting import (
     guess_unit,
     humanise,
 )
+from ecc_lib.runs import folder as run_folder
 
 
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -160,7 +160,7 @@ def _read_csv(run: run_folder.RunContext, name: str) -> pd.DataFrame | None:
     path = run.tables_dir / f"{name}.csv"
     if not path.exists():
         return None
-    from ecc_lib.loaders import read_csv_keeping_text
+    from ecc_lib.data.loaders import read_csv_keeping_text
 
     # model and dataset names stay text: a model named NA, a dataset named 2024
     return read_csv_keeping_text(path)

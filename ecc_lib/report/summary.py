@@ -6,7 +6,7 @@ differences to embedding-only clusters and to human labels, the same for the met
 largest gain (any method the metrics hold), a sentence when no clustering beats the global model,
 a warning when K is large for the number of training queries, the three flip readings beside
 chance and whether routing pays (best router minus best fixed model, the probe's winner alone).
-Every comparison goes through :mod:`ecc_lib.report.grammar`. Keys are read defensively: a run
+Every comparison goes through :mod:`ecc_lib.grammar`. Keys are read defensively: a run
 without repeated seeds, without the leak split or without routing gives fewer lines.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ecc_lib.report.grammar import (
+from ecc_lib.grammar import (
     HIGHER_LOWER,
     Comparison,
     comparison_sentence,
@@ -83,7 +83,7 @@ class SummaryLine:
 
 
 def _line(topic: str, text: str, c: Comparison | None = None) -> SummaryLine:
-    from ecc_lib.report.grammar import verdict
+    from ecc_lib.grammar import verdict
 
     payload = None
     if c is not None:

@@ -3,9 +3,9 @@
 Every router is a scikit-learn estimator sharing one interface (:class:`Router`):
 
 - ``fit(query_embeddings, targets)``, where ``targets`` is a
-  :class:`ecc_lib.dars.CapabilityDistributions` (DARS targets from
-  :func:`~ecc_lib.dars.capability_distributions`, or single-shot targets from
-  :func:`~ecc_lib.dars.single_shot_distributions`; the same code path for both), a mapping with
+  :class:`ecc_lib.dars.distributions.CapabilityDistributions` (DARS targets from
+  :func:`~ecc_lib.dars.distributions.capability_distributions`, or single-shot targets from
+  :func:`~ecc_lib.dars.distributions.single_shot_distributions`; the same code path for both), a mapping with
   ``mu_q``, ``mu_c``, ``sigma_q``, or a plain utility matrix;
 - ``predict(X)``: per-model ``mu_q``, ``mu_c``, ``sigma_q`` (``target="components"``, default) or
   ``utility`` (``target="utility"``);

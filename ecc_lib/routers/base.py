@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ecc_lib.dars import DEFAULT_BETA, DEFAULT_LAMBDA, CapabilityDistributions
+from ecc_lib.dars.distributions import DEFAULT_BETA, DEFAULT_LAMBDA, CapabilityDistributions
 
 COMPONENTS = ("mu_q", "mu_c", "sigma_q")
 """The three regression targets of DARS, in the column order of :func:`target_matrix`."""
@@ -218,8 +218,8 @@ class Router(BaseEstimator):
         query_embeddings : ndarray, shape (n_queries, n_features)
             Features of the training queries.
         targets : CapabilityDistributions, mapping or ndarray
-            DARS targets (:func:`ecc_lib.dars.capability_distributions`), single-shot targets
-            (:func:`ecc_lib.dars.single_shot_distributions`), a mapping with ``mu_q``, ``mu_c``,
+            DARS targets (:func:`ecc_lib.dars.distributions.capability_distributions`), single-shot targets
+            (:func:`ecc_lib.dars.distributions.single_shot_distributions`), a mapping with ``mu_q``, ``mu_c``,
             ``sigma_q`` or a plain utility matrix; see :func:`target_matrix`.
 
         Returns

@@ -1,4 +1,4 @@
-"""ECC router: route with ECC capability clusters (:mod:`ecc_lib.ecc`)."""
+"""ECC router: route with ECC capability clusters (:mod:`ecc_lib.ecc.estimator`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ecc_lib.routers.base import Router, router_parameters, seed_from
 
 @router_parameters
 class ECCRouter(Router):
-    """Route with ECC capability clusters (Wu, Silwal & Zhang 2026; ``ecc_lib.ecc.ECC``).
+    """Route with ECC capability clusters (Wu, Silwal & Zhang 2026; ``ecc_lib.ecc.estimator.ECC``).
 
     ``fit`` turns the targets into pairwise comparisons per training query (the model with the
     higher target utility ``U = mu_q - cost_weight mu_c - beta sigma_q`` wins; exact ties are
@@ -29,7 +29,7 @@ class ECCRouter(Router):
     n_clusters : int, default 30
         ECC clusters (capped at the number of usable training queries).
     ecc_params : dict, optional
-        Further arguments of :class:`ecc_lib.ecc.ECC` (``lam``, ``temperature``, ``max_iter`` ...).
+        Further arguments of :class:`ecc_lib.ecc.estimator.ECC` (``lam``, ``temperature``, ``max_iter`` ...).
     cost_weight, beta, random_state
         As in :class:`~ecc_lib.routers.Router`.
     target : {"utility"}, default "utility"
@@ -37,7 +37,7 @@ class ECCRouter(Router):
 
     Attributes
     ----------
-    ecc_ : ecc_lib.ecc.ECC
+    ecc_ : ecc_lib.ecc.estimator.ECC
         The fitted clustering.
     n_comparisons_, n_queries_used_ : int
         Comparisons and training queries ECC saw.
@@ -52,8 +52,8 @@ class ECCRouter(Router):
     _learns_utility_only = True
 
     def _fit(self, x, y, rng):
-        from ecc_lib.comparisons import make_comparisons
-        from ecc_lib.ecc import ECC
+        from ecc_lib.data.comparisons import make_comparisons
+        from ecc_lib.ecc.estimator import ECC
 
         n, m = y.shape
         ids = np.array([str(i) for i in range(n)], dtype=object)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib.dars import DEFAULT_TAU, soft_labels
+from ecc_lib.dars.distributions import DEFAULT_TAU, soft_labels
 from ecc_lib.routers.base import router_parameters
 from ecc_lib.routers.training import TorchRouter
 

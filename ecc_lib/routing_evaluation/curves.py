@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ecc_lib.dars import DEFAULT_BETA, CapabilityDistributions
+from ecc_lib.dars.distributions import DEFAULT_BETA, CapabilityDistributions
 from ecc_lib.routers import Router
 from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib.comparisons import split_queries
-from ecc_lib.dars import (
+from ecc_lib.dars.distributions import (
     DEFAULT_BETA,
     DEFAULT_LAMBDA,
     RepeatedObservations,
@@ -28,8 +27,8 @@ from ecc_lib.dars import (
     repeated_observations,
     single_shot_distributions,
 )
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_mean_ci
-from ecc_lib.observations import rescale_cost
+from ecc_lib.data.comparisons import split_queries
+from ecc_lib.data.observations import rescale_cost
 from ecc_lib.routers import make_router, router_families
 from ecc_lib.routing_evaluation import held_out
 from ecc_lib.routing_evaluation.curves import (
@@ -40,6 +39,7 @@ from ecc_lib.routing_evaluation.curves import (
 )
 from ecc_lib.routing_evaluation.paired import paired_differences
 from ecc_lib.routing_evaluation.summary import routing_headline
+from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_mean_ci
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def routing_table(
     cost_weight, beta : float
         Utility weights for routing and for the utility metric.
     test_size, split_seed : float, int
-        Query split (:func:`ecc_lib.comparisons.split_queries`).
+        Query split (:func:`ecc_lib.data.comparisons.split_queries`).
     random_state : int
     n_boot : int
     lambdas : sequence of float

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ecc_lib.dars import (
+from ecc_lib.dars.distributions import (
     DEFAULT_BETA,
     DEFAULT_LAMBDA,
     CapabilityDistributions,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ecc_lib.metrics import DEFAULT_N_BOOT, bootstrap_indices
+from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices
 
 logger = logging.getLogger(__name__)
 

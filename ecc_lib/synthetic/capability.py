@@ -18,7 +18,7 @@ from itertools import permutations
 import numpy as np
 import pandas as pd
 
-from ecc_lib.comparisons import Comparisons, make_comparisons
+from ecc_lib.data.comparisons import Comparisons, make_comparisons
 
 
 @dataclass(frozen=True)

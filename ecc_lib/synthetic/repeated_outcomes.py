@@ -1,6 +1,6 @@
 """Synthetic repeated outcomes (N rewrites x M decodes per query and model) with known truth.
 
-The planted structure, for tests and teaching of DARS (``ecc_lib.dars``) and routers:
+The planted structure, for tests and teaching of DARS (``ecc_lib.dars.distributions``) and routers:
 
 - queries fall into ``n_clusters`` latent clusters; their embedding-like features are a noisy copy
   of the cluster centre on the unit sphere;

@@ -1,4 +1,4 @@
-"""The checks of :mod:`ecc_lib.checks` in the report: first in the data section (issue 27)."""
+"""The checks of :mod:`ecc_lib.data.checks` in the report: first in the data section (issue 27)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def add_checks(section: ReportSection, values: Mapping[str, Any] | None) -> None
     """
     if not values:
         return
-    from ecc_lib.checks import CHECK_NAMES
+    from ecc_lib.data.checks import CHECK_NAMES
 
     def order(name: str) -> int:
         return CHECK_NAMES.index(name) if name in CHECK_NAMES else len(CHECK_NAMES)

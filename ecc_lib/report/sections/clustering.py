@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from ecc_lib.grammar import Comparison, comparison_sentence
 from ecc_lib.plotting import method_label, short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection, table_html
 from ecc_lib.report.formatting import (
@@ -18,7 +19,6 @@ from ecc_lib.report.formatting import (
     format_mean_sd,
     format_number,
 )
-from ecc_lib.report.grammar import Comparison, comparison_sentence
 from ecc_lib.report.reading import _frame, _read_csv, _row, flatten, generic_rows
 from ecc_lib.report.summary import ecc_lines, method_name
 
@@ -213,7 +213,7 @@ _PAPER_BASELINES = ("emb_only", "human")
 def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
     """The largest ECC clusters: name (dominant category, size), top models, example queries.
 
-    Examples come from :func:`ecc_lib.ecc_experiments.cluster_summary`, which never shows GPQA
+    Examples come from :func:`ecc_lib.protocol.experiments.sweeps.cluster_summary`, which never shows GPQA
     queries; an example whose cluster row names no example is shown as an en dash.
 
     Parameters

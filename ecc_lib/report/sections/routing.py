@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from ecc_lib.grammar import BETTER_WORSE, Comparison, difference_text, verdict
 from ecc_lib.plotting import short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
@@ -16,7 +17,6 @@ from ecc_lib.report.formatting import (
     format_interval,
     format_number,
 )
-from ecc_lib.report.grammar import BETTER_WORSE, Comparison, difference_text, verdict
 from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
 from ecc_lib.report.summary import routing_lines
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ecc_lib.grammar import Comparison, comparison_sentence
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
     _finite,
     format_interval,
     format_number,
 )
-from ecc_lib.report.grammar import Comparison, comparison_sentence
 from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
 
 

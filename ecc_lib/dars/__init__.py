@@ -1,0 +1,1 @@
+"""DARS: capability distributions over repeated observations and the label-instability diagnostics."""

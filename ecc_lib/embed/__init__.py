@@ -1,0 +1,1 @@
+"""Query embeddings: sentence-transformers (PyTorch or ONNX Runtime), the static embedder and the on-disk cache."""

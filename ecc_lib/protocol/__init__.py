@@ -1,0 +1,1 @@
+"""The evaluation protocols: typed settings, the ECC protocol (data, probes, methods, scoring, seeds), the DARS result and experiments."""

@@ -1,0 +1,292 @@
+"""Ranking a new model from a small budget of comparisons, with ECC clusters.
+
+The paper's new-model experiment (Wu, Silwal & Zhang 2026; ``DESIGN.md`` section 3): cluster with
+the old models, spend a budget of ``B`` comparisons of the new model against the median-ranked old
+model of each query's cluster, refit the profiles, and score the new model's pairs on test queries
+against a budget spent against the global median model (:func:`new_model_experiment`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
+from ecc_lib.data.comparisons import Comparisons, probe_models, score_matrix, snap_ties, split_probe
+from ecc_lib.ecc.estimator import comparison_nll
+from ecc_lib.protocol.ecc_protocol import (
+    PAPER_N_PAIRS,
+    PAPER_SEED,
+    PAPER_TEST_SIZE,
+    fit_methods,
+    make_methods,
+    prepare_protocol,
+)
+from ecc_lib.stats import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    finite_interval,
+    paired_difference,
+    ratio_gain,
+)
+
+
+def _refit_with_extra(
+    train: Comparisons,
+    extra: Comparisons,
+    responsibilities: np.ndarray,
+    alpha: float,
+    theta0: np.ndarray,
+    budget_weight: float = 1.0,
+) -> np.ndarray:
+    """One M-step (BT part) over the training comparisons plus budget comparisons, with
+    responsibilities held fixed.
+
+    A training comparison of query ``q`` weighs ``r_qk / N_q`` in profile ``k`` (as in ECC); a
+    budget comparison weighs ``r_qk * budget_weight``.
+    """
+    counts = count_matrix(train, normalize=True)
+    if len(extra):
+        counts = counts + budget_weight * count_matrix(extra, normalize=False)
+    m = train.n_models
+    k = responsibilities.shape[1]
+    wins = np.asarray(counts.T @ responsibilities).T.reshape(k, m, m)
+    return fit_bt_counts(wins, alpha=alpha, theta0=theta0)
+
+
+def new_model_experiment(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    new_model: str,
+    budgets: tuple[int, ...] = (10, 30, 100, 300),
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    n_pairs: int = PAPER_N_PAIRS,
+    n_probes: int = 1,
+    test_size: float = PAPER_TEST_SIZE,
+    random_state: int = PAPER_SEED,
+    n_boot: int = DEFAULT_N_BOOT,
+    budget_weight: float = 1.0,
+    **ecc_params,
+) -> pd.DataFrame:
+    """Rank a new model from a small budget of comparisons: ECC, embedding-only and global
+    opponent choice.
+
+    The clusterings are fitted on the old models (paper protocol without ``new_model``). For a
+    budget ``B``, ``B`` random training queries each get one comparison of the new model against
+    an opponent, and the arm refits its cluster profiles with the new model (responsibilities held
+    fixed). The three arms (the paper's new-model experiment, ``DESIGN.md`` section 3):
+
+    - ``ecc``: ECC clusters; the opponent is the median-ranked old model of the query's (most
+      responsible) ECC cluster;
+    - ``emb_only``: embedding-only clusters; the opponent is the median-ranked old model of the
+      query's embedding cluster (the paper's baseline);
+    - ``global``: ECC clusters, but every budget comparison is spent against the median-ranked
+      model of the global BT fit (the reference of the gain).
+
+    **Weighting of the budget comparisons.** In ECC's M-step a training comparison of query ``q``
+    weighs ``r_qk / N_q`` (every query counts once), against a unit Gaussian prior on the scores.
+    Budget comparisons weighed that way (``1/8`` each on a query with 7 pairs) barely move the new
+    model's score: on dcrouter ``B = 100`` moved a cluster score by 0.21 where the
+    maximum-likelihood move is 1.39, and no budget could separate the arms. The new model has no
+    other evidence, so here each budget comparison counts as one full observation: weight
+    ``budget_weight * r_qk`` (default ``budget_weight = 1``), so that ``B`` comparisons spread over
+    ``K`` clusters give each profile about ``B / K`` observations of the new model against the
+    unit prior. ``budget_weight = 1 / (N_q + 1)`` recovers the old behaviour.
+
+    Each arm is scored by the NLL of every (new model, old model) non-tie pair on the test
+    queries, whose responsibilities come from the arm's clustering with the query's embedding and
+    probe. Gain of an arm = ``(NLL_global - NLL_arm) / NLL_global`` in percent; all intervals are
+    percentile bootstraps over test queries with the same resamples (differences are paired).
+
+    **The probe's leak** (issue 23): a test pair whose old model is one of the probe's two models
+    has had that model's outcome revealed by a binary probe. The headline columns (``gain_pct``,
+    ``nll_*_opponent``, ``ecc_minus_emb_pct``) score the pairs *disjoint* from the probe's
+    models; ``*_all_*`` score every pair (the earlier reading) and ``*_touching_*`` the touching
+    ones (``touching_share`` of the pairs).
+
+    Parameters
+    ----------
+    queries, outcomes, embeddings
+        As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
+    new_model : str
+        The model left out and ranked from the budget.
+    budgets : tuple of int
+        Comparison budgets.
+    n_clusters, lam, temperature, n_pairs, n_probes, test_size, random_state, n_boot
+        As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
+    **ecc_params
+        Further arguments of :class:`~ecc_lib.ecc.estimator.ECC`.
+
+    Returns
+    -------
+    DataFrame
+        One row per budget: ``budget, nll_ecc_opponent, nll_emb_opponent, nll_global_opponent``
+        (disjoint pairs, with ``_low`` / ``_high`` intervals; ``_all`` on every pair),
+        ``nll_no_budget``, ``gain_pct, gain_low, gain_high`` (ECC against global),
+        ``gain_emb_pct, gain_emb_low, gain_emb_high`` (embedding-only against global),
+        ``ecc_minus_emb_pct, ecc_minus_emb_low, ecc_minus_emb_high`` (paired difference of the
+        two gains, pp), each also as ``gain_all_pct`` ... and ``gain_touching_pct`` ...;
+        ``n_test_pairs`` (``_touching`` / ``_disjoint``) and ``touching_share``.
+    """
+    if budget_weight <= 0:
+        raise ValueError(f"budget_weight must be > 0, got {budget_weight}")
+    all_models = sorted(outcomes["model"].astype(str).unique())
+    if new_model not in all_models:
+        raise ValueError(f"new_model {new_model!r} is not in the outcomes")
+    old_models = tuple(m for m in all_models if m != new_model)
+    if len(old_models) < 2:
+        raise ValueError("the new-model experiment needs at least 2 old models")
+    old_outcomes = outcomes[outcomes["model"].astype(str) != new_model]
+    data = prepare_protocol(
+        queries, old_outcomes, embeddings, n_pairs, test_size, random_state, models=old_models
+    )
+    fitted, _ = fit_methods(
+        data,
+        make_methods(
+            n_clusters,
+            lam,
+            temperature,
+            random_state,
+            ("global", "ecc", "emb_only"),
+            **ecc_params,
+        ),
+    )
+    ecc, emb, global_bt = fitted["ecc"], fitted["emb_only"], fitted["global"]
+    models = (*old_models, new_model)
+    new_index = len(old_models)
+    new_scores, _, _ = score_matrix(outcomes, data.comparisons.query_ids, models)
+    train_scores = new_scores[data.train_mask]
+    test_scores = new_scores[data.test_mask]
+
+    # opponents: median-ranked old model of each training query's cluster / of the global fit
+    median_pos = (len(old_models) - 1) // 2
+    n_train = data.train.n_queries
+
+    def cluster_opponent(model) -> np.ndarray:
+        cluster_median = np.argsort(-model.theta_, axis=1)[:, median_pos]
+        return cluster_median[model.responsibilities_.argmax(axis=1)]
+
+    global_median = np.argsort(-global_bt.theta_[0])[median_pos]
+    arms = {
+        "ecc": (ecc, cluster_opponent(ecc)),
+        "emb_only": (emb, cluster_opponent(emb)),
+        "global": (ecc, np.full(n_train, global_median)),
+    }
+
+    # test pairs: new model against every old model, non-tie outcomes
+    probe, _ = split_probe(data.test, n_probes)
+    n_test = data.test.n_queries
+    snapped = snap_ties(test_scores, float(data.params.get("tie_tolerance", 0.0)))
+    tq, to = np.nonzero(
+        np.isfinite(snapped[:, :new_index])
+        & np.isfinite(snapped[:, [new_index]])
+        & (snapped[:, :new_index] != snapped[:, [new_index]])
+    )
+    test_y = (snapped[tq, new_index] > snapped[tq, to]).astype(float)
+    if len(tq) == 0:
+        raise ValueError("no non-tie test pairs of the new model")
+    # a (new, old) pair touches the probe when its old model is one of the probe's models: a
+    # binary probe has then decided that old model's outcome (issue 23)
+    touches = probe_models(probe)[tq, to] if n_probes else np.zeros(len(tq), dtype=bool)
+    train_ext = Comparisons(
+        data.train.query,
+        data.train.model_a,
+        data.train.model_b,
+        data.train.y,
+        data.train.query_ids,
+        models,
+    )
+    resp_test = {
+        model_id: model.predict_responsibilities(data.x_test, probe if n_probes else None, "both")
+        for model_id, model in ((id(ecc), ecc), (id(emb), emb))
+    }
+
+    def test_nll(model, theta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        diff = theta[:, new_index][:, None] - theta[:, to]
+        p = np.einsum("nk,kn->n", resp_test[id(model)][tq], 1.0 / (1.0 + np.exp(-diff)))
+        losses = comparison_nll(p, test_y)
+        if rows is not None:
+            losses = np.where(rows, losses, 0.0)
+        return np.bincount(tq, weights=losses, minlength=n_test)
+
+    def start(model) -> np.ndarray:
+        return np.concatenate([model.theta_, np.zeros((model.theta_.shape[0], 1))], axis=1)
+
+    rng = np.random.default_rng(random_state)
+    usable = np.isfinite(train_scores[:, new_index])
+    order = rng.permutation(np.flatnonzero(usable))
+    no_budget = test_nll(ecc, start(ecc))
+    pair_counts = np.bincount(tq, minlength=n_test)
+    has = pair_counts > 0
+    index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    total = float(pair_counts.sum())
+    readings = {"": ~touches, "_all": None, "_touching": touches}
+    rows = []
+    for budget in budgets:
+        chosen = order[: min(int(budget), len(order))]
+        nll = {}
+        for arm, (model, opponent) in arms.items():
+            opp = opponent[chosen]
+            s_new = train_scores[chosen, new_index]
+            s_opp = train_scores[chosen, opp]
+            ok = np.isfinite(s_opp)
+            y = np.where(s_new > s_opp, 1.0, np.where(s_new < s_opp, 0.0, 0.5))[ok]
+            extra = Comparisons(
+                query=chosen[ok].astype(np.int64),
+                model_a=opp[ok].astype(np.int64),
+                model_b=np.full(int(ok.sum()), new_index, dtype=np.int64),
+                y=y,
+                query_ids=data.train.query_ids,
+                models=models,
+            )
+            theta = _refit_with_extra(
+                train_ext,
+                extra,
+                model.responsibilities_,
+                float(model.alpha),
+                start(model),
+                budget_weight,
+            )
+            nll[arm] = {
+                suffix: test_nll(model, theta, mask)[has] for suffix, mask in readings.items()
+            }
+        row = {"new_model": new_model, "budget": int(len(chosen))}
+        for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
+            reps = nll[arm][""][index].sum(axis=1) / np.bincount(tq[~touches], minlength=n_test)[
+                has
+            ][index].sum(axis=1)
+            low, high = finite_interval(reps, 0.95)
+            n_disjoint = float((~touches).sum())
+            row[f"nll_{column}_opponent"] = (
+                float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
+            )
+            row[f"nll_{column}_opponent_low"] = low
+            row[f"nll_{column}_opponent_high"] = high
+            row[f"nll_{column}_opponent_all"] = float(nll[arm]["_all"].sum() / total)
+        row["nll_no_budget"] = float(no_budget[has].sum() / total)
+        # headline: pairs disjoint from the probe's models; beside it all and touching pairs
+        for suffix in readings:
+            g = nll["global"][suffix]
+            gains = {}
+            for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
+                gains[arm] = ratio_gain(g, nll[arm][suffix], index, 0.95)
+                row[f"{prefix}{suffix}_pct"] = gains[arm][0]
+                row[f"{prefix}{suffix}_low"], row[f"{prefix}{suffix}_high"] = gains[arm][1]
+            diff = paired_difference(
+                gains["ecc"][0], gains["ecc"][2], gains["emb_only"][0], gains["emb_only"][2]
+            )
+            row[f"ecc_minus_emb{suffix}_pct"] = diff["estimate"]
+            row[f"ecc_minus_emb{suffix}_low"], row[f"ecc_minus_emb{suffix}_high"] = diff["ci95"]
+        row["n_test_pairs"] = int(total)
+        row["n_test_pairs_touching"] = int(touches.sum())
+        row["n_test_pairs_disjoint"] = int((~touches).sum())
+        row["touching_share"] = float(touches.mean())
+        row["budget_weight"] = budget_weight
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+__all__ = ["new_model_experiment"]

@@ -1,0 +1,514 @@
+"""Experiments on fitted clusterings: inference modes, probe and K sweeps, cluster diagnostics.
+
+Each function takes a :class:`~ecc_lib.protocol.ecc_protocol.ProtocolData` (and fitted methods where it
+needs them) from :mod:`ecc_lib.protocol.ecc_protocol` and returns plain objects (dicts, DataFrames) usable
+from the command line and from notebooks. The other experiments built on the protocol have their
+own modules: routing with the clusterings (:mod:`ecc_lib.protocol.routing`), ranking a new model
+(:mod:`ecc_lib.protocol.experiments.new_model`) and probe strategies (:mod:`ecc_lib.protocol.active_probes`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
+from ecc_lib.data.comparisons import (
+    Comparisons,
+)
+from ecc_lib.ecc.estimator import (
+    _labels_to_str,
+    evidence,
+)
+from ecc_lib.protocol.ecc_protocol import (
+    MODES,
+    PAPER_SEED,
+    ECCEvaluation,
+    ProtocolData,
+    fit_methods,
+    make_methods,
+    score_methods,
+)
+from ecc_lib.stats import DEFAULT_N_BOOT
+
+logger = logging.getLogger(__name__)
+HIDDEN_EXAMPLE_CATEGORIES: tuple[str, ...] = ("gpqa",)
+
+
+# --------------------------------------------------------------------------------------------------
+# sweeps
+
+
+def _long_rows(result: ECCEvaluation, **extra) -> list[dict]:
+    rows = []
+    for name in result.nll:
+        low, high = result.ci95.get(name, (np.nan, np.nan))
+        rows.append(
+            {
+                **extra,
+                "method": name,
+                "nll": result.nll[name],
+                "gain_pct": result.gain.get(name, 0.0),
+                "gain_low": low,
+                "gain_high": high,
+                "accuracy": result.accuracy[name],
+            }
+        )
+    return rows
+
+
+def _score_settings(data: ProtocolData, fitted: dict, settings: list[dict], **kwargs):
+    """Score the fitted methods once per setting (``mode``, ``n_probes`` and any other keyword
+    argument of :func:`~ecc_lib.protocol.ecc_protocol.score_methods`) and stack the rows of each."""
+    rows = []
+    for setting in settings:
+        result = score_methods(data, fitted, **setting, **kwargs)
+        rows += _long_rows(result, mode=setting["mode"], n_probes=setting["n_probes"])
+    return pd.DataFrame(rows)
+
+
+def evaluate_modes(
+    data: ProtocolData,
+    fitted: dict,
+    modes: tuple[str, ...] = MODES,
+    n_probes: int = 1,
+    **kwargs,
+) -> pd.DataFrame:
+    """Gain of every method under each inference mode (one row per mode and method).
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`~ecc_lib.protocol.ecc_protocol.prepare_protocol`).
+    fitted : dict
+        Fitted estimators by method name (:func:`~ecc_lib.protocol.ecc_protocol.fit_methods`).
+    modes : tuple of str
+        Inference modes.
+    n_probes : int, default 1
+        Probe comparisons per test query.
+    **kwargs
+        Passed to :func:`~ecc_lib.protocol.ecc_protocol.score_methods`.
+
+    Returns
+    -------
+    DataFrame
+    """
+    settings = [{"mode": mode, "n_probes": n_probes} for mode in modes]
+    return _score_settings(data, fitted, settings, **kwargs)
+
+
+def sweep_probes(
+    data: ProtocolData,
+    fitted: dict,
+    n_probes: tuple[int, ...] = (1, 2, 3),
+    mode: str = "both",
+    **kwargs,
+) -> pd.DataFrame:
+    """Gain versus the number of probes. All values score the same pairs (those after
+    ``max(n_probes)``), so rows are comparable. Keyword arguments go to
+    :func:`~ecc_lib.protocol.ecc_protocol.score_methods`, among them ``probe_evidence="mean"`` (the
+    authors' code: probe log-likelihoods averaged) or ``"sum"`` (added: the Bayesian choice), and
+    ``probe_strategy``.
+
+    Parameters
+    ----------
+    data, fitted, **kwargs
+        As in :func:`evaluate_modes`.
+    n_probes : tuple of int
+        Probe counts.
+    mode : str, default "both"
+        Inference mode.
+
+    Returns
+    -------
+    DataFrame
+        One row per probe count and method (counts that would leave no pair to score, e.g.
+        any probe on two-model data, are left out with a warning).
+    """
+    most = int(data.test.pairs_per_query().max()) if len(data.test) else 0
+    kept = tuple(n for n in n_probes if n < most)
+    if len(kept) < len(n_probes):
+        logger.warning(
+            "sweep_probes: probe count(s) %s left out: test queries have at most %d pair(s), "
+            "so nothing would be scored",
+            [n for n in n_probes if n >= most],
+            most,
+        )
+    if not kept:
+        raise ValueError(f"no probe count in {list(n_probes)} leaves a pair to score")
+    n_probes = kept
+    score_from = max(n_probes)
+    settings = [{"mode": mode, "n_probes": n, "score_from": score_from} for n in n_probes]
+    return _score_settings(data, fitted, settings, **kwargs)
+
+
+def sweep_clusters(
+    data: ProtocolData,
+    ks: tuple[int, ...] = (5, 10, 20, 30, 50),
+    methods: tuple[str, ...] = ("global", "ecc", "emb_only"),
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    random_state: int = PAPER_SEED,
+    n_probes: int = 1,
+    mode: str = "both",
+    ecc_params: dict | None = None,
+    **kwargs,
+) -> pd.DataFrame:
+    """Gain versus the number of clusters ``K`` (methods refitted for each K).
+
+    ``ecc_params`` (``max_iter``, ``n_init``, ``tol`` ...) go to
+    :func:`~ecc_lib.protocol.ecc_protocol.make_methods`; other keyword arguments (``n_boot``,
+    ``confidence`` ...) to :func:`~ecc_lib.protocol.ecc_protocol.score_methods`.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`~ecc_lib.protocol.ecc_protocol.prepare_protocol`).
+    ks : tuple of int
+        Cluster counts.
+    methods : tuple of str
+        Methods refitted for each K.
+    lam, temperature, random_state
+        As in :func:`~ecc_lib.protocol.ecc_protocol.make_methods`.
+    n_probes : int, default 1
+        Probe comparisons per test query.
+    mode : str, default "both"
+        Inference mode.
+    ecc_params : dict, optional
+        EM settings.
+    **kwargs
+        Passed to :func:`~ecc_lib.protocol.ecc_protocol.score_methods`.
+
+    Returns
+    -------
+    DataFrame
+        One row per K and method.
+    """
+    rows = []
+    for k in ks:
+        estimators = make_methods(k, lam, temperature, random_state, methods, **(ecc_params or {}))
+        fitted, seconds = fit_methods(data, estimators)
+        result = score_methods(
+            data, fitted, n_probes=n_probes, mode=mode, fit_seconds=seconds, **kwargs
+        )
+        rows += _long_rows(result, n_clusters=k, mode=mode, n_probes=n_probes)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# diagnostics
+
+
+def _hard_assignment(model, responsibilities=None) -> np.ndarray:
+    resp = model.responsibilities_ if responsibilities is None else responsibilities
+    return np.asarray(resp).argmax(axis=1)
+
+
+def _kendall_tau_b(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kendall tau-b between rows of ``a`` and ``b`` (shape (n, M) each), vectorised."""
+    i, j = np.triu_indices(a.shape[1], k=1)
+    sa = np.sign(a[:, i] - a[:, j])
+    sb = np.sign(b[:, i] - b[:, j])
+    denom = np.sqrt((sa != 0).sum(axis=1) * (sb != 0).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (sa * sb).sum(axis=1) / denom, np.nan)
+
+
+def within_cluster_consistency(
+    model,
+    comparisons: Comparisons,
+    n_folds: int = 5,
+    responsibilities: np.ndarray | None = None,
+    alpha: float = 1.0,
+    random_state: int = 0,
+) -> pd.DataFrame:
+    """k-fold agreement of BT profiles inside each cluster.
+
+    Queries are assigned to their most responsible cluster; each cluster's queries are split into
+    ``n_folds`` random folds, one BT profile is fitted per fold (all folds of all clusters in one
+    batched solve), and the Kendall tau-b between every pair of fold profiles is averaged. High
+    values mean the cluster's queries agree on the model ranking.
+
+    Parameters
+    ----------
+    model : fitted clustering
+        An ECC-style estimator with ``theta_`` and ``responsibilities_``.
+    comparisons : Comparisons
+        The comparisons it was fitted on.
+    n_folds : int, default 5
+        Folds per cluster.
+    responsibilities : ndarray, optional
+        Instead of the fitted ones.
+    alpha : float, default 1.0
+        BT prior precision of the fold profiles.
+    random_state : int, default 0
+        Seed of the folds.
+
+    Returns
+    -------
+    DataFrame
+        ``cluster, size, tau`` per cluster (``tau`` NaN for clusters with fewer queries than
+        folds); ``frame.attrs["mean_tau"]`` is the size-weighted mean over clusters with a value.
+    """
+    if n_folds < 2:
+        raise ValueError("n_folds must be >= 2")
+    hard = _hard_assignment(model, responsibilities)
+    n = comparisons.n_queries
+    if len(hard) != n:
+        raise ValueError("responsibilities and comparisons disagree on the number of queries")
+    k = int(model.theta_.shape[0])
+    rng = np.random.default_rng(random_state)
+    order = np.lexsort((rng.random(n), hard))
+    sorted_cluster = hard[order]
+    start = np.searchsorted(sorted_cluster, sorted_cluster, side="left")
+    fold = np.empty(n, dtype=np.int64)
+    fold[order] = (np.arange(n) - start) % n_folds
+    group = hard * n_folds + fold
+    counts = count_matrix(comparisons, normalize=True)
+    onehot = np.zeros((n, k * n_folds))
+    onehot[np.arange(n), group] = 1.0
+    m = comparisons.n_models
+    wins = np.asarray(counts.T @ onehot).T.reshape(k, n_folds, m, m)
+    theta = fit_bt_counts(wins.reshape(k * n_folds, m, m), alpha=alpha).reshape(k, n_folds, m)
+    size = np.bincount(hard, minlength=k)
+    pairs = [(f, g) for f in range(n_folds) for g in range(f + 1, n_folds)]
+    taus = np.stack([_kendall_tau_b(theta[:, f], theta[:, g]) for f, g in pairs], axis=1)
+    valid = ~np.isnan(taus)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where(valid, taus, 0.0).sum(axis=1) / valid.sum(axis=1)
+    tau = np.where((size >= n_folds) & valid.any(axis=1), tau, np.nan)
+    frame = pd.DataFrame({"cluster": np.arange(k), "size": size, "tau": tau})
+    ok = ~np.isnan(tau)
+    frame.attrs["mean_tau"] = (
+        float(np.average(tau[ok], weights=size[ok])) if ok.any() else float("nan")
+    )
+    return frame
+
+
+def cross_cluster_nll_gap(
+    model, comparisons: Comparisons, responsibilities: np.ndarray | None = None
+) -> dict:
+    """How much worse a query's comparisons are explained by other clusters' profiles.
+
+    For each query with comparisons: ``own`` = NLL per comparison under its most responsible
+    cluster, ``other`` = mean NLL per comparison under the other clusters. Returns the means and
+    ``gap = other - own`` (larger = better separated profiles); NaN with one cluster.
+
+    Parameters
+    ----------
+    model : fitted clustering
+        An ECC-style estimator.
+    comparisons : Comparisons
+        Comparisons of the queries scored.
+    responsibilities : ndarray, optional
+        Instead of the fitted ones.
+
+    Returns
+    -------
+    dict
+        ``own_nll, other_nll, gap`` (means over queries).
+    """
+    resp = model.responsibilities_ if responsibilities is None else responsibilities
+    hard = np.asarray(resp).argmax(axis=1)
+    ev = evidence(model.theta_, comparisons)
+    k = ev.shape[1]
+    has = comparisons.pairs_per_query() > 0
+    if k < 2 or not has.any():
+        return {"own": float("nan"), "other": float("nan"), "gap": float("nan")}
+    own = -ev[np.arange(len(hard)), hard]
+    other = (-ev.sum(axis=1) - own) / (k - 1)
+    return {
+        "own": float(own[has].mean()),
+        "other": float(other[has].mean()),
+        "gap": float((other - own)[has].mean()),
+    }
+
+
+def cluster_summary(
+    model,
+    texts: np.ndarray,
+    categories: np.ndarray | None = None,
+    responsibilities: np.ndarray | None = None,
+    n_top_models: int = 3,
+    n_top_categories: int = 3,
+    n_examples: int = 3,
+    max_chars: int = 120,
+    hidden_categories: tuple[str, ...] = HIDDEN_EXAMPLE_CATEGORIES,
+) -> pd.DataFrame:
+    """One row per cluster: size, soft mass, top models, top categories, example queries.
+
+    Examples are the most responsible queries of the cluster, shortened to ``max_chars``; queries
+    of a category containing any of ``hidden_categories`` (default ``gpqa``, whose authors ask
+    that examples not be posted) are never shown.
+
+    Parameters
+    ----------
+    model : fitted clustering
+        An ECC-style estimator.
+    texts : ndarray of str
+        Query texts, aligned to the responsibilities.
+    categories : ndarray of str, optional
+        Human categories.
+    responsibilities : ndarray, optional
+        Instead of the fitted ones.
+    n_top_models, n_top_categories, n_examples : int
+        How many of each to list.
+    max_chars : int, default 120
+        Example length.
+    hidden_categories : tuple of str
+        Categories never quoted.
+
+    Returns
+    -------
+    DataFrame
+        One row per cluster.
+    """
+    resp = np.asarray(model.responsibilities_ if responsibilities is None else responsibilities)
+    texts = np.asarray(texts, dtype=object)
+    if len(texts) != resp.shape[0]:
+        raise ValueError("texts must align with the responsibilities' rows")
+    hard = resp.argmax(axis=1)
+    k = resp.shape[1]
+    models = np.asarray(model.models_, dtype=object)
+    cats = None if categories is None else _labels_to_str(categories, len(texts)).astype(str)
+    showable = np.ones(len(texts), dtype=bool)
+    if cats is not None and hidden_categories:
+        pattern = "|".join(re.escape(h.lower()) for h in hidden_categories)
+        showable = ~pd.Series(cats).str.lower().str.contains(pattern, regex=True).to_numpy()
+    rows = []
+    for c in range(k):
+        members = np.flatnonzero(hard == c)
+        theta = model.theta_[c]
+        top = np.argsort(-theta)[:n_top_models]
+        row = {
+            "cluster": c,
+            "size": len(members),
+            "mass": float(resp[:, c].sum()),
+            "top_models": ", ".join(f"{models[i]} ({theta[i]:+.2f})" for i in top),
+        }
+        if cats is not None:
+            if len(members):
+                share = pd.Series(cats[members]).value_counts(normalize=True)
+                row["top_categories"] = ", ".join(
+                    f"{name} {100 * v:.0f}%" for name, v in share.head(n_top_categories).items()
+                )
+            else:
+                row["top_categories"] = ""
+        candidates = members[showable[members]]
+        best = candidates[np.argsort(-resp[candidates, c], kind="stable")][:n_examples]
+        row["examples"] = [_shorten(str(t), max_chars) for t in texts[best]]
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("size", ascending=False).reset_index(drop=True)
+
+
+def _shorten(text: str, max_chars: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state: int = 0):
+    """Within-cluster consistency and cross-cluster NLL gap of every fitted clustering, on the
+    training queries. Returns a DataFrame with ``method, n_clusters, mean_tau, own_nll,
+    other_nll, nll_gap``.
+
+    Parameters
+    ----------
+    data, fitted
+        As in :func:`evaluate_modes`.
+    n_folds : int, default 5
+        Folds of the consistency check.
+    random_state : int, default 0
+        Seed of the folds.
+
+    Returns
+    -------
+    DataFrame
+    """
+    rows = []
+    for name, model in fitted.items():
+        consistency = within_cluster_consistency(
+            model, data.train, n_folds=n_folds, random_state=random_state
+        )
+        gap = cross_cluster_nll_gap(model, data.train)
+        rows.append(
+            {
+                "method": name,
+                "n_clusters": int(model.theta_.shape[0]),
+                "mean_tau": consistency.attrs["mean_tau"],
+                "own_nll": gap["own"],
+                "other_nll": gap["other"],
+                "nll_gap": gap["gap"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def score_label_informed(
+    data: ProtocolData,
+    fitted: dict,
+    result: ECCEvaluation,
+    *,
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    random_state: int | None = 42,
+    **ecc_params,
+) -> ECCEvaluation:
+    """Fit label-informed ECC (``ecc_labels``) and score it beside ``fitted`` exactly as
+    ``result`` was scored: the same probes, mode, probe evidence and strategy, the same
+    bootstrap resamples (``n_boot`` and ``bootstrap_seed`` of ``result.params``).
+
+    Notebook 03 once rescored with the default probe evidence (so ``"sum"`` was read as
+    ``"mean"``) and another bootstrap seed (issue 22); the settings now come from ``result``.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        The split ``result`` was scored on.
+    fitted : dict
+        The fitted methods of ``result`` (must hold ``"global"``).
+    result : ECCEvaluation
+        The scored protocol whose settings are reused.
+    n_clusters, lam, temperature, random_state, **ecc_params
+        Of the label-informed estimator (as :func:`~ecc_lib.protocol.ecc_protocol.make_methods`).
+
+    Returns
+    -------
+    ECCEvaluation
+        Every method of ``fitted`` plus ``ecc_labels``.
+    """
+    params = result.params
+    labelled = dict(fitted)
+    estimators = make_methods(
+        n_clusters, lam, temperature, random_state, ("ecc_labels",), **ecc_params
+    )
+    new, seconds = fit_methods(data, estimators)
+    labelled.update(new)
+    return score_methods(
+        data,
+        labelled,
+        n_probes=result.n_probes,
+        mode=result.mode,
+        score_from=params.get("score_from"),
+        fit_seconds={**result.fit_seconds, **seconds},
+        n_boot=int(params.get("n_boot", DEFAULT_N_BOOT)),
+        random_state=int(params.get("bootstrap_seed", 0)),
+        probe_evidence=params.get("probe_evidence", "mean"),
+        probe_strategy=params.get("probe_strategy", "first"),
+    )
+
+
+__all__ = [
+    "HIDDEN_EXAMPLE_CATEGORIES",
+    "cluster_summary",
+    "cross_cluster_nll_gap",
+    "diagnostics",
+    "evaluate_modes",
+    "score_label_informed",
+    "sweep_clusters",
+    "sweep_probes",
+    "within_cluster_consistency",
+]

@@ -1,0 +1,457 @@
+"""The ECC protocol over several protocol seeds, and summaries over seeds.
+
+A bootstrap interval over test queries ignores the pair draw, the split and the EM start, which
+move the gain by a few points (``DESIGN.md`` section 3, issue 10). :func:`run_seeds` repeats the
+protocol of :mod:`ecc_lib.protocol.ecc_protocol` over protocol seeds (each redraws the pairs, the split and
+the EM start, and optionally runs the routing experiment of :mod:`ecc_lib.protocol.routing`);
+:class:`MultiSeedEvaluation` reports mean +- sd (ddof = 1, :func:`mean_sd`) beside every per-seed
+bootstrap interval, with paired differences between methods on the same seed.
+:func:`clustering_routing_table`, :func:`routing_metrics` and :func:`routing_over_seeds` summarise
+the routing experiment over seeds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.protocol.ecc_protocol import (
+    METHODS,
+    PAPER_N_PAIRS,
+    PAPER_SEED,
+    PAPER_TEST_SIZE,
+    ECCEvaluation,
+    ProtocolData,
+    _run_seed,
+)
+from ecc_lib.protocol.probes import ProbeStrategy
+from ecc_lib.protocol.routing import ROUTING_SETTINGS, routing_experiment
+from ecc_lib.serialization import to_jsonable
+from ecc_lib.stats import DEFAULT_N_BOOT
+
+# --------------------------------------------------------------------------------------------------
+# the protocol over seeds
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; NaN for fewer than 2 finite values).
+
+    Non-finite values are dropped first.
+
+    Parameters
+    ----------
+    values : sequence of float
+        The readings.
+
+    Returns
+    -------
+    mean, sd : float
+        Both NaN when no value is finite.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+
+
+@dataclass
+class MultiSeedEvaluation:
+    """The protocol repeated over protocol seeds (each redraws pairs, split and EM start).
+
+    Attributes
+    ----------
+    seeds : list of int
+    results : list of ECCEvaluation
+        One per seed, in the order of ``seeds`` (the fitted estimators are kept for the first
+        seed only).
+    routing : list of dict
+        Per seed, the routing experiment (:func:`ecc_lib.protocol.routing.routing_experiment`'s
+        ``to_dict()``); empty when routing was not run.
+    cpu_seconds, wall_seconds : float
+        Process CPU time and wall time of the whole run.
+    data : ProtocolData or None
+        The first seed's protocol data (pairs, split), for further experiments on it.
+    """
+
+    seeds: list
+    results: list
+    routing: list = field(default_factory=list)
+    cpu_seconds: float = float("nan")
+    wall_seconds: float = float("nan")
+    data: ProtocolData | None = field(default=None, repr=False)
+
+    @property
+    def first(self) -> ECCEvaluation:
+        """The first seed's result (the top-level numbers of the CLI output)."""
+        return self.results[0]
+
+    def _over_seeds(self, attribute: str) -> dict:
+        names = list(getattr(self.first, attribute))
+        return {
+            name: mean_sd([getattr(r, attribute).get(name, np.nan) for r in self.results])
+            for name in names
+        }
+
+    def summary(self) -> dict:
+        """Mean and sd over seeds of every gain reading, the leak share and the paired
+        differences; JSON-ready (the keys the CLI adds when ``--seeds`` > 1).
+
+        Returns
+        -------
+        dict
+            ``seeds``, ``gain_*_mean`` / ``gain_*_sd``, ``probe_leak_share_mean_sd``,
+            ``difference_mean_sd``, ``difference_disjoint_mean_sd``, ``per_seed``,
+            ``cpu_seconds``, ``wall_seconds``, and the routing blocks when routing was run.
+        """
+        gain = self._over_seeds("gain")
+        touching = self._over_seeds("gain_touching")
+        disjoint = self._over_seeds("gain_disjoint")
+        names = list(gain)
+        differences, differences_disjoint = {}, {}
+        for first in ("ecc",):
+            if first not in names:
+                continue
+            for second in names:
+                if second == first:
+                    continue
+                # a method skipped on some seed (the human baseline of a split whose test
+                # categories are all unseen in training) counts as missing there
+                diff = [r.gain[first] - r.gain.get(second, np.nan) for r in self.results]
+                differences[f"{first} - {second}"] = list(mean_sd(diff))
+                diff_d = [
+                    r.gain_disjoint[first] - r.gain_disjoint.get(second, np.nan)
+                    for r in self.results
+                ]
+                differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
+        per_seed = [
+            {
+                "seed": seed,
+                "ranking_quality_gain": r.gain,
+                "ci95": r.ci95,
+                "nll": r.nll,
+                "ranking_quality_gain_touching": r.gain_touching,
+                "ci95_touching": r.ci95_touching,
+                "ranking_quality_gain_disjoint": r.gain_disjoint,
+                "ci95_disjoint": r.ci95_disjoint,
+                "probe_leak_share": r.probe_leak_share,
+                "n_scored": r.n_scored,
+            }
+            for seed, r in zip(self.seeds, self.results, strict=True)
+        ]
+        leak = mean_sd([r.probe_leak_share for r in self.results])
+        out = {
+            "seeds": list(self.seeds),
+            "gain_mean": {k: v[0] for k, v in gain.items()},
+            "gain_sd": {k: v[1] for k, v in gain.items()},
+            "gain_touching_mean": {k: v[0] for k, v in touching.items()},
+            "gain_touching_sd": {k: v[1] for k, v in touching.items()},
+            "gain_disjoint_mean": {k: v[0] for k, v in disjoint.items()},
+            "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
+            "probe_leak_share_mean_sd": list(leak),
+            "share_with_probe_mean_sd": list(
+                mean_sd([r.probe_coverage.get("share_with_probe", np.nan) for r in self.results])
+            ),
+            "difference_mean_sd": differences,
+            "difference_disjoint_mean_sd": differences_disjoint,
+            "per_seed": per_seed,
+            "cpu_seconds": self.cpu_seconds,
+            "wall_seconds": self.wall_seconds,
+        }
+        if self.routing:
+            out["routing_per_seed"] = self.routing
+            out["routing_mean_sd"] = routing_over_seeds(self.routing)
+        return to_jsonable(out)
+
+    def table(self) -> pd.DataFrame:
+        """One row per (seed, method) with every gain reading and its interval.
+
+        Returns
+        -------
+        DataFrame
+            Each seed's :meth:`~ecc_lib.protocol.ecc_protocol.ECCEvaluation.table` with ``seed`` and
+            ``probe_leak_share`` columns added.
+        """
+        frames = []
+        for seed, r in zip(self.seeds, self.results, strict=True):
+            t = r.table()
+            t.insert(0, "seed", seed)
+            t["probe_leak_share"] = r.probe_leak_share
+            frames.append(t)
+        return pd.concat(frames, ignore_index=True)
+
+    def summary_table(self) -> pd.DataFrame:
+        """Per method and reading (``all``, ``touching``, ``disjoint``): mean and sd (ddof = 1)
+        over seeds, and every seed's estimate with its bootstrap interval.
+
+        Returns
+        -------
+        DataFrame
+            ``method, reading, mean, sd, n_seeds, per_seed`` where ``per_seed`` is a list of
+            ``(seed, estimate, low, high)``.
+        """
+        readings = {
+            "all": ("gain", "ci95"),
+            "touching": ("gain_touching", "ci95_touching"),
+            "disjoint": ("gain_disjoint", "ci95_disjoint"),
+        }
+        rows = []
+        for name in self.first.gain:
+            for reading, (value, interval) in readings.items():
+                per_seed = [
+                    (seed, getattr(r, value)[name], *getattr(r, interval)[name])
+                    for seed, r in zip(self.seeds, self.results, strict=True)
+                ]
+                mean, sd = mean_sd([p[1] for p in per_seed])
+                rows.append(
+                    {
+                        "method": name,
+                        "reading": reading,
+                        "mean": mean,
+                        "sd": sd,
+                        "n_seeds": len(per_seed),
+                        "per_seed": per_seed,
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict:
+        """The first seed's :meth:`~ecc_lib.protocol.ecc_protocol.ECCEvaluation.to_dict` plus
+        :meth:`summary`.
+
+        Returns
+        -------
+        dict
+            The keys of :meth:`summary` override those of the first seed.
+        """
+        payload = self.first.to_dict()
+        payload.update(self.summary())
+        return payload
+
+
+def run_seeds(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    seeds: Sequence[int] = (PAPER_SEED,),
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    n_pairs: int = PAPER_N_PAIRS,
+    n_probes: int = 1,
+    test_size: float = PAPER_TEST_SIZE,
+    mode: str = "both",
+    methods: tuple[str, ...] = METHODS,
+    n_boot: int = DEFAULT_N_BOOT,
+    probe_evidence: str = "mean",
+    probe_strategy: str | ProbeStrategy = "first",
+    leak_free: bool = False,
+    routing: bool = False,
+    evidence: str = "sampled",
+    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    estimator: ECC | None = None,
+    **ecc_params,
+) -> MultiSeedEvaluation:
+    """The protocol over several protocol seeds: each seed redraws the pairs, the split and the
+    EM start (``random_state = seed``); the bootstrap over test queries and a randomised probe
+    strategy use ``random_state = 0``, so the first seed reproduces
+    :func:`~ecc_lib.protocol.ecc_protocol.run_protocol` exactly (both run the same code for one seed).
+
+    Parameters
+    ----------
+    queries, outcomes, embeddings
+        As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
+    seeds : sequence of int
+        Protocol seeds (the CLI's ``--seed, --seed + 1, ...``).
+    routing : bool, default False
+        Also run :func:`ecc_lib.protocol.routing.routing_experiment` on every seed.
+    tie_tolerance : float, default 1e-4
+        As in :func:`~ecc_lib.protocol.ecc_protocol.prepare_protocol`.
+    estimator : ECC, optional
+        An unfitted ECC prototype: ECC is its clone and the baselines are built from its
+        parameters (:func:`~ecc_lib.protocol.ecc_protocol.methods_from_prototype`), which then replace
+        ``n_clusters``, ``lam``, ``temperature`` and ``**ecc_params``.
+    Other parameters
+        As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
+
+    Returns
+    -------
+    MultiSeedEvaluation
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("run_seeds needs at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    wall, cpu = time.perf_counter(), time.process_time()
+    results, routes = [], []
+    for i, seed in enumerate(seeds):
+        data, result = _run_seed(
+            queries,
+            outcomes,
+            embeddings,
+            seed,
+            n_clusters=n_clusters,
+            lam=lam,
+            temperature=temperature,
+            n_pairs=n_pairs,
+            n_probes=n_probes,
+            test_size=test_size,
+            mode=mode,
+            methods=methods,
+            n_boot=n_boot,
+            probe_evidence=probe_evidence,
+            probe_strategy=probe_strategy,
+            leak_free=leak_free,
+            evidence=evidence,
+            tie_tolerance=tie_tolerance,
+            estimator=estimator,
+            **ecc_params,
+        )
+        if routing:
+            routes.append(
+                routing_experiment(
+                    data,
+                    result.fitted,
+                    outcomes=outcomes,
+                    n_probes=result.n_probes,  # 0 on two-model data (single_pair_settings)
+                    probe_evidence=probe_evidence,
+                    probe_strategy=probe_strategy,
+                    n_boot=n_boot,
+                    random_state=0,
+                ).to_dict()
+            )
+        if i > 0:
+            result.fitted = {}
+        else:
+            first_data = data
+        results.append(result)
+    return MultiSeedEvaluation(
+        seeds=seeds,
+        results=results,
+        routing=routes,
+        cpu_seconds=time.process_time() - cpu,
+        wall_seconds=time.perf_counter() - wall,
+        data=first_data,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# routing over seeds
+
+
+def clustering_routing_table(per_seed: list[dict], seeds: list[int] | None = None) -> pd.DataFrame:
+    """The routing experiment over seeds as one table.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+        :meth:`~ecc_lib.protocol.routing.RoutingResult.to_dict` of each seed.
+    seeds : list of int, optional
+        Labels of the seeds (default 0, 1, ...).
+
+    Returns
+    -------
+    DataFrame
+        ``setting, method, score_mean, score_sd, cost_mean, n_seeds, score, score_low,
+        score_high, per_seed`` (``score``, ``score_low``, ``score_high``: the first seed's estimate
+        and bootstrap interval; ``per_seed``: list of ``(seed, score, low, high)``).
+    """
+    if not per_seed:
+        raise ValueError("clustering_routing_table needs at least one seed's routing result")
+    seeds = list(range(len(per_seed))) if seeds is None else list(seeds)
+    rows = []
+    for setting in ROUTING_SETTINGS:
+        for method, cell in per_seed[0].get(setting, {}).items():
+            cells = [(s, d[setting][method]) for s, d in zip(seeds, per_seed, strict=True)]
+            mean, sd = mean_sd([c["score"] for _, c in cells])
+            costs = [c["cost"] for _, c in cells if c["cost"] is not None]
+            rows.append(
+                {
+                    "setting": setting,
+                    "method": method,
+                    "score_mean": mean,
+                    "score_sd": sd,
+                    "cost_mean": float(np.mean(costs)) if costs else float("nan"),
+                    "n_seeds": len(cells),
+                    "score": cell["score"],
+                    "score_low": cell["ci95"][0],
+                    "score_high": cell["ci95"][1],
+                    "same_as_global": bool(cell.get("same_as_global", False)),
+                    "query_independent": bool(cell.get("query_independent", False)),
+                    "per_seed": [(s, c["score"], *c["ci95"]) for s, c in cells],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def routing_metrics(table: pd.DataFrame) -> dict:
+    """:func:`clustering_routing_table` as nested metrics: ``{setting: {method: {"score_mean",
+    "score_sd", "score", "ci95", "cost_mean"}}}`` (``score`` and ``ci95``: the first seed's
+    estimate and bootstrap interval).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Output of :func:`clustering_routing_table`.
+
+    Returns
+    -------
+    dict
+        JSON-safe nested metrics.
+    """
+    out: dict = {}
+    for row in table.itertuples():
+        out.setdefault(row.setting, {})[row.method] = {
+            "score_mean": row.score_mean,
+            "score_sd": row.score_sd,
+            "score": row.score,
+            "ci95": [row.score_low, row.score_high],
+            "cost_mean": row.cost_mean,
+            "same_as_global": bool(getattr(row, "same_as_global", False)),
+            "query_independent": bool(getattr(row, "query_independent", False)),
+        }
+    return to_jsonable(out)
+
+
+def routing_over_seeds(per_seed: list[dict]) -> dict:
+    """Mean and sd (ddof = 1) over seeds of every routed score (and cost) in
+    :meth:`~ecc_lib.protocol.routing.RoutingResult.to_dict` outputs: ``{setting: {method:
+    {"score": [mean, sd], "cost": [mean, sd]}}}``.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+        :meth:`~ecc_lib.protocol.routing.RoutingResult.to_dict` of each seed.
+
+    Returns
+    -------
+    dict
+        ``{setting: {method: {"score": [mean, sd], "cost": [mean, sd]}}}``.
+    """
+    out: dict = {}
+    for setting in ROUTING_SETTINGS:
+        methods = [m for m in per_seed[0].get(setting, {})]
+        for method in methods:
+            values = [d[setting][method] for d in per_seed if method in d.get(setting, {})]
+            out.setdefault(setting, {})[method] = {
+                "score": list(mean_sd([v["score"] for v in values])),
+                "cost": list(mean_sd([v["cost"] for v in values])),
+            }
+    return to_jsonable(out)
+
+
+__all__ = [
+    "MultiSeedEvaluation",
+    "clustering_routing_table",
+    "mean_sd",
+    "routing_metrics",
+    "routing_over_seeds",
+    "run_seeds",
+]
