@@ -19,6 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from ecc_lib import plotting
+from ecc_lib.labels import model_name_legend, short_model_names
 from ecc_lib.runs import folder as run_folder  # noqa: E402
 
 
@@ -272,13 +273,13 @@ def test_heatmap_text_contrasts_with_every_cell(cmap):
 )
 @settings(max_examples=80, deadline=None)
 def test_short_model_names_never_look_alike(names):
-    short = plotting.short_model_names(names)
+    short = short_model_names(names)
     assert set(short) == set(names)
     assert len(set(short.values())) == len(short)  # two models never share a display name
 
 
 def test_short_model_names_drop_the_organisation_and_keep_the_end():
-    short = plotting.short_model_names(
+    short = short_model_names(
         [
             "nvidia/llama-3.1-nemotron-51b-instruct",
             "nvidia/llama-3.3-nemotron-super-49b-v1",
@@ -432,14 +433,14 @@ def test_error_bars_are_finite_and_never_negative():
 @settings(max_examples=80, deadline=None)
 def test_short_model_names_never_cut_a_token(names):
     """'llama-3.1-n...51b-instruct' cut a word: every token shown is a whole token of the name."""
-    for full, short in plotting.short_model_names(names).items():
+    for full, short in short_model_names(names).items():
         tokens = set(re.split(r"[-_/ ]+", full))
         shown = [t for t in re.split(r"[-_/ ]+|\u2026", short) if t]
         assert all(t in tokens for t in shown), (full, short)
 
 
 def test_short_model_names_keep_the_distinguishing_tokens():
-    short = plotting.short_model_names(
+    short = short_model_names(
         [
             "FuseChat-Gemma-2-9B-Instruct",
             "FuseChat-Qwen-2.5-7B-Instruct",
@@ -450,7 +451,7 @@ def test_short_model_names_keep_the_distinguishing_tokens():
     assert short["FuseChat-Gemma-2-9B-Instruct"].startswith("FuseChat-Gemma-2-9B")
     assert short["FuseChat-Qwen-2.5-7B-Instruct"].startswith("FuseChat-Qwen-2.5-7B")
     assert short["llama-3.1-nemotron-51b-instruct"] == "llama-3.1-nemotron-51b-\u2026"
-    legend = plotting.model_name_legend(list(short))
+    legend = model_name_legend(list(short))
     assert set(legend["full name"]) == {k for k, v in short.items() if k != v}
 
 
@@ -543,7 +544,8 @@ def test_sigma_of_binary_scores_is_drawn_as_bars_per_value():
 
 def test_every_clustering_method_has_its_own_name_and_colour():
     # the bench figure drew ecc_labels in ecc_cv's colour, so the two could not be told apart
-    from ecc_lib.plotting.clustering import METHOD_COLORS, METHOD_LABELS
+    from ecc_lib.labels import METHOD_LABELS
+    from ecc_lib.plotting.clustering import METHOD_COLORS
     from ecc_lib.protocol.ecc_protocol import default_methods
 
     methods = {"global", *default_methods(True)}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib.plotting.clustering import METHOD_COLORS, method_label
+from ecc_lib.labels import method_label
+from ecc_lib.plotting.clustering import METHOD_COLORS
 from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, _axes, _clean_errors, _styled
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ecc_lib.labels import METHOD_LABELS, method_label
 from ecc_lib.plotting.style import (
     CLUSTER_COLORS,
     FONT_SIZE,
@@ -24,16 +25,6 @@ from ecc_lib.plotting.style import (
     method_colour,
 )
 
-METHOD_LABELS = {
-    "global": "global BT (reference)",
-    "ecc": "ECC",
-    "emb_only": "embedding-only clusters",
-    "comp_only": "comparison-only clusters",
-    "human": "human labels",
-    "ecc_labels": "label-informed ECC",
-    "ecc_cv": "ECC-CV (settings chosen by CV)",
-}
-"""Display names of the clustering methods of :mod:`ecc_lib.protocol.ecc_protocol`."""
 METHOD_COLORS = {k: METHOD_COLOURS[k] for k in METHOD_LABELS}
 """One colour per clustering method, the same in every figure (from :data:`METHOD_COLOURS`)."""
 
@@ -42,21 +33,6 @@ def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
     """Accept ``gain/low/high`` or ``gain_pct/gain_low/gain_high`` (ecc_protocol tables)."""
     renamed = table.rename(columns={"gain_pct": "gain", "gain_low": "low", "gain_high": "high"})
     return renamed.copy()
-
-
-def method_label(name: str) -> str:
-    """Display name of a clustering method.
-
-    Parameters
-    ----------
-    name : str
-        Method key (``ecc``, ``emb_only`` ...).
-
-    Returns
-    -------
-    str
-    """
-    return METHOD_LABELS.get(str(name), str(name))
 
 
 @_styled

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ecc_lib.labels import short_model_names
 from ecc_lib.plotting.style import (
     PAGE_WIDTH,
     _axes,
@@ -16,7 +17,6 @@ from ecc_lib.plotting.style import (
     _heatmap,
     _model_labels,
     _styled,
-    short_model_names,
 )
 
 SIDE_LABELS = {

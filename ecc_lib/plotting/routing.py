@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import routing_evaluation
-from ecc_lib.plotting.clustering import method_label
+from ecc_lib.labels import ROUTING_METHOD_LABELS, ROUTING_SETTING_LABELS, method_label
 from ecc_lib.plotting.style import (
     FONT_SIZE,
     PAGE_WIDTH,
@@ -241,19 +241,6 @@ def plot_routing_table(
         fontsize=FONT_SIZE - 2,
     )
     return fig
-
-
-ROUTING_METHOD_LABELS = {
-    "global": "best model of the global ranking",
-    "random": "random model",
-    "oracle": "oracle (best model per query)",
-    "probe_winner": "the probe's winner, nothing else",
-}
-ROUTING_SETTING_LABELS = {
-    "no_probe": "no probe (embedding / label only)",
-    "probe": "with the probe (paper)",
-    "probe_outside": "with the probe, models outside the probe pair",
-}
 
 
 @_styled

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ecc_lib.labels import method_name
 from ecc_lib.report.document import Figure, Report, ReportSection, table_html
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.reading import skip_reasons
@@ -25,7 +26,7 @@ from ecc_lib.report.sections import (
     tour_section,
 )
 from ecc_lib.report.sections.checks import add_checks
-from ecc_lib.report.summary import build_summary, method_name, summary_to_metrics
+from ecc_lib.report.summary import build_summary, summary_to_metrics
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs.execute import NOTEBOOK_TITLES
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ecc_lib.grammar import DASH, PM, UNITS, unit, unit_of_key
-from ecc_lib.plotting import method_label
+from ecc_lib.labels import method_label
 
 
 def _finite(value: Any) -> bool:

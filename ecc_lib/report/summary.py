@@ -26,41 +26,12 @@ from ecc_lib.grammar import (
     number,
     t_interval,
 )
+from ecc_lib.labels import PLURAL, method_name
 
 MAX_LINES = 8
 """Most summary lines per dataset."""
 MIN_QUERIES_PER_CLUSTER = 50
 """Fewer training queries per cluster than this draws a warning that K is large."""
-
-METHOD_NAMES = {
-    "ecc": "ECC",
-    "emb_only": "embedding-only clusters",
-    "comp_only": "comparison-only clusters",
-    "human": "human labels",
-    "global": "one global BT",
-    "ecc_labels": "label-informed ECC",
-    "ecc_cv": "ECC-CV",
-}
-"""Words for the methods of ``metrics.json["ecc"]``; an unknown method is named by its key with
-spaces (so a new method appears without code changes)."""
-
-
-PLURAL = {"emb_only", "comp_only", "human"}
-"""Methods whose name is plural ("human labels are")."""
-
-
-def method_name(key: str) -> str:
-    """Words for a method key (:data:`METHOD_NAMES`, else the key with spaces).
-
-    Parameters
-    ----------
-    key : str
-
-    Returns
-    -------
-    str
-    """
-    return METHOD_NAMES.get(key, str(key).replace("_", " "))
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ecc_lib.grammar import Comparison, comparison_sentence
-from ecc_lib.plotting import method_label, short_model_names
+from ecc_lib.labels import method_label, method_name, short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection, table_html
 from ecc_lib.report.formatting import (
     DASH,
@@ -20,7 +20,7 @@ from ecc_lib.report.formatting import (
     format_number,
 )
 from ecc_lib.report.reading import _frame, _read_csv, _row, flatten, generic_rows
-from ecc_lib.report.summary import ecc_lines, method_name
+from ecc_lib.report.summary import ecc_lines
 
 GAIN_METHODS = ("ecc", "emb_only", "comp_only", "human")
 

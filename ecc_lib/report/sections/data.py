@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.plotting import model_name_legend, short_model_names
+from ecc_lib.labels import model_name_legend, short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
     DASH,

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ecc_lib.grammar import BETTER_WORSE, Comparison, difference_text, verdict
-from ecc_lib.plotting import short_model_names
+from ecc_lib.labels import short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection
 from ecc_lib.report.formatting import (
     _finite,
