@@ -294,7 +294,7 @@ def difference_text(c: Comparison) -> str:
 
 
 def comparison_sentence(
-    c: Comparison, subject: str = "", context: str = "", *, obj: str = "", verb: str = "is"
+    c: Comparison, *, subject: str = "", context: str = "", obj: str = "", verb: str = "is"
 ) -> str:
     """``ECC is worse than embedding-only clusters on pairs ...: ECC minus ... = -3.9 pp [...]``.
 
@@ -321,7 +321,7 @@ def comparison_sentence(
 
 
 def level_text(
-    value: Any, code: str, ci: Sequence[Any] | None = None, sd: Any = None, n: Any = None
+    value: Any, code: str, *, ci: Sequence[Any] | None = None, sd: Any = None, n: Any = None
 ) -> str:
     """A level with its spread: ``10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)`` or ``58.4% [57.9, 58.9]``.
 

@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecc_lib.grammar import Comparison
 from ecc_lib import grammar
+from ecc_lib.grammar import Comparison
 
 values = st.floats(min_value=-500, max_value=500, allow_nan=False, allow_infinity=False)
 widths = st.floats(min_value=0, max_value=200, allow_nan=False, allow_infinity=False)
@@ -77,7 +77,7 @@ def test_probe_strategy_difference_is_in_points_of_gain():
     values = report.flatten(
         {"probe_strategies": {"difference": -5.8516, "difference_ci95": [-10.475, -1.88]}}
     )
-    (row,) = report.generic_rows(values, set(), "d")
+    (row,) = report.generic_rows(values, used=set(), dataset="d")
     assert row["estimate"] == "-5.9 pp [-10.5, -1.9]"
     assert row["unit"] == "percentage points of gain"
 

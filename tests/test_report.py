@@ -239,7 +239,9 @@ def test_generic_rows_read_nested_seed_summaries_and_estimates():
             "leak_free": {"estimate": 0.1, "ci95": [0.05, 0.15]},
         }
     )
-    rows = {r["measure"]: r["estimate"] for r in report.generic_rows(values, set(), "d")}
+    rows = {
+        r["measure"]: r["estimate"] for r in report.generic_rows(values, used=set(), dataset="d")
+    }
     assert rows["gain seeds: ECC (mean over seeds)"] == "28.0% \u00b1 1.5 (5 seeds)"
     assert rows["leak free"] == "0.100 [0.050, 0.150]"
     assert len(rows) == 2

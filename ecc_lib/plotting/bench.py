@@ -11,7 +11,7 @@ from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, _axes, _clean_errors, 
 
 
 @_styled
-def plot_bench_gains(result, title: str | None = None, ax=None):
+def plot_bench_gains(result, *, title: str | None = None, ax=None):
     """Gain on the scored pairs disjoint from the probe's models, per method (colour) and dataset
     (group), with the 95% interval over seeds (mean +- t sd / sqrt(S); one seed: its bootstrap
     interval) and each seed's estimate as a dot.

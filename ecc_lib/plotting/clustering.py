@@ -36,7 +36,7 @@ def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
 
 
 @_styled
-def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
+def plot_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     """Bars of ranking quality gain over the global BT model, with confidence intervals.
 
     Parameters
@@ -91,6 +91,7 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
 @_styled
 def plot_gain_curve(
     table: pd.DataFrame,
+    *,
     x: str,
     xlabel: str,
     title: str | None = None,
@@ -140,6 +141,7 @@ def plot_gain_curve(
 def cluster_names(
     labels: Sequence[int],
     categories: Sequence[str] | None = None,
+    *,
     n_clusters: int | None = None,
 ) -> list[str]:
     """Name of each cluster: its dominant human category, that category's share and its size.
@@ -201,6 +203,7 @@ def cluster_names(
 def plot_cluster_profiles(
     theta: np.ndarray,
     models: Sequence[str],
+    *,
     cluster_sizes: Sequence[int] | None = None,
     title: str | None = None,
     ax=None,
@@ -263,6 +266,7 @@ def plot_cluster_profiles(
 def plot_cluster_category(
     labels: Sequence[int],
     categories: Sequence[str],
+    *,
     title: str | None = None,
     ax=None,
 ):
@@ -347,6 +351,7 @@ def project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def plot_query_map(
     embeddings: np.ndarray,
     labels: Sequence[int],
+    *,
     title: str | None = None,
     max_labelled: int = 10,
     ax=None,
@@ -422,7 +427,7 @@ LEAK_READING_LABELS = {
 
 
 @_styled
-def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
+def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     """Gain of each method on all scored pairs, on those touching the probe's models and on
     those disjoint from them, as grouped bars.
 

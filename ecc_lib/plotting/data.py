@@ -63,6 +63,7 @@ def pooled_column_name(categories) -> str:
 def plot_scores_by_category(
     queries: pd.DataFrame,
     outcomes: pd.DataFrame,
+    *,
     title: str | None = None,
     ax=None,
 ):
@@ -100,6 +101,7 @@ def plot_scores_by_category(
 
 def model_score_table(
     outcomes: pd.DataFrame,
+    *,
     n_boot: int = 1000,
     random_state: int | None = 0,
 ) -> pd.DataFrame:
@@ -153,6 +155,7 @@ def _dataset_legend(ax, datasets: list[str]) -> None:
 @_styled
 def plot_model_scores(
     table: pd.DataFrame,
+    *,
     title: str | None = None,
     ax=None,
 ):
@@ -201,7 +204,7 @@ def plot_model_scores(
 
 
 @_styled
-def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None, ax=None):
+def plot_observations_per_pair(outcomes: pd.DataFrame, *, title: str | None = None, ax=None):
     """Bars: how many (query, model) pairs have 1, 2, ... observations (rewrites x decodes).
 
     ``outcomes`` may carry a ``dataset`` column: one bar colour per dataset.

@@ -12,6 +12,7 @@ from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, _axes, _error_bars, _s
 @_styled
 def plot_estimates(
     table: pd.DataFrame,
+    *,
     xlabel: str,
     label: str = "method",
     value: str = "ari",

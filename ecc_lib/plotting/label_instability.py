@@ -97,7 +97,7 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
 
 
 @_styled
-def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
+def plot_flip_rates(table: pd.DataFrame, *, title: str | None = None, ax=None):
     """The three flip-rate readings per source of randomness, with intervals and chance levels.
 
     Parameters
@@ -179,7 +179,9 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
 
 
 @_styled
-def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=None, bins: int = 20):
+def plot_sigma_distribution(
+    table: pd.DataFrame, *, title: str | None = None, ax=None, bins: int = 20
+):
     """Histogram of the score spread sigma of each (query, model) pair, one colour per model.
 
     Where at most eight values occur (binary scores over a few observations), bars per value
@@ -286,6 +288,7 @@ def label_confusion(
 @_styled
 def plot_label_disagreement(
     confusion: pd.DataFrame,
+    *,
     rate: float | None = None,
     title: str | None = None,
     ax=None,

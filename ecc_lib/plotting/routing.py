@@ -25,6 +25,7 @@ REFERENCE_ROUTERS = ("Oracle", "Best fixed model", "Random")
 @_styled
 def plot_cost_quality(
     curves: pd.DataFrame,
+    *,
     cost_label: str = "normalised cost (0-1)",
     title: str | None = None,
     ax=None,
@@ -152,6 +153,7 @@ ROUTING_KIND_COLORS = {"reference": "tab:gray", "single-shot": "tab:orange", "DA
 @_styled
 def plot_routing_table(
     table: pd.DataFrame,
+    *,
     value: str = "score",
     xlabel: str = "mean held-out score of the chosen model (0-1)",
     title: str | None = None,
@@ -244,7 +246,7 @@ def plot_routing_table(
 
 
 @_styled
-def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
+def plot_routing_settings(table: pd.DataFrame, *, title: str | None = None):
     """Mean score of the routed model per method, one panel per routing setting.
 
     Parameters
@@ -317,6 +319,7 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
 @_styled
 def plot_routing_cost_quality(
     table: pd.DataFrame,
+    *,
     cost_label: str = "mean cost per test query",
     title: str | None = None,
     ax=None,

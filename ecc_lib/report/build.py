@@ -99,7 +99,7 @@ def report_title(metrics: Mapping[str, Any], run_name: str) -> str:
     return f"ecc_lib report: {joined}, run {run_name}"
 
 
-def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str = "") -> Report:
+def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: str = "") -> Report:
     """Read a run folder and build the report (sections in notebook order).
 
     Parameters
@@ -355,7 +355,7 @@ def appendix_html(metrics: Mapping[str, Any], run) -> str:
     ]
     parts = ["<h2>Parameters and provenance</h2>"]
     if rows:
-        parts.append(table_html(pd.DataFrame(rows), "Parameters of each section"))
+        parts.append(table_html(pd.DataFrame(rows), caption="Parameters of each section"))
     prov = _run_provenance(run)
     packages = prov.get("packages") or {}
     if packages:
@@ -374,5 +374,5 @@ def appendix_html(metrics: Mapping[str, Any], run) -> str:
                 for f, h in files
             ]
         frame = pd.DataFrame(rows)
-        parts.append(table_html(frame, "Dataset files (sha256)"))
+        parts.append(table_html(frame, caption="Dataset files (sha256)"))
     return "\n".join(parts)

@@ -83,7 +83,7 @@ class ReportSection:
     extra_html: str = ""
     appendix: bool = False
 
-    def to_html(self, figure_start: int = 1) -> str:
+    def to_html(self, *, figure_start: int = 1) -> str:
         """The section as HTML (findings first, then notes, tables, figures).
 
         Parameters
@@ -106,7 +106,7 @@ class ReportSection:
         for note in self.notes:
             parts.append(f'<p class="note">{html.escape(note)}</p>')
         for table in self.tables:
-            parts.append(table_html(table.frame, table.caption))
+            parts.append(table_html(table.frame, caption=table.caption))
         parts.append(self.extra_html)
         for i, figure in enumerate(self.figures, start=figure_start):
             parts.append(figure_html(figure, i))
@@ -187,7 +187,7 @@ class Report:
         return f"<h1>{html.escape(self.title)}</h1>\n<p>{html.escape(self.intro)}</p>"
 
 
-def table_html(frame: pd.DataFrame, caption: str = "") -> str:
+def table_html(frame: pd.DataFrame, *, caption: str = "") -> str:
     """A table without index column or NaN (empty cells become an en dash).
 
     Parameters

@@ -101,7 +101,7 @@ def format_interval(value: Any, ci: Sequence[Any] | None, unit: str = "") -> str
     return text if text == DASH else text + _ci_text(ci, unit)
 
 
-def format_mean_sd(mean: Any, sd: Any, unit: str = "", n: int | None = None) -> str:
+def format_mean_sd(mean: Any, sd: Any, unit: str = "", *, n: int | None = None) -> str:
     """``mean +- sd`` over seeds (``n`` seeds when given), e.g. ``28.2% +- 1.3 (5 seeds)``.
 
     Parameters

@@ -20,7 +20,7 @@ from ecc_lib.report.formatting import (
 from ecc_lib.runs import folder as run_folder
 
 
-def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+def flatten(node: Any, *, prefix: str = "") -> dict[str, Any]:
     """Nested mappings as ``{dotted key: leaf}`` (lists stay leaves).
 
     Parameters
@@ -35,7 +35,7 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     if isinstance(node, Mapping):
         for key in node:
-            out.update(flatten(node[key], f"{prefix}.{key}" if prefix else str(key)))
+            out.update(flatten(node[key], prefix=f"{prefix}.{key}" if prefix else str(key)))
     else:
         out[prefix] = node
     return out
@@ -86,7 +86,9 @@ def skip_reasons(section: Any) -> dict[str, str]:
     return reasons
 
 
-def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> list[dict[str, str]]:
+def generic_rows(
+    values: Mapping[str, Any], *, used: set[str], dataset: str
+) -> list[dict[str, str]]:
     """Rows for metrics with an interval or a mean/sd pair that no curated row has shown.
 
     Parameters
@@ -134,7 +136,7 @@ def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> lis
                     None,
                 )
                 rows.append(
-                    row(base, format_mean_sd(value, sd, unit, n), unit, " (mean over seeds)")
+                    row(base, format_mean_sd(value, sd, unit, n=n), unit, " (mean over seeds)")
                 )
             continue
         # {"estimate": x, "ci95": [low, high]}

@@ -80,7 +80,7 @@ def ecc_section(
                         disjoint_mean.get(method),
                         disjoint_sd.get(method),
                         "pct",
-                        len(seeds) or None,
+                        n=len(seeds) or None,
                     )
                     if _finite(disjoint_mean.get(method))
                     else format_interval(disjoint.get(method), disjoint_ci.get(method), "pct")
@@ -134,7 +134,7 @@ def ecc_section(
         "left_out_reasons",
         "leak_free",
     }
-    diff_rows += generic_rows(flat, used, dataset)
+    diff_rows += generic_rows(flat, used=used, dataset=dataset)
     if diff_rows:
         section.tables.append(
             HeadlineTable(
@@ -210,7 +210,7 @@ _PAPER_BASELINES = ("emb_only", "human")
 +17.64 pp over human labels, on all pairs)."""
 
 
-def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
+def cluster_summary_html(run, *, max_rows: int = 8, n_examples: int = 2) -> str:
     """The largest ECC clusters: name (dominant category, size), top models, example queries.
 
     Examples come from :func:`ecc_lib.protocol.experiments.sweeps.cluster_summary`, which never shows GPQA

@@ -88,7 +88,7 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
                 "queries": format_number(summary.get("n_queries"), "count"),
             }
         )
-    rows += generic_rows(flat, used, dataset)
+    rows += generic_rows(flat, used=used, dataset=dataset)
     section.tables.append(
         HeadlineTable(
             "05_dars_headline",

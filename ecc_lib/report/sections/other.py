@@ -59,7 +59,7 @@ def other_section(key: str, values: Any) -> ReportSection:
         section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
         return section
     dataset = str(values.get("dataset", "")) if isinstance(values, Mapping) else ""
-    rows = generic_rows(flatten(values), set(), dataset)
+    rows = generic_rows(flatten(values), used=set(), dataset=dataset)
     if rows:
         section.tables.append(
             HeadlineTable(f"05_{key}_headline", f"{key}: values with 95% intervals", _frame(rows))

@@ -137,7 +137,7 @@ def routing_section(
                     "score x normalised cost",
                 )
             )
-    extra += generic_rows(flat, used, dataset)
+    extra += generic_rows(flat, used=used, dataset=dataset)
     if extra:
         section.tables.append(
             HeadlineTable(

@@ -66,7 +66,7 @@ def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
                     "% of queries",
                 )
             )
-    rows += generic_rows(flat, used | {"n_queries", "n_models"}, "synthetic")
+    rows += generic_rows(flat, used=used | {"n_queries", "n_models"}, dataset="synthetic")
     section.tables.append(
         HeadlineTable(
             "05_tour_headline",
