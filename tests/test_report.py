@@ -357,17 +357,14 @@ def test_observations_per_pair_show_their_range_when_pairs_differ():
 def test_the_no_repeats_sentence_names_only_datasets_without_repeats(tmp_path):
     """The data findings say "one observation per pair ... not the label-instability
     measurements" of the datasets that have one, never of a dataset with repeats."""
-    from ecc_lib.report import ReportSection
     from ecc_lib.report.sections.data import data_section
 
     run = run_folder.run_context(tmp_path / "run")
     repeated = {"n_queries": 20, "n_models": 2, "n_variants": 4, "n_decodes": 3}
     single = {"n_queries": 50, "n_models": 9, "n_variants": 1, "n_decodes": 1}
-    section = ReportSection("01", "data")
-    data_section({"datasets": {"export": repeated}}, section, run)
+    section = data_section(run, {"data": {"datasets": {"export": repeated}}})
     assert "one observation per pair" not in section.findings
-    section = ReportSection("01", "data")
-    data_section({"datasets": {"export": repeated, "dcrouter": single}}, section, run)
+    section = data_section(run, {"data": {"datasets": {"export": repeated, "dcrouter": single}}})
     assert "With one observation per pair, dcrouter supports clustering and routing" in (
         section.findings
     )

@@ -12,6 +12,22 @@ from pathlib import Path
 import pandas as pd
 
 from ecc_lib.report.formatting import DASH
+from ecc_lib.runs.execute import REPORT_NOTEBOOK_PREFIX
+
+
+def report_table_name(name: str) -> str:
+    """The file stem of a table the report writes under ``tables/``: the report notebook's
+    number and the name (``"05_ecc_headline"`` for ``"ecc_headline"``).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+    """
+    return f"{REPORT_NOTEBOOK_PREFIX}_{name}"
 
 
 @dataclass
@@ -56,9 +72,9 @@ class ReportSection:
 
     Attributes
     ----------
-    number : str
-        Notebook number (``"03"``).
-    title : str
+    number : str, default ""
+        Notebook number (``"03"``); empty for a section no notebook owns.
+    title : str, default ""
     findings : str
         The opening paragraph (plain text).
     tables : list of HeadlineTable
@@ -73,8 +89,8 @@ class ReportSection:
         Shown in the collapsed appendix rather than the main body.
     """
 
-    number: str
-    title: str
+    number: str = ""
+    title: str = ""
     findings: str = ""
     tables: list[HeadlineTable] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
