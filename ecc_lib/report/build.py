@@ -16,7 +16,7 @@ import pandas as pd
 from ecc_lib.labels import method_name
 from ecc_lib.report.document import Figure, Report, ReportSection, table_html
 from ecc_lib.report.formatting import DASH
-from ecc_lib.report.reading import skip_reasons
+from ecc_lib.report.reading import read_metrics, skip_reasons
 from ecc_lib.report.registry import SECTIONS, Section, registered_section
 from ecc_lib.report.sections import other_section
 from ecc_lib.report.summary import build_summary, summary_to_metrics
@@ -95,7 +95,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
     Report
     """
     run = run_folder.run_context(run_dir)
-    metrics = run_folder.collect_metrics(run)
+    metrics = read_metrics(run_folder.collect_metrics(run))
     figures = run_folder.list_figures(run)
     run_json = run.run_dir / run_folder.RUN_FILE
     record = json.loads(run_json.read_text()) if run_json.exists() else {}

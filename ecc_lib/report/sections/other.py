@@ -58,7 +58,8 @@ def other_section(key: str, values: Any) -> ReportSection:
     if "" in reasons or "skipped" in reasons:
         section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
         return section
-    dataset = str(values.get("dataset", "")) if isinstance(values, Mapping) else ""
+    # a generic section: "dataset" only where it has one ('in' reads no schema key)
+    dataset = str(values["dataset"]) if isinstance(values, Mapping) and "dataset" in values else ""
     rows = generic_rows(flatten(values), used=set(), dataset=dataset, section=key)
     if rows:
         section.tables.append(
