@@ -256,7 +256,7 @@ def _contrast(a, b) -> float:
 def test_heatmap_text_contrasts_with_every_cell(cmap):
     matrix = np.linspace(-1, 1, 60).reshape(6, 10)
     fig, ax = plt.subplots()
-    image = plotting.style._heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
+    image = plotting.style.heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
     colours = image.cmap(image.norm(matrix))
     texts = ax.texts
     assert len(texts) == matrix.size
@@ -417,9 +417,9 @@ def test_every_public_figure_is_importable_from_the_package(name):
 
 
 def test_error_bars_are_finite_and_never_negative():
-    from ecc_lib.plotting.style import _error_bars
+    from ecc_lib.plotting.style import error_bars
 
-    err = _error_bars([0.5, 0.5, np.nan, 0.2], [0.4, 0.6, 0.1, np.nan], [0.7, 0.55, 0.9, 0.3])
+    err = error_bars([0.5, 0.5, np.nan, 0.2], [0.4, 0.6, 0.1, np.nan], [0.7, 0.55, 0.9, 0.3])
     np.testing.assert_allclose(err, [[0.1, 0.0, 0.0, 0.0], [0.2, 0.05, 0.0, 0.1]])
 
 

@@ -165,9 +165,19 @@ def _literal_labels(formatter):
     return label
 
 
-def _styled(function):
+def styled(function):
     """Run a figure function under the package style (readable font sizes, no top/right spines);
-    the figure's texts are drawn literally (:func:`draw_literally`)."""
+    the figure's texts are drawn literally (:func:`draw_literally`).
+
+    Parameters
+    ----------
+    function : callable
+        A figure function returning its figure.
+
+    Returns
+    -------
+    callable
+    """
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
@@ -179,32 +189,64 @@ def _styled(function):
     return wrapper
 
 
-def _axes(ax, figsize: tuple[float, float]):
-    """``(fig, ax)``: the given axes' figure, or a new figure."""
+def figure_axes(ax, figsize: tuple[float, float]):
+    """``(fig, ax)``: the given axes' figure, or a new figure.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes or None
+    figsize : (float, float)
+        Size of a new figure, in inches.
+
+    Returns
+    -------
+    fig, ax
+    """
     if ax is not None:
         return ax.figure, ax
     fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     return fig, ax
 
 
-def _short(label: str, width: int = 28) -> str:
+def short_label(label: str, *, width: int = 28) -> str:
     """``label`` within ``width`` characters, dropping whole middle tokens
-    (:func:`ecc_lib.labels.shorten_name`)."""
+    (:func:`ecc_lib.labels.shorten_name`).
+
+    Parameters
+    ----------
+    label : str
+    width : int, default 28
+
+    Returns
+    -------
+    str
+    """
     return shorten_name(label, width=width)
 
 
-def _model_labels(names: Sequence[str]) -> list[str]:
+def model_labels(names: Sequence[str]) -> list[str]:
+    """The display name of each model, in order (:func:`ecc_lib.labels.short_model_names`).
+
+    Parameters
+    ----------
+    names : sequence of str
+
+    Returns
+    -------
+    list of str
+    """
     mapping = short_model_names(names)
     return [mapping[str(n)] for n in names]
 
 
-def _heatmap(
+def heatmap(
     ax,
     matrix: np.ndarray,
     row_labels: Sequence[str],
     col_labels: Sequence[str],
     cmap: str,
     colorbar_label: str,
+    *,
     vmin: float | None = None,
     vmax: float | None = None,
     annotate: bool = True,
@@ -212,6 +254,29 @@ def _heatmap(
     center: float | None = None,
     row_width: int = 28,
 ):
+    """A heatmap of ``matrix`` on ``ax`` with its labels, colour bar and (up to 400 cells) values.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    matrix : ndarray
+        Rows x columns.
+    row_labels, col_labels : sequence of str
+    cmap : str
+    colorbar_label : str
+    vmin, vmax : float, optional
+        Colour limits; with ``center``, symmetric around it.
+    annotate : bool, default True
+        Write each cell's value (at most 400 cells).
+    fmt : str, default "{:.2f}"
+    center : float, optional
+    row_width : int, default 28
+        Longest row label (:func:`short_label`).
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+    """
     matrix = np.asarray(matrix, dtype=float)
     if center is not None:
         span = np.nanmax(np.abs(matrix - center)) if np.isfinite(matrix).any() else 1.0
@@ -219,9 +284,9 @@ def _heatmap(
         vmin, vmax = center - span, center + span
     image = ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(np.arange(len(col_labels)))
-    ax.set_xticklabels([_short(c) for c in col_labels], rotation=45, ha="right")
+    ax.set_xticklabels([short_label(c) for c in col_labels], rotation=45, ha="right")
     ax.set_yticks(np.arange(len(row_labels)))
-    ax.set_yticklabels([_short(r, row_width) for r in row_labels])
+    ax.set_yticklabels([short_label(r, width=row_width) for r in row_labels])
     ax.spines[:].set_visible(False)
     # a colour bar as tall as the axes of a tall figure (its aspect ratio is length / width)
     aspect = 20 * max(1.0, ax.figure.get_figheight() / 3.5)
@@ -248,16 +313,35 @@ def _heatmap(
     return image
 
 
-def _clean_errors(err: np.ndarray) -> np.ndarray:
-    """Error-bar lengths as matplotlib draws them: negative ones clipped to 0, non-finite ones 0."""
+def clean_errors(err: np.ndarray) -> np.ndarray:
+    """Error-bar lengths as matplotlib draws them: negative ones clipped to 0, non-finite ones 0.
+
+    Parameters
+    ----------
+    err : ndarray
+
+    Returns
+    -------
+    ndarray
+    """
     return np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
 
 
-def _error_bars(estimate, low, high) -> np.ndarray:
-    """Lengths ``(2, n)`` below and above each estimate of its interval ``[low, high]``."""
+def error_bars(estimate, low, high) -> np.ndarray:
+    """Lengths ``(2, n)`` below and above each estimate of its interval ``[low, high]``.
+
+    Parameters
+    ----------
+    estimate, low, high : array-like
+
+    Returns
+    -------
+    ndarray
+        Shape ``(2, n)``, as matplotlib's ``xerr``/``yerr``.
+    """
     estimate = np.asarray(estimate, dtype=float)
     below = estimate - np.asarray(low, dtype=float)
-    return _clean_errors(np.vstack([below, np.asarray(high, dtype=float) - estimate]))
+    return clean_errors(np.vstack([below, np.asarray(high, dtype=float) - estimate]))
 
 
 def relative_luminance(rgba) -> float:
