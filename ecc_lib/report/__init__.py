@@ -77,7 +77,13 @@ from ecc_lib.report.formatting import (
     format_number,
     humanise,
 )
-from ecc_lib.report.latex import latex_escape, latex_problems, latex_table, save_headline_tables
+from ecc_lib.report.latex import (
+    latex_escape,
+    latex_problems,
+    latex_table,
+    save_headline_tables,
+    save_latex_table,
+)
 from ecc_lib.report.reading import (
     SCHEMA_UNIT_CODES,
     MetricsReader,
@@ -175,6 +181,7 @@ __all__ = [
     "latex_escape",
     "latex_problems",
     "latex_table",
+    "save_latex_table",
     "other_section",
     "record_summary",
     "report_title",
