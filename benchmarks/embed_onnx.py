@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecc_lib.data.loaders import load_bundled  # noqa: E402
+from ecc_lib.data.sources import load_bundled  # noqa: E402
 from ecc_lib.embed import encode as embeddings  # noqa: E402
 
 

@@ -22,7 +22,7 @@ import argparse
 
 import numpy as np
 
-from ecc_lib.data.loaders import load_bundled
+from ecc_lib.data.sources import load_bundled
 from ecc_lib.embed.encode import count_duplicate_vectors, embed_texts
 from ecc_lib.protocol.seeds import run_seeds
 

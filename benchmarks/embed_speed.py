@@ -62,7 +62,7 @@ def main() -> None:
 
     import torch
 
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
     from ecc_lib.embed.encode import embed_texts, encode_minilm, load_model, minilm_threads
     from ecc_lib.embed.static import load_static_embedder
 

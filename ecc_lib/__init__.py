@@ -1,6 +1,6 @@
 """ecc_lib: capability-aware LLM evaluation and routing (ECC clustering, DARS supervision).
 
-The data flow, one module per step: :mod:`~ecc_lib.data.loaders` -> :mod:`~ecc_lib.embed.encode` ->
+The data flow, one module per step: :mod:`~ecc_lib.data.sources` -> :mod:`~ecc_lib.embed.encode` ->
 :mod:`~ecc_lib.data.comparisons` -> :mod:`~ecc_lib.ecc.estimator` / :mod:`~ecc_lib.dars.distributions` ->
 :mod:`~ecc_lib.routers` -> :mod:`~ecc_lib.routing_evaluation` / :mod:`~ecc_lib.protocol.ecc_protocol` ->
 :mod:`~ecc_lib.plotting`. The most used names are importable from the package itself; the heavier
@@ -17,9 +17,9 @@ from ecc_lib.data.schema import DataValidationError, validate_outcomes, validate
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load_bundled": "ecc_lib.data.loaders",
-    "read_queries": "ecc_lib.data.loaders",
-    "read_outcomes": "ecc_lib.data.loaders",
+    "load_bundled": "ecc_lib.data.sources",
+    "read_queries": "ecc_lib.data.tables",
+    "read_outcomes": "ecc_lib.data.tables",
     "embed_texts": "ecc_lib.embed.encode",
     "fit_bt_pairwise": "ecc_lib.bradley_terry",
     "ECC": "ecc_lib.ecc.estimator",

@@ -411,7 +411,7 @@ def dataset_label(name: str) -> str:
     -------
     str
     """
-    from ecc_lib.data.loaders import dataset_files
+    from ecc_lib.data.sources import dataset_files
 
     if dataset_files(name) is not None:
         return Path(name).expanduser().resolve().name
@@ -427,7 +427,7 @@ def data_fingerprint(name: str) -> str | None:
     Parameters
     ----------
     name : str
-        Bundled name, public name or folder (as :func:`ecc_lib.data.loaders.load_dataset` reads it).
+        Bundled name, public name or folder (as :func:`ecc_lib.data.sources.load_dataset` reads it).
 
     Returns
     -------
@@ -435,7 +435,7 @@ def data_fingerprint(name: str) -> str | None:
         Hex digest; None for a public dataset (downloaded, not fingerprinted here).
     """
     from ecc_lib import paths
-    from ecc_lib.data.loaders import BUNDLED_DATASETS, dataset_files
+    from ecc_lib.data.sources import BUNDLED_DATASETS, dataset_files
 
     files = dataset_files(name)
     if files is None and name in BUNDLED_DATASETS:
@@ -465,8 +465,8 @@ def prepare_dataset(name: str, *, show_progress: bool = True):
     -------
     queries, outcomes, embeddings, embedding_check, policy_report
     """
-    from ecc_lib.data.loaders import load_dataset
     from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.data.sources import load_dataset
     from ecc_lib.embed.encode import embed_texts
 
     queries, outcomes = load_dataset(name)

@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ecc_lib import paths  # noqa: E402
-from ecc_lib.data.loaders import BUNDLED_DATASETS, load_bundled  # noqa: E402
+from ecc_lib.data.sources import BUNDLED_DATASETS, load_bundled  # noqa: E402
 from ecc_lib.embed.encode import embed_texts, model_slug, text_digests, text_views  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from ecc_lib.data import checks
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE, make_comparisons
-from ecc_lib.data.loaders import BUNDLED_DATASETS, load_bundled
+from ecc_lib.data.sources import BUNDLED_DATASETS, load_bundled
 
 
 def shared_difficulty_outcomes(

@@ -69,7 +69,7 @@ def test_default_view_avoids_collapse_and_full_view_reports_it(few_shot, tmp_pat
 
 
 def test_short_texts_keep_their_shipped_cache_keys_and_vectors(monkeypatch):
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: pytest.fail("not cached"))
     texts = load_bundled("re2")[0]["text"].tolist()
@@ -113,7 +113,7 @@ def test_damaged_shard_is_named_skipped_and_rebuilt(tmp_path, monkeypatch, caplo
 
 @pytest.mark.parametrize("name", ["dcrouter", "mmlu2"])
 def test_shipped_cache_covers_the_default_view_of_long_bundled_texts(monkeypatch, name):
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: pytest.fail("not cached"))
     texts = sorted(set(load_bundled(name)[0]["text"]))

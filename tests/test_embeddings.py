@@ -52,7 +52,7 @@ def test_cache_layers_and_partial_hits(tmp_path, monkeypatch):
 
 
 def test_bundled_cache_covers_bundled_texts(monkeypatch):
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     monkeypatch.setattr(embeddings, "load_model", lambda name: pytest.fail("not cached"))
     queries, _ = load_bundled("re2")

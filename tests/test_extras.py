@@ -132,7 +132,7 @@ def test_core_modules_import_without_any_extra():
         import importlib, sys
         core = ["ecc_lib", "ecc_lib.bradley_terry", "ecc_lib.data.comparisons", "ecc_lib.ecc.estimator",
                 "ecc_lib.ecc.baselines", "ecc_lib.protocol.ecc_protocol", "ecc_lib.protocol.seeds",
-                "ecc_lib.dars.distributions", "ecc_lib.dars.label_instability", "ecc_lib.data.loaders",
+                "ecc_lib.dars.distributions", "ecc_lib.dars.label_instability", "ecc_lib.data.tables", "ecc_lib.data.sources",
                 "ecc_lib.embed.encode", "ecc_lib.routers", "ecc_lib.routing_evaluation",
                 "ecc_lib.distributed", "ecc_lib.collect", "ecc_lib.synthetic", "ecc_lib.cli"]
         for name in core:

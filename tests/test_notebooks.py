@@ -441,7 +441,7 @@ def test_main_job_on_the_bundled_data(tmp_path):
     assert set(metrics["provenance"]["datasets"]) == {"dcrouter", "re2"}
     assert len(list((result.run_dir / "figures").glob("*.png"))) >= 8
     # GPQA questions are never quoted: not in the report, not in any table
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     queries, _ = load_bundled("dcrouter")
     gpqa = queries.loc[queries["category"] == "gpqa", "text"].str.slice(0, 60)

@@ -24,8 +24,9 @@ from test_collect_support import QUERIES, fast
 
 from ecc_lib.cli import main
 from ecc_lib.cli.init import InitError, init_folder, starter_files
-from ecc_lib.data.loaders import load_dataset, read_outcomes, read_table
 from ecc_lib.data.schema import DataValidationError
+from ecc_lib.data.sources import load_dataset
+from ecc_lib.data.tables import read_outcomes, read_table
 
 REPO = Path(__file__).resolve().parents[1]
 

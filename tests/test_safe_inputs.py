@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from ecc_lib import plotting, report
-from ecc_lib.data import loaders
 from ecc_lib.data import policy as data_checks
+from ecc_lib.data import schema, sources, tables
 from ecc_lib.data.schema import DataValidationError, summarise, validate_outcomes, validate_queries
 from ecc_lib.protocol.ecc_protocol import prepare_protocol, run_protocol
 from ecc_lib.report.document import ReportSection
@@ -111,15 +111,15 @@ def test_unseen_test_categories_are_counted_when_some_are_known():
 @pytest.mark.parametrize("text", ["", "   ", "\t"])
 def test_empty_and_whitespace_texts_are_refused_in_every_format(tmp_path, suffix, text):
     queries = pd.DataFrame({"query_id": ["1", "2"], "text": ["a question", text]})
-    path = loaders.write_table(queries, tmp_path / f"queries{suffix}")
+    path = tables.write_table(queries, tmp_path / f"queries{suffix}")
     with pytest.raises(DataValidationError, match=r"(missing|empty or whitespace-only) "):
-        loaders.read_queries(path)
+        tables.read_queries(path)
 
 
 def test_whitespace_text_message_names_the_row():
     queries = pd.DataFrame({"query_id": ["1", "2"], "text": ["a question", "   "]})
     with pytest.raises(DataValidationError, match=r"1 empty or whitespace-only text\(s\).*row 1"):
-        loaders.validate_queries(queries, source="q.csv")
+        schema.validate_queries(queries, source="q.csv")
 
 
 def test_duplicate_texts_are_named_in_the_policy_and_across_the_split():
@@ -191,7 +191,7 @@ def test_a_csv_model_or_category_named_like_a_missing_marker_keeps_its_name(tmp_
     queries = pd.DataFrame({"query_id": ["1", "2"], "text": ["a", "b"], "category": [name, "x"]})
     queries.to_csv(folder / "queries.csv", index=False)
     _outcomes([name, "gpt"], ["1", "2"]).to_csv(folder / "outcomes.csv", index=False)
-    loaded_queries, outcomes = loaders.load_dataset(str(folder))
+    loaded_queries, outcomes = sources.load_dataset(str(folder))
     assert sorted(outcomes["model"].unique()) == sorted([name, "gpt"])
     assert loaded_queries["category"].tolist() == [name, "x"]
 
@@ -200,7 +200,7 @@ def test_a_missing_score_written_as_na_is_still_missing(tmp_path):
     path = tmp_path / "outcomes.csv"
     path.write_text("query_id,model,score\n1,a,1\n1,b,NA\n")
     with pytest.raises(DataValidationError, match="'score' has 1 NaN"):
-        loaders.read_outcomes(path)
+        tables.read_outcomes(path)
 
 
 def test_wide_columns_left_out_are_named_and_pipes_are_models(caplog):
@@ -216,14 +216,14 @@ def test_wide_columns_left_out_are_named_and_pipes_are_models(caplog):
             "empty": [np.nan] * 3,
         }
     )
-    with caplog.at_level(logging.WARNING, logger="ecc_lib.data.loaders"):
-        _, outcomes = loaders.from_wide(frame, source="wide.csv")
+    with caplog.at_level(logging.WARNING, logger="ecc_lib.data.tables"):
+        _, outcomes = tables.from_wide(frame, source="wide.csv")
     assert sorted(outcomes["model"].unique()) == ["m1", "org|model"]
     warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warned) == 1
     for column in ("'cost'", "'source'", "'m1|total_cost'", "'empty' (no values at all)"):
         assert column in warned[0]
-    _, explicit = loaders.from_wide(frame, model_columns=["m1", "cost"], source="wide.csv")
+    _, explicit = tables.from_wide(frame, model_columns=["m1", "cost"], source="wide.csv")
     assert sorted(explicit["model"].unique()) == ["cost", "m1"]
 
 

@@ -145,7 +145,7 @@ def test_length_batched_minilm_equals_sentence_transformers_and_logs_an_estimate
 
 
 def test_shipped_minilm_cache_stays_valid_under_the_new_path():
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     queries, _ = load_bundled("dcrouter")
     texts = queries["text"].astype(str).sample(24, random_state=0).tolist()

@@ -69,8 +69,8 @@ def protocol_split(queries, outcomes, seed: int):
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab check``."""
     from ecc_lib.data import checks
-    from ecc_lib.data.loaders import read_outcomes, read_queries
     from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.data.tables import read_outcomes, read_queries
 
     queries = read_queries(args.queries) if args.queries else None
     outcomes = read_outcomes(args.outcomes, queries=queries)

@@ -66,7 +66,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str):
-    from ecc_lib.data.loaders import read_outcomes
+    from ecc_lib.data.tables import read_outcomes
 
     return read_outcomes(path)
 

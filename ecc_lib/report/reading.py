@@ -160,7 +160,7 @@ def _read_csv(run: run_folder.RunContext, name: str) -> pd.DataFrame | None:
     path = run.tables_dir / f"{name}.csv"
     if not path.exists():
         return None
-    from ecc_lib.data.loaders import read_csv_keeping_text
+    from ecc_lib.data.tables import read_csv_keeping_text
 
     # model and dataset names stay text: a model named NA, a dataset named 2024
     return read_csv_keeping_text(path)

@@ -90,10 +90,10 @@ def dataset_fingerprint(name: str) -> dict[str, str]:
     -------
     dict of str to str
     """
-    loaders = importlib.import_module("ecc_lib.data.loaders")
+    sources = importlib.import_module("ecc_lib.data.sources")
     folder = Path(name).expanduser()
-    if name in getattr(loaders, "BUNDLED_DATASETS", ()) and not folder.is_dir():
-        files = [Path(f) for f in loaders.bundled_files(name)]
+    if name in getattr(sources, "BUNDLED_DATASETS", ()) and not folder.is_dir():
+        files = [Path(f) for f in sources.bundled_files(name)]
         root = paths.data_dir()
     elif folder.is_dir():
         files = sorted(p for p in folder.rglob("*") if p.is_file())
@@ -167,7 +167,7 @@ def load_dataset(
     random_state: int | np.random.Generator | None = 0,
     policy: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Load a dataset with :func:`ecc_lib.data.loaders.load_dataset`, apply the imperfect-data policy,
+    """Load a dataset with :func:`ecc_lib.data.sources.load_dataset`, apply the imperfect-data policy,
     subsample it, record its hashes.
 
     Parameters
@@ -193,9 +193,9 @@ def load_dataset(
     queries, outcomes : DataFrame
         Validated, in the ecc_lib data model.
     """
-    loaders = importlib.import_module("ecc_lib.data.loaders")
+    sources = importlib.import_module("ecc_lib.data.sources")
     label = dataset_label(name)
-    queries, outcomes = loaders.load_dataset(str(name))
+    queries, outcomes = sources.load_dataset(str(name))
     from ecc_lib.collect.export import collection_notes
     from ecc_lib.data.policy import apply_data_policy
     from ecc_lib.runs.inputs import record_data_policy
