@@ -97,6 +97,7 @@ def held_out_truth(test: RepeatedObservations) -> HeldOut:
 def evaluate_choices(
     choice: np.ndarray,
     truth: HeldOut,
+    *,
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
 ) -> dict[str, np.ndarray]:
@@ -139,7 +140,7 @@ def evaluate_choices(
 
 
 def expected_random_metrics(
-    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, *, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> dict[str, np.ndarray]:
     """Per-query metrics of a uniformly random choice, as exact expectations over models.
 
@@ -156,14 +157,16 @@ def expected_random_metrics(
         The metrics of :func:`evaluate_choices`, averaged over the models.
     """
     per_model = [
-        evaluate_choices(np.full(len(truth.query_ids), m), truth, cost_weight, beta)
+        evaluate_choices(
+            np.full(len(truth.query_ids), m), truth, cost_weight=cost_weight, beta=beta
+        )
         for m in range(truth.both.n_models)
     ]
     return {key: np.mean([pm[key] for pm in per_model], axis=0) for key in METRICS}
 
 
 def oracle_choices(
-    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, *, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> np.ndarray:
     """Per-query oracle: ``argmax`` of the held-out utility.
 
@@ -181,7 +184,10 @@ def oracle_choices(
 
 
 def best_fixed_model(
-    train: CapabilityDistributions, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    train: CapabilityDistributions,
+    *,
+    cost_weight: float = DEFAULT_LAMBDA,
+    beta: float = DEFAULT_BETA,
 ) -> int:
     """Index of the model with the highest mean training utility.
 
