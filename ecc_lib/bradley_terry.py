@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 from scipy.stats import rankdata
 
-from ecc_lib.data.comparisons import Comparisons, _cpu_count
+from ecc_lib.data.comparisons import Comparisons, available_cpus
 
 logger = logging.getLogger(__name__)
 
@@ -628,7 +628,7 @@ def fit_bt_pairs(
     if alpha == 0:
         theta -= theta.mean(axis=0, keepdims=True)
     graph = _PairGraph(_pair_structure(winner, loser, n_models), weights)
-    n_threads = max(1, min(_cpu_count(), k))
+    n_threads = max(1, min(available_cpus(), k))
     chunks = [slice(c[0], c[-1] + 1) for c in np.array_split(np.arange(k), n_threads)]
 
     def solve(cols: slice) -> tuple[np.ndarray, bool]:

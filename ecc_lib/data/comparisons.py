@@ -243,7 +243,14 @@ def score_matrix(
     return scores.reshape(len(query_ids), len(models)), query_ids, models
 
 
-def _cpu_count() -> int:
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask on Linux, else ``os.cpu_count()``).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -325,7 +332,7 @@ def _sample_by_index(
         np.cumsum(partners, axis=1, dtype=count_type, out=cum[start : start + len(block)])
 
     starts = range(0, n_rows, SORT_CHUNK_ROWS)
-    with ThreadPoolExecutor(max(1, min(_cpu_count(), len(starts)))) as pool:
+    with ThreadPoolExecutor(max(1, min(available_cpus(), len(starts)))) as pool:
         list(pool.map(rank_rows, starts))  # NumPy sorts release the GIL
     eligible = cum[:, -1].astype(np.int64)
 
@@ -647,6 +654,7 @@ __all__ = [
     "KEY_CHUNK_ROWS",
     "SORT_CHUNK_ROWS",
     "TIE_POLICIES",
+    "available_cpus",
     "disjoint_from_probe",
     "make_comparisons",
     "probe_models",

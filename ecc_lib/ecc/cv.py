@@ -39,22 +39,18 @@ from sklearn.utils.validation import check_is_fitted
 from ecc_lib.bradley_terry import DEFAULT_ALPHA, pair_counts
 from ecc_lib.data.comparisons import Comparisons, disjoint_from_probe, split_probe, touching_probe
 from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT, HumanLabelClusters
-from ecc_lib.ecc.estimator import (
-    ECC,
-    _blas_controller,
-    _block_rows,
-    _blocks,
-    _check_comparisons,
-    _check_embeddings,
-    _fit_profiles,
-    _labels_to_str,
-    _LocalData,
-    _n_jobs,
-    _ProfileMixture,
-    _run_em,
-    comparison_nll,
+from ecc_lib.ecc.engine import (
+    LocalData,
+    blas_controller,
+    block_rows,
+    fit_profiles,
+    resolve_n_jobs,
+    row_blocks,
+    run_em,
 )
+from ecc_lib.ecc.estimator import ECC, ProfileMixture, comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
+from ecc_lib.ecc.validation import check_comparisons, check_embeddings, labels_to_str
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +198,7 @@ def _warm_path(grid: list[dict]) -> list[int]:
     )
 
 
-class ECCCV(_ProfileMixture):
+class ECCCV(ProfileMixture):
     """The ECC family with its settings chosen by K-fold cross-validation on the training queries.
 
     A scikit-learn-style estimator (after ``LassoCV``) with the interface of
@@ -359,10 +355,10 @@ class ECCCV(_ProfileMixture):
         self
         """
         self._validate_params()
-        _check_comparisons(comparisons, "comparisons")
+        check_comparisons(comparisons, "comparisons")
         dtype = np.dtype(self.dtype)
-        x = _check_embeddings(embeddings, comparisons.n_queries, dtype)
-        lab = None if labels is None else _labels_to_str(labels, comparisons.n_queries).astype(str)
+        x = check_embeddings(embeddings, comparisons.n_queries, dtype)
+        lab = None if labels is None else labels_to_str(labels, comparisons.n_queries).astype(str)
         n = comparisons.n_queries
         n_folds = int(self.cv)
         if n < 2 * n_folds:
@@ -444,13 +440,13 @@ class ECCCV(_ProfileMixture):
         lab_te = None if lab is None else lab[held]
         dtype = np.dtype(self.dtype)
         counts = pair_counts(train, normalize=True, dtype=dtype)
-        n_jobs = _n_jobs(self.n_jobs, x_tr.shape[0])
-        blocks = _blocks(counts.matrix, _block_rows(x_tr.shape[0], n_jobs))
+        n_jobs = resolve_n_jobs(self.n_jobs, x_tr.shape[0])
+        blocks = row_blocks(counts.matrix, block_rows(x_tr.shape[0], n_jobs))
         n_jobs = min(n_jobs, len(blocks))
         codes = None
         if lab_tr is not None:
             cats, codes = np.unique(lab_tr, return_inverse=True)
-        limit = _blas_controller().limit(limits=1, user_api="blas")
+        limit = blas_controller().limit(limits=1, user_api="blas")
         previous: dict = {}
         with ThreadPoolExecutor(n_jobs) if n_jobs > 1 else _Serial() as pool, limit:
             for i in path:
@@ -544,8 +540,8 @@ def _warm_fit(est, x, comparisons, counts, blocks, pool, resp0, codes, dtype, n_
     if isinstance(est, LabelInformedECC):
         est._weight = float(est.label_weight)
         est._codes_fit = (codes, n_categories)
-    run = _run_em(
-        _LocalData(x, blocks, np.array(resp0, dtype=dtype, copy=True), pool),
+    run = run_em(
+        LocalData(x, blocks, np.array(resp0, dtype=dtype, copy=True), pool),
         counts,
         n_queries=x.shape[0],
         **est._em_params(dtype),
@@ -553,7 +549,7 @@ def _warm_fit(est, x, comparisons, counts, blocks, pool, resp0, codes, dtype, n_
     )
     est._store(run, comparisons, x)
     if isinstance(est, EmbeddingClusters):
-        est.theta_ = _fit_profiles(
+        est.theta_ = fit_profiles(
             comparisons, est.responsibilities_.astype(dtype), est.alpha, est.theta_, dtype
         )
     if isinstance(est, LabelInformedECC):

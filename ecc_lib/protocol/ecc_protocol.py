@@ -55,8 +55,9 @@ from ecc_lib.ecc.baselines import (
     HumanLabelClusters,
 )
 from ecc_lib.ecc.cv import ECCCV
-from ecc_lib.ecc.estimator import ECC, MODES, _check_mode, _labels_to_str, comparison_nll
+from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.ecc.validation import MODES, check_mode, labels_to_str
 from ecc_lib.protocol.leak_free import make_leak_free, probe_candidate_rows
 from ecc_lib.protocol.probes import (
     PROBE_EVIDENCE,
@@ -251,7 +252,7 @@ def prepare_protocol(
     rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
     labels = None
     if "category" in queries.columns and queries["category"].notna().any():
-        labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
+        labels = labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
     scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
     train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
     left_out = left_out_reasons(
@@ -768,7 +769,7 @@ def score_methods(
     """
     if "global" not in fitted:
         raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
-    _check_mode(mode)
+    check_mode(mode)
     if probe_evidence not in PROBE_EVIDENCE:
         raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
     _, scored_mask = probe_candidate_rows(data, n_probes, score_from)
