@@ -39,7 +39,7 @@ def _data(name: str):
 
 
 def _gains(data, fitted, n_probes: int = 1) -> dict:
-    probe, scored = split_probe(data.test, n_probes)
+    probe, scored = split_probe(data.test, n_probes=n_probes)
     disjoint = disjoint_from_probe(scored, probe)
     loss = {}
     for name, model in fitted.items():

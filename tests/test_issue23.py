@@ -79,7 +79,7 @@ def test_soft_evidence_accuracy_reads_the_direction_of_the_target(repeated):
     )
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc"), **FAST))
     result = score_methods(data, fitted, n_boot=50)
-    probe, scored = split_probe(data.test, 1)
+    probe, scored = split_probe(data.test, n_probes=1)
     assert ((scored.y > 0) & (scored.y < 1) & (scored.y != 0.5)).any()  # fractional targets
     for name, model in fitted.items():
         resp = probe_responsibilities(model, data.x_test, probe, "both", None, "mean")
@@ -101,7 +101,7 @@ def test_cli_soft_evidence_accuracies_agree_with_a_direct_computation(repeated, 
         repeated.queries, repeated.outcomes, repeated.embeddings, evidence="soft"
     )
     fitted, _ = fit_methods(data, make_methods(n_clusters=3, methods=("global", "ecc")))
-    probe, scored = split_probe(data.test, 1)
+    probe, scored = split_probe(data.test, n_probes=1)
     for name in ("global", "ecc"):
         model = fitted[name]
         p = model.predict_proba(
@@ -164,7 +164,7 @@ def test_probe_strategy_chooses_over_every_unscored_pair_in_the_main_table(binar
     active = score_methods(data, fitted, n_boot=50, probe_strategy="active")
     assert active.gain["ecc"] != first.gain["ecc"]
     # the probe of the main table is the one of the strategy comparison (same candidates)
-    scored = split_probe(data.test, 1)[1]
+    scored = split_probe(data.test, n_probes=1)[1]
     probe = select_from_matrix(
         fitted["ecc"], data.scores[data.test_mask], data.test, 1, "active", 1, data.x_test
     )
@@ -283,7 +283,7 @@ def test_probe_cost_charges_random_once_for_the_probe_models(planted):
     data = prepare_protocol(planted.queries, outcomes, planted.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("global",), **FAST))
     table = routing_experiment(data, fitted, outcomes=outcomes, n_boot=20).table
-    probe = split_probe(data.test, 1)[0]
+    probe = split_probe(data.test, n_probes=1)[0]
     in_probe = probe_models(probe)
     cost = np.array([costs[m] for m in data.models])[None, :].repeat(data.test.n_queries, 0)
     charge = np.where(in_probe, cost, 0).sum(axis=1)
@@ -524,7 +524,7 @@ def test_routing_cost_scale_comes_from_training_queries():
 
     s = make_repeated_outcomes(n_queries=120, n_models=3, n_rewrites=2, n_decodes=2)
     obs = repeated_observations(s.outcomes)
-    train_mask, test_mask = split_queries(obs.n_queries, 0.2, 42)
+    train_mask, test_mask = split_queries(obs.n_queries, test_size=0.2, random_state=42)
     outcomes = s.outcomes.copy()
     test_query = obs.query_ids[test_mask][0]
     outcomes.loc[outcomes["query_id"] == test_query, "cost"] = 1e6  # an outlier among the test

@@ -206,13 +206,16 @@ def test_protocol_sizes():
     with pytest.raises(DataPolicyError, match="2 training queries"):
         data_checks.check_protocol_sizes(2, 1)
     with pytest.raises(DataPolicyError, match="K = \\[100\\].*44 training"):
-        data_checks.check_protocol_sizes(44, 11, 384, n_clusters=[5, 100])
+        data_checks.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=[5, 100])
     with pytest.raises(DataPolicyError, match="1 dimension"):
-        data_checks.check_protocol_sizes(50, 10, 1)
+        data_checks.check_protocol_sizes(50, 10, embedding_dim=1)
     with pytest.raises(DataPolicyError, match="no test query"):
         data_checks.check_protocol_sizes(50, 0)
-    assert "small data" in data_checks.check_protocol_sizes(44, 11, 384, 10)[0]
-    assert data_checks.check_protocol_sizes(400, 100, 384, 30) == []
+    assert (
+        "small data"
+        in data_checks.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=10)[0]
+    )
+    assert data_checks.check_protocol_sizes(400, 100, embedding_dim=384, n_clusters=30) == []
 
 
 # ------------------------------------------------------------------------------- resolution

@@ -42,7 +42,7 @@ def planted():
     obs = dars.repeated_observations(data.outcomes)
     position = {q: i for i, q in enumerate(data.queries["query_id"])}
     x = data.embeddings[[position[q] for q in obs.query_ids]].astype(float)
-    train, test = split_queries(obs.n_queries, 0.25, 42)
+    train, test = split_queries(obs.n_queries, test_size=0.25, random_state=42)
     return {
         "x_train": x[train],
         "x_test": x[test],

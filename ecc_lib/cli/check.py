@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     results = checks.run_checks(
         outcomes, queries, embeddings=embeddings, train_ids=train_ids, test_ids=test_ids
     )
-    print(checks.format_checks(results, str(args.outcomes)))
+    print(checks.format_checks(results, label=str(args.outcomes)))
     if args.json:
         payload = {
             "outcomes": str(args.outcomes),

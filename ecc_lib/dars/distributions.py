@@ -40,7 +40,6 @@ import pandas as pd
 
 from ecc_lib.data.observations import SUBSETS as SUBSETS
 from ecc_lib.data.observations import RepeatedObservations, repeated_observations
-from ecc_lib.data.observations import _normalise_cost as _normalise_cost  # ecc_lib.distributed
 from ecc_lib.data.observations import observation_subsets as observation_subsets
 from ecc_lib.data.schema import QueryModelAxes
 

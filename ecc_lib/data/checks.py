@@ -148,7 +148,7 @@ def score_table(outcomes: pd.DataFrame, queries: pd.DataFrame | None = None) -> 
     ScoreTable
     """
     ids = None if queries is None else queries["query_id"].astype(str).to_numpy()
-    scores, query_ids, models = score_matrix(outcomes, ids)
+    scores, query_ids, models = score_matrix(outcomes, query_ids=ids)
     categories = None
     if queries is not None and "category" in queries.columns:
         categories = queries["category"].to_numpy(dtype=object)
@@ -479,7 +479,7 @@ def check_all_ties(
         ``{category: [queries, all-tie queries]}``.
     """
     name = "all_ties"
-    scores = snap_ties(table.scores, tie_tolerance)
+    scores = snap_ties(table.scores, tolerance=tie_tolerance)
     two_models = scores.shape[1] == 2
     if min_pairs is None:
         min_pairs = 1 if two_models else MIN_PROTOCOL_PAIRS
@@ -930,7 +930,7 @@ def checks_to_dict(results: dict[str, CheckResult]) -> dict:
     return {name: r.to_dict() for name, r in results.items()}
 
 
-def format_checks(results: dict[str, CheckResult], label: str = "") -> str:
+def format_checks(results: dict[str, CheckResult], *, label: str = "") -> str:
     """One line per check: status, name, sentence.
 
     Parameters

@@ -112,6 +112,7 @@ class Comparisons(QueryModelAxes):
     def from_frame(
         cls,
         frame: pd.DataFrame,
+        *,
         query_ids: np.ndarray | list[str] | None = None,
         models: list[str] | tuple[str, ...] | None = None,
     ) -> Comparisons:
@@ -202,6 +203,7 @@ class Comparisons(QueryModelAxes):
 
 def score_matrix(
     outcomes: pd.DataFrame,
+    *,
     query_ids: np.ndarray | list[str] | None = None,
     models: list[str] | tuple[str, ...] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
@@ -380,7 +382,7 @@ DEFAULT_TIE_TOLERANCE = 1e-4
 continuous scores such as 0.70001 and 0.70000 are not a decisive pair (issue 23)."""
 
 
-def snap_ties(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> np.ndarray:
+def snap_ties(scores: np.ndarray, *, tolerance: float = DEFAULT_TIE_TOLERANCE) -> np.ndarray:
     """Scores with near-equal values of a query made equal, so that ``!=`` reads "decisive".
 
     Each row is sorted; a value within ``tolerance`` of the previous sorted value joins its
@@ -414,6 +416,7 @@ def snap_ties(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> n
 
 def make_comparisons(
     outcomes: pd.DataFrame,
+    *,
     n_pairs: int | None = None,
     ties: str = "drop",
     min_pairs: int = 1,
@@ -455,9 +458,16 @@ def make_comparisons(
     if n_pairs is not None and n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
     rng = np.random.default_rng(random_state)
-    scores, query_ids, models = score_matrix(outcomes, query_ids, models)
+    scores, query_ids, models = score_matrix(outcomes, query_ids=query_ids, models=models)
     return sample_pairs(
-        scores, query_ids, models, n_pairs, ties, min_pairs, rng, tie_tolerance=tie_tolerance
+        scores,
+        query_ids,
+        models,
+        n_pairs=n_pairs,
+        ties=ties,
+        min_pairs=min_pairs,
+        random_state=rng,
+        tie_tolerance=tie_tolerance,
     )
 
 
@@ -465,6 +475,7 @@ def sample_pairs(
     scores: np.ndarray,
     query_ids: np.ndarray | list[str],
     models: list[str] | tuple[str, ...],
+    *,
     n_pairs: int | None = None,
     ties: str = "drop",
     min_pairs: int = 1,
@@ -491,7 +502,7 @@ def sample_pairs(
         raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
     if n_pairs is not None and n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
-    scores = snap_ties(np.asarray(scores, dtype=float), tie_tolerance)
+    scores = snap_ties(np.asarray(scores, dtype=float), tolerance=tie_tolerance)
     query_ids = np.asarray(query_ids, dtype=object).astype(str)
     models = tuple(str(m) for m in models)
     if scores.shape != (len(query_ids), len(models)):
@@ -531,7 +542,7 @@ def sample_pairs(
 
 
 def split_queries(
-    n_queries: int, test_size: float = 0.2, random_state: int | np.random.Generator | None = 42
+    n_queries: int, *, test_size: float = 0.2, random_state: int | np.random.Generator | None = 42
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random train/test split of query positions.
 
@@ -562,7 +573,7 @@ def split_queries(
     return ~test, test
 
 
-def split_probe(comparisons: Comparisons, n_probes: int = 1) -> tuple[Comparisons, Comparisons]:
+def split_probe(comparisons: Comparisons, *, n_probes: int = 1) -> tuple[Comparisons, Comparisons]:
     """Split each query's comparisons into its first ``n_probes`` (probe) and the rest (scored).
 
     Queries are kept in both parts with the same coding, so a query without scored pairs simply has

@@ -145,6 +145,7 @@ def has_repeated_observations(outcomes: pd.DataFrame) -> bool:
 def apply_data_policy(
     queries: pd.DataFrame | None,
     outcomes: pd.DataFrame,
+    *,
     dataset: str | None = None,
 ) -> tuple[pd.DataFrame | None, pd.DataFrame, DataPolicyReport]:
     """Leave out queries seen for fewer than 2 models and describe what else applies.
@@ -209,7 +210,7 @@ def apply_data_policy(
     )
     for note in (
         _left_out_sentence(report),
-        no_repeats_reason(outcomes, report.has_repeats),
+        no_repeats_reason(outcomes, has_repeats=report.has_repeats),
         human_baseline_reason(categories) if queries is not None else None,
         duplicate_text_note(queries),
         two_models_note(n_models),
@@ -231,7 +232,7 @@ def _left_out_sentence(report: DataPolicyReport) -> str | None:
     )
 
 
-def no_repeats_reason(outcomes: pd.DataFrame | None = None, has_repeats: bool | None = None):
+def no_repeats_reason(outcomes: pd.DataFrame | None = None, *, has_repeats: bool | None = None):
     """One sentence saying why the DARS diagnostics are skipped, or None when they apply.
 
     Parameters
@@ -459,6 +460,7 @@ def check_utility_weights(cost_weight: float, beta: float) -> None:
 def check_protocol_sizes(
     n_train: int,
     n_test: int,
+    *,
     embedding_dim: int | None = None,
     n_clusters: int | Sequence[int] | None = None,
     what: str = "ECC protocol",

@@ -331,7 +331,7 @@ def from_wide(
             len(long),
         )
         long = long.loc[~empty]
-    check_models_have_observations(long, model_columns, source)
+    check_models_have_observations(long, model_columns, source=source)
 
     query_frame = pd.DataFrame({"query_id": ids})
     query_frame["text"] = frame[text_column].astype(str) if text_column else ids
@@ -339,7 +339,9 @@ def from_wide(
         query_frame["category"] = frame[category_column]
     query_frame["source"] = source
     query_frame = validate_queries(query_frame, source=source)
-    outcomes = validate_outcomes(long, queries if queries is not None else query_frame, source)
+    outcomes = validate_outcomes(
+        long, queries if queries is not None else query_frame, source=source
+    )
     return query_frame, outcomes
 
 

@@ -90,7 +90,7 @@ def dars_statistics(
         strict_flip_probability_exact,
         winner_probabilities_exact,
     )
-    from ecc_lib.data.observations import _normalise_cost
+    from ecc_lib.data.observations import normalise_cost
     from ecc_lib.stats import bootstrap_ci
 
     cost_weight = DEFAULT_LAMBDA if cost_weight is None else cost_weight
@@ -134,7 +134,7 @@ def dars_statistics(
         if has_cost:
             cost_mean = dense("cost_sum") / dense("cost_count")  # NaN without cost
     if has_cost:
-        normalised, cost_available, _ = _normalise_cost(
+        normalised, cost_available, _ = normalise_cost(
             np.arange(cost_mean.size), cost_mean.reshape(-1), *shape, models
         )
         mu_c = np.where(n_obs > 0, normalised.reshape(shape), np.nan)

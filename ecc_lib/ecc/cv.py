@@ -425,7 +425,7 @@ class ECCCV(ProfileMixture):
         """Fit every candidate on the other folds (warm-started along ``path``), score fold ``f``."""
         train = comparisons.select_queries(~held)
         test = comparisons.select_queries(held)
-        probe, rest = split_probe(test, int(self.n_probes))
+        probe, rest = split_probe(test, n_probes=int(self.n_probes))
         if int(self.n_probes) == 0:
             probe = None  # embedding (and label) only, as the protocol without a probe
         elif self.cv_probe == "leak_free":

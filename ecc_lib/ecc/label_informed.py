@@ -233,7 +233,7 @@ class LabelInformedECC(ECC):
         for f in range(int(self.cv_folds)):
             held = fold == f
             train, test = comparisons.select_queries(~held), comparisons.select_queries(held)
-            probe, scored = split_probe(test, n_probes)
+            probe, scored = split_probe(test, n_probes=n_probes)
             if n_probes == 0:
                 probe = None
             if len(scored) == 0:

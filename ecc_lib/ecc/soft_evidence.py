@@ -242,7 +242,9 @@ def soft_evidence_comparison(
     rows = pd.Index(query_ids).get_indexer(pairs.query_ids)
     x = np.asarray(embeddings, dtype=np.float32)[rows]
     soft = soft_outcomes(outcomes, pairs)
-    train_mask, test_mask = split_queries(pairs.n_queries, test_size, random_state)
+    train_mask, test_mask = split_queries(
+        pairs.n_queries, test_size=test_size, random_state=random_state
+    )
     rng = np.random.default_rng(random_state)
     test_soft = soft.select_queries(test_mask)
     n_test = test_soft.n_queries

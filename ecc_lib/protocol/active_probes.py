@@ -96,7 +96,7 @@ def candidate_pairs(
         One row per candidate, ``model_a < model_b``, ``y`` from the scores (0.5 for a tie).
         ``query_ids`` are positions ``"0" .. "n-1"``.
     """
-    s = snap_ties(np.asarray(scores, dtype=float), tie_tolerance)
+    s = snap_ties(np.asarray(scores, dtype=float), tolerance=tie_tolerance)
     n, m = s.shape
     ia, ib = np.triu_indices(m, k=1)
     if ties not in ("drop", "half"):
@@ -355,9 +355,9 @@ def probes_from_scores(
             "(one row per test query, one column per model)"
         )
     if strategy == "first":
-        return split_probe(test, n_probes)[0]
+        return split_probe(test, n_probes=n_probes)[0]
     if scored is None:
-        scored = split_probe(test, score_from)[1]
+        scored = split_probe(test, n_probes=score_from)[1]
     n = test.n_queries
     chosen: list[Comparisons] = []
     banned = probe_models(scored) if outside_scored else None

@@ -253,8 +253,12 @@ def prepare_protocol(
     labels = None
     if "category" in queries.columns and queries["category"].notna().any():
         labels = labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
-    scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
-    train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
+    scores, _, _ = score_matrix(
+        outcomes, query_ids=comparisons.query_ids, models=comparisons.models
+    )
+    train_mask, test_mask = split_queries(
+        comparisons.n_queries, test_size=test_size, random_state=random_state
+    )
     left_out = left_out_reasons(
         outcomes, comparisons.dropped_query_ids, comparisons.models, tie_tolerance, min_pairs
     )
@@ -321,8 +325,8 @@ def left_out_reasons(
     ids = np.asarray(list(dropped_query_ids), dtype=object).astype(str)
     if len(ids) == 0:
         return {}
-    scores, _, _ = score_matrix(outcomes, ids, models)
-    scores = snap_ties(scores, tie_tolerance)
+    scores, _, _ = score_matrix(outcomes, query_ids=ids, models=models)
+    scores = snap_ties(scores, tolerance=tie_tolerance)
     observed = np.isfinite(scores).sum(axis=1)
     # decisive pairs per query = pairs of observed models in different score groups
     ranked = np.sort(scores, axis=1)  # NaN last
@@ -545,8 +549,10 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     data_checks.check_protocol_sizes(
         data.train.n_queries,
         data.test.n_queries,
-        data.embeddings.shape[1],
-        [m.n_clusters for m in methods.values() if getattr(m, "n_clusters", None) is not None],
+        embedding_dim=data.embeddings.shape[1],
+        n_clusters=[
+            m.n_clusters for m in methods.values() if getattr(m, "n_clusters", None) is not None
+        ],
     )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():

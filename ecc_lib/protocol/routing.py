@@ -36,7 +36,7 @@ def _cost_matrix(outcomes: pd.DataFrame | None, data: ProtocolData) -> np.ndarra
     if outcomes is None or "cost" not in outcomes.columns or outcomes["cost"].isna().all():
         return None
     frame = outcomes[["query_id", "model", "cost"]].rename(columns={"cost": "score"})
-    costs, _, _ = score_matrix(frame, data.test.query_ids, data.models)
+    costs, _, _ = score_matrix(frame, query_ids=data.test.query_ids, models=data.models)
     return costs
 
 

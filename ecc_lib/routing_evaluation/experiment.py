@@ -115,7 +115,9 @@ def routing_table(
     """
     obs = repeated_observations(outcomes)
     x_all = _align_embeddings(embeddings, embedding_ids, obs.query_ids).astype(float)
-    train_mask, test_mask = split_queries(obs.n_queries, test_size, split_seed)
+    train_mask, test_mask = split_queries(
+        obs.n_queries, test_size=test_size, random_state=split_seed
+    )
     # the cost scale comes from the training queries only (issue 23)
     train_obs = rescale_cost(obs.select_queries(train_mask))
     test_obs = rescale_cost(obs.select_queries(test_mask), train_obs)

@@ -157,7 +157,7 @@ def new_model_experiment(
     ecc, emb, global_bt = fitted["ecc"], fitted["emb_only"], fitted["global"]
     models = (*old_models, new_model)
     new_index = len(old_models)
-    new_scores, _, _ = score_matrix(outcomes, data.comparisons.query_ids, models)
+    new_scores, _, _ = score_matrix(outcomes, query_ids=data.comparisons.query_ids, models=models)
     train_scores = new_scores[data.train_mask]
     test_scores = new_scores[data.test_mask]
 
@@ -177,9 +177,9 @@ def new_model_experiment(
     }
 
     # test pairs: new model against every old model, non-tie outcomes
-    probe, _ = split_probe(data.test, n_probes)
+    probe, _ = split_probe(data.test, n_probes=n_probes)
     n_test = data.test.n_queries
-    snapped = snap_ties(test_scores, float(data.params.get("tie_tolerance", 0.0)))
+    snapped = snap_ties(test_scores, tolerance=float(data.params.get("tie_tolerance", 0.0)))
     tq, to = np.nonzero(
         np.isfinite(snapped[:, :new_index])
         & np.isfinite(snapped[:, [new_index]])

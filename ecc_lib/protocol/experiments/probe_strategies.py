@@ -54,7 +54,7 @@ def compare_probe_strategies(
     score_from = max(n_probes) if score_from is None else score_from
     test = data.test
     scores = data.scores[data.test_mask]
-    scored = split_probe(test, score_from)[1]
+    scored = split_probe(test, n_probes=score_from)[1]
     labels = data.labels_test
     rows = []
     for n in n_probes:
