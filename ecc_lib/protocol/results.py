@@ -265,7 +265,7 @@ def ecc_beyond_metrics(
         :func:`~ecc_lib.protocol.experiments.sweeps.score_label_informed` (label-informed ECC scored as the
         main table); left out when None.
     probe_strategies : dict, optional
-        :func:`~ecc_lib.protocol.active_probes.probe_strategy_comparison`.
+        :func:`~ecc_lib.protocol.experiments.probe_strategies.probe_strategy_comparison`.
     soft_evidence : dict, optional
         :func:`~ecc_lib.ecc.soft_evidence.soft_evidence_comparison`.
 
