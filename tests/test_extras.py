@@ -249,7 +249,7 @@ def dask_fit():
         pass
 attempt("dask", dask_fit)
 def figure():
-    from ecc_lib.runs.folder import save_figure
+    from ecc_lib.runs.artifacts import save_figure
     save_figure(object(), "{tmp}", "x")
 attempt("plot-save", figure)
 def notebooks():

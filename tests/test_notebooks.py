@@ -316,7 +316,7 @@ def test_report_gathers_figures_and_metrics_without_code(tiny_run):
     assert result.report_path == result.run_dir / "report.html"
     n_figures = len(list((result.run_dir / "figures").glob("*.png")))
     assert html.count("data:image/png;base64") >= n_figures
-    assert "run_folder.collect_metrics" not in html  # input cells hidden
+    assert "run_metrics.collect_metrics" not in html  # input cells hidden
 
 
 def test_report_reads_as_a_document(tiny_run):

@@ -20,7 +20,9 @@ from ecc_lib.protocol.ecc_protocol import prepare_protocol, run_protocol
 from ecc_lib.report.document import ReportSection
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.sections import data_section
+from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 from ecc_lib.synthetic.capability import make_capability_data
 
 matplotlib.use("Agg")
@@ -234,7 +236,7 @@ def test_a_dataset_named_2024_keeps_its_best_model_in_the_report(tmp_path):
     # the model named NA is the best
     outcomes = validate_outcomes(_outcomes(["NA", "weak"], ["1", "2"]).assign(score=[1, 0, 1, 0.0]))
     scores = plotting.model_score_table(outcomes.assign(dataset="2024"), n_boot=10)
-    run_folder.save_table(scores, run, "01_model_scores")
+    run_artifacts.save_table(scores, run, "01_model_scores")
     section = ReportSection("01", "Data")
     data_section({"datasets": {"2024": summarise(queries, outcomes)}}, section, run)
     row = section.tables[0].frame.iloc[0]
@@ -277,8 +279,8 @@ def test_latex_headline_tables_of_a_report_compile(tmp_path):
     queries = validate_queries(queries)
     outcomes = validate_outcomes(_outcomes(["\u6a21\u578b-\u03b1", "[v2] m$1"], ["1", "2"]))
     scores = plotting.model_score_table(outcomes.assign(dataset="[donn\u00e9es]"), n_boot=10)
-    run_folder.save_table(scores, run, "01_model_scores")
-    run_folder.record_metrics(
+    run_artifacts.save_table(scores, run, "01_model_scores")
+    run_metrics.record_metrics(
         run, "data", {"datasets": {"[donn\u00e9es]": summarise(queries, outcomes)}}
     )
     written = report.save_headline_tables(report.build_report(run), run)

@@ -26,7 +26,9 @@ from ecc_lib.report.sections import (
 )
 from ecc_lib.report.sections.checks import add_checks
 from ecc_lib.report.summary import build_summary, method_name, summary_to_metrics
+from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 from ecc_lib.runs.execute import NOTEBOOK_TITLES
 
 SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
@@ -112,9 +114,9 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
     Report
     """
     run = run_folder.run_context(run_dir)
-    metrics = run_folder.collect_metrics(run)
+    metrics = run_metrics.collect_metrics(run)
     parameters = metrics.get("parameters", {})
-    figures = run_folder.list_figures(run)
+    figures = run_artifacts.list_figures(run)
     run_json = run.run_dir / run_folder.RUN_FILE
     record = json.loads(run_json.read_text()) if run_json.exists() else {}
     ran = set(record.get("notebooks", []))
@@ -159,7 +161,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
         extra = other_section(key, metrics[key])
         extra.appendix = True
         sections.append(extra)
-    n_tables = len(run_folder.list_tables(run))
+    n_tables = len(run_artifacts.list_tables(run))
     intro = (
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
         f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
@@ -301,8 +303,8 @@ def record_summary(run_dir: str | os.PathLike | run_folder.RunContext) -> dict[s
         What was recorded.
     """
     run = run_folder.run_context(run_dir)
-    payload = summary_to_metrics(build_summary(run_folder.collect_metrics(run)))
-    run_folder.record_metrics(run, "summary", payload)
+    payload = summary_to_metrics(build_summary(run_metrics.collect_metrics(run)))
+    run_metrics.record_metrics(run, "summary", payload)
     return payload
 
 
