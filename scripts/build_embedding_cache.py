@@ -21,7 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ecc_lib import paths  # noqa: E402
 from ecc_lib.data.sources import BUNDLED_DATASETS, load_bundled  # noqa: E402
-from ecc_lib.embed.encode import embed_texts, model_slug, text_digests, text_views  # noqa: E402
+from ecc_lib.embed.cache import text_digests  # noqa: E402
+from ecc_lib.embed.encode import embed_texts  # noqa: E402
+from ecc_lib.embed.models import model_slug  # noqa: E402
+from ecc_lib.embed.views import text_views  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from ecc_lib import bench
 from ecc_lib.cli import main
-from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 SMALL = ["--k", "3", "--seeds", "2"]

@@ -235,7 +235,7 @@ def test_text_longer_than_the_embedder_limit_warns():
     result = checks.check_text_length(queries)
     assert result.status == "warn"
     assert result.numbers["n_too_long"] == 2 and result.numbers["max_seq_length"] == 256
-    from ecc_lib.embed.encode import text_views
+    from ecc_lib.embed.views import text_views
 
     assert int(text_views(texts, None, "full")[1].sum()) == 2
     ok = checks.check_text_length(queries.iloc[:1])

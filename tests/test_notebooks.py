@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ecc_lib import paths
-from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
 from ecc_lib.runs import config as run_config
 from ecc_lib.runs import pipeline
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes

@@ -481,7 +481,7 @@ def test_reading_a_run_creates_no_folders(tmp_path):
 
 def test_metric_entries_per_dataset_keep_the_other_entries(tmp_path):
     from ecc_lib.data.policy import apply_data_policy
-    from ecc_lib.embed.encode import embedding_check
+    from ecc_lib.embed.check import embedding_check
     from ecc_lib.runs.inputs import record_data_policy, record_embedding_check, recorded_policy
     from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 

@@ -268,7 +268,8 @@ def test_a_foreign_folder_without_cluster_structure_reads_as_negative(tmp_path):
     import pandas as pd
 
     from ecc_lib.cli import main
-    from ecc_lib.embed.encode import EmbeddingCache, text_digests, text_views
+    from ecc_lib.embed.cache import EmbeddingCache, text_digests
+    from ecc_lib.embed.views import text_views
     from ecc_lib.synthetic.messy import write_foreign_dataset
 
     folder = tmp_path / "data" / "outside"

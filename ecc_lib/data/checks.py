@@ -22,7 +22,7 @@ holds their :meth:`CheckResult.to_dict`.
   train/test split.
 - ``text_length``: texts longer than the embedder's maximum sequence length.
 - ``embedding_collapse``: distinct texts sharing one vector (the round-2 check of
-  :func:`ecc_lib.embed.encode.count_duplicate_vectors`) and the spread of the vectors.
+  :func:`ecc_lib.embed.check.count_duplicate_vectors`) and the spread of the vectors.
 """
 
 from __future__ import annotations
@@ -712,7 +712,8 @@ def check_text_length(
     CheckResult
         ``warn`` when some text is too long (the model reads only part of it).
     """
-    from ecc_lib.embed.encode import canonical_model_name, text_views
+    from ecc_lib.embed.models import canonical_model_name
+    from ecc_lib.embed.views import text_views
 
     name = "text_length"
     texts = queries["text"].fillna("").astype(str)
@@ -762,7 +763,7 @@ def check_text_length(
 def check_embedding_collapse(embeddings: np.ndarray, texts: Sequence[str]) -> CheckResult:
     """Distinct texts that share one vector, and how spread the vectors are.
 
-    Uses :func:`ecc_lib.embed.encode.count_duplicate_vectors` (the round-2 check) and the mean
+    Uses :func:`ecc_lib.embed.check.count_duplicate_vectors` (the round-2 check) and the mean
     pairwise cosine of the unit vectors, ``(|sum v|^2 - n) / (n (n - 1))``.
 
     Parameters
@@ -776,7 +777,7 @@ def check_embedding_collapse(embeddings: np.ndarray, texts: Sequence[str]) -> Ch
         ``fail`` when more than half of the distinct texts share a vector or the mean cosine
         exceeds 0.95; ``warn`` for any shared vector.
     """
-    from ecc_lib.embed.encode import count_duplicate_vectors
+    from ecc_lib.embed.check import count_duplicate_vectors
 
     name = "embedding_collapse"
     vectors = np.asarray(embeddings, dtype=float)

@@ -84,7 +84,7 @@ def distill_token_vectors(model, *, batch_size: int = 1024) -> tuple[np.ndarray,
     Parameters
     ----------
     model : SentenceTransformer
-        The MiniLM model (:func:`ecc_lib.embed.encode.load_model` of the default model).
+        The MiniLM model (:func:`ecc_lib.embed.models.load_model` of the default model).
     batch_size : int, default 1024
         Word pieces per forward pass.
 

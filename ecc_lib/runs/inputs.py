@@ -16,7 +16,7 @@ from ecc_lib.runs.metrics import record_metric_entry
 if TYPE_CHECKING:
     from ecc_lib.data.checks import CheckResult
     from ecc_lib.data.policy import DataPolicyReport
-    from ecc_lib.embed.encode import EmbeddingCheck
+    from ecc_lib.embed.check import EmbeddingCheck
 
 
 def record_data_policy(run_dir, report: DataPolicyReport) -> None:
