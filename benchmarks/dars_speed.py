@@ -66,7 +66,11 @@ def main(argv: list[str] | None = None) -> None:
         lambda: (dars.hard_labels(dist.utility()), dars.soft_labels(u)),
         rows,
     )
-    timed("single-shot draws, R = 100", lambda: dars.single_shot_draws(obs, 100, args.seed), rows)
+    timed(
+        "single-shot draws, R = 100",
+        lambda: dars.single_shot_draws(obs, n_draws=100, random_state=args.seed),
+        rows,
+    )
     exact = timed(
         "flip rate, exact (binary closed form)",
         lambda: dars_diagnostics.single_shot_winners(obs, u, method="exact"),

@@ -40,10 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only:
         texts = sorted(set(load_bundled(name)[0]["text"]))
         # the cache key is the text the default view embeds (the tail of a too-long text)
-        views = text_views(texts, args.model)[0]
+        views = text_views(texts, model_name=args.model)[0]
         with tempfile.TemporaryDirectory() as scratch:
             vectors = embed_texts(
-                texts, args.model, cache_dir=scratch, batch_size=args.batch_size, read_dirs=[]
+                texts,
+                model_name=args.model,
+                cache_dir=scratch,
+                batch_size=args.batch_size,
+                read_dirs=[],
             )
         file = target / f"bundled-{name}.npz"
         np.savez(file, digests=text_digests(views), vectors=vectors)

@@ -237,7 +237,7 @@ def test_text_longer_than_the_embedder_limit_warns():
     assert result.numbers["n_too_long"] == 2 and result.numbers["max_seq_length"] == 256
     from ecc_lib.embed.views import text_views
 
-    assert int(text_views(texts, None, "full")[1].sum()) == 2
+    assert int(text_views(texts, model_name=None, text_view="full")[1].sum()) == 2
     ok = checks.check_text_length(queries.iloc[:1])
     assert ok.status == "ok"
 

@@ -204,7 +204,7 @@ def test_no_cost_means_zero_mu_c(caplog):
     st.floats(0.01, 10.0),
 )
 def test_soft_labels_are_distributions(u, tau):
-    soft = dars.soft_labels(u, tau)
+    soft = dars.soft_labels(u, tau=tau)
     np.testing.assert_allclose(soft.sum(axis=1), 1.0)
     assert np.all(soft >= 0)
     # the hard label carries the largest soft mass
@@ -213,10 +213,10 @@ def test_soft_labels_are_distributions(u, tau):
 
 def test_soft_labels_temperature_limits():
     u = np.array([[0.1, 0.3, 0.2]])
-    np.testing.assert_allclose(dars.soft_labels(u, 1e-4), [[0, 1, 0]], atol=1e-12)
-    np.testing.assert_allclose(dars.soft_labels(u, 1e4), [[1 / 3] * 3], atol=1e-4)
+    np.testing.assert_allclose(dars.soft_labels(u, tau=1e-4), [[0, 1, 0]], atol=1e-12)
+    np.testing.assert_allclose(dars.soft_labels(u, tau=1e4), [[1 / 3] * 3], atol=1e-4)
     with pytest.raises(ValueError):
-        dars.soft_labels(u, 0.0)
+        dars.soft_labels(u, tau=0.0)
 
 
 def test_label_shares_split_ties():

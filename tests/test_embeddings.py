@@ -49,7 +49,11 @@ def test_cache_layers_and_partial_hits(tmp_path, monkeypatch):
     for module in (encode, embed_views, minilm):  # the modules that load a model
         monkeypatch.setattr(module, "load_model", lambda name: ToyModel())
     vectors = embed_texts(
-        ["a", "b"], "toy-model", cache_dir=tmp_path / "w", read_dirs=[shipped], show_progress=False
+        ["a", "b"],
+        model_name="toy-model",
+        cache_dir=tmp_path / "w",
+        read_dirs=[shipped],
+        show_progress=False,
     )
     assert calls == [["b"]]  # only the text missing from the shipped layer is computed
     np.testing.assert_allclose(vectors, [[1.0, 0.0], [0.0, 1.0]])

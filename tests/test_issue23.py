@@ -224,7 +224,7 @@ def test_disjoint_differences_are_paired_on_the_shared_resample(binary):
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc", "emb_only"), **FAST))
     result = score_methods(data, fitted, n_boot=200)
     frame = result.per_query[result.per_query["n_scored"] > 0]
-    index = bootstrap_indices(len(frame), 200, 0)
+    index = bootstrap_indices(len(frame), n_boot=200, random_state=0)
     disjoint = {m: (frame[f"nll_{m}"] - frame[f"nll_{m}_touching"]).to_numpy() for m in fitted}
     e = ratio_gain(disjoint["global"], disjoint["ecc"], index)
     b = ratio_gain(disjoint["global"], disjoint["emb_only"], index)
@@ -239,7 +239,7 @@ def test_routing_differences_are_paired(binary):
     routing = routing_experiment(data, fitted, n_boot=200)
     scores = data.scores[data.test_mask]
     rows = np.arange(scores.shape[0])
-    index = bootstrap_indices(scores.shape[0], 200, 0)
+    index = bootstrap_indices(scores.shape[0], n_boot=200, random_state=0)
     per = {
         m: mean_with_replicates(scores[rows, routing.choices["no_probe"][m]], index)
         for m in ("ecc", "emb_only")
@@ -480,7 +480,7 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
         "ecc_protocol": ecc_protocol,
         "ecc_experiments": ecc_experiments,
         "plotting": SimpleNamespace(plot_gains=lambda *a, **k: None),
-        "run_folder": SimpleNamespace(
+        "run_artifacts": SimpleNamespace(
             save_table=lambda *a, **k: saved.append(a[2]), save_figure=lambda *a, **k: None
         ),
         "display": lambda *a, **k: None,

@@ -497,7 +497,9 @@ def test_metric_entries_per_dataset_keep_the_other_entries(tmp_path):
     assert set(run_metrics.collect_metrics(tmp_path)["data_policy"]) == {"a", "b", "synth"}
 
     vectors = np.eye(3, dtype=np.float32)
-    check = embedding_check(vectors, ["x", "y", "z"], np.zeros(3, dtype=bool), "auto", 256)
+    check = embedding_check(
+        vectors, ["x", "y", "z"], np.zeros(3, dtype=bool), text_view="auto", max_seq_length=256
+    )
     record_embedding_check(tmp_path, "synth", check)
     recorded = run_metrics.collect_metrics(tmp_path)["embeddings"]["synth"]
     assert recorded["n_texts"] == 3 and recorded["n_duplicate_vectors"] == 0

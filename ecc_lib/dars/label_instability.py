@@ -280,6 +280,7 @@ class SingleShotWinners:
 def single_shot_winners(
     outcomes: pd.DataFrame | RepeatedObservations,
     utilities: np.ndarray | None = None,
+    *,
     method: str = "auto",
     n_draws: int = DEFAULT_N_DRAWS,
     random_state: int | np.random.Generator | None = 0,
@@ -515,6 +516,7 @@ class SubsetDiagnostics:
 
 def subset_diagnostics(
     obs: RepeatedObservations,
+    *,
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
     method: str = "auto",
@@ -547,7 +549,7 @@ def subset_diagnostics(
     SubsetDiagnostics
     """
     dist = capability_distributions(obs, subset=obs.subset)
-    u = dist.utility(cost_weight, beta)
+    u = dist.utility(cost_weight=cost_weight, beta=beta)
     winners = single_shot_winners(
         obs, u, method=method, n_draws=n_draws, random_state=random_state, change_draws=change_draws
     )
@@ -613,6 +615,7 @@ def subset_diagnostics(
 
 def label_instability(
     outcomes: pd.DataFrame | RepeatedObservations,
+    *,
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
     method: str = "auto",
@@ -673,7 +676,14 @@ def label_instability(
             None
             if part is None
             else subset_diagnostics(
-                part, cost_weight, beta, method, n_draws, n_boot, random_state, change_draws
+                part,
+                cost_weight=cost_weight,
+                beta=beta,
+                method=method,
+                n_draws=n_draws,
+                n_boot=n_boot,
+                random_state=random_state,
+                change_draws=change_draws,
             )
         )
     return out

@@ -721,11 +721,13 @@ def check_text_length(
     # a text of at most 254 characters fits any model reading 256 word pieces (text_views); a
     # text with more white-space separated words than the model reads is too long for certain
     # (each word is at least one piece): only the texts in between are tokenised
-    _, _, limit = text_views(distinct[distinct.str.len() > 254].head(1).tolist(), model_name)
+    _, _, limit = text_views(
+        distinct[distinct.str.len() > 254].head(1).tolist(), model_name=model_name
+    )
     n_words = distinct.str.count(r"\S+").to_numpy()
     sure = n_words > limit - 2
     between = (distinct.str.len().to_numpy() > 254) & ~sure
-    _, maybe, _ = text_views(distinct[between].tolist(), model_name, "full")
+    _, maybe, _ = text_views(distinct[between].tolist(), model_name=model_name, text_view="full")
     too_long = sure.copy()
     too_long[np.flatnonzero(between)] = maybe
     n_long = int(too_long.sum())

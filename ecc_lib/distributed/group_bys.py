@@ -149,7 +149,7 @@ def dars_statistics(
         mu_c=mu_c if cost_available else np.where(n_obs > 0, 0.0, np.nan),
         cost_available=cost_available,
     )
-    u = dist.utility(cost_weight, beta)
+    u = dist.utility(cost_weight=cost_weight, beta=beta)
     complete = (n_obs > 0).all(axis=1)
     labels = label_shares(u[complete], models) if complete.any() else {}
     flip = None

@@ -65,7 +65,11 @@ class EmbeddingClusters(ECC):
         # profiles for the final responsibilities (the loop fits none: they do not feed its E-step)
         dtype = np.dtype(self.dtype)
         self.theta_ = fit_profiles(
-            comparisons, self.responsibilities_.astype(dtype), self.alpha, self.theta_, dtype
+            comparisons,
+            self.responsibilities_.astype(dtype),
+            self.alpha,
+            theta0=self.theta_,
+            dtype=dtype,
         )
         return self
 

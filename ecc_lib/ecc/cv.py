@@ -550,13 +550,21 @@ def _warm_fit(est, x, comparisons, counts, blocks, pool, resp0, codes, dtype, n_
     est._store(run, comparisons, x)
     if isinstance(est, EmbeddingClusters):
         est.theta_ = fit_profiles(
-            comparisons, est.responsibilities_.astype(dtype), est.alpha, est.theta_, dtype
+            comparisons,
+            est.responsibilities_.astype(dtype),
+            est.alpha,
+            theta0=est.theta_,
+            dtype=dtype,
         )
     if isinstance(est, LabelInformedECC):
         est.label_weight_ = float(est.label_weight)
         est.cv_table_, est.cv_scores_ = {}, {}
         est.log_prior_ = category_log_prior(
-            est.responsibilities_, codes, n_categories, float(est.smoothing), est.prior
+            est.responsibilities_,
+            codes,
+            n_categories,
+            smoothing=float(est.smoothing),
+            prior=est.prior,
         )
     return est
 

@@ -101,7 +101,7 @@ def normalise_rows(a: np.ndarray) -> np.ndarray:
 
 
 def fit_profiles(
-    comparisons: Comparisons, resp: np.ndarray, alpha: float, theta0=None, dtype=np.float64
+    comparisons: Comparisons, resp: np.ndarray, alpha: float, *, theta0=None, dtype=np.float64
 ) -> np.ndarray:
     """BT profiles of the soft assignment ``resp`` (n_queries, K): comparison weights
     ``r_qk / N_q``, fitted on the observed pairs (:func:`ecc_lib.bradley_terry.fit_bt_pairs`).
@@ -272,6 +272,7 @@ def block_e_step(
     old_neg_entropy: np.ndarray,
     out_resp: np.ndarray,
     out_neg_entropy: np.ndarray,
+    *,
     log_prior: np.ndarray | None = None,
 ):
     """E-step of one block of queries; the maths shared by the in-memory and the Dask fits.
@@ -407,7 +408,15 @@ class LocalData:
             i0, i1, cb = block
             prior = None if log_prior is None else log_prior[i0:i1]
             return block_e_step(
-                x[i0:i1], cb, table, cen, resp[i0:i1], ne[i0:i1], resp[i0:i1], ne[i0:i1], prior
+                x[i0:i1],
+                cb,
+                table,
+                cen,
+                resp[i0:i1],
+                ne[i0:i1],
+                resp[i0:i1],
+                ne[i0:i1],
+                log_prior=prior,
             )
 
         return _sum_statistics(

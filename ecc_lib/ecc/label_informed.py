@@ -57,6 +57,7 @@ def category_log_prior(
     responsibilities: np.ndarray,
     codes: np.ndarray,
     n_categories: int,
+    *,
     smoothing: float = 1.0,
     prior: str = "absolute",
 ) -> np.ndarray:
@@ -185,7 +186,7 @@ class LabelInformedECC(ECC):
         form = self.prior
 
         def update(resp: np.ndarray) -> np.ndarray:
-            log_pi = category_log_prior(resp, codes, n_categories, smoothing, form)
+            log_pi = category_log_prior(resp, codes, n_categories, smoothing=smoothing, prior=form)
             return (weight * log_pi[codes]).astype(dtype)
 
         return update
@@ -270,7 +271,11 @@ class LabelInformedECC(ECC):
 
     def _final_prior(self, codes: np.ndarray, n_categories: int) -> np.ndarray:
         return category_log_prior(
-            self.responsibilities_, codes, n_categories, float(self.smoothing), self.prior
+            self.responsibilities_,
+            codes,
+            n_categories,
+            smoothing=float(self.smoothing),
+            prior=self.prior,
         )
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):

@@ -275,7 +275,7 @@ def soft_evidence_comparison(
         draw = sampled_outcomes(outcomes, pairs, rng)
         probe = draw.select_queries(test_mask).take(first) if mode == "both" else None
         sampled_p.append(fit_and_score(draw.select_queries(train_mask), probe))
-    index = bootstrap_indices(n_test, n_boot, random_state)
+    index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
     counts = np.bincount(scored.query, minlength=n_test).astype(float)
 
     def summary(target: np.ndarray) -> dict:

@@ -70,7 +70,7 @@ def check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
-def check_embeddings(embeddings, n_rows: int | None, dtype, what: str = "embeddings"):
+def check_embeddings(embeddings, n_rows: int | None, dtype, *, what: str = "embeddings"):
     """``embeddings`` as a C-contiguous 2-D array of ``dtype`` with unit rows.
 
     Parameters

@@ -84,6 +84,7 @@ def embedding_check(
     vectors: np.ndarray,
     texts: Sequence[str],
     too_long: np.ndarray,
+    *,
     text_view: str,
     max_seq_length: int,
     model_name: str | None = None,

@@ -68,6 +68,7 @@ logger = logging.getLogger(__name__)
 
 def embed_texts(
     texts: Sequence[str],
+    *,
     model_name: str | None = None,
     cache_dir: str | Path | None = None,
     batch_size: int = 64,
@@ -112,7 +113,7 @@ def embed_texts(
     original = [str(t) for t in texts]
     if not original:
         raise ValueError("embed_texts needs at least one text")
-    texts, too_long, max_length = text_views(original, model_name, text_view)
+    texts, too_long, max_length = text_views(original, model_name=model_name, text_view=text_view)
     digests = text_digests(texts)
     cache = EmbeddingCache(model_name, cache_dir, read_dirs) if use_cache else None
     vectors, found = (
@@ -147,7 +148,14 @@ def embed_texts(
             cache.add(unique_digests, computed)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
-    check = embedding_check(vectors, original, too_long, text_view, max_length, model_name)
+    check = embedding_check(
+        vectors,
+        original,
+        too_long,
+        text_view=text_view,
+        max_seq_length=max_length,
+        model_name=model_name,
+    )
     return (vectors, check) if return_check else vectors
 
 
@@ -164,7 +172,7 @@ def static_refit_corpus() -> tuple[list[str], np.ndarray]:
 
     queries = pd.read_parquet(paths.data_dir() / "mmlu2" / "queries.parquet")
     texts = queries["text"].astype(str).drop_duplicates().tolist()
-    views, _, _ = text_views(texts, None)
+    views, _, _ = text_views(texts, model_name=None)
     return views, embed_texts(texts, show_progress=False)
 
 

@@ -66,7 +66,7 @@ def model_slug(model_name: str | None) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "__", canonical_model_name(model_name))
 
 
-def load_model(model_name: str | None = None, device: str | None = "cpu"):
+def load_model(model_name: str | None = None, *, device: str | None = "cpu"):
     """Load a sentence-transformers model (the offline default when ``model_name`` is None).
 
     Parameters

@@ -92,7 +92,7 @@ def _last_question(text: str) -> str:
 
 
 def text_views(
-    texts: Sequence[str], model_name: str | None = None, text_view: str = DEFAULT_TEXT_VIEW
+    texts: Sequence[str], *, model_name: str | None = None, text_view: str = DEFAULT_TEXT_VIEW
 ) -> tuple[list[str], np.ndarray, int]:
     """The texts a model embeds under ``text_view``, and which of them were too long.
 

@@ -101,7 +101,9 @@ class DARSResult:
             "seed": self.seed,
             "cost_available": obs.cost_available,
             "n_dropped_queries": len(obs.dropped_query_ids),
-            "labels": label_shares(dist.utility(self.cost_weight, self.beta), obs.models),
+            "labels": label_shares(
+                dist.utility(cost_weight=self.cost_weight, beta=self.beta), obs.models
+            ),
             "mean_mu_q": dict(zip(obs.models, dist.mu_q.mean(axis=0).tolist(), strict=True)),
         }
         for key in _DARS_KEYS:
@@ -235,8 +237,8 @@ def run_dars(
     obs = repeated_observations(outcomes, source=source, validate=validate)
     diagnostics = label_instability(
         obs,
-        cost_weight,
-        beta,
+        cost_weight=cost_weight,
+        beta=beta,
         n_draws=n_draws,
         n_boot=n_boot,
         random_state=seed,

@@ -810,7 +810,7 @@ def score_methods(
         leak_share[name] = float(touching.mean())
         accuracy[name] = pairwise_accuracy(p, scored.y)
     has = counts > 0
-    index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=random_state)
     n_scored = float(counts.sum())
     nll, nll_ci, gain, ci, stats_gain = {}, {}, {}, {}, {}
     gain_t, ci_t, gain_d, ci_d, stats_d = {}, {}, {}, {}, {}
@@ -821,34 +821,42 @@ def score_methods(
         m = losses[has]
         nll[name] = float(m.sum() / n_scored)
         reps = m[index].sum(axis=1) / counts[has][index].sum(axis=1)
-        nll_ci[name] = percentile_interval(reps, confidence)
+        nll_ci[name] = percentile_interval(reps, confidence=confidence)
         if name == "global":
             continue
         g = per_query["global"][has]
-        gain[name], ci[name], stats_gain[name] = ratio_gain(g, m, index, confidence)
+        gain[name], ci[name], stats_gain[name] = ratio_gain(g, m, index, confidence=confidence)
         # the global model ignores the probe: its losses on this method's touching pairs are its
         # per-pair losses restricted to the same pairs
         touching = touch_rows[name]
         g_losses = pair_losses["global"]
         g_t = np.bincount(scored.query[touching], weights=g_losses[touching], minlength=n_test)
         m_t = per_query_touch[name]
-        gain_t[name], ci_t[name], _ = ratio_gain(g_t[has], m_t[has], index, confidence)
+        gain_t[name], ci_t[name], _ = ratio_gain(g_t[has], m_t[has], index, confidence=confidence)
         gain_d[name], ci_d[name], stats_d[name] = ratio_gain(
-            (per_query["global"] - g_t)[has], (losses - m_t)[has], index, confidence
+            (per_query["global"] - g_t)[has], (losses - m_t)[has], index, confidence=confidence
         )
         # queries with / without a probe of the reference method (the same resamples)
         for key, mask in (("with", covered), ("without", ~covered)):
-            by_probe[key][name] = ratio_gain(g * mask, m * mask, index, confidence)[:2]
+            by_probe[key][name] = ratio_gain(g * mask, m * mask, index, confidence=confidence)[:2]
     differences, differences_disjoint = {}, {}
     if "ecc" in gain:
         for second in gain:
             if second == "ecc":
                 continue
             differences[f"ecc_minus_{second}"] = paired_difference(
-                gain["ecc"], stats_gain["ecc"], gain[second], stats_gain[second], confidence
+                gain["ecc"],
+                stats_gain["ecc"],
+                gain[second],
+                stats_gain[second],
+                confidence=confidence,
             )
             differences_disjoint[f"ecc_minus_{second}"] = paired_difference(
-                gain_d["ecc"], stats_d["ecc"], gain_d[second], stats_d[second], confidence
+                gain_d["ecc"],
+                stats_d["ecc"],
+                gain_d[second],
+                stats_d[second],
+                confidence=confidence,
             )
     frame = pd.DataFrame({"query_id": data.test.query_ids, "n_scored": counts})
     frame["n_scored_touching"] = touch_count[reference]

@@ -267,7 +267,7 @@ def routing_experiment(
     scores = data.scores[data.test_mask]
     costs = _cost_matrix(outcomes, data)
     n_test = scores.shape[0]
-    index = bootstrap_indices(n_test, n_boot, random_state)
+    index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
     rows, all_choices, replicates = [], {}, {}
     settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
 
@@ -275,7 +275,9 @@ def routing_experiment(
         ok = np.isfinite(per_query_score)
         if not ok.any():
             return
-        score, (low, high), reps = mean_with_replicates(per_query_score, index, confidence)
+        score, (low, high), reps = mean_with_replicates(
+            per_query_score, index, confidence=confidence
+        )
         replicates.setdefault(setting, {})[method] = (score, reps)
         cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
         rows.append(
@@ -348,7 +350,9 @@ def routing_experiment(
             continue
         e_score, e_reps = arms["ecc"]
         differences[setting] = {
-            f"ecc_minus_{name}": paired_difference(e_score, e_reps, score, reps, confidence)
+            f"ecc_minus_{name}": paired_difference(
+                e_score, e_reps, score, reps, confidence=confidence
+            )
             for name, (score, reps) in arms.items()
             if name != "ecc"
         }

@@ -279,7 +279,7 @@ def _summaries(
             )
             if key in held_out.METRICS:
                 averaged = np.mean([m[key] for m in runs], axis=0)
-                _, low, high = bootstrap_mean_ci(averaged, n_boot, random_state)
+                _, low, high = bootstrap_mean_ci(averaged, n_boot=n_boot, random_state=random_state)
                 summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
         table_rows.append(summary)
     return run_rows, table_rows

@@ -131,7 +131,7 @@ def evaluate_choices(
         "score_decode": truth.decodes.mu_q[rows, choice] if truth.decodes else nan,
         "decode_instability": nan,
         "cost": both.mu_c[rows, choice],
-        "utility": both.utility(cost_weight, beta)[rows, choice],
+        "utility": both.utility(cost_weight=cost_weight, beta=beta)[rows, choice],
     }
     if truth.decodes is not None:
         repeated = truth.decodes.n_obs[rows, choice] >= 2
@@ -180,7 +180,7 @@ def oracle_choices(
     ndarray of int, shape (n_test,)
         The model with the highest held-out utility on each test query.
     """
-    return np.argmax(truth.both.utility(cost_weight, beta), axis=1)
+    return np.argmax(truth.both.utility(cost_weight=cost_weight, beta=beta), axis=1)
 
 
 def best_fixed_model(
@@ -202,7 +202,7 @@ def best_fixed_model(
     -------
     int
     """
-    return int(np.argmax(train.utility(cost_weight, beta).mean(axis=0)))
+    return int(np.argmax(train.utility(cost_weight=cost_weight, beta=beta).mean(axis=0)))
 
 
 def gap_closed(value: float, fixed: float, oracle: float) -> float:

@@ -58,7 +58,7 @@ def joint_bootstrap_weights(
     rng = np.random.default_rng(random_state)
 
     def shares(n_units: int) -> np.ndarray:
-        index = bootstrap_indices(n_units, n_boot, rng)
+        index = bootstrap_indices(n_units, n_boot=n_boot, random_state=rng)
         flat = index + n_units * np.arange(n_boot)[:, None]
         counts = np.bincount(flat.ravel(), minlength=n_boot * n_units)
         return counts.reshape(n_boot, n_units) / n_units

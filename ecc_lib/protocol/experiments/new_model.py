@@ -221,7 +221,7 @@ def new_model_experiment(
     no_budget = test_nll(ecc, start(ecc))
     pair_counts = np.bincount(tq, minlength=n_test)
     has = pair_counts > 0
-    index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=random_state)
     total = float(pair_counts.sum())
     readings = {"": ~touches, "_all": None, "_touching": touches}
     rows = []
@@ -258,7 +258,7 @@ def new_model_experiment(
             reps = nll[arm][""][index].sum(axis=1) / np.bincount(tq[~touches], minlength=n_test)[
                 has
             ][index].sum(axis=1)
-            low, high = finite_interval(reps, 0.95)
+            low, high = finite_interval(reps, confidence=0.95)
             n_disjoint = float((~touches).sum())
             row[f"nll_{column}_opponent"] = (
                 float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
@@ -272,7 +272,7 @@ def new_model_experiment(
             g = nll["global"][suffix]
             gains = {}
             for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
-                gains[arm] = ratio_gain(g, nll[arm][suffix], index, 0.95)
+                gains[arm] = ratio_gain(g, nll[arm][suffix], index, confidence=0.95)
                 row[f"{prefix}{suffix}_pct"] = gains[arm][0]
                 row[f"{prefix}{suffix}_low"], row[f"{prefix}{suffix}_high"] = gains[arm][1]
             diff = paired_difference(

@@ -155,7 +155,7 @@ def probe_strategy_comparison(
     )
     by = {r["strategy"]: r for r in rows}
     ref = by["first"]["reference_by_query"]
-    index = bootstrap_indices(len(ref), n_boot, random_state)
+    index = bootstrap_indices(len(ref), n_boot=n_boot, random_state=random_state)
     gains = {s: ratio_gain(ref, r["loss_by_query"], index) for s, r in by.items()}
     paired = paired_difference(
         gains[strategy][0], gains[strategy][2], gains["first"][0], gains["first"][2]
