@@ -653,6 +653,7 @@ def bench_dataset(
         ``per_seed``, ``settings``, ``seconds``.
     """
     from ecc_lib.data import checks as checks_module
+    from ecc_lib.data import text_checks
     from ecc_lib.data.policy import human_baseline_reason
 
     say = progress or (lambda line: None)
@@ -736,7 +737,7 @@ def bench_dataset(
         records.append(record)
         say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): {record['seconds']:.1f} s")
     # duplicates across the protocol's split (of the first seed)
-    results["texts"] = checks_module.check_texts(
+    results["texts"] = text_checks.check_texts(
         queries, train_ids=records[0]["train_ids"], test_ids=records[0]["test_ids"]
     )
     tick = time.perf_counter()

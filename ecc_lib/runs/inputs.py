@@ -14,7 +14,7 @@ from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs.metrics import record_metric_entry
 
 if TYPE_CHECKING:
-    from ecc_lib.data.checks import CheckResult
+    from ecc_lib.data.check_result import CheckResult
     from ecc_lib.data.policy import DataPolicyReport
     from ecc_lib.embed.check import EmbeddingCheck
 
