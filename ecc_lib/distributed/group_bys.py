@@ -82,7 +82,7 @@ def dars_statistics(
         CapabilityDistributions,
         label_shares,
     )
-    from ecc_lib.dars.label_instability import (
+    from ecc_lib.dars.winners import (
         chance_flip_rates,
         change_probability,
         default_change_draws,
