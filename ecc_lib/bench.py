@@ -654,7 +654,7 @@ def bench_dataset(
     """
     from ecc_lib.data import checks as checks_module
     from ecc_lib.data import text_checks
-    from ecc_lib.data.policy import human_baseline_reason
+    from ecc_lib.data.protocol_policy import human_baseline_reason
 
     say = progress or (lambda line: None)
     label = dataset_label(name)

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from ecc_lib.data import policy as data_checks
-from ecc_lib.data import sources, tables
+from ecc_lib.data import protocol_policy, sources, tables
 from ecc_lib.data.observations import repeated_observations
-from ecc_lib.data.policy import DataPolicyError, apply_data_policy
+from ecc_lib.data.policy import apply_data_policy
+from ecc_lib.data.protocol_policy import DataPolicyError
 from ecc_lib.data.schema import DataValidationError
 from ecc_lib.runs import provenance
 from ecc_lib.synthetic.messy import write_foreign_dataset
@@ -189,7 +190,7 @@ def test_policy_notes_no_repeats_one_category_and_two_models():
     assert "no repeated observations" in joined
     assert "human-label baseline" in joined and "n/a" in joined
     assert "only 2 models" in joined
-    assert data_checks.human_baseline_reason(np.array(["a", "b", None], dtype=object)) is None
+    assert protocol_policy.human_baseline_reason(np.array(["a", "b", None], dtype=object)) is None
     assert data_checks.no_repeats_reason(pd.concat([_long(), _long()])) is None
 
 
@@ -198,24 +199,24 @@ def test_policy_notes_no_repeats_one_category_and_two_models():
 )
 def test_utility_weights_must_be_finite_and_non_negative(cost_weight, beta):
     with pytest.raises(DataPolicyError, match="finite number >= 0"):
-        data_checks.check_utility_weights(cost_weight, beta)
-    data_checks.check_utility_weights(0.0, 0.0)
+        protocol_policy.check_utility_weights(cost_weight, beta)
+    protocol_policy.check_utility_weights(0.0, 0.0)
 
 
 def test_protocol_sizes():
     with pytest.raises(DataPolicyError, match="2 training queries"):
-        data_checks.check_protocol_sizes(2, 1)
+        protocol_policy.check_protocol_sizes(2, 1)
     with pytest.raises(DataPolicyError, match="K = \\[100\\].*44 training"):
-        data_checks.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=[5, 100])
+        protocol_policy.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=[5, 100])
     with pytest.raises(DataPolicyError, match="1 dimension"):
-        data_checks.check_protocol_sizes(50, 10, embedding_dim=1)
+        protocol_policy.check_protocol_sizes(50, 10, embedding_dim=1)
     with pytest.raises(DataPolicyError, match="no test query"):
-        data_checks.check_protocol_sizes(50, 0)
+        protocol_policy.check_protocol_sizes(50, 0)
     assert (
         "small data"
-        in data_checks.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=10)[0]
+        in protocol_policy.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=10)[0]
     )
-    assert data_checks.check_protocol_sizes(400, 100, embedding_dim=384, n_clusters=30) == []
+    assert protocol_policy.check_protocol_sizes(400, 100, embedding_dim=384, n_clusters=30) == []
 
 
 # ------------------------------------------------------------------------------- resolution

@@ -14,7 +14,7 @@ import pytest
 
 from ecc_lib import plotting, report
 from ecc_lib.data import policy as data_checks
-from ecc_lib.data import schema, sources, tables
+from ecc_lib.data import protocol_policy, schema, sources, tables
 from ecc_lib.data.schema import DataValidationError, summarise, validate_outcomes, validate_queries
 from ecc_lib.protocol.ecc_protocol import prepare_protocol, run_protocol
 from ecc_lib.report.document import ReportSection
@@ -72,7 +72,7 @@ def test_human_baseline_is_skipped_when_no_test_category_occurs_in_training():
     assert "human" not in result.nll and "human" not in result.gain
     assert "ecc" in result.nll
     data = prepare_protocol(queries, planted.outcomes, planted.embeddings)
-    reason = data_checks.human_baseline_reason(data.labels, train_mask=data.train_mask)
+    reason = protocol_policy.human_baseline_reason(data.labels, train_mask=data.train_mask)
     assert reason is not None and "no test query's category occurs" in reason
     assert reason in data.params["warnings"]
 
@@ -100,10 +100,10 @@ def test_seeds_where_the_human_baseline_is_skipped_on_some_split_still_summarise
 def test_unseen_test_categories_are_counted_when_some_are_known():
     labels = np.array(["a", "a", "b", "b", "c", "d"], dtype=object)
     train = np.array([True, True, True, False, False, False])
-    note = data_checks.unseen_category_note(labels, train)
+    note = protocol_policy.unseen_category_note(labels, train)
     assert note.startswith("2 of 3 test queries carry a category no training query has")
-    assert data_checks.human_baseline_reason(labels, train_mask=train) is None
-    assert data_checks.unseen_category_note(labels, np.ones(6, dtype=bool)) is None
+    assert protocol_policy.human_baseline_reason(labels, train_mask=train) is None
+    assert protocol_policy.unseen_category_note(labels, np.ones(6, dtype=bool)) is None
 
 
 # ------------------------------------------------------ 14: empty and duplicate query texts

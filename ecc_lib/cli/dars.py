@@ -204,7 +204,8 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
 
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
-    from ecc_lib.data.policy import apply_data_policy, check_utility_weights
+    from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.data.protocol_policy import check_utility_weights
     from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)

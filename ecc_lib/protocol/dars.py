@@ -231,7 +231,8 @@ def run_dars(
     """
     from ecc_lib.dars.distributions import capability_distributions, repeated_observations
     from ecc_lib.dars.label_instability import label_instability
-    from ecc_lib.data.policy import check_utility_weights, no_repeats_reason
+    from ecc_lib.data.policy import no_repeats_reason
+    from ecc_lib.data.protocol_policy import check_utility_weights
 
     check_utility_weights(cost_weight, beta)
     obs = repeated_observations(outcomes, source=source, validate=validate)

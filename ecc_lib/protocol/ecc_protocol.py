@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data import policy as data_checks
+from ecc_lib.data import protocol_policy
 from ecc_lib.data.comparisons import (
     DEFAULT_TIE_TOLERANCE,
     Comparisons,
@@ -209,7 +209,7 @@ def prepare_protocol(
             f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
             f"({len(query_ids)} rows, in its order)"
         )
-    data_checks.check_embedding_dims(emb.shape[1])
+    protocol_policy.check_embedding_dims(emb.shape[1])
     n_models = len(models) if models is not None else int(outcomes["model"].nunique())
     notes: list[str] = []
     single_pair = n_models == 2 and min_pairs > 1
@@ -232,7 +232,7 @@ def prepare_protocol(
         tie_tolerance=tie_tolerance,
     )
     if comparisons.n_queries < 2:
-        two = data_checks.two_models_note(int(outcomes["model"].nunique()))
+        two = protocol_policy.two_models_note(int(outcomes["model"].nunique()))
         raise ValueError(
             f"only {comparisons.n_queries} query(ies) have at least {min_pairs} non-tie "
             f"pair{'s' if min_pairs != 1 else ''}; "
@@ -263,11 +263,11 @@ def prepare_protocol(
         outcomes, comparisons.dropped_query_ids, comparisons.models, tie_tolerance, min_pairs
     )
     texts = queries["text"].astype(str).to_numpy()[rows]
-    checks = data_checks.protocol_notes(
+    checks = protocol_policy.protocol_notes(
         outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
     )
     if single_pair:  # the generic two-model note is replaced by the sentence above
-        two = data_checks.two_models_note(2)
+        two = protocol_policy.two_models_note(2)
         checks = [c for c in checks if c != two]
     notes = notes + checks
     return ProtocolData(
@@ -546,7 +546,7 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     fit_seconds : dict
         Wall seconds of each fit.
     """
-    data_checks.check_protocol_sizes(
+    protocol_policy.check_protocol_sizes(
         data.train.n_queries,
         data.test.n_queries,
         embedding_dim=data.embeddings.shape[1],
@@ -556,7 +556,7 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        reason = data_checks.human_baseline_reason(data.labels, train_mask=data.train_mask)
+        reason = protocol_policy.human_baseline_reason(data.labels, train_mask=data.train_mask)
         if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and reason:
             logger.info("%s (%s skipped)", reason, name)
             continue
