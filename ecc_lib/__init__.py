@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import importlib
 
-from ecc_lib.data.comparisons import Comparisons, make_comparisons, split_probe, split_queries
+from ecc_lib.data.comparisons import Comparisons, make_comparisons
 from ecc_lib.data.schema import DataValidationError, validate_outcomes, validate_queries
+from ecc_lib.data.splits import split_probe, split_queries
 
 __version__ = "0.1.0"
 

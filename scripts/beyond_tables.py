@@ -20,8 +20,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data.comparisons import disjoint_from_probe, split_probe
 from ecc_lib.data.sources import load_bundled
+from ecc_lib.data.splits import disjoint_from_probe, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, true_win_probability

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from ecc_lib.data.comparisons import Comparisons, split_probe
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import split_probe
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.active_probes import candidate_pairs, expected_entropy, probes_from_scores

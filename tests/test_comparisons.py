@@ -8,14 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecc_lib.data.comparisons import (
-    Comparisons,
-    make_comparisons,
-    score_matrix,
-    split_probe,
-    split_queries,
-)
+from ecc_lib.data.comparisons import Comparisons, make_comparisons, score_matrix
 from ecc_lib.data.schema import DataValidationError
+from ecc_lib.data.splits import split_probe, split_queries
 
 
 def random_outcomes(n_queries=50, n_models=6, n_obs=1, seed=0, binary=True):

@@ -9,13 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.data.comparisons import (
-    Comparisons,
-    disjoint_from_probe,
-    probe_models,
-    split_probe,
-    touching_probe,
-)
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import disjoint_from_probe, probe_models, split_probe, touching_probe
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC, comparison_nll, evidence
 from ecc_lib.protocol.ecc_protocol import (

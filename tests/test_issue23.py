@@ -15,7 +15,8 @@ import pytest
 
 from ecc_lib.cli import main
 from ecc_lib.cli.ecc import format_result
-from ecc_lib.data.comparisons import make_comparisons, probe_models, split_probe
+from ecc_lib.data.comparisons import make_comparisons
+from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, soft_outcomes
@@ -518,8 +519,8 @@ def test_report_states_the_leak_free_share_and_the_left_out_reason(tmp_path):
 
 
 def test_routing_cost_scale_comes_from_training_queries():
-    from ecc_lib.data.comparisons import split_queries
     from ecc_lib.data.observations import repeated_observations, rescale_cost
+    from ecc_lib.data.splits import split_queries
     from ecc_lib.routing_evaluation import routing_table
 
     s = make_repeated_outcomes(n_queries=120, n_models=3, n_rewrites=2, n_decodes=2)

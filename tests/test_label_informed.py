@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from ecc_lib.data.comparisons import Comparisons, disjoint_from_probe, split_probe, split_queries
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import disjoint_from_probe, split_probe, split_queries
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior

@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 from ecc_lib import routers
 from ecc_lib.dars import distributions as dars
-from ecc_lib.data.comparisons import split_queries
+from ecc_lib.data.splits import split_queries
 from ecc_lib.routers.training import TorchRouter
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 

@@ -37,7 +37,8 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
 from ecc_lib.bradley_terry import DEFAULT_ALPHA, pair_counts
-from ecc_lib.data.comparisons import Comparisons, disjoint_from_probe, split_probe, touching_probe
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
 from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT, HumanLabelClusters
 from ecc_lib.ecc.engine import (
     LocalData,

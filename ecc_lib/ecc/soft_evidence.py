@@ -24,7 +24,8 @@ import logging
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data.comparisons import Comparisons, make_comparisons, split_queries
+from ecc_lib.data.comparisons import Comparisons, make_comparisons
+from ecc_lib.data.splits import split_queries
 from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
 

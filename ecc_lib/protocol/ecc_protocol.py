@@ -45,9 +45,8 @@ from ecc_lib.data.comparisons import (
     make_comparisons,
     score_matrix,
     snap_ties,
-    split_queries,
-    touching_probe,
 )
+from ecc_lib.data.splits import split_queries, touching_probe
 from ecc_lib.ecc.baselines import (
     ComparisonOnlyECC,
     EmbeddingClusters,

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ecc_lib.data.comparisons import Comparisons, probe_models, snap_ties
+from ecc_lib.data.comparisons import Comparisons, snap_ties
+from ecc_lib.data.splits import probe_models
 
 if TYPE_CHECKING:
     from ecc_lib.protocol.ecc_protocol import ProtocolData

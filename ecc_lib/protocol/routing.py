@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data.comparisons import Comparisons, probe_models, score_matrix
+from ecc_lib.data.comparisons import Comparisons, score_matrix
+from ecc_lib.data.splits import probe_models
 from ecc_lib.protocol.ecc_protocol import ProtocolData
 from ecc_lib.protocol.probes import ProbeStrategy, probe_responsibilities, select_probes
 from ecc_lib.serialization import to_jsonable

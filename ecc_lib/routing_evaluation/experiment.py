@@ -26,8 +26,8 @@ from ecc_lib.dars.distributions import (
     repeated_observations,
     single_shot_distributions,
 )
-from ecc_lib.data.comparisons import split_queries
 from ecc_lib.data.observations import rescale_cost
+from ecc_lib.data.splits import split_queries
 from ecc_lib.routers import make_router, router_families
 from ecc_lib.routing_evaluation import held_out
 from ecc_lib.routing_evaluation.curves import (
@@ -96,7 +96,7 @@ def routing_table(
     cost_weight, beta : float
         Utility weights for routing and for the utility metric.
     test_size, split_seed : float, int
-        Query split (:func:`ecc_lib.data.comparisons.split_queries`).
+        Query split (:func:`ecc_lib.data.splits.split_queries`).
     random_state : int
     n_boot : int
     lambdas : sequence of float

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
-from ecc_lib.data.comparisons import Comparisons, probe_models, score_matrix, snap_ties, split_probe
+from ecc_lib.data.comparisons import Comparisons, score_matrix, snap_ties
+from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.protocol.ecc_protocol import (
     PAPER_N_PAIRS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib.data.comparisons import probe_models, split_probe
+from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.protocol.active_probes import probes_from_scores
 from ecc_lib.protocol.probes import PROBE_STRATEGIES

@@ -16,9 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
-from ecc_lib.data.comparisons import (
-    Comparisons,
-)
+from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.estimator import evidence
 from ecc_lib.ecc.validation import labels_to_str
 from ecc_lib.protocol.ecc_protocol import (
