@@ -1,7 +1,7 @@
 """ECC on partitioned data with Dask: the E-step per partition, the M-step on reduced statistics.
 
 Importing this package registers it as a data backend of the EM engine
-(:func:`ecc_lib.ecc.engine.register_data_backend`); :mod:`ecc_lib.ecc.engine` never imports it, except when a
+(:func:`ecc_lib.ecc.backends.register_data_backend`); :mod:`ecc_lib.ecc.backends` never imports it, except when a
 dask array is passed to a fit. Dask itself is imported on first use (the ``[dask]`` extra).
 
 Both EM steps are sums over queries (``DESIGN.md`` section 5): the E-step of a partition needs
@@ -42,7 +42,7 @@ from ecc_lib.distributed.scheduler import (
     scheduler_context,
     use_dask,
 )
-from ecc_lib.ecc.engine import register_data_backend
+from ecc_lib.ecc.backends import register_data_backend
 
 # the EM engine runs a fit here when `active` says so (inside `use_dask`, or on a dask array)
 register_data_backend("dask", active, fit_partitioned)

@@ -3,18 +3,14 @@ backend.
 
 :func:`run_em` is the EM loop whatever holds the queries: the per-block maths
 (:func:`block_e_step`, :func:`block_statistics`) runs on :class:`LocalData` (blocks of rows on a
-thread pool) or on a registered data backend (:func:`register_data_backend`; the Dask partitions
+thread pool) or on a registered data backend (:mod:`ecc_lib.ecc.backends`; the Dask partitions
 of :mod:`ecc_lib.distributed`). :func:`fit_profiles` fits the Bradley-Terry profiles of a soft
 assignment. See :mod:`ecc_lib.ecc.estimator` for the model and its objective.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import importlib
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -433,121 +429,6 @@ class LocalData:
         return self.resp
 
 
-@dataclass(frozen=True)
-class DataBackend:
-    """Where else than in memory an ECC-family fit can run (registered by the backend's module).
-
-    Attributes
-    ----------
-    name : str
-        The backend (``"dask"``).
-    claims : callable
-        ``claims(embeddings) -> bool``: whether this fit runs on the backend (for Dask: inside
-        ``ecc_lib.distributed.use_dask`` or on a dask array).
-    fit : callable
-        ``fit(estimator, embeddings, comparisons) -> estimator``: the fit on the backend.
-    """
-
-    name: str
-    claims: Callable[[object], bool]
-    fit: Callable
-
-
-_DATA_BACKENDS: dict[str, DataBackend] = {}
-_BACKEND_MODULES = {"dask": "ecc_lib.distributed"}
-"""Module that registers the backend for arrays of a package (imported only when such an array
-is passed, like a plug-in: this module never imports it otherwise)."""
-
-
-def register_data_backend(name: str, claims: Callable[[object], bool], fit: Callable) -> None:
-    """Register a data backend of the EM engine (see :class:`DataBackend`); a name registered
-    again replaces the earlier one.
-
-    Parameters
-    ----------
-    name : str
-    claims : callable
-        ``claims(embeddings) -> bool``.
-    fit : callable
-        ``fit(estimator, embeddings, comparisons) -> estimator``.
-    """
-    _DATA_BACKENDS[str(name)] = DataBackend(str(name), claims, fit)
-
-
-_BACKENDS_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("_BACKENDS_OFF", default=False)
-
-
-@contextlib.contextmanager
-def in_memory_fits() -> Iterator[None]:
-    """Run the ECC-family fits inside the block in memory, even where a data backend would claim
-    them (inside ``ecc_lib.distributed.use_dask``).
-
-    For estimators whose fit is not partitioned (``LabelInformedECC``): their fit is the in-memory
-    one, while the rest of a ``--scheduler`` run stays on the backend.
-
-    Yields
-    ------
-    None
-    """
-    token = _BACKENDS_OFF.set(True)
-    try:
-        yield
-    finally:
-        _BACKENDS_OFF.reset(token)
-
-
-def is_backend_array(embeddings) -> bool:
-    """Whether ``embeddings`` is an array of a package with a backend module (a dask array).
-
-    Parameters
-    ----------
-    embeddings : object
-
-    Returns
-    -------
-    bool
-    """
-    return type(embeddings).__module__.partition(".")[0] in _BACKEND_MODULES
-
-
-def data_backend(embeddings) -> DataBackend | None:
-    """The registered backend that claims this fit, or None (in memory).
-
-    Nothing is imported for in-memory arrays; an array of a package with a backend module (a dask
-    array) imports that module, which registers itself.
-
-    Parameters
-    ----------
-    embeddings : object
-        The fit's embeddings.
-
-    Returns
-    -------
-    DataBackend or None
-    """
-    if _BACKENDS_OFF.get() and not is_backend_array(embeddings):
-        return None
-    package = type(embeddings).__module__.partition(".")[0]
-    if package in _BACKEND_MODULES and package not in _DATA_BACKENDS:
-        importlib.import_module(_BACKEND_MODULES[package])
-    return next((b for b in _DATA_BACKENDS.values() if b.claims(embeddings)), None)
-
-
-def backend_requested(embeddings) -> bool:
-    """Whether a fit runs on a registered backend (Dask partitions) rather than in memory.
-
-    Parameters
-    ----------
-    embeddings : object
-        The fit's embeddings.
-
-    Returns
-    -------
-    bool
-    """
-    return data_backend(embeddings) is not None
-
-
 def run_em(
     data,
     pairs: PairCounts,
@@ -661,21 +542,15 @@ def run_em(
 __all__ = [
     "BLOCK_ROWS",
     "MIN_BLOCK_ROWS",
-    "DataBackend",
     "EMRun",
     "LocalData",
-    "backend_requested",
     "blas_controller",
     "block_e_step",
     "block_rows",
     "block_statistics",
-    "data_backend",
     "fit_profiles",
-    "in_memory_fits",
-    "is_backend_array",
     "neg_entropy",
     "normalise_rows",
-    "register_data_backend",
     "resolve_n_jobs",
     "row_blocks",
     "run_em",

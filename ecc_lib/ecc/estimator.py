@@ -57,12 +57,12 @@ from ecc_lib.bradley_terry import (
     win_probability,
 )
 from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.ecc.backends import data_backend
 from ecc_lib.ecc.engine import (
     EMRun,
     LocalData,
     blas_controller,
     block_rows,
-    data_backend,
     resolve_n_jobs,
     row_blocks,
     run_em,

@@ -35,7 +35,7 @@ import numpy as np
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
-from ecc_lib.ecc.engine import backend_requested, in_memory_fits, is_backend_array
+from ecc_lib.ecc.backends import backend_requested, in_memory_fits, is_backend_array
 from ecc_lib.ecc.estimator import (
     CENTROID_TOL,
     ECC,
