@@ -157,11 +157,11 @@ def test_public_url_redacts_credentials_and_drops_the_fragment():
 
 
 def test_openai_key_goes_only_to_openai_host():
-    from ecc_lib.collect.runner import _is_openai_host
+    from ecc_lib.collect.runner import is_openai_host
 
-    assert _is_openai_host("https://api.openai.com/v1")
-    assert not _is_openai_host("https://openrouter.ai/api/v1")
-    assert not _is_openai_host("http://127.0.0.1:8000/v1")
+    assert is_openai_host("https://api.openai.com/v1")
+    assert not is_openai_host("https://openrouter.ai/api/v1")
+    assert not is_openai_host("http://127.0.0.1:8000/v1")
 
 
 def test_base_url_and_api_key_checks():

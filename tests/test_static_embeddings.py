@@ -66,7 +66,7 @@ def test_shipped_static_embedder_is_offline_deterministic_and_unit(tmp_path, mon
 
 
 def test_static_embedder_sums_weighted_token_vectors():
-    tokenizer = static_embeddings._minilm_tokenizer()
+    tokenizer = static_embeddings.minilm_tokenizer()
     size = tokenizer.get_vocab_size()
     rng = np.random.default_rng(0)
     table = rng.normal(size=(size, 3)).astype(np.float32)
@@ -82,12 +82,12 @@ def test_static_embedder_sums_weighted_token_vectors():
 
 
 def test_refit_moves_seen_tokens_towards_the_targets_and_keeps_unseen_ones():
-    tokenizer = static_embeddings._minilm_tokenizer()
+    tokenizer = static_embeddings.minilm_tokenizer()
     size = tokenizer.get_vocab_size()
     rng = np.random.default_rng(1)
     x0 = rng.normal(size=(size, 4))
     texts = ["the cat sat", "a dog ran", "the dog sat", "a cat ran", "cat", "dog dog"]
-    counts = static_embeddings._token_counts(tokenizer, texts, size).toarray()
+    counts = static_embeddings.token_counts(tokenizer, texts, size).toarray()
     means = counts / counts.sum(axis=1, keepdims=True)
     targets = means @ rng.normal(size=(size, 4))  # reachable by some table
     refit = refit_token_vectors(x0, texts, targets, alpha=1e-4, n_iter=60)
