@@ -172,10 +172,10 @@ def test_base_url_and_api_key_checks():
                        ("http:///v1", "no host")]:  # fmt: skip
         with pytest.raises(EndpointConfigError, match=match):
             check_base_url(bad)
-    assert check_api_key(" sk-abc\n", "K") == "sk-abc"
-    assert check_api_key("  ", "K") is None
+    assert check_api_key(" sk-abc\n", api_key_env="K") == "sk-abc"
+    assert check_api_key("  ", api_key_env="K") is None
     with pytest.raises(EndpointConfigError, match="environment variable K") as caught:
-        check_api_key("sk-a\tb", "K")
+        check_api_key("sk-a\tb", api_key_env="K")
     assert "sk-a" not in str(caught.value)
     text = "b'Bearer sk-abc\\n' and \"sk-abc\\n\""  # repr and JSON forms of "sk-abc\n"
     assert "sk-abc" not in redact(text, ["sk-abc\n"])

@@ -237,7 +237,9 @@ async def acollect(
         raw_key = os.environ.get(api_key_env) or None
         if raw_key is None:
             logger.warning("environment variable %s is not set: sending no API key", api_key_env)
-    api_key = check_api_key(raw_key, api_key_env)  # stripped; refused before anything is written
+    api_key = check_api_key(
+        raw_key, api_key_env=api_key_env
+    )  # stripped; refused before anything is written
     if raw_key is not None and api_key != raw_key:
         logger.info("stripped surrounding whitespace from the API key in %s", api_key_env)
 
