@@ -15,6 +15,7 @@ import numpy as np
 
 from ecc_lib.dars import distributions as dars
 from ecc_lib.dars import label_instability as dars_diagnostics
+from ecc_lib.dars import winners as dars_winners
 from ecc_lib.data.schema import validate_outcomes
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -66,15 +67,19 @@ def main(argv: list[str] | None = None) -> None:
         lambda: (dars.hard_labels(dist.utility()), dars.soft_labels(u)),
         rows,
     )
-    timed("single-shot draws, R = 100", lambda: dars.single_shot_draws(obs, 100, args.seed), rows)
+    timed(
+        "single-shot draws, R = 100",
+        lambda: dars.single_shot_draws(obs, n_draws=100, random_state=args.seed),
+        rows,
+    )
     exact = timed(
         "flip rate, exact (binary closed form)",
-        lambda: dars_diagnostics.single_shot_winners(obs, u, method="exact"),
+        lambda: dars_winners.single_shot_winners(obs, u, method="exact"),
         rows,
     )
     mc = timed(
         f"flip rate, Monte Carlo ({args.draws} draw pairs per query)",
-        lambda: dars_diagnostics.single_shot_winners(
+        lambda: dars_winners.single_shot_winners(
             obs, u, method="monte_carlo", n_draws=args.draws, random_state=args.seed
         ),
         rows,

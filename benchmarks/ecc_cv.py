@@ -117,10 +117,10 @@ def main() -> None:
         f"(per seed {' '.join(f'{x:.1f}' for x in ratio)})"
     )
     chosen = [r.params["best_params"]["ecc_cv"] for r in multi.results]
-    from ecc_lib.ecc.cv import _describe
+    from ecc_lib.ecc.cv_grid import describe_params
 
     for seed, params in zip(seeds, chosen, strict=True):
-        print(f"  seed {seed}: {_describe(params)}")
+        print(f"  seed {seed}: {describe_params(params)}")
     if args.json:
         payload = {
             "dataset": args.dataset,

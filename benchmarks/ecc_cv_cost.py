@@ -72,11 +72,11 @@ def main() -> None:
         best = model.best_estimator_
         refit = getattr(best, "n_iter_", 1) * n * best.theta_.shape[0]
         works.append((search + refit) / (ecc.n_iter_ * n * ecc.n_clusters))
-        from ecc_lib.ecc.cv import _describe
+        from ecc_lib.ecc.cv_grid import describe_params
 
         print(
             f"{seed:>4} {ecc_wall:7.3f} {cv_wall:9.3f} {ratios[-1]:6.1f} {cpu_ratios[-1]:9.1f} "
-            f"{len(model.cv_results_):>5} {works[-1]:5.1f}  {_describe(model.best_params_)}"
+            f"{len(model.cv_results_):>5} {works[-1]:5.1f}  {describe_params(model.best_params_)}"
         )
     print(
         f"mean ratio {np.mean(ratios):.1f} (wall), {np.mean(cpu_ratios):.1f} (CPU); "

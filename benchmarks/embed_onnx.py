@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecc_lib.data.loaders import load_bundled  # noqa: E402
-from ecc_lib.embed import encode as embeddings  # noqa: E402
+from ecc_lib.data.sources import load_bundled  # noqa: E402
+from ecc_lib.embed import minilm, models  # noqa: E402
 
 
 def texts_of_length(low: int, high: int, n: int) -> list[str]:
@@ -38,8 +38,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=600, help="texts per length class")
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
     args = parser.parse_args()
-    model = embeddings.load_model(None)
-    embeddings.encode_minilm(["warm up"] * 4, model, show_progress=False, backend="onnx")
+    model = models.load_model(None)
+    minilm.encode_minilm(["warm up"] * 4, model, show_progress=False, backend="onnx")
     rows = []
     for label, (low, high) in {
         "short (~60)": (40, 90),
@@ -53,15 +53,11 @@ def main() -> int:
                 ("encode", lambda t: model.encode(t, batch_size=64, normalize_embeddings=True)),
                 (
                     "torch",
-                    lambda t: embeddings.encode_minilm(
-                        t, model, show_progress=False, backend="torch"
-                    ),
+                    lambda t: minilm.encode_minilm(t, model, show_progress=False, backend="torch"),
                 ),
                 (
                     "onnx",
-                    lambda t: embeddings.encode_minilm(
-                        t, model, show_progress=False, backend="onnx"
-                    ),
+                    lambda t: minilm.encode_minilm(t, model, show_progress=False, backend="onnx"),
                 ),
             ):
                 start = time.perf_counter()

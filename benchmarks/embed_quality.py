@@ -22,8 +22,9 @@ import argparse
 
 import numpy as np
 
-from ecc_lib.data.loaders import load_bundled
-from ecc_lib.embed.encode import count_duplicate_vectors, embed_texts
+from ecc_lib.data.sources import load_bundled
+from ecc_lib.embed.check import count_duplicate_vectors
+from ecc_lib.embed.encode import embed_texts
 from ecc_lib.protocol.seeds import run_seeds
 
 FEWSHOT = ("mmlu", "agentverse-logicgrid")

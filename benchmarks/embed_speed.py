@@ -10,7 +10,7 @@ long (1,200-1,800, dcrouter's few-shot prompts). Embedders:
 
 - ``minilm before``: ``SentenceTransformer.encode(batch_size=64)``, the path of ``embed_texts``
   before issue 28;
-- ``minilm now``: :func:`ecc_lib.embed.encode.encode_minilm` (one tokenization, batches of about
+- ``minilm now``: :func:`ecc_lib.embed.minilm.encode_minilm` (one tokenization, batches of about
   8,192 padded word pieces sorted by length, torch threads = idle cores), with the largest
   difference from ``before``;
 - ``minilm int8``: the ONNX/int8 family's representative that needs no new package, torch dynamic
@@ -62,8 +62,10 @@ def main() -> None:
 
     import torch
 
-    from ecc_lib.data.loaders import load_bundled
-    from ecc_lib.embed.encode import embed_texts, encode_minilm, load_model, minilm_threads
+    from ecc_lib.data.sources import load_bundled
+    from ecc_lib.embed.encode import embed_texts
+    from ecc_lib.embed.minilm import encode_minilm, minilm_threads
+    from ecc_lib.embed.models import load_model
     from ecc_lib.embed.static import load_static_embedder
 
     rng = np.random.default_rng(args.seed)

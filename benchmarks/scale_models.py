@@ -80,7 +80,7 @@ def run_one(args: argparse.Namespace, n_models: int) -> dict:
         bt_seconds.append(time.perf_counter() - t0)
         return out
 
-    import ecc_lib.ecc.estimator as ecc_module
+    import ecc_lib.ecc.engine as ecc_module
 
     ecc_module.fit_bt_pairs = timed_bt
     model = ECC(n_clusters=args.k, max_iter=args.max_iter, random_state=args.seed)

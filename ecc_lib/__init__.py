@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import importlib
 
-from ecc_lib.data.comparisons import Comparisons, make_comparisons, split_probe, split_queries
+from ecc_lib.data.comparisons import Comparisons, make_comparisons
 from ecc_lib.data.schema import DataValidationError, validate_outcomes, validate_queries
+from ecc_lib.data.splits import split_probe, split_queries
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load_bundled": "ecc_lib.data.loaders",
-    "read_queries": "ecc_lib.data.loaders",
-    "read_outcomes": "ecc_lib.data.loaders",
+    "load_bundled": "ecc_lib.data.sources",
+    "read_queries": "ecc_lib.data.tables",
+    "read_outcomes": "ecc_lib.data.tables",
     "embed_texts": "ecc_lib.embed.encode",
     "fit_bt_pairwise": "ecc_lib.bradley_terry",
     "ECC": "ecc_lib.ecc.estimator",

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 from scipy.stats import rankdata
 
-from ecc_lib.data.comparisons import Comparisons, _cpu_count
+from ecc_lib.data.comparisons import Comparisons, available_cpus
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +82,7 @@ def win_counts(
 
 def count_matrix(
     comparisons: Comparisons,
+    *,
     normalize: bool = False,
     dtype: type = np.float64,
 ) -> sp.csr_matrix:
@@ -241,6 +242,7 @@ def _offdiag(wins: np.ndarray) -> np.ndarray:
 
 def fit_bt_counts(
     wins: np.ndarray,
+    *,
     alpha: float = DEFAULT_ALPHA,
     theta0: np.ndarray | None = None,
     max_iter: int = NEWTON_MAX_ITER,
@@ -304,7 +306,7 @@ def _newton(
     sym = wins + np.swapaxes(wins, 1, 2)
     eye = np.eye(m)
     gauge = np.full((m, m), 1.0 / m) if alpha == 0 else 0.0
-    value = bt_objective(theta, wins, alpha)
+    value = bt_objective(theta, wins, alpha=alpha)
     active = np.ones(k, dtype=bool)
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
@@ -325,7 +327,7 @@ def _newton(
         for ls in range(LINE_SEARCH_STEPS):
             where = np.flatnonzero(pending)
             cand = th[where] - t[where, None] * step[where]
-            cand_value = bt_objective(cand, wn[where], alpha)
+            cand_value = bt_objective(cand, wn[where], alpha=alpha)
             ok = cand_value <= base[where] - ARMIJO * t[where] * decrement[where]
             if ls == 0:
                 ok |= tiny[where]
@@ -350,6 +352,7 @@ def _newton(
 def fit_bt_pairwise(
     comparisons: Comparisons,
     weights: np.ndarray | None = None,
+    *,
     alpha: float = DEFAULT_ALPHA,
     max_iter: int = NEWTON_MAX_ITER,
     tol: float = NEWTON_TOL,
@@ -470,6 +473,7 @@ def observed_pair_codes(comparisons: Comparisons) -> np.ndarray:
 
 def pair_counts(
     comparisons: Comparisons,
+    *,
     normalize: bool = False,
     dtype: type = np.float64,
     codes: np.ndarray | None = None,
@@ -549,6 +553,7 @@ def fit_bt_pairs(
     loser: np.ndarray,
     weights: np.ndarray,
     n_models: int,
+    *,
     alpha: float = DEFAULT_ALPHA,
     theta0: np.ndarray | None = None,
     max_iter: int = NEWTON_MAX_ITER,
@@ -628,7 +633,7 @@ def fit_bt_pairs(
     if alpha == 0:
         theta -= theta.mean(axis=0, keepdims=True)
     graph = _PairGraph(_pair_structure(winner, loser, n_models), weights)
-    n_threads = max(1, min(_cpu_count(), k))
+    n_threads = max(1, min(available_cpus(), k))
     chunks = [slice(c[0], c[-1] + 1) for c in np.array_split(np.arange(k), n_threads)]
 
     def solve(cols: slice) -> tuple[np.ndarray, bool]:
@@ -879,6 +884,7 @@ class BTBootstrap:
 
 def bootstrap_bt(
     comparisons: Comparisons,
+    *,
     n_boot: int = 1000,
     confidence: float = 0.95,
     unit: str = "query",

@@ -7,7 +7,7 @@ unit (the non-standard keyword ``unit``: ``"%"``, ``"pp"``, ``"share (0-1)"``, `
 under ``additionalProperties``.
 
 :func:`validate_metrics` checks a whole ``metrics.json``, :func:`validate_section` one section;
-:func:`ecc_lib.runs.folder.record_metrics` and :func:`ecc_lib.runs.provenance.write_metrics` call them on
+:func:`ecc_lib.runs.metrics.record_metrics` and :func:`ecc_lib.runs.provenance.write_metrics` call them on
 every write, so a wrong type of a described key is refused with a message naming the key; a key
 the schema does not describe is recorded with a log warning naming it. ``strict=True`` (what the
 tests use on the producers' output and on a pipeline run) also refuses undescribed keys and missing

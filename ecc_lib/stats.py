@@ -11,7 +11,10 @@ _BLOCK_ELEMENTS = 8_000_000
 
 
 def bootstrap_indices(
-    n_units: int, n_boot: int = DEFAULT_N_BOOT, random_state: int | np.random.Generator | None = 0
+    n_units: int,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    random_state: int | np.random.Generator | None = 0,
 ) -> np.ndarray:
     """Resampling indices, drawn with replacement (seeded).
 
@@ -36,6 +39,7 @@ def bootstrap_indices(
 
 def bootstrap_ci(
     values: np.ndarray,
+    *,
     statistic: Callable[[np.ndarray], np.ndarray] | None = None,
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
@@ -72,7 +76,13 @@ def bootstrap_ci(
     replicates = np.concatenate(
         [
             np.asarray(
-                statistic(values[bootstrap_indices(len(values), min(block, n_boot - start), rng)]),
+                statistic(
+                    values[
+                        bootstrap_indices(
+                            len(values), n_boot=min(block, n_boot - start), random_state=rng
+                        )
+                    ]
+                ),
                 dtype=float,
             ).reshape(-1)
             for start in range(0, n_boot, block)
@@ -84,7 +94,7 @@ def bootstrap_ci(
     return estimate, float(low), float(high)
 
 
-def percentile_interval(replicates: np.ndarray, confidence: float = 0.95) -> list[float]:
+def percentile_interval(replicates: np.ndarray, *, confidence: float = 0.95) -> list[float]:
     """Percentile interval ``[low, high]`` of bootstrap replicates.
 
     Parameters
@@ -106,6 +116,7 @@ def percentile_interval(replicates: np.ndarray, confidence: float = 0.95) -> lis
 
 def bootstrap_mean_ci(
     values: np.ndarray,
+    *,
     n_boot: int = DEFAULT_N_BOOT,
     random_state: int | np.random.Generator | None = 0,
     confidence: float = 0.95,
@@ -184,6 +195,7 @@ def adjusted_rand_ci(
     truth: np.ndarray,
     labels: np.ndarray,
     reference: np.ndarray | None = None,
+    *,
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = 0,
@@ -229,7 +241,7 @@ def adjusted_rand_ci(
 
 
 def ratio_gain(
-    reference: np.ndarray, method: np.ndarray, index: np.ndarray, confidence: float = 0.95
+    reference: np.ndarray, method: np.ndarray, index: np.ndarray, *, confidence: float = 0.95
 ) -> tuple[float, list[float], np.ndarray]:
     """Gain ``100 (sum ref - sum method) / sum ref`` of per-unit loss sums, with its replicates.
 
@@ -260,11 +272,15 @@ def ratio_gain(
     reps_ref = reference[index].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = 100.0 * (reps_ref - method[index].sum(axis=1)) / reps_ref
-    return float(100.0 * (total - method.sum()) / total), finite_interval(reps, confidence), reps
+    return (
+        float(100.0 * (total - method.sum()) / total),
+        finite_interval(reps, confidence=confidence),
+        reps,
+    )
 
 
 def mean_with_replicates(
-    values: np.ndarray, index: np.ndarray, confidence: float = 0.95
+    values: np.ndarray, index: np.ndarray, *, confidence: float = 0.95
 ) -> tuple[float, list[float], np.ndarray]:
     """Mean of the finite per-unit ``values`` with replicates over the shared ``index``.
 
@@ -287,10 +303,10 @@ def mean_with_replicates(
     vals = np.where(ok, values, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = vals[index].sum(axis=1) / ok[index].sum(axis=1)
-    return float(values[ok].mean()), finite_interval(reps, confidence), reps
+    return float(values[ok].mean()), finite_interval(reps, confidence=confidence), reps
 
 
-def finite_interval(replicates: np.ndarray, confidence: float = 0.95) -> list[float]:
+def finite_interval(replicates: np.ndarray, *, confidence: float = 0.95) -> list[float]:
     """:func:`percentile_interval` of the finite replicates (``[nan, nan]`` without any).
 
     Parameters
@@ -304,7 +320,11 @@ def finite_interval(replicates: np.ndarray, confidence: float = 0.95) -> list[fl
     """
     reps = np.asarray(replicates, dtype=float)
     reps = reps[np.isfinite(reps)]
-    return percentile_interval(reps, confidence) if len(reps) else [float("nan"), float("nan")]
+    return (
+        percentile_interval(reps, confidence=confidence)
+        if len(reps)
+        else [float("nan"), float("nan")]
+    )
 
 
 def paired_difference(
@@ -312,6 +332,7 @@ def paired_difference(
     replicates_a: np.ndarray,
     estimate_b: float,
     replicates_b: np.ndarray,
+    *,
     confidence: float = 0.95,
 ) -> dict:
     """``A minus B`` with the paired interval of two arms resampled on the same units.
@@ -332,7 +353,7 @@ def paired_difference(
     return {
         "estimate": float(estimate_a - estimate_b),
         "ci95": finite_interval(
-            np.asarray(replicates_a, float) - np.asarray(replicates_b, float), confidence
+            np.asarray(replicates_a, float) - np.asarray(replicates_b, float), confidence=confidence
         ),
     }
 

@@ -20,8 +20,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data.comparisons import disjoint_from_probe, split_probe
-from ecc_lib.data.loaders import load_bundled
+from ecc_lib.data.sources import load_bundled
+from ecc_lib.data.splits import disjoint_from_probe, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, true_win_probability
@@ -39,7 +39,7 @@ def _data(name: str):
 
 
 def _gains(data, fitted, n_probes: int = 1) -> dict:
-    probe, scored = split_probe(data.test, n_probes)
+    probe, scored = split_probe(data.test, n_probes=n_probes)
     disjoint = disjoint_from_probe(scored, probe)
     loss = {}
     for name, model in fitted.items():

@@ -20,8 +20,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ecc_lib import paths  # noqa: E402
-from ecc_lib.data.loaders import BUNDLED_DATASETS, load_bundled  # noqa: E402
-from ecc_lib.embed.encode import embed_texts, model_slug, text_digests, text_views  # noqa: E402
+from ecc_lib.data.sources import BUNDLED_DATASETS, load_bundled  # noqa: E402
+from ecc_lib.embed.cache import text_digests  # noqa: E402
+from ecc_lib.embed.encode import embed_texts  # noqa: E402
+from ecc_lib.embed.models import model_slug  # noqa: E402
+from ecc_lib.embed.views import text_views  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,10 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only:
         texts = sorted(set(load_bundled(name)[0]["text"]))
         # the cache key is the text the default view embeds (the tail of a too-long text)
-        views = text_views(texts, args.model)[0]
+        views = text_views(texts, model_name=args.model)[0]
         with tempfile.TemporaryDirectory() as scratch:
             vectors = embed_texts(
-                texts, args.model, cache_dir=scratch, batch_size=args.batch_size, read_dirs=[]
+                texts,
+                model_name=args.model,
+                cache_dir=scratch,
+                batch_size=args.batch_size,
+                read_dirs=[],
             )
         file = target / f"bundled-{name}.npz"
         np.savez(file, digests=text_digests(views), vectors=vectors)

@@ -21,7 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecc_lib.embed.encode import load_model, static_refit_corpus  # noqa: E402
+from ecc_lib.embed.encode import static_refit_corpus  # noqa: E402
+from ecc_lib.embed.models import load_model  # noqa: E402
 from ecc_lib.embed.static import (  # noqa: E402
     DEFAULT_ALPHA,
     DEFAULT_N_COMPONENTS,

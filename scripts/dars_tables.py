@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ecc_lib.dars import distributions as dars
 from ecc_lib.dars import label_instability as dars_diagnostics  # noqa: E402
-from ecc_lib.data.loaders import load_bundled  # noqa: E402
+from ecc_lib.data.sources import load_bundled  # noqa: E402
 from ecc_lib.embed.encode import embed_texts  # noqa: E402
 from ecc_lib.plotting import flip_rate_table  # noqa: E402
 from ecc_lib.routing_evaluation import (  # noqa: E402

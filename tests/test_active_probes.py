@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from ecc_lib.data.comparisons import Comparisons, split_probe
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import split_probe
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.active_probes import candidate_pairs, expected_entropy, probes_from_scores
@@ -38,7 +39,7 @@ def _brute_force_choice(model, x, scores, test, chosen, score_from, q):
     """Expected entropy of every candidate of query ``q`` by explicit loops and
     ``predict_responsibilities`` on the revealed probes plus the candidate."""
     m = test.n_models
-    scored = split_probe(test, score_from)[1]
+    scored = split_probe(test, n_probes=score_from)[1]
     used = {
         tuple(sorted(p))
         for p in zip(
@@ -155,12 +156,12 @@ def test_first_is_the_protocol_probe_and_random_is_seeded(small):
     protocol, model, _ = small
     scores = protocol.scores[protocol.test_mask]
     first = probes_from_scores(model, scores, protocol.test, 2, "first")
-    expected = split_probe(protocol.test, 2)[0]
+    expected = split_probe(protocol.test, n_probes=2)[0]
     np.testing.assert_array_equal(first.model_a, expected.model_a)
     one = probes_from_scores(model, scores, protocol.test, 2, "random", random_state=3)
     two = probes_from_scores(model, scores, protocol.test, 2, "random", random_state=3)
     np.testing.assert_array_equal(one.model_b, two.model_b)
-    scored = split_probe(protocol.test, 2)[1]
+    scored = split_probe(protocol.test, n_probes=2)[1]
     scored_pairs = set(
         zip(
             scored.query,
@@ -206,7 +207,7 @@ def test_select_probes_and_the_protocol_strategy_share_the_greedy_choice(small):
     test = protocol.test
     scores = protocol.scores[protocol.test_mask]
     probe = probes_from_scores(model, scores, test, 2, "active", 3, protocol.x_test)
-    cand = candidate_pairs(scores, [split_probe(test, 3)[1]])
+    cand = candidate_pairs(scores, [split_probe(test, n_probes=3)[1]])
     mask = probe_active(cand, 2, np.ones(len(cand), dtype=bool), model, protocol.x_test)
     chosen = cand.take(mask)
     assert len(probe) > test.n_queries  # two probes for most queries

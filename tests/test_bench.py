@@ -15,7 +15,7 @@ import pytest
 from ecc_lib import bench
 from ecc_lib.bench import dataset as bench_dataset_module
 from ecc_lib.cli import main
-from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
 from ecc_lib.grammar import Comparison, verdict
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 

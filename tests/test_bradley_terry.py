@@ -140,8 +140,8 @@ def test_gradients_match_finite_differences(alpha):
         )
         assert err < 1e-5
         err = check_grad(
-            lambda t: bt_objective(t, wins, alpha),
-            lambda t: bt_objective_grad(t, wins, alpha),
+            lambda t: bt_objective(t, wins, alpha=alpha),
+            lambda t: bt_objective_grad(t, wins, alpha=alpha),
             theta,
         )
         assert err < 1e-5
@@ -163,7 +163,7 @@ def test_fit_reaches_zero_gradient():
     rng = np.random.default_rng(5)
     wins = rng.random((20, 6, 6)) * 10
     theta = fit_bt_counts(wins, alpha=1.0)
-    assert np.abs(bt_objective_grad(theta, wins, 1.0)).max() < 1e-8
+    assert np.abs(bt_objective_grad(theta, wins, alpha=1.0)).max() < 1e-8
 
 
 # ---------------------------------------------------------------- invariances (property tests)
@@ -187,9 +187,9 @@ def test_map_fit_is_centred_and_optimal(wins, alpha):
     theta = fit_bt_counts(wins, alpha=alpha)
     assert theta.sum() == pytest.approx(0.0, abs=1e-8)
     # no shift improves the penalised objective (the prior fixes the gauge)
-    value = bt_objective(theta, wins, alpha)
+    value = bt_objective(theta, wins, alpha=alpha)
     for shift in (-0.1, 0.1):
-        assert bt_objective(theta + shift, wins, alpha) >= value - 1e-10
+        assert bt_objective(theta + shift, wins, alpha=alpha) >= value - 1e-10
 
 
 @settings(max_examples=25, deadline=None)

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.data import checks
+from ecc_lib.data import check_result, checks, table_checks, text_checks
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE, make_comparisons
-from ecc_lib.data.loaders import BUNDLED_DATASETS, load_bundled
+from ecc_lib.data.sources import BUNDLED_DATASETS, load_bundled
 
 
 def shared_difficulty_outcomes(
@@ -38,7 +38,7 @@ def _long(scores: np.ndarray, models: list[str] | None = None) -> pd.DataFrame:
 
 
 def _wide(outcomes: pd.DataFrame) -> np.ndarray:
-    return checks.score_table(outcomes).scores
+    return check_result.score_table(outcomes).scores
 
 
 def permute_items_between_groups(
@@ -61,8 +61,8 @@ def permute_items_between_groups(
 def test_alignment_fails_on_items_permuted_between_two_groups():
     outcomes = shared_difficulty_outcomes()
     group = ["m1", "m3", "m5", "m7"]
-    result = checks.check_item_alignment(
-        checks.score_table(permute_items_between_groups(outcomes, group))
+    result = table_checks.check_item_alignment(
+        check_result.score_table(permute_items_between_groups(outcomes, group))
     )
     assert result.status == "fail"
     blocks = [sorted(b) for b in result.numbers["blocks"]]
@@ -73,7 +73,9 @@ def test_alignment_fails_on_items_permuted_between_two_groups():
 
 
 def test_alignment_passes_on_the_unpermuted_table():
-    result = checks.check_item_alignment(checks.score_table(shared_difficulty_outcomes()))
+    result = table_checks.check_item_alignment(
+        check_result.score_table(shared_difficulty_outcomes())
+    )
     assert result.status == "ok"
     assert len(result.numbers["blocks"]) == 1 and result.numbers["min_r"] > 0.1
 
@@ -83,7 +85,7 @@ def test_alignment_warns_on_one_random_model():
     rows = outcomes["model"] == "m2"
     rng = np.random.default_rng(3)
     outcomes.loc[rows, "score"] = rng.integers(0, 2, rows.sum()).astype(float)
-    result = checks.check_item_alignment(checks.score_table(outcomes))
+    result = table_checks.check_item_alignment(check_result.score_table(outcomes))
     assert result.status == "warn"
     assert result.numbers["isolated"] == ["m2"]
 
@@ -93,7 +95,7 @@ def test_item_correlations_match_pandas_with_missing_cells():
     scores = rng.normal(size=(300, 5))
     scores[:, 1] += scores[:, 0]
     scores[rng.random(scores.shape) < 0.2] = np.nan
-    r, n, _ = checks.item_correlations(scores)
+    r, n, _ = table_checks.item_correlations(scores)
     expected = pd.DataFrame(scores).corr().to_numpy()
     np.testing.assert_allclose(r, expected, atol=1e-10)
     assert n[0, 1] == int((np.isfinite(scores[:, 0]) & np.isfinite(scores[:, 1])).sum())
@@ -106,19 +108,19 @@ def test_item_correlations_match_pandas_with_missing_cells():
 def test_near_identical_models_names_the_copied_model():
     outcomes = shared_difficulty_outcomes(n_models=4)
     copy = outcomes[outcomes["model"] == "m1"].assign(model="m1-copy")
-    result = checks.check_near_identical_models(
-        checks.score_table(pd.concat([outcomes, copy], ignore_index=True))
+    result = table_checks.check_near_identical_models(
+        check_result.score_table(pd.concat([outcomes, copy], ignore_index=True))
     )
     assert result.status == "warn"
     assert result.numbers["pairs"] == [["m1", "m1-copy", pytest.approx(1.0), True]]
-    clean = checks.check_near_identical_models(checks.score_table(outcomes))
+    clean = table_checks.check_near_identical_models(check_result.score_table(outcomes))
     assert clean.status == "ok" and clean.numbers["n_pairs"] == 0
 
 
 def test_constant_model_is_named():
     outcomes = shared_difficulty_outcomes(n_models=4)
     outcomes.loc[outcomes["model"] == "m2", "score"] = 0.0
-    result = checks.check_constant_models(checks.score_table(outcomes))
+    result = table_checks.check_constant_models(check_result.score_table(outcomes))
     assert result.status == "warn" and result.numbers["models"] == {"m2": 0.0}
 
 
@@ -127,11 +129,13 @@ def test_never_and_always_winning_models():
     scores = rng.random((200, 4))
     scores[:, 0] = scores[:, 1:].min(axis=1) - 0.01  # loses every pair
     scores[:, 3] = scores[:, :3].max(axis=1) + 0.01  # wins every pair
-    result = checks.check_never_or_always_wins(checks.score_table(_long(scores)))
+    result = table_checks.check_never_or_always_wins(check_result.score_table(_long(scores)))
     assert result.status == "warn"
     assert result.numbers["never_wins"] == ["m0"] and result.numbers["always_wins"] == ["m3"]
     assert result.numbers["wins"]["m3"] == 600 and result.numbers["losses"]["m0"] == 600
-    fair = checks.check_never_or_always_wins(checks.score_table(shared_difficulty_outcomes()))
+    fair = table_checks.check_never_or_always_wins(
+        check_result.score_table(shared_difficulty_outcomes())
+    )
     assert fair.status == "ok"
 
 
@@ -144,7 +148,7 @@ def test_all_tie_share_and_categories():
     queries = pd.DataFrame(
         {"query_id": [f"q{i}" for i in range(5)], "category": ["a", "a", "b", "b", "b"]}
     )
-    result = checks.check_all_ties(checks.score_table(_long(scores), queries))
+    result = table_checks.check_all_ties(check_result.score_table(_long(scores), queries))
     assert result.numbers["n_all_tie"] == 3
     assert result.numbers["all_tie_share"] == pytest.approx(0.6)
     assert result.numbers["per_category"] == {"a": [2, 2], "b": [3, 1]}
@@ -154,18 +158,18 @@ def test_all_tie_share_and_categories():
 
 
 def test_all_ties_fails_without_any_decisive_pair_and_warns_for_two_models():
-    tied = checks.check_all_ties(checks.score_table(_long(np.ones((10, 3)))))
+    tied = table_checks.check_all_ties(check_result.score_table(_long(np.ones((10, 3)))))
     assert tied.status == "fail"
     # with 2 models the protocol runs on the one pair per query (issue 23 item 9)
     outcomes = shared_difficulty_outcomes(n_models=2)
-    two = checks.check_all_ties(checks.score_table(outcomes))
+    two = table_checks.check_all_ties(check_result.score_table(outcomes))
     assert two.status == "warn" and "one pair per query" in two.detail
     assert "does not apply" not in two.detail and "at least 1 decisive pair;" in two.detail
     assert two.numbers["min_pairs"] == 1
     kept = make_comparisons(outcomes, n_pairs=7, min_pairs=1).n_queries
     assert two.numbers["n_usable_by_protocol"] == kept > 0
     # the old rule (2 decisive pairs) still reads "does not apply"
-    strict = checks.check_all_ties(checks.score_table(outcomes), min_pairs=2)
+    strict = table_checks.check_all_ties(check_result.score_table(outcomes), min_pairs=2)
     assert strict.status == "warn" and "does not apply" in strict.detail
 
 
@@ -176,7 +180,7 @@ def test_all_ties_reads_ties_with_the_protocols_tolerance():
     scores = np.hstack([base, base + 5e-5, base + 2e-5])  # decisive only at tolerance 0
     scores[:100, 2] += 0.05  # a real gap on 100 queries
     outcomes = _long(scores)
-    result = checks.check_all_ties(checks.score_table(outcomes))
+    result = table_checks.check_all_ties(check_result.score_table(outcomes))
     kept = make_comparisons(outcomes, min_pairs=2)
     assert result.numbers["tolerance"] == DEFAULT_TIE_TOLERANCE
     assert result.numbers["n_usable_by_protocol"] == kept.n_queries
@@ -190,7 +194,7 @@ def test_all_ties_reads_ties_with_the_protocols_tolerance():
 def test_score_type(values, kind):
     rng = np.random.default_rng(0)
     scores = rng.random((50, 3)) if values is None else rng.choice(values, (50, 3))
-    result = checks.check_score_type(checks.score_table(_long(scores)))
+    result = table_checks.check_score_type(check_result.score_table(_long(scores)))
     assert result.numbers["score_type"] == kind
     assert result.numbers["tolerance"] == DEFAULT_TIE_TOLERANCE
     assert result.status == "ok"
@@ -200,12 +204,12 @@ def test_score_type_warns_on_float_noise_wins():
     rng = np.random.default_rng(0)
     base = rng.random(100)
     scores = np.column_stack([base, base + 1e-13, rng.random(100) * 3])
-    result = checks.check_score_type(checks.score_table(_long(scores)))
+    result = table_checks.check_score_type(check_result.score_table(_long(scores)))
     assert result.status == "warn" and result.numbers["near_tie_share"] > 0.3
     assert "reads them as ties" in result.detail  # the protocol's tolerance ties them
     # gaps of 5e-5 are within the protocol's tolerance too; gaps of 1e-3 are not
     close = np.column_stack([base * 0.9, base * 0.9 + 5e-5, base * 0.9 + 1e-3])
-    near = checks.check_score_type(checks.score_table(_long(close)))
+    near = table_checks.check_score_type(check_result.score_table(_long(close)))
     assert near.numbers["near_tie_share"] == pytest.approx(0.5, abs=0.02)
 
 
@@ -217,13 +221,13 @@ def test_empty_and_duplicate_texts_also_across_the_split():
     queries = pd.DataFrame(
         {"query_id": ["a", "b", "c", "d", "e"], "text": ["x", " x ", "", "y", "z"]}
     )
-    result = checks.check_texts(queries, train_ids=["a", "c", "d"], test_ids=["b", "e"])
+    result = text_checks.check_texts(queries, train_ids=["a", "c", "d"], test_ids=["b", "e"])
     assert result.status == "warn"
     assert result.numbers["n_empty"] == 1 and result.numbers["empty_examples"] == ["c"]
     assert result.numbers["n_duplicate_texts"] == 2 and result.numbers["n_duplicate_groups"] == 1
     assert result.numbers["n_across_split"] == 1
     assert result.numbers["across_split_examples"] == ["b"]
-    clean = checks.check_texts(queries.iloc[3:], train_ids=["d"], test_ids=["e"])
+    clean = text_checks.check_texts(queries.iloc[3:], train_ids=["d"], test_ids=["e"])
     assert clean.status == "ok" and clean.numbers["n_across_split"] == 0
 
 
@@ -232,13 +236,13 @@ def test_text_longer_than_the_embedder_limit_warns():
     # pieces each); 100 short words over 254 characters: fits
     texts = ["short", "word " * 600, "antidisestablishmentarianism " * 100, "a bc " * 100]
     queries = pd.DataFrame({"query_id": list("abcd"), "text": texts})
-    result = checks.check_text_length(queries)
+    result = text_checks.check_text_length(queries)
     assert result.status == "warn"
     assert result.numbers["n_too_long"] == 2 and result.numbers["max_seq_length"] == 256
-    from ecc_lib.embed.encode import text_views
+    from ecc_lib.embed.views import text_views
 
-    assert int(text_views(texts, None, "full")[1].sum()) == 2
-    ok = checks.check_text_length(queries.iloc[:1])
+    assert int(text_views(texts, model_name=None, text_view="full")[1].sum()) == 2
+    ok = text_checks.check_text_length(queries.iloc[:1])
     assert ok.status == "ok"
 
 
@@ -246,13 +250,13 @@ def test_embedding_collapse():
     rng = np.random.default_rng(0)
     texts = [f"t{i}" for i in range(40)]
     spread = rng.normal(size=(40, 8))
-    assert checks.check_embedding_collapse(spread, texts).status == "ok"
+    assert text_checks.check_embedding_collapse(spread, texts).status == "ok"
     collapsed = np.tile(rng.normal(size=(1, 8)), (40, 1))
-    result = checks.check_embedding_collapse(collapsed, texts)
+    result = text_checks.check_embedding_collapse(collapsed, texts)
     assert result.status == "fail" and result.numbers["n_sharing_a_vector"] == 40
     some = spread.copy()
     some[1] = some[0]
-    assert checks.check_embedding_collapse(some, texts).status == "warn"
+    assert text_checks.check_embedding_collapse(some, texts).status == "warn"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -272,16 +276,16 @@ def test_each_table_check_takes_under_two_seconds_on_29_by_12000():
         }
     )
     start = time.perf_counter()
-    table = checks.score_table(outcomes, queries)
+    table = check_result.score_table(outcomes, queries)
     assert time.perf_counter() - start < 2.0
     assert table.shape == (12_000, 29)
     for name, check in checks.TABLE_CHECKS.items():
         result = check(table)
         assert result.seconds < 2.0, f"{name} took {result.seconds:.2f} s"
     for result in (
-        checks.check_texts(queries),
-        checks.check_text_length(queries),
-        checks.check_embedding_collapse(rng.normal(size=(12_000, 384)), queries["text"]),
+        text_checks.check_texts(queries),
+        text_checks.check_text_length(queries),
+        text_checks.check_embedding_collapse(rng.normal(size=(12_000, 384)), queries["text"]),
     ):
         assert result.seconds < 2.0, f"{result.name} took {result.seconds:.2f} s"
 
@@ -353,5 +357,5 @@ def test_all_ties_use_the_protocols_tolerance():
             "score": scores.ravel(),
         }
     )
-    result = checks.check_all_ties(checks.score_table(long))
+    result = table_checks.check_all_ties(check_result.score_table(long))
     assert result.numbers["n_all_tie"] == 1 and result.numbers["tolerance"] == DEFAULT_TIE_TOLERANCE

@@ -216,7 +216,7 @@ def test_many_decodes_readings_match_brute_force(tmp_path):
 
 
 def test_re2_readings_match_brute_force(tmp_path):
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     _, outcomes = load_bundled("re2")
     code, result = run_cli(tmp_path, outcomes, suffix=".parquet")

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ecc_lib.cli import main
-from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
 from ecc_lib.synthetic.capability import make_capability_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -109,7 +109,7 @@ def test_export_to_a_folder_gives_a_dataset_every_loader_reads(tmp_path, capsys)
     from test_collect_support import fast
 
     from ecc_lib.collect import collect
-    from ecc_lib.data.loaders import load_dataset
+    from ecc_lib.data.sources import load_dataset
 
     store, folder = tmp_path / "store", tmp_path / "export"
     with FakeOpenAIServer(responder=responder()) as server:

@@ -157,11 +157,11 @@ def test_public_url_redacts_credentials_and_drops_the_fragment():
 
 
 def test_openai_key_goes_only_to_openai_host():
-    from ecc_lib.collect.runner import _is_openai_host
+    from ecc_lib.collect.runner import is_openai_host
 
-    assert _is_openai_host("https://api.openai.com/v1")
-    assert not _is_openai_host("https://openrouter.ai/api/v1")
-    assert not _is_openai_host("http://127.0.0.1:8000/v1")
+    assert is_openai_host("https://api.openai.com/v1")
+    assert not is_openai_host("https://openrouter.ai/api/v1")
+    assert not is_openai_host("http://127.0.0.1:8000/v1")
 
 
 def test_base_url_and_api_key_checks():
@@ -172,10 +172,10 @@ def test_base_url_and_api_key_checks():
                        ("http:///v1", "no host")]:  # fmt: skip
         with pytest.raises(EndpointConfigError, match=match):
             check_base_url(bad)
-    assert check_api_key(" sk-abc\n", "K") == "sk-abc"
-    assert check_api_key("  ", "K") is None
+    assert check_api_key(" sk-abc\n", api_key_env="K") == "sk-abc"
+    assert check_api_key("  ", api_key_env="K") is None
     with pytest.raises(EndpointConfigError, match="environment variable K") as caught:
-        check_api_key("sk-a\tb", "K")
+        check_api_key("sk-a\tb", api_key_env="K")
     assert "sk-a" not in str(caught.value)
     text = "b'Bearer sk-abc\\n' and \"sk-abc\\n\""  # repr and JSON forms of "sk-abc\n"
     assert "sk-abc" not in redact(text, ["sk-abc\n"])

@@ -99,30 +99,30 @@ def _multiple_choice_query():
     ],
 )
 def test_a_rewrite_that_names_an_answer_option_is_refused(candidate, reason):
-    from ecc_lib.collect.rewriting import _accept
+    from ecc_lib.collect.rewriting import accept_rewrites
 
     query = _multiple_choice_query()
-    accepted, refused = _accept([candidate], query, set())
+    accepted, refused = accept_rewrites([candidate], query, set())
     assert (dict(refused), accepted) == (({reason: 1}, []) if reason else ({}, [candidate]))
 
 
 def test_a_reference_given_as_an_option_index_or_text_finds_the_right_option():
-    from ecc_lib.collect.rewriting import _reveals_answer
+    from ecc_lib.collect.rewriting import reveals_answer
 
     query = _multiple_choice_query()
     candidate = "At work, where is a stapler usually found, on the office desk?"
     for reference in ("B", 1, "1", "office desk"):
         query.answer = reference
-        assert _reveals_answer(candidate, query) == "states the reference answer", reference
+        assert reveals_answer(candidate, query) == "states the reference answer", reference
 
 
 def test_an_option_the_question_already_names_may_stay():
-    from ecc_lib.collect.rewriting import _accept
+    from ecc_lib.collect.rewriting import accept_rewrites
 
     query = _multiple_choice_query()
     query.text = "Where in the office would you most likely find a stapler, maybe the desk lamp?"
     candidate = "In the office, where is a stapler most likely found, maybe by the desk lamp?"
-    assert _accept([candidate], query, set()) == ([candidate], {})
+    assert accept_rewrites([candidate], query, set()) == ([candidate], {})
 
 
 @given(st.lists(st.integers(0, 10_000), min_size=1, max_size=4), st.integers(0, 3))

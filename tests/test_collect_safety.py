@@ -20,7 +20,7 @@ from ecc_lib.cli import main
 from ecc_lib.collect import collect
 from ecc_lib.collect.client import ChatClient, parse_chat_response, public_url
 from ecc_lib.collect.errors import EndpointError, EndpointRedirectError, EndpointResponseError
-from ecc_lib.collect.runner import _is_openai_host
+from ecc_lib.collect.runner import is_openai_host
 
 SECRET = "sk-test-0123456789abcdef"
 ONE = QUERIES.head(1)
@@ -87,8 +87,8 @@ def test_a_named_key_variable_goes_to_the_named_base_url_with_a_warning_over_htt
 
 
 def test_only_https_api_openai_com_gets_the_openai_key_unasked():
-    assert _is_openai_host("https://api.openai.com/v1")
-    assert _is_openai_host("https://API.OpenAI.com:443/v1")
+    assert is_openai_host("https://api.openai.com/v1")
+    assert is_openai_host("https://API.OpenAI.com:443/v1")
     for url in (
         "https://api.evilopenai.com/v1",
         "https://evil.api.openai.com.example/v1",
@@ -99,7 +99,7 @@ def test_only_https_api_openai_com_gets_the_openai_key_unasked():
         "https://openrouter.ai/api/v1",
         "http://127.0.0.1:8000/v1",
     ):
-        assert not _is_openai_host(url), url
+        assert not is_openai_host(url), url
 
 
 # -- item 4: redirects ------------------------------------------------------------------------

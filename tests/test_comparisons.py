@@ -8,14 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecc_lib.data.comparisons import (
-    Comparisons,
-    make_comparisons,
-    score_matrix,
-    split_probe,
-    split_queries,
-)
+from ecc_lib.data.comparisons import Comparisons, make_comparisons, score_matrix
 from ecc_lib.data.schema import DataValidationError
+from ecc_lib.data.splits import split_probe, split_queries
 
 
 def random_outcomes(n_queries=50, n_models=6, n_obs=1, seed=0, binary=True):
@@ -49,7 +44,7 @@ def test_no_ties_when_dropped_and_half_when_kept():
 def test_counts_per_query_respect_n_pairs_and_availability():
     outcomes = random_outcomes(n_queries=200)
     comparisons = make_comparisons(outcomes, n_pairs=7, ties="drop", random_state=1)
-    scores, _, _ = score_matrix(outcomes, comparisons.query_ids)
+    scores, _, _ = score_matrix(outcomes, query_ids=comparisons.query_ids)
     wins = np.nansum(scores, axis=1)
     available = wins * (6 - wins)  # non-tie pairs with binary scores
     counts = comparisons.pairs_per_query()
@@ -86,7 +81,7 @@ def test_repeated_observations_compared_by_mean():
 def test_split_queries_is_seeded_and_sized():
     train, test = split_queries(100, test_size=0.2, random_state=42)
     assert test.sum() == 20 and not (train & test).any() and (train | test).all()
-    np.testing.assert_array_equal(test, split_queries(100, 0.2, 42)[1])
+    np.testing.assert_array_equal(test, split_queries(100, test_size=0.2, random_state=42)[1])
     with pytest.raises(ValueError):
         split_queries(100, test_size=1.5)
 
@@ -104,7 +99,7 @@ def test_split_probe_takes_first_pairs_of_each_query():
 def test_round_trip_and_select_queries():
     comparisons = make_comparisons(random_outcomes(), n_pairs=3, random_state=0)
     again = Comparisons.from_frame(
-        comparisons.to_frame(), comparisons.query_ids, comparisons.models
+        comparisons.to_frame(), query_ids=comparisons.query_ids, models=comparisons.models
     )
     np.testing.assert_array_equal(again.y, comparisons.y)
     mask = np.zeros(comparisons.n_queries, bool)
@@ -134,7 +129,9 @@ def test_property_pairs_are_valid(n_queries, n_models, n_pairs, seed):
     comparisons = make_comparisons(outcomes, n_pairs=n_pairs, random_state=seed)
     assert (comparisons.pairs_per_query() <= n_pairs).all()
     assert (comparisons.model_a < comparisons.model_b).all()
-    scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
+    scores, _, _ = score_matrix(
+        outcomes, query_ids=comparisons.query_ids, models=comparisons.models
+    )
     left = scores[comparisons.query, comparisons.model_a]
     right = scores[comparisons.query, comparisons.model_b]
     np.testing.assert_array_equal(comparisons.y, (right > left).astype(float))

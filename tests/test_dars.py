@@ -14,6 +14,7 @@ from hypothesis.extra.numpy import arrays
 
 from ecc_lib.dars import distributions as dars
 from ecc_lib.dars import label_instability as dars_diagnostics
+from ecc_lib.dars import winners as dars_winners
 from ecc_lib.data.schema import DataValidationError
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -49,29 +50,29 @@ def brute_force_winners(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_flip_two_models_half_each():
-    probs = dars_diagnostics.winner_probabilities_exact(np.array([[0.5, 0.5]]))
+    probs = dars_winners.winner_probabilities_exact(np.array([[0.5, 0.5]]))
     np.testing.assert_allclose(probs, [[0.5, 0.5]])
-    np.testing.assert_allclose(dars_diagnostics.flip_probability(probs), [0.5])
+    np.testing.assert_allclose(dars_winners.flip_probability(probs), [0.5])
     np.testing.assert_allclose(
-        dars_diagnostics.tied_top_probability_exact(np.array([[0.5, 0.5]])), [0.5]
+        dars_winners.tied_top_probability_exact(np.array([[0.5, 0.5]])), [0.5]
     )
 
 
 def test_flip_one_model_always_right():
     # A always right, B right with 0.3: A wins 0.7 + 0.3 / 2 = 0.85
     p = np.array([[1.0, 0.3], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
-    probs = dars_diagnostics.winner_probabilities_exact(p)
+    probs = dars_winners.winner_probabilities_exact(p)
     np.testing.assert_allclose(probs[0], [0.85, 0.15])
     np.testing.assert_allclose(
-        dars_diagnostics.flip_probability(probs), [1 - 0.85**2 - 0.15**2, 0, 0.5, 0.5]
+        dars_winners.flip_probability(probs), [1 - 0.85**2 - 0.15**2, 0, 0.5, 0.5]
     )
-    np.testing.assert_allclose(dars_diagnostics.tied_top_probability_exact(p), [0.3, 0.0, 1.0, 1.0])
+    np.testing.assert_allclose(dars_winners.tied_top_probability_exact(p), [0.3, 0.0, 1.0, 1.0])
 
 
 def test_flip_three_models_hand_case():
     # p = (1, 1, 0): the two sure models split the win; p = (0.5, 0, 0): A wins 0.5 + 0.5 / 3
     p = np.array([[1.0, 1.0, 0.0], [0.5, 0.0, 0.0]])
-    probs = dars_diagnostics.winner_probabilities_exact(p)
+    probs = dars_winners.winner_probabilities_exact(p)
     np.testing.assert_allclose(probs[0], [0.5, 0.5, 0.0])
     np.testing.assert_allclose(probs[1], [0.5 + 0.5 / 3, 0.5 / 3, 0.5 / 3])
 
@@ -87,12 +88,12 @@ def test_flip_three_models_hand_case():
     )
 )
 def test_exact_winners_match_enumeration(p):
-    probs = dars_diagnostics.winner_probabilities_exact(p)
+    probs = dars_winners.winner_probabilities_exact(p)
     expected, tie = brute_force_winners(p)
     np.testing.assert_allclose(probs, expected, atol=1e-12)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-12)
-    np.testing.assert_allclose(dars_diagnostics.tied_top_probability_exact(p), tie, atol=1e-12)
-    flip = dars_diagnostics.flip_probability(probs)
+    np.testing.assert_allclose(dars_winners.tied_top_probability_exact(p), tie, atol=1e-12)
+    flip = dars_winners.flip_probability(probs)
     n_models = p.shape[1]
     assert np.all(flip >= -1e-12) and np.all(flip <= 1 - 1 / n_models + 1e-12)
 
@@ -106,7 +107,7 @@ def test_flip_rate_from_outcomes_hand_case():
             ("q2", "B"): [0, 0],
         }
     )
-    winners = dars_diagnostics.single_shot_winners(frame)
+    winners = dars_winners.single_shot_winners(frame)
     assert winners.method == "exact"
     np.testing.assert_allclose(winners.flip, [0.5, 0.0])
     np.testing.assert_allclose(winners.tied_top, [0.5, 0.0])
@@ -117,14 +118,14 @@ def test_disagreement_hand_case():
     frame = long_frame({("q", "A"): [1, 1, 1, 1], ("q", "B"): [1, 0, 1, 0]})
     obs = dars.repeated_observations(frame)
     u = dars.capability_distributions(obs).utility()
-    winners = dars_diagnostics.single_shot_winners(obs, u)
+    winners = dars_winners.single_shot_winners(obs, u)
     np.testing.assert_allclose(winners.disagreement, [0.25])
 
 
 def test_monte_carlo_agrees_with_exact_hand_case():
     frame = long_frame({("q", "A"): [1, 0, 1, 0], ("q", "B"): [1, 1, 1, 0]})
-    exact = dars_diagnostics.single_shot_winners(frame, method="exact")
-    mc = dars_diagnostics.single_shot_winners(
+    exact = dars_winners.single_shot_winners(frame, method="exact")
+    mc = dars_winners.single_shot_winners(
         frame, method="monte_carlo", n_draws=20000, random_state=3
     )
     assert mc.method == "monte_carlo" and mc.n_draws == 20000
@@ -154,9 +155,9 @@ def test_continuous_scores_use_monte_carlo():
     )
     obs = dars.repeated_observations(data.outcomes)
     assert not obs.is_binary
-    assert dars_diagnostics.single_shot_winners(obs, n_draws=1000).method == "monte_carlo"
+    assert dars_winners.single_shot_winners(obs, n_draws=1000).method == "monte_carlo"
     with pytest.raises(ValueError, match="binary"):
-        dars_diagnostics.single_shot_winners(obs, method="exact")
+        dars_winners.single_shot_winners(obs, method="exact")
 
 
 # ------------------------------------------------------------------ distributions, utility
@@ -204,7 +205,7 @@ def test_no_cost_means_zero_mu_c(caplog):
     st.floats(0.01, 10.0),
 )
 def test_soft_labels_are_distributions(u, tau):
-    soft = dars.soft_labels(u, tau)
+    soft = dars.soft_labels(u, tau=tau)
     np.testing.assert_allclose(soft.sum(axis=1), 1.0)
     assert np.all(soft >= 0)
     # the hard label carries the largest soft mass
@@ -213,10 +214,10 @@ def test_soft_labels_are_distributions(u, tau):
 
 def test_soft_labels_temperature_limits():
     u = np.array([[0.1, 0.3, 0.2]])
-    np.testing.assert_allclose(dars.soft_labels(u, 1e-4), [[0, 1, 0]], atol=1e-12)
-    np.testing.assert_allclose(dars.soft_labels(u, 1e4), [[1 / 3] * 3], atol=1e-4)
+    np.testing.assert_allclose(dars.soft_labels(u, tau=1e-4), [[0, 1, 0]], atol=1e-12)
+    np.testing.assert_allclose(dars.soft_labels(u, tau=1e4), [[1 / 3] * 3], atol=1e-4)
     with pytest.raises(ValueError):
-        dars.soft_labels(u, 0.0)
+        dars.soft_labels(u, tau=0.0)
 
 
 def test_label_shares_split_ties():
@@ -266,15 +267,9 @@ def test_single_shot_draws_come_from_the_pair():
 def test_monte_carlo_deterministic_per_seed():
     data = make_repeated_outcomes(n_queries=30, n_models=3, n_rewrites=2, n_decodes=2)
     obs = dars.repeated_observations(data.outcomes)
-    a = dars_diagnostics.single_shot_winners(
-        obs, method="monte_carlo", n_draws=1000, random_state=1
-    )
-    b = dars_diagnostics.single_shot_winners(
-        obs, method="monte_carlo", n_draws=1000, random_state=1
-    )
-    c = dars_diagnostics.single_shot_winners(
-        obs, method="monte_carlo", n_draws=1000, random_state=2
-    )
+    a = dars_winners.single_shot_winners(obs, method="monte_carlo", n_draws=1000, random_state=1)
+    b = dars_winners.single_shot_winners(obs, method="monte_carlo", n_draws=1000, random_state=1)
+    c = dars_winners.single_shot_winners(obs, method="monte_carlo", n_draws=1000, random_state=2)
     np.testing.assert_array_equal(a.flip, b.flip)
     assert not np.array_equal(a.flip, c.flip)
 
@@ -442,7 +437,7 @@ def outcomes_from_successes(successes: np.ndarray, n_obs: int) -> pd.DataFrame:
 def test_three_readings_match_brute_force(n_models, n_obs, n_draws, data):
     successes = data.draw(arrays(np.int64, (3, n_models), elements=st.integers(0, n_obs)))
     frame = outcomes_from_successes(successes, n_obs)
-    winners = dars_diagnostics.single_shot_winners(frame, change_draws=n_draws)
+    winners = dars_winners.single_shot_winners(frame, change_draws=n_draws)
     assert winners.method == "exact" and winners.change_draws == n_draws
     expected = brute_force_readings(successes / n_obs, n_draws)
     np.testing.assert_allclose(winners.flip, expected["pairwise"], atol=1e-12)
@@ -487,7 +482,7 @@ def test_monte_carlo_readings_match_enumeration_on_continuous_scores():
                 for v, s in enumerate(scores)
             ]
     frame = pd.DataFrame(rows)
-    mc = dars_diagnostics.single_shot_winners(
+    mc = dars_winners.single_shot_winners(
         frame, method="monte_carlo", n_draws=20000, random_state=2, change_draws=3
     )
     expected = enumerate_observation_combos(frame, 3)
@@ -500,7 +495,7 @@ def test_monte_carlo_readings_match_enumeration_on_continuous_scores():
 def test_near_equal_scores_are_not_ties():
     # B beats A by 1e-9 on every draw: never a flip in any reading (float32 would tie them)
     frame = long_frame({("q", "A"): [0.5, 0.5], ("q", "B"): [0.5 + 1e-9, 0.5 + 1e-9]})
-    mc = dars_diagnostics.single_shot_winners(frame, n_draws=500, change_draws=4)
+    mc = dars_winners.single_shot_winners(frame, n_draws=500, change_draws=4)
     assert mc.method == "monte_carlo"
     np.testing.assert_array_equal([mc.flip, mc.strict, mc.change, mc.tied_top], 0.0)
 
@@ -509,10 +504,10 @@ def test_near_equal_scores_are_not_ties():
 @pytest.mark.parametrize("n_models", [2, 3, 5])
 def test_identical_tied_models_sit_at_chance(method, n_models):
     frame = long_frame({("q", f"m{j}"): [1, 1, 1] for j in range(n_models)})
-    winners = dars_diagnostics.single_shot_winners(
+    winners = dars_winners.single_shot_winners(
         frame, method=method, n_draws=5000, random_state=1, change_draws=4
     )
-    chance = dars_diagnostics.chance_flip_rates(n_models, 4)
+    chance = dars_winners.chance_flip_rates(n_models, 4)
     assert chance["pairwise"] == pytest.approx(1 - 1 / n_models)
     assert chance["strict"] == 0.0
     assert chance["change"] == pytest.approx(1 - n_models ** (1 - 4))
@@ -524,9 +519,9 @@ def test_identical_tied_models_sit_at_chance(method, n_models):
 
 def test_change_with_two_draws_is_pairwise_and_monte_carlo_tracks_exact():
     data = make_repeated_outcomes(n_queries=60, n_models=4, n_rewrites=1, n_decodes=6)
-    exact = dars_diagnostics.single_shot_winners(data.outcomes, method="exact", change_draws=2)
+    exact = dars_winners.single_shot_winners(data.outcomes, method="exact", change_draws=2)
     np.testing.assert_allclose(exact.change, exact.flip, atol=1e-12)
-    mc = dars_diagnostics.single_shot_winners(
+    mc = dars_winners.single_shot_winners(
         data.outcomes, method="monte_carlo", n_draws=2000, random_state=0, change_draws=2
     )
     np.testing.assert_allclose(mc.change, mc.flip, atol=1e-12)  # same U-statistic
@@ -538,12 +533,12 @@ def test_change_with_two_draws_is_pairwise_and_monte_carlo_tracks_exact():
 def test_default_change_draws_is_median_count():
     frame = long_frame({("q", "A"): [1, 0, 1, 0, 1], ("q", "B"): [1, 0, 1]})
     frame2 = long_frame({("r", "A"): [1, 0, 1], ("r", "B"): [0, 1, 1]})
-    winners = dars_diagnostics.single_shot_winners(pd.concat([frame, frame2]))
+    winners = dars_winners.single_shot_winners(pd.concat([frame, frame2]))
     assert winners.change_draws == 3  # counts 5, 3, 3, 3
     with pytest.raises(ValueError, match="change_draws"):
-        dars_diagnostics.single_shot_winners(frame, change_draws=0)
+        dars_winners.single_shot_winners(frame, change_draws=0)
     with pytest.raises(ValueError, match="n_draws"):
-        dars_diagnostics.single_shot_winners(
+        dars_winners.single_shot_winners(
             long_frame({("q", "A"): [0.3, 0.4], ("q", "B"): [0.5, 0.2]}), n_draws=2, change_draws=9
         )
 

@@ -18,7 +18,7 @@ from dask import delayed  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
 from ecc_lib.data.comparisons import make_comparisons  # noqa: E402
-from ecc_lib.data.loaders import load_bundled  # noqa: E402
+from ecc_lib.data.sources import load_bundled  # noqa: E402
 from ecc_lib.distributed import fit_partitioned, use_dask  # noqa: E402
 from ecc_lib.ecc.baselines import EmbeddingClusters  # noqa: E402
 from ecc_lib.ecc.estimator import ECC  # noqa: E402

@@ -106,7 +106,7 @@ def test_a_new_parameter_or_figure_shows_up(tmp_path):
             "metadata": {},
             "outputs": [],
             "execution_count": None,
-            "source": 'run_folder.save_figure(fig, run, "00_brand_new", caption="New.")',
+            "source": 'run_artifacts.save_figure(fig, run, "00_brand_new", caption="New.")',
         }
     )
     (tmp_path / "00_tour.ipynb").write_text(json.dumps(notebook), encoding="utf-8")

@@ -17,7 +17,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from ecc_lib.bradley_terry import fit_bt_pairwise
 from ecc_lib.data.comparisons import Comparisons
-from ecc_lib.ecc import estimator as ecc_module
+from ecc_lib.ecc import engine as ecc_engine
 from ecc_lib.ecc.baselines import (
     ComparisonOnlyECC,
     EmbeddingClusters,
@@ -25,6 +25,7 @@ from ecc_lib.ecc.baselines import (
     HumanLabelClusters,
 )
 from ecc_lib.ecc.estimator import ECC, evidence
+from ecc_lib.ecc.validation import with_defaults
 from ecc_lib.synthetic.capability import make_capability_data
 
 
@@ -100,7 +101,7 @@ def test_first_em_step_matches_direct_formulas():
 def test_blocks_and_threads_do_not_change_the_fit(monkeypatch):
     x, c = random_problem(n=70, seed=4)
     ref = fit_quiet(ECC(n_clusters=3, max_iter=15, dtype="float64", random_state=0), x, c)
-    monkeypatch.setattr(ecc_module, "BLOCK_ROWS", 8)
+    monkeypatch.setattr(ecc_engine, "BLOCK_ROWS", 8)
     for n_jobs in (1, 3):
         other = fit_quiet(
             ECC(n_clusters=3, max_iter=15, dtype="float64", n_jobs=n_jobs, random_state=0), x, c
@@ -388,7 +389,7 @@ def test_comparison_only_has_the_parameters_of_ecc_with_lam_zero():
     with pytest.raises(ValueError, match="lam must be 0"):
         fit_quiet(ComparisonOnlyECC(lam=1.0), *random_problem(n=20))
     with pytest.raises(TypeError, match="no parameter"):
-        ecc_module._with_defaults(ECC.__init__, bogus=1)
+        with_defaults(ECC.__init__, bogus=1)
 
 
 # ---------------------------------------------------------------- errors

@@ -7,7 +7,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.metrics import adjusted_rand_score
 
-from ecc_lib.ecc.cv import ECCCV, expand_grid
+from ecc_lib.ecc.cv import ECCCV
+from ecc_lib.ecc.cv_grid import expand_grid
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.ecc_protocol import (
     METHOD_FACTORIES,

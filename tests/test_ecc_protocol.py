@@ -9,13 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.data.comparisons import (
-    Comparisons,
-    disjoint_from_probe,
-    probe_models,
-    split_probe,
-    touching_probe,
-)
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import disjoint_from_probe, probe_models, split_probe, touching_probe
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC, comparison_nll, evidence
 from ecc_lib.protocol.ecc_protocol import (
@@ -99,7 +94,7 @@ def test_prepare_protocol_drops_queries_with_too_few_pairs():
 def test_scores_follow_the_definitions(protocol, fitted):
     models, seconds = fitted
     result = score_methods(protocol, models, fit_seconds=seconds, n_boot=200)
-    probe, scored = split_probe(protocol.test, 1)
+    probe, scored = split_probe(protocol.test, n_probes=1)
     assert result.n_scored == len(scored)
     # NLL of each method recomputed from its predictions
     for name in ("global", "ecc"):
@@ -321,7 +316,7 @@ def test_touching_probe_on_a_hand_made_case():
 def test_leak_split_adds_up(protocol, fitted):
     models, seconds = fitted
     result = score_methods(protocol, models, n_boot=100)
-    probe, scored = split_probe(protocol.test, 1)
+    probe, scored = split_probe(protocol.test, n_probes=1)
     touching = touching_probe(probe, scored)
     assert result.probe_leak_share == pytest.approx(touching.mean())
     assert result.n_scored_touching == touching.sum()
@@ -352,7 +347,7 @@ def test_leak_free_probes_touch_no_scored_pair(planted, protocol):
     probe, scored = free.test.take(candidates), free.test.take(scored_mask)
     assert not touching_probe(probe, scored).any()
     # the scored pairs are the paper's, in the same order
-    paper_scored = split_probe(protocol.test, 1)[1]
+    paper_scored = split_probe(protocol.test, n_probes=1)[1]
     np.testing.assert_array_equal(scored.model_a, paper_scored.model_a)
     np.testing.assert_array_equal(scored.y, paper_scored.y)
     # each new probe is a real non-tie outcome of the query
@@ -400,7 +395,7 @@ def test_probe_strategies_choose_inside_the_candidates(protocol):
 def test_probe_evidence_sum_is_the_bayesian_posterior(protocol, fitted):
     models, _ = fitted
     ecc = models["ecc"]
-    probe, _ = split_probe(protocol.test, 3)
+    probe, _ = split_probe(protocol.test, n_probes=3)
     mean = probe_responsibilities(ecc, protocol.x_test, probe, "both", probe_evidence="mean")
     summed = probe_responsibilities(ecc, protocol.x_test, probe, "both", probe_evidence="sum")
     np.testing.assert_allclose(mean, ecc.predict_responsibilities(protocol.x_test, probe, "both"))
@@ -414,7 +409,7 @@ def test_probe_evidence_sum_is_the_bayesian_posterior(protocol, fitted):
     )
     np.testing.assert_allclose(summed, expected, atol=1e-8)
     assert not np.allclose(summed, mean)
-    one, _ = split_probe(protocol.test, 1)
+    one, _ = split_probe(protocol.test, n_probes=1)
     np.testing.assert_allclose(
         probe_responsibilities(ecc, protocol.x_test, one, "both", probe_evidence="sum"),
         probe_responsibilities(ecc, protocol.x_test, one, "both", probe_evidence="mean"),
@@ -486,7 +481,7 @@ def test_probe_winner_reaches_the_oracle_when_the_probe_reveals_the_winner(one_w
     assert payload["has_costs"]
     costs = result.table.set_index(["setting", "method"])["cost"]
     # the probe is charged: the probe winner costs exactly its two probe calls
-    probe, _ = split_probe(data.test, 1)
+    probe, _ = split_probe(data.test, n_probes=1)
     unit = np.linspace(0.1, 0.5, 5)
     expected = (unit[probe.model_a] + unit[probe.model_b]).mean()
     assert costs["probe_cost", "probe_winner"] == pytest.approx(expected)

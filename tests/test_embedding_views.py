@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 
 from ecc_lib.embed import encode as embeddings
-from ecc_lib.embed.encode import (
-    EmbeddingCache,
-    count_duplicate_vectors,
-    embed_texts,
-    text_digests,
-    text_views,
-)
+from ecc_lib.embed import minilm
+from ecc_lib.embed import views as embed_views
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
+from ecc_lib.embed.check import count_duplicate_vectors
+from ecc_lib.embed.encode import embed_texts
+from ecc_lib.embed.views import text_views
 from ecc_lib.synthetic.messy import few_shot_texts
 
 
@@ -48,7 +47,7 @@ def test_views_keep_the_question_and_leave_short_texts_alone(few_shot):
 @pytest.mark.slow
 def test_default_view_avoids_collapse_and_full_view_reports_it(few_shot, tmp_path, caplog):
     """All-MiniLM-L6-v2 reads 256 word pieces: the full view collapses the few-shot prompts."""
-    caplog.set_level(logging.WARNING, logger="ecc_lib.embed.encode")
+    caplog.set_level(logging.WARNING, logger="ecc_lib.embed.check")
     full, check_full = embed_texts(
         few_shot,
         cache_dir=tmp_path,
@@ -69,9 +68,10 @@ def test_default_view_avoids_collapse_and_full_view_reports_it(few_shot, tmp_pat
 
 
 def test_short_texts_keep_their_shipped_cache_keys_and_vectors(monkeypatch):
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
-    monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: pytest.fail("not cached"))
+    for module in (embeddings, embed_views, minilm):  # the modules that load a model
+        monkeypatch.setattr(module, "load_model", lambda *a, **k: pytest.fail("not cached"))
     texts = load_bundled("re2")[0]["text"].tolist()
     short = [t for t in texts if len(t) < 200][:20]
     views, too_long, _ = text_views(short)
@@ -97,11 +97,12 @@ def test_damaged_shard_is_named_skipped_and_rebuilt(tmp_path, monkeypatch, caplo
             calls.append(list(texts))
             return np.array([[1.0, 0.0] if t == "a" else [0.0, 1.0] for t in texts])
 
-    monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: Fake())
+    for module in (embeddings, embed_views, minilm):  # the modules that load a model
+        monkeypatch.setattr(module, "load_model", lambda *a, **k: Fake())
     embed_texts(["a", "b"], cache_dir=tmp_path, read_dirs=[], show_progress=False)
     shard = next((tmp_path / "all-MiniLM-L6-v2").glob("*.npz"))
     shard.write_bytes(shard.read_bytes()[:40])  # a torn write
-    caplog.set_level(logging.WARNING, logger="ecc_lib.embed.encode")
+    caplog.set_level(logging.WARNING, logger="ecc_lib.embed.cache")
     vectors = embed_texts(["a", "b"], cache_dir=tmp_path, read_dirs=[], show_progress=False)
     np.testing.assert_allclose(vectors, [[1.0, 0.0], [0.0, 1.0]])
     assert shard.name in caplog.text and "damaged" in caplog.text
@@ -113,9 +114,10 @@ def test_damaged_shard_is_named_skipped_and_rebuilt(tmp_path, monkeypatch, caplo
 
 @pytest.mark.parametrize("name", ["dcrouter", "mmlu2"])
 def test_shipped_cache_covers_the_default_view_of_long_bundled_texts(monkeypatch, name):
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
-    monkeypatch.setattr(embeddings, "load_model", lambda *a, **k: pytest.fail("not cached"))
+    for module in (embeddings, embed_views, minilm):  # the modules that load a model
+        monkeypatch.setattr(module, "load_model", lambda *a, **k: pytest.fail("not cached"))
     texts = sorted(set(load_bundled(name)[0]["text"]))
     views, too_long, _ = text_views(texts)
     assert too_long.sum() > 100  # long prompts exist and are embedded through their tails

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ecc_lib.embed import encode as embeddings
-from ecc_lib.embed.encode import EmbeddingCache, embed_texts, text_digests
+from ecc_lib.embed import encode, minilm, models
+from ecc_lib.embed import views as embed_views
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
+from ecc_lib.embed.encode import embed_texts
 
 
 def test_default_model_offline_and_cache_makes_second_call_free(tmp_path, monkeypatch):
@@ -25,7 +27,8 @@ def test_default_model_offline_and_cache_makes_second_call_free(tmp_path, monkey
     def no_model(*args, **kwargs):
         raise AssertionError("the second call must not load or run the model")
 
-    monkeypatch.setattr(embeddings, "load_model", no_model)
+    for module in (encode, embed_views, minilm):  # the modules that load a model
+        monkeypatch.setattr(module, "load_model", no_model)
     second = embed_texts(texts, cache_dir=tmp_path, read_dirs=[], show_progress=False)
     np.testing.assert_array_equal(first, second)
 
@@ -43,18 +46,24 @@ def test_cache_layers_and_partial_hits(tmp_path, monkeypatch):
             calls.append(list(texts))
             return np.array([[0.0, 2.0]] * len(texts), dtype=np.float32)
 
-    monkeypatch.setattr(embeddings, "load_model", lambda name: ToyModel())
+    for module in (encode, embed_views, minilm):  # the modules that load a model
+        monkeypatch.setattr(module, "load_model", lambda name: ToyModel())
     vectors = embed_texts(
-        ["a", "b"], "toy-model", cache_dir=tmp_path / "w", read_dirs=[shipped], show_progress=False
+        ["a", "b"],
+        model_name="toy-model",
+        cache_dir=tmp_path / "w",
+        read_dirs=[shipped],
+        show_progress=False,
     )
     assert calls == [["b"]]  # only the text missing from the shipped layer is computed
     np.testing.assert_allclose(vectors, [[1.0, 0.0], [0.0, 1.0]])
 
 
 def test_bundled_cache_covers_bundled_texts(monkeypatch):
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
-    monkeypatch.setattr(embeddings, "load_model", lambda name: pytest.fail("not cached"))
+    for module in (encode, embed_views, minilm):  # the modules that load a model
+        monkeypatch.setattr(module, "load_model", lambda name: pytest.fail("not cached"))
     queries, _ = load_bundled("re2")
     vectors = embed_texts(queries["text"].tolist()[:200], use_cache=True, show_progress=False)
     assert vectors.shape == (200, 384)
@@ -63,4 +72,4 @@ def test_bundled_cache_covers_bundled_texts(monkeypatch):
 def test_unknown_model_offline_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RuntimeError, match="no-such-owner/no-such-model"):
-        embeddings.load_model("no-such-owner/no-such-model")
+        models.load_model("no-such-owner/no-such-model")

@@ -62,7 +62,7 @@ PROTOCOL = """
 import json, sys
 import numpy as np
 from ecc_lib import ECC, load_bundled, make_comparisons, run_protocol
-from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
 
 queries, outcomes = load_bundled("dcrouter")
 vectors, found = EmbeddingCache().lookup(text_digests(queries["text"].astype(str).tolist()))
@@ -132,8 +132,8 @@ def test_core_modules_import_without_any_extra():
         import importlib, sys
         core = ["ecc_lib", "ecc_lib.bradley_terry", "ecc_lib.data.comparisons", "ecc_lib.ecc.estimator",
                 "ecc_lib.ecc.baselines", "ecc_lib.protocol.ecc_protocol", "ecc_lib.protocol.seeds",
-                "ecc_lib.dars.distributions", "ecc_lib.dars.label_instability", "ecc_lib.data.loaders",
-                "ecc_lib.embed.encode", "ecc_lib.routers", "ecc_lib.routing_evaluation",
+                "ecc_lib.dars.distributions", "ecc_lib.dars.label_instability", "ecc_lib.data.tables", "ecc_lib.data.sources",
+                "ecc_lib.embed.encode", "ecc_lib.embed.minilm", "ecc_lib.routers", "ecc_lib.routing_evaluation",
                 "ecc_lib.distributed", "ecc_lib.collect", "ecc_lib.synthetic", "ecc_lib.cli"]
         for name in core:
             importlib.import_module(name)
@@ -249,7 +249,7 @@ def dask_fit():
         pass
 attempt("dask", dask_fit)
 def figure():
-    from ecc_lib.runs.folder import save_figure
+    from ecc_lib.runs.artifacts import save_figure
     save_figure(object(), "{tmp}", "x")
 attempt("plot-save", figure)
 def notebooks():

@@ -10,7 +10,8 @@ import nbformat
 import pytest
 
 from ecc_lib.cli import main
-from ecc_lib.embed.encode import EmbeddingCache, text_digests, text_views
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
+from ecc_lib.embed.views import text_views
 from ecc_lib.synthetic.messy import write_foreign_dataset
 
 CONFIG = """\

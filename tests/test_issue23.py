@@ -15,7 +15,8 @@ import pytest
 
 from ecc_lib.cli import main
 from ecc_lib.cli.ecc import format_result
-from ecc_lib.data.comparisons import make_comparisons, probe_models, split_probe
+from ecc_lib.data.comparisons import make_comparisons
+from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, soft_outcomes
@@ -79,7 +80,7 @@ def test_soft_evidence_accuracy_reads_the_direction_of_the_target(repeated):
     )
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc"), **FAST))
     result = score_methods(data, fitted, n_boot=50)
-    probe, scored = split_probe(data.test, 1)
+    probe, scored = split_probe(data.test, n_probes=1)
     assert ((scored.y > 0) & (scored.y < 1) & (scored.y != 0.5)).any()  # fractional targets
     for name, model in fitted.items():
         resp = probe_responsibilities(model, data.x_test, probe, "both", None, "mean")
@@ -101,7 +102,7 @@ def test_cli_soft_evidence_accuracies_agree_with_a_direct_computation(repeated, 
         repeated.queries, repeated.outcomes, repeated.embeddings, evidence="soft"
     )
     fitted, _ = fit_methods(data, make_methods(n_clusters=3, methods=("global", "ecc")))
-    probe, scored = split_probe(data.test, 1)
+    probe, scored = split_probe(data.test, n_probes=1)
     for name in ("global", "ecc"):
         model = fitted[name]
         p = model.predict_proba(
@@ -164,7 +165,7 @@ def test_probe_strategy_chooses_over_every_unscored_pair_in_the_main_table(binar
     active = score_methods(data, fitted, n_boot=50, probe_strategy="active")
     assert active.gain["ecc"] != first.gain["ecc"]
     # the probe of the main table is the one of the strategy comparison (same candidates)
-    scored = split_probe(data.test, 1)[1]
+    scored = split_probe(data.test, n_probes=1)[1]
     probe = select_from_matrix(
         fitted["ecc"], data.scores[data.test_mask], data.test, 1, "active", 1, data.x_test
     )
@@ -224,7 +225,7 @@ def test_disjoint_differences_are_paired_on_the_shared_resample(binary):
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc", "emb_only"), **FAST))
     result = score_methods(data, fitted, n_boot=200)
     frame = result.per_query[result.per_query["n_scored"] > 0]
-    index = bootstrap_indices(len(frame), 200, 0)
+    index = bootstrap_indices(len(frame), n_boot=200, random_state=0)
     disjoint = {m: (frame[f"nll_{m}"] - frame[f"nll_{m}_touching"]).to_numpy() for m in fitted}
     e = ratio_gain(disjoint["global"], disjoint["ecc"], index)
     b = ratio_gain(disjoint["global"], disjoint["emb_only"], index)
@@ -239,7 +240,7 @@ def test_routing_differences_are_paired(binary):
     routing = routing_experiment(data, fitted, n_boot=200)
     scores = data.scores[data.test_mask]
     rows = np.arange(scores.shape[0])
-    index = bootstrap_indices(scores.shape[0], 200, 0)
+    index = bootstrap_indices(scores.shape[0], n_boot=200, random_state=0)
     per = {
         m: mean_with_replicates(scores[rows, routing.choices["no_probe"][m]], index)
         for m in ("ecc", "emb_only")
@@ -283,7 +284,7 @@ def test_probe_cost_charges_random_once_for_the_probe_models(planted):
     data = prepare_protocol(planted.queries, outcomes, planted.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("global",), **FAST))
     table = routing_experiment(data, fitted, outcomes=outcomes, n_boot=20).table
-    probe = split_probe(data.test, 1)[0]
+    probe = split_probe(data.test, n_probes=1)[0]
     in_probe = probe_models(probe)
     cost = np.array([costs[m] for m in data.models])[None, :].repeat(data.test.n_queries, 0)
     charge = np.where(in_probe, cost, 0).sum(axis=1)
@@ -480,7 +481,7 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
         "ecc_protocol": ecc_protocol,
         "ecc_experiments": ecc_experiments,
         "plotting": SimpleNamespace(plot_gains=lambda *a, **k: None),
-        "run_folder": SimpleNamespace(
+        "run_artifacts": SimpleNamespace(
             save_table=lambda *a, **k: saved.append(a[2]), save_figure=lambda *a, **k: None
         ),
         "display": lambda *a, **k: None,
@@ -516,13 +517,13 @@ def test_report_states_the_leak_free_share_and_the_left_out_reason(tmp_path):
 
 
 def test_routing_cost_scale_comes_from_training_queries():
-    from ecc_lib.data.comparisons import split_queries
     from ecc_lib.data.observations import repeated_observations, rescale_cost
+    from ecc_lib.data.splits import split_queries
     from ecc_lib.routing_evaluation import routing_table
 
     s = make_repeated_outcomes(n_queries=120, n_models=3, n_rewrites=2, n_decodes=2)
     obs = repeated_observations(s.outcomes)
-    train_mask, test_mask = split_queries(obs.n_queries, 0.2, 42)
+    train_mask, test_mask = split_queries(obs.n_queries, test_size=0.2, random_state=42)
     outcomes = s.outcomes.copy()
     test_query = obs.query_ids[test_mask][0]
     outcomes.loc[outcomes["query_id"] == test_query, "cost"] = 1e6  # an outlier among the test

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from ecc_lib.data.comparisons import Comparisons, disjoint_from_probe, split_probe, split_queries
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import disjoint_from_probe, split_probe, split_queries
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
@@ -19,13 +20,13 @@ from ecc_lib.synthetic.capability import make_capability_data
 @pytest.fixture(scope="module")
 def planted():
     data = make_capability_data(n_queries=700, n_models=6, random_state=4)
-    train, test = split_queries(len(data.queries), 0.3, 0)
+    train, test = split_queries(len(data.queries), test_size=0.3, random_state=0)
     return data, train, test
 
 
 def _gain(model, reference, data, train, test, labels):
     c_test = data.comparisons.select_queries(test)
-    probe, scored = split_probe(c_test, 1)
+    probe, scored = split_probe(c_test, n_probes=1)
     x = data.embeddings[test]
     p = model.predict_proba(scored, embeddings=x, probe=probe, labels=labels[test])
     ref = reference.predict_proba(scored, embeddings=x)

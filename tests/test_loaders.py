@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.data.loaders import (
+from ecc_lib.data.schema import DataValidationError
+from ecc_lib.data.sources import (
     BUNDLED_DATASETS,
     from_dars_release,
     from_routerbench,
@@ -16,12 +17,8 @@ from ecc_lib.data.loaders import (
     load_bundled,
     load_dataset,
     load_public,
-    read_outcomes,
-    read_queries,
-    read_table,
-    write_table,
 )
-from ecc_lib.data.schema import DataValidationError
+from ecc_lib.data.tables import read_outcomes, read_queries, read_table, write_table
 
 
 @pytest.mark.parametrize("name", BUNDLED_DATASETS)

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ecc_lib.data import loaders
 from ecc_lib.data import policy as data_checks
+from ecc_lib.data import protocol_policy, sources, tables
 from ecc_lib.data.observations import repeated_observations
-from ecc_lib.data.policy import DataPolicyError, apply_data_policy
+from ecc_lib.data.policy import apply_data_policy
+from ecc_lib.data.protocol_policy import DataPolicyError
 from ecc_lib.data.schema import DataValidationError
 from ecc_lib.runs import provenance
 from ecc_lib.synthetic.messy import write_foreign_dataset
@@ -42,18 +43,18 @@ def test_query_ids_stay_strings_in_every_format(tmp_path, suffix):
     elif suffix == ".json":
         path.write_text(json.dumps(queries.to_dict(orient="records")))
     else:
-        loaders.write_table(queries, path)
-    assert loaders.read_queries(path)["query_id"].tolist() == IDS
+        tables.write_table(queries, path)
+    assert tables.read_queries(path)["query_id"].tolist() == IDS
 
 
 def test_mixing_formats_keeps_ids_aligned(tmp_path):
     queries = pd.DataFrame({"query_id": IDS, "text": [f"question {q}" for q in IDS]})
-    loaders.write_table(queries, tmp_path / "queries.parquet")
-    loaders.write_table(_long(), tmp_path / "outcomes.csv")
-    q, o = loaders.load_dataset(str(tmp_path))
+    tables.write_table(queries, tmp_path / "queries.parquet")
+    tables.write_table(_long(), tmp_path / "outcomes.csv")
+    q, o = sources.load_dataset(str(tmp_path))
     assert sorted(o["query_id"].unique()) == sorted(IDS)
-    loaders.write_table(_long(), tmp_path / "other.jsonl")
-    o2 = loaders.read_outcomes(tmp_path / "other.jsonl", queries=q)
+    tables.write_table(_long(), tmp_path / "other.jsonl")
+    o2 = tables.read_outcomes(tmp_path / "other.jsonl", queries=q)
     assert sorted(o2["query_id"].unique()) == sorted(IDS)
 
 
@@ -76,8 +77,8 @@ def _wide_frame():
 def test_wide_table_infers_models_among_scores_in_unit_interval(tmp_path, caplog):
     path = tmp_path / "wide.csv"
     _wide_frame().to_csv(path, index=False)
-    caplog.set_level(logging.INFO, logger="ecc_lib.data.loaders")
-    queries, outcomes = loaders.from_wide(loaders.read_table(path), source=str(path))
+    caplog.set_level(logging.INFO, logger="ecc_lib.data.tables")
+    queries, outcomes = tables.from_wide(tables.read_table(path), source=str(path))
     assert sorted(outcomes["model"].unique()) == ["gpt", "llama"]
     assert queries["query_id"].tolist() == ["001", "002", "003", "004"]
     assert (
@@ -92,9 +93,9 @@ def test_wide_table_text_cell_is_an_error_naming_the_cell(tmp_path):
     path = tmp_path / "wide.csv"
     frame.to_csv(path, index=False)
     with pytest.raises(DataValidationError, match=r"'llama'.*row 2.*'timeout'"):
-        loaders.read_outcomes(path)
+        tables.read_outcomes(path)
     with pytest.raises(DataValidationError, match=r"'llama'.*row 2"):
-        loaders.from_wide(loaders.read_table(path), model_columns=["gpt", "llama"])
+        tables.from_wide(tables.read_table(path), model_columns=["gpt", "llama"])
 
 
 def test_routerbench_text_cell_in_a_model_column_is_an_error():
@@ -110,7 +111,7 @@ def test_routerbench_text_cell_in_a_model_column_is_an_error():
         }
     )
     with pytest.raises(DataValidationError, match=r"'gpt-4'.*row 1.*'n/a'"):
-        loaders.from_routerbench(frame)
+        sources.from_routerbench(frame)
 
 
 # ------------------------------------------------------------------------------- costs and ids
@@ -125,7 +126,7 @@ def test_bad_costs_are_errors_naming_the_row(tmp_path, value, what):
     path = tmp_path / "outcomes.csv"
     frame.to_csv(path, index=False)
     with pytest.raises(DataValidationError, match=rf"cost.*{what}.*row 3"):
-        loaders.read_outcomes(path)
+        tables.read_outcomes(path)
 
 
 def test_empty_cost_cells_stay_missing(tmp_path):
@@ -133,7 +134,7 @@ def test_empty_cost_cells_stay_missing(tmp_path):
     frame.loc[3, "cost"] = None
     path = tmp_path / "outcomes.csv"
     frame.to_csv(path, index=False)
-    assert loaders.read_outcomes(path)["cost"].isna().sum() == 1
+    assert tables.read_outcomes(path)["cost"].isna().sum() == 1
 
 
 def test_one_based_variant_and_decode_ids(tmp_path):
@@ -152,7 +153,7 @@ def test_one_based_variant_and_decode_ids(tmp_path):
     ]
     path = tmp_path / "outcomes.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    outcomes = loaders.read_outcomes(path)
+    outcomes = tables.read_outcomes(path)
     assert outcomes["variant_id"].min() == 0 and outcomes["decode_id"].min() == 0
     obs = repeated_observations(outcomes)
     for side in ("input", "output"):
@@ -189,7 +190,7 @@ def test_policy_notes_no_repeats_one_category_and_two_models():
     assert "no repeated observations" in joined
     assert "human-label baseline" in joined and "n/a" in joined
     assert "only 2 models" in joined
-    assert data_checks.human_baseline_reason(np.array(["a", "b", None], dtype=object)) is None
+    assert protocol_policy.human_baseline_reason(np.array(["a", "b", None], dtype=object)) is None
     assert data_checks.no_repeats_reason(pd.concat([_long(), _long()])) is None
 
 
@@ -198,21 +199,24 @@ def test_policy_notes_no_repeats_one_category_and_two_models():
 )
 def test_utility_weights_must_be_finite_and_non_negative(cost_weight, beta):
     with pytest.raises(DataPolicyError, match="finite number >= 0"):
-        data_checks.check_utility_weights(cost_weight, beta)
-    data_checks.check_utility_weights(0.0, 0.0)
+        protocol_policy.check_utility_weights(cost_weight, beta)
+    protocol_policy.check_utility_weights(0.0, 0.0)
 
 
 def test_protocol_sizes():
     with pytest.raises(DataPolicyError, match="2 training queries"):
-        data_checks.check_protocol_sizes(2, 1)
+        protocol_policy.check_protocol_sizes(2, 1)
     with pytest.raises(DataPolicyError, match="K = \\[100\\].*44 training"):
-        data_checks.check_protocol_sizes(44, 11, 384, n_clusters=[5, 100])
+        protocol_policy.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=[5, 100])
     with pytest.raises(DataPolicyError, match="1 dimension"):
-        data_checks.check_protocol_sizes(50, 10, 1)
+        protocol_policy.check_protocol_sizes(50, 10, embedding_dim=1)
     with pytest.raises(DataPolicyError, match="no test query"):
-        data_checks.check_protocol_sizes(50, 0)
-    assert "small data" in data_checks.check_protocol_sizes(44, 11, 384, 10)[0]
-    assert data_checks.check_protocol_sizes(400, 100, 384, 30) == []
+        protocol_policy.check_protocol_sizes(50, 0)
+    assert (
+        "small data"
+        in protocol_policy.check_protocol_sizes(44, 11, embedding_dim=384, n_clusters=10)[0]
+    )
+    assert protocol_policy.check_protocol_sizes(400, 100, embedding_dim=384, n_clusters=30) == []
 
 
 # ------------------------------------------------------------------------------- resolution
@@ -222,8 +226,8 @@ def test_a_local_folder_wins_over_a_public_name(tmp_path, monkeypatch):
     folder = tmp_path / "sprout"
     write_foreign_dataset(folder, n_queries=30)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(loaders, "download_public", lambda *a, **k: pytest.fail("went online"))
-    queries, outcomes = loaders.load_dataset("sprout")
+    monkeypatch.setattr(sources, "download_public", lambda *a, **k: pytest.fail("went online"))
+    queries, outcomes = sources.load_dataset("sprout")
     assert len(queries) == 30 and queries["query_id"].iloc[0] == "000"
 
 

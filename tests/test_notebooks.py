@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ecc_lib import paths
-from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.embed.cache import EmbeddingCache, text_digests
 from ecc_lib.runs import config as run_config
 from ecc_lib.runs import pipeline
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
@@ -316,7 +316,7 @@ def test_report_gathers_figures_and_metrics_without_code(tiny_run):
     assert result.report_path == result.run_dir / "report.html"
     n_figures = len(list((result.run_dir / "figures").glob("*.png")))
     assert html.count("data:image/png;base64") >= n_figures
-    assert "run_folder.collect_metrics" not in html  # input cells hidden
+    assert "run_metrics.collect_metrics" not in html  # input cells hidden
 
 
 def test_report_reads_as_a_document(tiny_run):
@@ -441,7 +441,7 @@ def test_main_job_on_the_bundled_data(tmp_path):
     assert set(metrics["provenance"]["datasets"]) == {"dcrouter", "re2"}
     assert len(list((result.run_dir / "figures").glob("*.png"))) >= 8
     # GPQA questions are never quoted: not in the report, not in any table
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     queries, _ = load_bundled("dcrouter")
     gpqa = queries.loc[queries["category"] == "gpqa", "text"].str.slice(0, 60)

@@ -20,9 +20,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from ecc_lib.cli import build_parser, main
+from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import config as run_config
 from ecc_lib.runs import execute as notebook_execution
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 from ecc_lib.runs import pipeline, provenance
 
 matplotlib.use("Agg")
@@ -56,27 +58,27 @@ def _make_tiny_notebooks(folder: Path) -> Path:
         folder / "01_first.ipynb",
         'run_dir: str = ""  # run folder\nseed: int = 0  # random seed\nsize: int = 5  # numbers',
         "import sys\nimport numpy as np\nimport pandas as pd\n"
-        "from ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)",
+        "from ecc_lib.runs import folder as run_folder\nfrom ecc_lib.runs import artifacts as run_artifacts\nfrom ecc_lib.runs import metrics as run_metrics\nrun = run_folder.run_context(run_dir)",
         "values = np.random.default_rng(seed).normal(size=size)\n"
-        "run_folder.save_table(pd.DataFrame({'value': values}), run, '01_values')",
-        "import os\nrun_folder.record_metrics(run, 'first', {'mean': values.mean(), 'size': size, "
+        "run_artifacts.save_table(pd.DataFrame({'value': values}), run, '01_values')",
+        "import os\nrun_metrics.record_metrics(run, 'first', {'mean': values.mean(), 'size': size, "
         "'executable': sys.executable, 'blas': os.environ.get('OPENBLAS_NUM_THREADS')}, "
         "parameters={'seed': seed, 'size': size})",
     )
     write_notebook(
         folder / "02_second.ipynb",
         'run_dir: str = ""  # run folder\nseed: int = 0  # random seed\nfail: bool = False  # raise',
-        "import pandas as pd\nfrom ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)",
+        "import pandas as pd\nfrom ecc_lib.runs import folder as run_folder\nfrom ecc_lib.runs import artifacts as run_artifacts\nfrom ecc_lib.runs import metrics as run_metrics\nrun = run_folder.run_context(run_dir)",
         "if fail:\n    raise ValueError('planted failure')",
-        "run_folder.save_table(pd.DataFrame({'seed': [seed]}), run, '02_seed')\n"
-        "run_folder.record_metrics(run, 'second', {'seed_twice': 2 * seed})",
+        "run_artifacts.save_table(pd.DataFrame({'seed': [seed]}), run, '02_seed')\n"
+        "run_metrics.record_metrics(run, 'second', {'seed_twice': 2 * seed})",
     )
     write_notebook(
         folder / "05_report.ipynb",
         'run_dir: str = ""  # run folder\ntitle: str = "report"  # heading',
-        "from IPython.display import Markdown, display\nfrom ecc_lib.runs import folder as run_folder\n"
-        "metrics = run_folder.collect_metrics(run_dir)\n"
-        "display(Markdown(f'# {title}'))\nrun_folder.flatten_metrics(metrics)",
+        "from IPython.display import Markdown, display\nfrom ecc_lib.runs import folder as run_folder\nfrom ecc_lib.runs import artifacts as run_artifacts\nfrom ecc_lib.runs import metrics as run_metrics\n"
+        "metrics = run_metrics.collect_metrics(run_dir)\n"
+        "display(Markdown(f'# {title}'))\nrun_metrics.flatten_metrics(metrics)",
     )
     return folder
 
@@ -89,14 +91,14 @@ def test_save_figure_writes_png_and_pdf_with_caption(tmp_path):
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
     ax.set_title("a line")
-    written = run_folder.save_figure(fig, tmp_path, "01_line")
-    run_folder.save_figure(fig, tmp_path, "01_other", caption="explicit caption")
+    written = run_artifacts.save_figure(fig, tmp_path, "01_line")
+    run_artifacts.save_figure(fig, tmp_path, "01_other", caption="explicit caption")
     assert [p.name for p in written] == ["01_line.png", "01_line.pdf"]
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert written[1].read_bytes()[:5] == b"%PDF-"
-    run_folder.save_figure(fig, tmp_path, "00_first")
-    run_folder.save_figure(fig, tmp_path, "01_line", caption="saved again")
-    figures = run_folder.list_figures(tmp_path)
+    run_artifacts.save_figure(fig, tmp_path, "00_first")
+    run_artifacts.save_figure(fig, tmp_path, "01_line", caption="saved again")
+    figures = run_artifacts.list_figures(tmp_path)
     # by notebook, then in the order first saved (not alphabetical)
     assert list(figures["name"]) == ["00_first", "01_line", "01_other"]
     assert list(figures["caption"]) == ["a line", "saved again", "explicit caption"]
@@ -107,8 +109,8 @@ def test_save_figure_writes_png_and_pdf_with_caption(tmp_path):
 def test_pdf_figures_are_byte_identical_across_saves(tmp_path):
     fig, ax = plt.subplots()
     ax.plot([0, 1, 2], [2, 0, 1])
-    first = run_folder.save_figure(fig, tmp_path / "a", "01_fig")[1].read_bytes()
-    second = run_folder.save_figure(fig, tmp_path / "b", "01_fig")[1].read_bytes()
+    first = run_artifacts.save_figure(fig, tmp_path / "a", "01_fig")[1].read_bytes()
+    second = run_artifacts.save_figure(fig, tmp_path / "b", "01_fig")[1].read_bytes()
     plt.close(fig)
     assert first == second
 
@@ -116,12 +118,12 @@ def test_pdf_figures_are_byte_identical_across_saves(tmp_path):
 @pytest.mark.parametrize("name", ["../escape", "sub/dir", "", "with space"])
 def test_file_names_must_be_plain(tmp_path, name):
     with pytest.raises(ValueError, match="plain name"):
-        run_folder.save_table(pd.DataFrame({"a": [1]}), tmp_path, name)
+        run_artifacts.save_table(pd.DataFrame({"a": [1]}), tmp_path, name)
 
 
 def test_save_table_round_trips(tmp_path):
     table = pd.DataFrame({"model": ["a", "b"], "score": [0.25, 1 / 3]})
-    path = run_folder.save_table(table, tmp_path, "03_scores")
+    path = run_artifacts.save_table(table, tmp_path, "03_scores")
     assert path == tmp_path.resolve() / "tables" / "03_scores.csv"
     back = pd.read_csv(path)
     assert list(back.columns) == ["model", "score"]
@@ -129,7 +131,7 @@ def test_save_table_round_trips(tmp_path):
 
 
 def test_record_metrics_merges_into_nested_sorted_json(tmp_path):
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         tmp_path,
         "ecc",
         {
@@ -138,7 +140,7 @@ def test_record_metrics_merges_into_nested_sorted_json(tmp_path):
         },
         parameters={"n_clusters": 3},
     )
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         tmp_path, "dars", {"winner_flip_rate": 0.5, "ci": np.array([0.4, 0.6])}
     )
     path = provenance.write_metrics(tmp_path)
@@ -152,20 +154,20 @@ def test_record_metrics_merges_into_nested_sorted_json(tmp_path):
     assert metrics["provenance"]["packages"]["numpy"] == np.__version__
     assert list(metrics) == sorted(metrics)
     assert "NaN" not in text
-    assert run_folder.get_metric(metrics, "ecc.ranking_quality_gain.over_global") == 12.5
+    assert run_metrics.get_metric(metrics, "ecc.ranking_quality_gain.over_global") == 12.5
     with pytest.raises(KeyError, match="missing part 'nope'"):
-        run_folder.get_metric(metrics, "ecc.nope")
+        run_metrics.get_metric(metrics, "ecc.nope")
 
 
 def test_record_metrics_replaces_a_section_and_rejects_reserved_names(tmp_path):
-    run_folder.record_metrics(tmp_path, "ecc", {"old": 1})
-    run_folder.record_metrics(tmp_path, "ecc", {"new": 2})
-    assert run_folder.collect_metrics(tmp_path)["ecc"] == {"new": 2}
+    run_metrics.record_metrics(tmp_path, "ecc", {"old": 1})
+    run_metrics.record_metrics(tmp_path, "ecc", {"new": 2})
+    assert run_metrics.collect_metrics(tmp_path)["ecc"] == {"new": 2}
     for reserved in ("parameters", "provenance"):
         with pytest.raises(ValueError, match="reserved"):
-            run_folder.record_metrics(tmp_path, reserved, {"x": 1})
+            run_metrics.record_metrics(tmp_path, reserved, {"x": 1})
     with pytest.raises(TypeError, match="cannot store"):
-        run_folder.record_metrics(tmp_path, "ecc", {"x": object()})
+        run_metrics.record_metrics(tmp_path, "ecc", {"x": object()})
 
 
 def test_flatten_and_headline_metrics():
@@ -178,10 +180,10 @@ def test_flatten_and_headline_metrics():
         "dars": {"winner_flip_rate": 0.3, "winner_flip_rate_ci95": [0.2, 0.4]},
         "parameters": {"ecc": {"n_clusters": 30}},
     }
-    flat = run_folder.flatten_metrics(metrics)
+    flat = run_metrics.flatten_metrics(metrics)
     assert "ecc.ranking_quality_gain.ecc" in set(flat["metric"])
     assert "parameters.ecc.n_clusters" in set(flat["metric"])
-    headline = run_folder.headline_metrics(metrics)
+    headline = run_metrics.headline_metrics(metrics)
     assert list(headline["metric"]) == [
         "ecc.ranking_quality_gain.ecc",
         "ecc.ranking_quality_gain.emb_only",
@@ -466,9 +468,9 @@ def test_reading_a_run_creates_no_folders(tmp_path):
     assert context.run_dir == run_dir.resolve()
     assert context.figures_dir == run_dir.resolve() / "figures"
     assert context.metrics_path == run_dir.resolve() / "metrics.json"
-    assert run_folder.list_figures(run_dir).empty
-    assert run_folder.list_tables(run_dir).empty
-    assert run_folder.collect_metrics(run_dir) == {"parameters": {}}
+    assert run_artifacts.list_figures(run_dir).empty
+    assert run_artifacts.list_tables(run_dir).empty
+    assert run_metrics.collect_metrics(run_dir) == {"parameters": {}}
     assert provenance.provenance(run_dir)["datasets"] == {}
     assert not run_dir.exists()
     created = run_folder.run_context(context)
@@ -479,23 +481,25 @@ def test_reading_a_run_creates_no_folders(tmp_path):
 
 def test_metric_entries_per_dataset_keep_the_other_entries(tmp_path):
     from ecc_lib.data.policy import apply_data_policy
-    from ecc_lib.embed.encode import embedding_check
+    from ecc_lib.embed.check import embedding_check
     from ecc_lib.runs.inputs import record_data_policy, record_embedding_check, recorded_policy
     from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
-    run_folder.record_metric_entry(tmp_path, "data_policy", "a", {"n": 1})
-    run_folder.record_metric_entry(tmp_path, "data_policy", "b", {"n": np.int64(2)})
-    run_folder.record_metric_entry(tmp_path, "data_policy", "a", {"n": 3})
-    assert run_folder.collect_metrics(tmp_path)["data_policy"] == {"a": {"n": 3}, "b": {"n": 2}}
+    run_metrics.record_metric_entry(tmp_path, "data_policy", "a", {"n": 1})
+    run_metrics.record_metric_entry(tmp_path, "data_policy", "b", {"n": np.int64(2)})
+    run_metrics.record_metric_entry(tmp_path, "data_policy", "a", {"n": 3})
+    assert run_metrics.collect_metrics(tmp_path)["data_policy"] == {"a": {"n": 3}, "b": {"n": 2}}
 
     data = make_repeated_outcomes(n_queries=8, n_models=3, n_rewrites=2, n_decodes=1)
     _, _, report = apply_data_policy(data.queries, data.outcomes, dataset="synth")
     record_data_policy(tmp_path, report)
     assert recorded_policy(tmp_path, "synth") == json.loads(json.dumps(report.to_dict()))
-    assert set(run_folder.collect_metrics(tmp_path)["data_policy"]) == {"a", "b", "synth"}
+    assert set(run_metrics.collect_metrics(tmp_path)["data_policy"]) == {"a", "b", "synth"}
 
     vectors = np.eye(3, dtype=np.float32)
-    check = embedding_check(vectors, ["x", "y", "z"], np.zeros(3, dtype=bool), "auto", 256)
+    check = embedding_check(
+        vectors, ["x", "y", "z"], np.zeros(3, dtype=bool), text_view="auto", max_seq_length=256
+    )
     record_embedding_check(tmp_path, "synth", check)
-    recorded = run_folder.collect_metrics(tmp_path)["embeddings"]["synth"]
+    recorded = run_metrics.collect_metrics(tmp_path)["embeddings"]["synth"]
     assert recorded["n_texts"] == 3 and recorded["n_duplicate_vectors"] == 0

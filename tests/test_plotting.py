@@ -20,7 +20,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 
 from ecc_lib import plotting
 from ecc_lib.labels import model_name_legend, short_model_names
-from ecc_lib.runs import folder as run_folder  # noqa: E402
+from ecc_lib.runs import artifacts as run_artifacts  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -381,12 +381,12 @@ def test_saved_figures_are_page_wide_with_embedded_truetype_fonts(tmp_path):
         ),
     )
     fig = plotting.plot_model_scores(plotting.model_score_table(outcomes, n_boot=20))
-    png, pdf = run_folder.save_figure(fig, tmp_path, "01_scores", caption="A caption.")
+    png, pdf = run_artifacts.save_figure(fig, tmp_path, "01_scores", caption="A caption.")
     width, _ = plt.imread(png).shape[1], None
     assert width == round(plotting.PAGE_WIDTH * 200)
     data = pdf.read_bytes()
     assert b"/FontFile2" in data and b"/Type3" not in data
-    assert run_folder.save_figure(None, tmp_path, "01_scores") == []
+    assert run_artifacts.save_figure(None, tmp_path, "01_scores") == []
     assert not png.exists() and not pdf.exists()
 
 

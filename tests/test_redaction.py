@@ -49,12 +49,13 @@ def test_urls_inside_values_and_text_are_redacted():
 
 def test_run_json_and_metrics_never_hold_a_url_credential(tmp_path):
     from ecc_lib.runs import folder as run_folder
+    from ecc_lib.runs import metrics as run_metrics
     from ecc_lib.runs.config import recorded_parameters
     from ecc_lib.runs.provenance import write_metrics
 
     run = run_folder.run_context(tmp_path / "run")
     endpoint = f"http://127.0.0.1:9/v1?api_key={SECRET}"
-    run_folder.record_metrics(run, "data", {"n": 1}, parameters={"endpoint": endpoint})
+    run_metrics.record_metrics(run, "data", {"n": 1}, parameters={"endpoint": endpoint})
     write_metrics(run)
     for path in (run.metrics_path, run.metrics_dir / "data.json"):
         text = path.read_text()

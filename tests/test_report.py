@@ -21,8 +21,10 @@ from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
 from ecc_lib import report
 from ecc_lib import stats as metrics
+from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import execute as notebook_execution
-from ecc_lib.runs import folder as run_folder  # noqa: E402
+from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from latex_check import assert_latex_tables_compile  # noqa: E402
@@ -127,7 +129,7 @@ def test_adjusted_rand_ci_paired_difference():
 def fake_run(tmp_path):
     """A run folder with hand-made metrics (one section skipped, one with a negative result)."""
     run = run_folder.run_context(tmp_path / "run-x")
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "data",
         {
@@ -142,7 +144,7 @@ def fake_run(tmp_path):
             }
         },
     )
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "ecc",
         {
@@ -157,10 +159,10 @@ def fake_run(tmp_path):
             "seed_gain_sd": 0.5,
         },
     )
-    run_folder.record_metrics(run, "dars", {"skipped": "alpha has no repeated observations."})
+    run_metrics.record_metrics(run, "dars", {"skipped": "alpha has no repeated observations."})
     fig, ax = plt.subplots(layout="constrained")
     ax.plot([0, 1])
-    run_folder.save_figure(fig, run, "03_line", caption='A line "quoted" & plain')
+    run_artifacts.save_figure(fig, run, "03_line", caption='A line "quoted" & plain')
     plt.close(fig)
     (run.run_dir / "run.json").write_text(json.dumps({"notebooks": ["01_data", "03_clustering"]}))
     return run
@@ -248,10 +250,10 @@ def test_generic_rows_read_nested_seed_summaries_and_estimates():
 
 
 def test_unknown_sections_and_data_notes_are_reported(fake_run):
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         fake_run, "active_probes", {"dataset": "alpha", "gain": 3.0, "gain_ci95": [1.0, 5.0]}
     )
-    run_folder.record_metrics(fake_run, "data_policy", {"alpha": {"notes": ["no cost column"]}})
+    run_metrics.record_metrics(fake_run, "data_policy", {"alpha": {"notes": ["no cost column"]}})
     document = report.build_report(fake_run)
     other = document.sections[-1]
     assert other.title == "Active probes" and other.findings.startswith("This run recorded 1 ")
@@ -372,14 +374,14 @@ def test_the_no_repeats_sentence_names_only_datasets_without_repeats(tmp_path):
 
 def test_degenerate_figures_are_left_out_with_a_sentence(fake_run):
     """One observation per pair everywhere: the observations-per-pair figure is one bar."""
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         fake_run,
         "data",
         {"datasets": {"alpha": {"n_queries": 10, "max_observations_per_pair": 1}}},
     )
     fig, ax = plt.subplots(layout="constrained")
     ax.bar([1], [10])
-    run_folder.save_figure(fig, fake_run, "01_observations_per_pair", caption="one bar")
+    run_artifacts.save_figure(fig, fake_run, "01_observations_per_pair", caption="one bar")
     plt.close(fig)
     document = report.build_report(fake_run)
     data = next(s for s in document.sections if s.number == "01")

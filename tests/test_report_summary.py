@@ -10,6 +10,7 @@ import pytest
 
 from ecc_lib import report
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 
 WORDS = {
     "better than": 1,
@@ -58,12 +59,12 @@ def assert_words_agree(lines) -> int:
 def _foreign_metrics(run) -> None:
     """What notebooks 03 and 02 record on a foreign leaderboard where every clustering is worse
     than one global BT (K = 30 on 644 training queries, three seeds)."""
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "data",
         {"datasets": {"outside": {"n_queries": 805, "n_models": 40, "n_categories": 6}}},
     )
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "ecc",
         {
@@ -104,7 +105,7 @@ def _foreign_metrics(run) -> None:
         },
         parameters={"n_clusters": 30, "n_seeds": 3},
     )
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "dars",
         {
@@ -133,7 +134,7 @@ def foreign_run(tmp_path):
 
 
 def test_foreign_summary_says_no_clustering_beats_the_global_model(foreign_run):
-    summary = report.build_summary(run_folder.collect_metrics(foreign_run))
+    summary = report.build_summary(run_metrics.collect_metrics(foreign_run))
     lines = summary["outside"]
     assert len(lines) <= report.MAX_LINES
     texts = [line.text for line in lines]
@@ -171,7 +172,7 @@ def test_foreign_report_words_agree_everywhere(foreign_run):
     assert_words_agree([s for s in sentences if " is " in s or " are " in s])
     # the summary is recorded in metrics.json
     recorded = report.record_summary(foreign_run)
-    stored = run_folder.collect_metrics(foreign_run)["summary"]  # numbers rounded on writing
+    stored = run_metrics.collect_metrics(foreign_run)["summary"]  # numbers rounded on writing
     assert [x["text"] for x in stored["outside"]] == [x["text"] for x in recorded["outside"]]
     assert {x["comparison"]["verdict"] for x in stored["outside"] if x["comparison"]} >= {
         "worse than",
@@ -185,7 +186,7 @@ def test_bundled_shape_summary_quotes_leak_aware_readings(tmp_path):
     """The bundled run's numbers (dcrouter seed 42-44, re2): ECC worse than embedding-only and
     human labels on disjoint pairs, the probe's winner above every cluster router."""
     run = run_folder.run_context(tmp_path / "bundled")
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "ecc",
         {
@@ -216,7 +217,7 @@ def test_bundled_shape_summary_quotes_leak_aware_readings(tmp_path):
         },
         parameters={"n_clusters": 30},
     )
-    lines = report.build_summary(run_folder.collect_metrics(run))["dcrouter"]
+    lines = report.build_summary(run_metrics.collect_metrics(run))["dcrouter"]
     texts = [line.text for line in lines]
     assert assert_words_agree(lines) == len([t for t in texts if " minus " in t])
     assert "ECC minus embedding-only clusters = -3.9 pp [-7.1, -0.6]" in " ".join(texts)
@@ -231,7 +232,7 @@ def test_bundled_shape_summary_quotes_leak_aware_readings(tmp_path):
 
 def test_a_new_method_appears_without_code_changes(tmp_path):
     run = run_folder.run_context(tmp_path / "cv")
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "ecc",
         {
@@ -243,7 +244,7 @@ def test_a_new_method_appears_without_code_changes(tmp_path):
             "difference_disjoint_mean_sd": {"ecc - ecc_cv": [-4.0, 0.1]},
         },
     )
-    texts = [line.text for line in report.build_summary(run_folder.collect_metrics(run))["d"]]
+    texts = [line.text for line in report.build_summary(run_metrics.collect_metrics(run))["d"]]
     assert texts[0].startswith("ECC is better than one global BT")
     (best,) = [t for t in texts if t.startswith("ECC-CV")]
     assert best.startswith("ECC-CV is better than ECC") and "+4.0 pp" in best
@@ -267,7 +268,8 @@ def test_a_foreign_folder_without_cluster_structure_reads_as_negative(tmp_path):
     import pandas as pd
 
     from ecc_lib.cli import main
-    from ecc_lib.embed.encode import EmbeddingCache, text_digests, text_views
+    from ecc_lib.embed.cache import EmbeddingCache, text_digests
+    from ecc_lib.embed.views import text_views
     from ecc_lib.synthetic.messy import write_foreign_dataset
 
     folder = tmp_path / "data" / "outside"
@@ -321,11 +323,11 @@ def test_the_leak_free_share_with_a_probe_is_quoted_when_recorded(tmp_path):
         "gain_disjoint_mean": {"ecc": 5.0},
         "gain_disjoint_sd": {"ecc": 0.5},
     }
-    run_folder.record_metrics(run, "ecc", values)
-    (line,) = report.build_summary(run_folder.collect_metrics(run))["d"]
+    run_metrics.record_metrics(run, "ecc", values)
+    (line,) = report.build_summary(run_metrics.collect_metrics(run))["d"]
     assert "leak-free" not in line.text
-    run_folder.record_metrics(run, "ecc", {**values, "leak_free": {"share_with_probe": 0.139}})
-    (line,) = report.build_summary(run_folder.collect_metrics(run))["d"]
+    run_metrics.record_metrics(run, "ecc", {**values, "leak_free": {"share_with_probe": 0.139}})
+    (line,) = report.build_summary(run_metrics.collect_metrics(run))["d"]
     assert "13.9% of test queries have a probe" in line.text
 
 
@@ -333,7 +335,7 @@ def test_paired_differences_over_several_seeds_are_the_means_over_seeds(tmp_path
     """With 3 seeds the summary quotes the mean of the per-seed paired differences with its
     t-interval over seeds, not the first seed's bootstrap beside means over seeds."""
     run = run_folder.run_context(tmp_path)
-    run_folder.record_metrics(
+    run_metrics.record_metrics(
         run,
         "ecc",
         {
@@ -354,7 +356,7 @@ def test_paired_differences_over_several_seeds_are_the_means_over_seeds(tmp_path
         },
         parameters={"n_clusters": 30, "n_seeds": 3},
     )
-    metrics = run_folder.collect_metrics(run)
+    metrics = run_metrics.collect_metrics(run)
     lines = [line.text for line in report.summary.ecc_lines(metrics)]
     versus = next(t for t in lines if "minus embedding-only" in t)
     assert "-3.9 pp" in versus and "over 3 seeds" in versus and "worse than" in versus

@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 from ecc_lib import routers
 from ecc_lib.dars import distributions as dars
-from ecc_lib.data.comparisons import split_queries
+from ecc_lib.data.splits import split_queries
 from ecc_lib.routers.training import TorchRouter
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -42,7 +42,7 @@ def planted():
     obs = dars.repeated_observations(data.outcomes)
     position = {q: i for i, q in enumerate(data.queries["query_id"])}
     x = data.embeddings[[position[q] for q in obs.query_ids]].astype(float)
-    train, test = split_queries(obs.n_queries, 0.25, 42)
+    train, test = split_queries(obs.n_queries, test_size=0.25, random_state=42)
     return {
         "x_train": x[train],
         "x_test": x[test],

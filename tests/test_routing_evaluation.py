@@ -107,7 +107,9 @@ def test_oracle_curve_is_monotone(synthetic):
     truth = ev.held_out_truth(obs)
     costs, scores = [], []
     for lam in ev.DEFAULT_LAMBDA_GRID:
-        m = ev.evaluate_choices(ev.oracle_choices(truth, lam, 0.0), truth, lam, 0.0)
+        m = ev.evaluate_choices(
+            ev.oracle_choices(truth, cost_weight=lam, beta=0.0), truth, cost_weight=lam, beta=0.0
+        )
         costs.append(m["cost"].mean())
         scores.append(m["score"].mean())
     assert np.all(np.diff(costs) <= 1e-12)
@@ -389,8 +391,10 @@ def test_cost_quality_curve_refits_a_utility_router_at_each_weight(synthetic):
     lambdas = (0.0, 1.0)
     router = routers.KNNRouter(target="utility").fit(x[train], targets)
     with pytest.raises(ValueError, match="refit"):
-        ev.cost_quality_curve(router, x[~train], truth, lambdas)
-    curve = ev.cost_quality_curve(router, x[~train], truth, lambdas, refit_on=(x[train], targets))
+        ev.cost_quality_curve(router, x[~train], truth, lambdas=lambdas)
+    curve = ev.cost_quality_curve(
+        router, x[~train], truth, lambdas=lambdas, refit_on=(x[train], targets)
+    )
     # the same as a router fitted at each weight by hand
     by_hand = [
         routers.KNNRouter(target="utility", cost_weight=lam)
@@ -398,5 +402,5 @@ def test_cost_quality_curve_refits_a_utility_router_at_each_weight(synthetic):
         .route(x[~train], cost_weight=lam)
         for lam in lambdas
     ]
-    pd.testing.assert_frame_equal(curve, ev.curve_of_choices(by_hand, truth, lambdas))
+    pd.testing.assert_frame_equal(curve, ev.curve_of_choices(by_hand, truth, lambdas=lambdas))
     assert router.cost_weight == routers.KNNRouter().cost_weight  # the router itself is untouched

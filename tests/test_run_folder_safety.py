@@ -34,15 +34,15 @@ def notebooks(tmp_path):
         folder / "01_data.ipynb",
         'run_dir: str = ""  # run folder\ndataset: str = "a"  # dataset\n'
         "seconds: float = 0.0  # sleep",
-        "import time\nimport pandas as pd\nfrom ecc_lib.runs import folder as run_folder\n"
+        "import time\nimport pandas as pd\nfrom ecc_lib.runs import folder as run_folder\nfrom ecc_lib.runs import artifacts as run_artifacts\n"
         "run = run_folder.run_context(run_dir)",
-        "run_folder.save_table(pd.DataFrame({'x': [1]}), run, f'01_{dataset}')",
+        "run_artifacts.save_table(pd.DataFrame({'x': [1]}), run, f'01_{dataset}')",
         "time.sleep(seconds)",
     )
     write_notebook(
         folder / "05_report.ipynb",
         'run_dir: str = ""  # run folder',
-        "from ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)\nprint('report')",
+        "from ecc_lib.runs import folder as run_folder\nfrom ecc_lib.runs import artifacts as run_artifacts\nrun = run_folder.run_context(run_dir)\nprint('report')",
     )
     return folder
 
@@ -118,7 +118,7 @@ def test_a_run_on_the_default_dataset_records_it_and_refuses_a_second(tmp_path, 
     write_notebook(
         notebooks / "06_benchmark.ipynb",
         'run_dir: str = ""  # run folder\ndatasets: list = ["x", "y"]  # datasets',
-        "from ecc_lib.runs import folder as run_folder\nrun = run_folder.run_context(run_dir)\nprint(datasets)",
+        "from ecc_lib.runs import folder as run_folder\nfrom ecc_lib.runs import artifacts as run_artifacts\nrun = run_folder.run_context(run_dir)\nprint(datasets)",
     )
     _run(notebooks, out, only="06")
     record = json.loads((out / "run.json").read_text())

@@ -24,8 +24,9 @@ from test_collect_support import QUERIES, fast
 
 from ecc_lib.cli import main
 from ecc_lib.cli.init import InitError, init_folder, starter_files
-from ecc_lib.data.loaders import load_dataset, read_outcomes, read_table
 from ecc_lib.data.schema import DataValidationError
+from ecc_lib.data.sources import load_dataset
+from ecc_lib.data.tables import read_outcomes, read_table
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -295,7 +296,7 @@ def test_a_bad_dask_scheduler_address_is_one_line(tmp_path, capsys, monkeypatch,
 
 
 def test_a_read_only_embedding_cache_warns_in_one_line_and_keeps_going(tmp_path, caplog):
-    from ecc_lib.embed.encode import EmbeddingCache, text_digests
+    from ecc_lib.embed.cache import EmbeddingCache, text_digests
 
     digests = text_digests(["a", "b"])
     vectors = np.eye(2, 4, dtype=np.float32)
@@ -312,13 +313,13 @@ def test_a_read_only_embedding_cache_warns_in_one_line_and_keeps_going(tmp_path,
 
 
 def test_a_full_embedding_cache_leaves_no_temporary_file(tmp_path, monkeypatch, caplog):
-    from ecc_lib.embed import encode as embeddings
+    from ecc_lib.embed import cache as embedding_cache
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(embeddings.np, "savez", full)
-    cache = embeddings.EmbeddingCache("some-model", write_dir=tmp_path, read_dirs=[])
-    assert cache.add(embeddings.text_digests(["a"]), np.ones((1, 3), np.float32)) is None
+    monkeypatch.setattr(embedding_cache.np, "savez", full)
+    cache = embedding_cache.EmbeddingCache("some-model", write_dir=tmp_path, read_dirs=[])
+    assert cache.add(embedding_cache.text_digests(["a"]), np.ones((1, 3), np.float32)) is None
     assert "No space left" in caplog.text
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []

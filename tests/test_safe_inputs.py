@@ -13,13 +13,15 @@ import pandas as pd
 import pytest
 
 from ecc_lib import plotting, report
-from ecc_lib.data import loaders
 from ecc_lib.data import policy as data_checks
+from ecc_lib.data import protocol_policy, schema, sources, tables
 from ecc_lib.data.schema import DataValidationError, summarise, validate_outcomes, validate_queries
 from ecc_lib.protocol.ecc_protocol import prepare_protocol, run_protocol
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.sections import data_section
+from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 from ecc_lib.synthetic.capability import make_capability_data
 
 matplotlib.use("Agg")
@@ -69,7 +71,7 @@ def test_human_baseline_is_skipped_when_no_test_category_occurs_in_training():
     assert "human" not in result.nll and "human" not in result.gain
     assert "ecc" in result.nll
     data = prepare_protocol(queries, planted.outcomes, planted.embeddings)
-    reason = data_checks.human_baseline_reason(data.labels, train_mask=data.train_mask)
+    reason = protocol_policy.human_baseline_reason(data.labels, train_mask=data.train_mask)
     assert reason is not None and "no test query's category occurs" in reason
     assert reason in data.params["warnings"]
 
@@ -97,10 +99,10 @@ def test_seeds_where_the_human_baseline_is_skipped_on_some_split_still_summarise
 def test_unseen_test_categories_are_counted_when_some_are_known():
     labels = np.array(["a", "a", "b", "b", "c", "d"], dtype=object)
     train = np.array([True, True, True, False, False, False])
-    note = data_checks.unseen_category_note(labels, train)
+    note = protocol_policy.unseen_category_note(labels, train)
     assert note.startswith("2 of 3 test queries carry a category no training query has")
-    assert data_checks.human_baseline_reason(labels, train_mask=train) is None
-    assert data_checks.unseen_category_note(labels, np.ones(6, dtype=bool)) is None
+    assert protocol_policy.human_baseline_reason(labels, train_mask=train) is None
+    assert protocol_policy.unseen_category_note(labels, np.ones(6, dtype=bool)) is None
 
 
 # ------------------------------------------------------ 14: empty and duplicate query texts
@@ -110,15 +112,15 @@ def test_unseen_test_categories_are_counted_when_some_are_known():
 @pytest.mark.parametrize("text", ["", "   ", "\t"])
 def test_empty_and_whitespace_texts_are_refused_in_every_format(tmp_path, suffix, text):
     queries = pd.DataFrame({"query_id": ["1", "2"], "text": ["a question", text]})
-    path = loaders.write_table(queries, tmp_path / f"queries{suffix}")
+    path = tables.write_table(queries, tmp_path / f"queries{suffix}")
     with pytest.raises(DataValidationError, match=r"(missing|empty or whitespace-only) "):
-        loaders.read_queries(path)
+        tables.read_queries(path)
 
 
 def test_whitespace_text_message_names_the_row():
     queries = pd.DataFrame({"query_id": ["1", "2"], "text": ["a question", "   "]})
     with pytest.raises(DataValidationError, match=r"1 empty or whitespace-only text\(s\).*row 1"):
-        loaders.validate_queries(queries, source="q.csv")
+        schema.validate_queries(queries, source="q.csv")
 
 
 def test_duplicate_texts_are_named_in_the_policy_and_across_the_split():
@@ -190,7 +192,7 @@ def test_a_csv_model_or_category_named_like_a_missing_marker_keeps_its_name(tmp_
     queries = pd.DataFrame({"query_id": ["1", "2"], "text": ["a", "b"], "category": [name, "x"]})
     queries.to_csv(folder / "queries.csv", index=False)
     _outcomes([name, "gpt"], ["1", "2"]).to_csv(folder / "outcomes.csv", index=False)
-    loaded_queries, outcomes = loaders.load_dataset(str(folder))
+    loaded_queries, outcomes = sources.load_dataset(str(folder))
     assert sorted(outcomes["model"].unique()) == sorted([name, "gpt"])
     assert loaded_queries["category"].tolist() == [name, "x"]
 
@@ -199,7 +201,7 @@ def test_a_missing_score_written_as_na_is_still_missing(tmp_path):
     path = tmp_path / "outcomes.csv"
     path.write_text("query_id,model,score\n1,a,1\n1,b,NA\n")
     with pytest.raises(DataValidationError, match="'score' has 1 NaN"):
-        loaders.read_outcomes(path)
+        tables.read_outcomes(path)
 
 
 def test_wide_columns_left_out_are_named_and_pipes_are_models(caplog):
@@ -215,14 +217,14 @@ def test_wide_columns_left_out_are_named_and_pipes_are_models(caplog):
             "empty": [np.nan] * 3,
         }
     )
-    with caplog.at_level(logging.WARNING, logger="ecc_lib.data.loaders"):
-        _, outcomes = loaders.from_wide(frame, source="wide.csv")
+    with caplog.at_level(logging.WARNING, logger="ecc_lib.data.tables"):
+        _, outcomes = tables.from_wide(frame, source="wide.csv")
     assert sorted(outcomes["model"].unique()) == ["m1", "org|model"]
     warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warned) == 1
     for column in ("'cost'", "'source'", "'m1|total_cost'", "'empty' (no values at all)"):
         assert column in warned[0]
-    _, explicit = loaders.from_wide(frame, model_columns=["m1", "cost"], source="wide.csv")
+    _, explicit = tables.from_wide(frame, model_columns=["m1", "cost"], source="wide.csv")
     assert sorted(explicit["model"].unique()) == ["cost", "m1"]
 
 
@@ -233,7 +235,7 @@ def test_a_dataset_named_2024_keeps_its_best_model_in_the_report(tmp_path):
     # the model named NA is the best
     outcomes = validate_outcomes(_outcomes(["NA", "weak"], ["1", "2"]).assign(score=[1, 0, 1, 0.0]))
     scores = plotting.model_score_table(outcomes.assign(dataset="2024"), n_boot=10)
-    run_folder.save_table(scores, run, "01_model_scores")
+    run_artifacts.save_table(scores, run, "01_model_scores")
     section = data_section(run, {"data": {"datasets": {"2024": summarise(queries, outcomes)}}})
     row = section.tables[0].frame.iloc[0]
     assert row["dataset"] == "2024"
@@ -275,8 +277,8 @@ def test_latex_headline_tables_of_a_report_compile(tmp_path):
     queries = validate_queries(queries)
     outcomes = validate_outcomes(_outcomes(["\u6a21\u578b-\u03b1", "[v2] m$1"], ["1", "2"]))
     scores = plotting.model_score_table(outcomes.assign(dataset="[donn\u00e9es]"), n_boot=10)
-    run_folder.save_table(scores, run, "01_model_scores")
-    run_folder.record_metrics(
+    run_artifacts.save_table(scores, run, "01_model_scores")
+    run_metrics.record_metrics(
         run, "data", {"datasets": {"[donn\u00e9es]": summarise(queries, outcomes)}}
     )
     written = report.save_headline_tables(report.build_report(run), run)

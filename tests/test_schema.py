@@ -8,7 +8,6 @@ import pytest
 
 from ecc_lib.dars.distributions import capability_distributions
 from ecc_lib.data.comparisons import Comparisons
-from ecc_lib.data.loaders import read_outcomes, read_queries
 from ecc_lib.data.observations import repeated_observations
 from ecc_lib.data.schema import (
     DataValidationError,
@@ -16,6 +15,7 @@ from ecc_lib.data.schema import (
     validate_outcomes,
     validate_queries,
 )
+from ecc_lib.data.tables import read_outcomes, read_queries
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 QUERIES_CSV = "query_id,text,category\nq1,What is 2+2?,math\nq2,Capital of France?,geo\n"

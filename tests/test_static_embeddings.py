@@ -7,17 +7,13 @@ import logging
 import numpy as np
 import pytest
 
-from ecc_lib.embed import encode as embeddings
+from ecc_lib.embed import encode, minilm, models
 from ecc_lib.embed import static as static_embeddings
-from ecc_lib.embed.encode import (
-    DEFAULT_MODEL,
-    STATIC_MODEL,
-    EmbeddingCache,
-    canonical_model_name,
-    embed_texts,
-    model_slug,
-)
+from ecc_lib.embed.cache import EmbeddingCache
+from ecc_lib.embed.encode import embed_texts
+from ecc_lib.embed.models import DEFAULT_MODEL, canonical_model_name, model_slug
 from ecc_lib.embed.static import (
+    STATIC_MODEL,
     StaticEmbedder,
     fit_static_weights,
     load_static_embedder,
@@ -51,7 +47,7 @@ def test_shipped_static_embedder_is_offline_deterministic_and_unit(tmp_path, mon
     def no_transformer(*args, **kwargs):
         raise AssertionError("the static embedder must not load sentence-transformers")
 
-    monkeypatch.setattr(embeddings, "encode_minilm", no_transformer)
+    monkeypatch.setattr(encode, "encode_minilm", no_transformer)
     vectors = embed_texts(TEXTS, model_name="static", cache_dir=tmp_path, read_dirs=[])
     assert vectors.shape == (len(TEXTS), load_static_embedder().dim)
     assert vectors.dtype == np.float32
@@ -70,7 +66,7 @@ def test_shipped_static_embedder_is_offline_deterministic_and_unit(tmp_path, mon
 
 
 def test_static_embedder_sums_weighted_token_vectors():
-    tokenizer = static_embeddings._minilm_tokenizer()
+    tokenizer = static_embeddings.minilm_tokenizer()
     size = tokenizer.get_vocab_size()
     rng = np.random.default_rng(0)
     table = rng.normal(size=(size, 3)).astype(np.float32)
@@ -86,12 +82,12 @@ def test_static_embedder_sums_weighted_token_vectors():
 
 
 def test_refit_moves_seen_tokens_towards_the_targets_and_keeps_unseen_ones():
-    tokenizer = static_embeddings._minilm_tokenizer()
+    tokenizer = static_embeddings.minilm_tokenizer()
     size = tokenizer.get_vocab_size()
     rng = np.random.default_rng(1)
     x0 = rng.normal(size=(size, 4))
     texts = ["the cat sat", "a dog ran", "the dog sat", "a cat ran", "cat", "dog dog"]
-    counts = static_embeddings._token_counts(tokenizer, texts, size).toarray()
+    counts = static_embeddings.token_counts(tokenizer, texts, size).toarray()
     means = counts / counts.sum(axis=1, keepdims=True)
     targets = means @ rng.normal(size=(size, 4))  # reachable by some table
     refit = refit_token_vectors(x0, texts, targets, alpha=1e-4, n_iter=60)
@@ -120,7 +116,7 @@ def test_pca_table_and_int8_rows():
 
 def test_minilm_batches_cover_every_text_once_within_the_token_budget():
     lengths = np.array([5, 200, 17, 17, 3, 90, 256, 1])
-    batches = embeddings._minilm_batches(lengths, batch_tokens=300, max_batch=3)
+    batches = minilm.minilm_batches(lengths, batch_tokens=300, max_batch=3)
     flat = np.concatenate(batches)
     assert sorted(flat.tolist()) == list(range(len(lengths)))
     for batch in batches:
@@ -132,12 +128,12 @@ def test_minilm_batches_cover_every_text_once_within_the_token_budget():
 def test_length_batched_minilm_equals_sentence_transformers_and_logs_an_estimate(
     monkeypatch, caplog
 ):
-    model = embeddings.load_model(None)
+    model = models.load_model(None)
     texts = [*TEXTS, "Short one.", "A somewhat longer question about the boiling point of water?"]
     reference = model.encode(texts, batch_size=64, normalize_embeddings=True)
-    monkeypatch.setattr(embeddings, "_ETA_MIN_SECONDS", 0.0)
-    with caplog.at_level(logging.INFO, logger="ecc_lib.embed.encode"):
-        fast = embeddings.encode_minilm(texts, model, batch_tokens=64, show_progress=False)
+    monkeypatch.setattr(minilm, "_ETA_MIN_SECONDS", 0.0)
+    with caplog.at_level(logging.INFO, logger="ecc_lib.embed.minilm"):
+        fast = minilm.encode_minilm(texts, model, batch_tokens=64, show_progress=False)
     np.testing.assert_allclose(fast, reference, atol=1e-6)
     message = next(r.getMessage() for r in caplog.records if "texts to embed" in r.getMessage())
     assert message.startswith(f"{len(texts):,} texts to embed with all-MiniLM-L6-v2, about ")
@@ -145,7 +141,7 @@ def test_length_batched_minilm_equals_sentence_transformers_and_logs_an_estimate
 
 
 def test_shipped_minilm_cache_stays_valid_under_the_new_path():
-    from ecc_lib.data.loaders import load_bundled
+    from ecc_lib.data.sources import load_bundled
 
     queries, _ = load_bundled("dcrouter")
     texts = queries["text"].astype(str).sample(24, random_state=0).tolist()
@@ -157,19 +153,19 @@ def test_shipped_minilm_cache_stays_valid_under_the_new_path():
 def test_minilm_threads_follow_the_idle_cores_and_are_restored(monkeypatch):
     import torch
 
-    monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
-    assert embeddings.minilm_threads() == 2
-    monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (0.9, 0.0, 0.0))
-    assert embeddings.minilm_threads() == 2  # the load this process makes itself is not "busy"
-    monkeypatch.setattr(embeddings.os, "getloadavg", lambda: (5.0, 0.0, 0.0))
-    assert embeddings.minilm_threads() == 1  # a busy machine: one thread
+    monkeypatch.setattr(minilm.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(minilm.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert minilm.minilm_threads() == 2
+    monkeypatch.setattr(minilm.os, "getloadavg", lambda: (0.9, 0.0, 0.0))
+    assert minilm.minilm_threads() == 2  # the load this process makes itself is not "busy"
+    monkeypatch.setattr(minilm.os, "getloadavg", lambda: (5.0, 0.0, 0.0))
+    assert minilm.minilm_threads() == 1  # a busy machine: one thread
     before = torch.get_num_threads()
     seen = []
     monkeypatch.setattr(
-        embeddings, "_encode_batch", lambda *a: seen.append(torch.get_num_threads()) or 0.0
+        minilm, "_encode_batch", lambda *a: seen.append(torch.get_num_threads()) or 0.0
     )
-    embeddings.encode_minilm(["a b", "c"], embeddings.load_model(None), show_progress=False)
+    minilm.encode_minilm(["a b", "c"], models.load_model(None), show_progress=False)
     assert seen and set(seen) == {1}
     assert torch.get_num_threads() == before
 
@@ -177,14 +173,14 @@ def test_minilm_threads_follow_the_idle_cores_and_are_restored(monkeypatch):
 def test_minilm_runs_in_onnx_runtime_with_the_same_vectors_as_pytorch(tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     monkeypatch.setenv("ECC_LIB_CACHE_DIR", str(tmp_path))  # the export goes to a fresh cache
-    monkeypatch.setattr(embeddings, "_onnx_sessions", {})
-    model = embeddings.load_model(None)
+    monkeypatch.setattr(minilm, "_onnx_sessions", {})
+    model = models.load_model(None)
     texts = [*TEXTS, "Short one.", "x " * 400]  # the last one is truncated at 256 word pieces
-    in_torch = embeddings.encode_minilm(texts, model, show_progress=False, backend="torch")
-    in_onnx = embeddings.encode_minilm(texts, model, show_progress=False, backend="onnx")
+    in_torch = minilm.encode_minilm(texts, model, show_progress=False, backend="torch")
+    in_onnx = minilm.encode_minilm(texts, model, show_progress=False, backend="onnx")
     assert list(tmp_path.glob("_onnx/*.onnx")), "the ONNX export is cached"
     np.testing.assert_allclose(in_onnx, in_torch, atol=1e-6)
-    auto = embeddings.encode_minilm(texts, model, show_progress=False)
+    auto = minilm.encode_minilm(texts, model, show_progress=False)
     np.testing.assert_array_equal(auto, in_onnx)  # the default path is ONNX Runtime
     with pytest.raises(ValueError, match="backend"):
-        embeddings.encode_minilm(texts, model, show_progress=False, backend="gpu")
+        minilm.encode_minilm(texts, model, show_progress=False, backend="gpu")

@@ -28,6 +28,7 @@ from ecc_lib.protocol.results import ECCResult, run_dars, run_ecc
 from ecc_lib.protocol.seeds import run_seeds
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 METHODS = ("global", "ecc", "emb_only", "comp_only")
@@ -273,33 +274,33 @@ def test_every_key_of_the_schema_has_a_type_unit_and_meaning():
 def test_record_metrics_refuses_a_wrong_type_naming_the_key(tmp_path, ecc_result, caplog):
     run = run_folder.run_context(tmp_path / "run")
     metrics = ecc_result.to_metrics(dataset="tiny")
-    run_folder.record_metrics(run, "ecc", metrics)  # the producer's output is accepted
+    run_metrics.record_metrics(run, "ecc", metrics)  # the producer's output is accepted
     bad = {**metrics, "n_queries": "many"}
     with pytest.raises(MetricsSchemaError, match=r"ecc\.n_queries: expected integer, got string"):
-        run_folder.record_metrics(run, "ecc", bad)
+        run_metrics.record_metrics(run, "ecc", bad)
     # nothing was written: the fragment still holds the good numbers
     stored = json.loads((run.metrics_dir / "ecc.json").read_text())["values"]
     assert stored["n_queries"] == metrics["n_queries"]
     gains = {**metrics, "ranking_quality_gain": {"ecc": "high"}}
     with pytest.raises(MetricsSchemaError, match=r"ecc\.ranking_quality_gain\.ecc"):
-        run_folder.record_metrics(run, "ecc", gains)
+        run_metrics.record_metrics(run, "ecc", gains)
     # a key the schema does not describe is recorded with a warning naming it; strict
     # validation (the tests' reading of the producers' output) refuses it
     with caplog.at_level("WARNING", logger="ecc_lib.metrics_schema"):
-        run_folder.record_metrics(run, "ecc", {**metrics, "typo_gain": 1.0})
+        run_metrics.record_metrics(run, "ecc", {**metrics, "typo_gain": 1.0})
     assert "ecc.typo_gain" in caplog.text
     with pytest.raises(MetricsSchemaError, match=r"ecc\.typo_gain: unknown key"):
         validate_section("ecc", {**metrics, "typo_gain": 1.0}, strict=True)
     interval = {**metrics, "probe_leak_share_mean_sd": [0.5]}
     with pytest.raises(MetricsSchemaError, match="at least 2 items"):
-        run_folder.record_metrics(run, "ecc", interval)
+        run_metrics.record_metrics(run, "ecc", interval)
 
 
 def test_the_merge_into_metrics_json_is_validated(tmp_path):
     from ecc_lib.runs.provenance import write_metrics
 
     run = run_folder.run_context(tmp_path / "run")
-    run_folder.record_metrics(run, "dars", {"dataset": "x", "skipped": "no repeats"})
+    run_metrics.record_metrics(run, "dars", {"dataset": "x", "skipped": "no repeats"})
     path = write_metrics(run)
     validate_metrics(json.loads(path.read_text()))
     # a fragment written behind the recorder's back is caught at the merge

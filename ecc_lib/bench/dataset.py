@@ -44,7 +44,7 @@ def dataset_label(name: str) -> str:
     -------
     str
     """
-    from ecc_lib.data.loaders import dataset_files
+    from ecc_lib.data.sources import dataset_files
 
     if dataset_files(name) is not None:
         return Path(name).expanduser().resolve().name
@@ -60,7 +60,7 @@ def data_fingerprint(name: str) -> str | None:
     Parameters
     ----------
     name : str
-        Bundled name, public name or folder (as :func:`ecc_lib.data.loaders.load_dataset` reads it).
+        Bundled name, public name or folder (as :func:`ecc_lib.data.sources.load_dataset` reads it).
 
     Returns
     -------
@@ -68,7 +68,7 @@ def data_fingerprint(name: str) -> str | None:
         Hex digest; None for a public dataset (downloaded, not fingerprinted here).
     """
     from ecc_lib import paths
-    from ecc_lib.data.loaders import BUNDLED_DATASETS, dataset_files
+    from ecc_lib.data.sources import BUNDLED_DATASETS, dataset_files
 
     files = dataset_files(name)
     if files is None and name in BUNDLED_DATASETS:
@@ -98,8 +98,8 @@ def prepare_dataset(name: str, *, show_progress: bool = True):
     -------
     queries, outcomes, embeddings, embedding_check, policy_report
     """
-    from ecc_lib.data.loaders import load_dataset
     from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.data.sources import load_dataset
     from ecc_lib.embed.encode import embed_texts
 
     queries, outcomes = load_dataset(name)
@@ -175,7 +175,8 @@ def bench_dataset(
         ``per_seed``, ``settings``, ``seconds``.
     """
     from ecc_lib.data import checks as checks_module
-    from ecc_lib.data.policy import human_baseline_reason
+    from ecc_lib.data import text_checks
+    from ecc_lib.data.protocol_policy import human_baseline_reason
 
     say = progress or (lambda line: None)
     label = dataset_label(name)
@@ -258,7 +259,7 @@ def bench_dataset(
         records.append(record)
         say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): {record['seconds']:.1f} s")
     # duplicates across the protocol's split (of the first seed)
-    results["texts"] = checks_module.check_texts(
+    results["texts"] = text_checks.check_texts(
         queries, train_ids=records[0]["train_ids"], test_ids=records[0]["test_ids"]
     )
     tick = time.perf_counter()

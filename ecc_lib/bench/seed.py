@@ -36,7 +36,7 @@ def disjoint_differences(result, *, reference: str, n_boot: int = DEFAULT_N_BOOT
     if f"nll_{reference}" not in frame:
         return {}
     has = frame["n_scored"].to_numpy() > 0
-    index = bootstrap_indices(int(has.sum()), n_boot, 0)
+    index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=0)
     glob = (frame["nll_global"] - frame["nll_global_touching"]).to_numpy()[has]
     reps_g = glob[index].sum(axis=1)
 
@@ -67,7 +67,7 @@ def _paired_routing(data, routing, fitted: dict, n_boot: int) -> dict:
     scores = data.scores[data.test_mask]
     n_test = scores.shape[0]
     rows = np.arange(n_test)
-    index = bootstrap_indices(n_test, n_boot, 0)
+    index = bootstrap_indices(n_test, n_boot=n_boot, random_state=0)
     cells = routing.to_dict()
 
     def per_query(choice: np.ndarray) -> np.ndarray:

@@ -69,8 +69,8 @@ def protocol_split(queries, outcomes, seed: int):
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab check``."""
     from ecc_lib.data import checks
-    from ecc_lib.data.loaders import read_outcomes, read_queries
     from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.data.tables import read_outcomes, read_queries
 
     queries = read_queries(args.queries) if args.queries else None
     outcomes = read_outcomes(args.outcomes, queries=queries)
@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     results = checks.run_checks(
         outcomes, queries, embeddings=embeddings, train_ids=train_ids, test_ids=test_ids
     )
-    print(checks.format_checks(results, str(args.outcomes)))
+    print(checks.format_checks(results, label=str(args.outcomes)))
     if args.json:
         payload = {
             "outcomes": str(args.outcomes),

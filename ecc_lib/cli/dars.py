@@ -66,7 +66,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str):
-    from ecc_lib.data.loaders import read_outcomes
+    from ecc_lib.data.tables import read_outcomes
 
     return read_outcomes(path)
 
@@ -210,7 +210,8 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
 
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
-    from ecc_lib.data.policy import apply_data_policy, check_utility_weights
+    from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.data.protocol_policy import check_utility_weights
     from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)

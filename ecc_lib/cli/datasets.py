@@ -23,8 +23,8 @@ def dataset_summaries() -> dict[str, dict]:
     dict of str to dict
         Dataset name to its counts and description.
     """
-    from ecc_lib.data.loaders import BUNDLED_DATASETS, BUNDLED_DESCRIPTIONS, load_bundled
     from ecc_lib.data.schema import summarise
+    from ecc_lib.data.sources import BUNDLED_DATASETS, BUNDLED_DESCRIPTIONS, load_bundled
 
     summaries = {}
     for name in BUNDLED_DATASETS:

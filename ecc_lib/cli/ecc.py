@@ -103,7 +103,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_inputs(args: argparse.Namespace):
-    from ecc_lib.data.loaders import read_outcomes, read_queries
+    from ecc_lib.data.tables import read_outcomes, read_queries
 
     queries = read_queries(args.queries)
     outcomes = read_outcomes(args.outcomes, queries=queries)

@@ -232,7 +232,7 @@ def check_base_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), parts.query, ""))
 
 
-def check_api_key(api_key: str | None, api_key_env: str | None = None) -> str | None:
+def check_api_key(api_key: str | None, *, api_key_env: str | None = None) -> str | None:
     """The API key stripped of surrounding whitespace (``None`` when empty).
 
     Parameters
@@ -490,7 +490,7 @@ class ChatClient:
         if isinstance(max_response_bytes, bool) or not int(max_response_bytes) >= 1:
             raise ValueError(f"max_response_bytes must be >= 1, got {max_response_bytes}")
         raw_key = api_key
-        api_key = check_api_key(api_key, api_key_env)
+        api_key = check_api_key(api_key, api_key_env=api_key_env)
         self.base_url = check_base_url(base_url)
         self.url = chat_url(self.base_url)
         self.public_url = public_url(self.url)

@@ -19,14 +19,14 @@ import pandas as pd
 
 from ecc_lib.collect.store import QUERY_FIELDS, RECORDS_FILE, CollectionStore
 from ecc_lib.collect.summary import without_final_answer_sentence
-from ecc_lib.data.loaders import WRITE_SUFFIXES, is_table_file, write_table
 from ecc_lib.data.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
+from ecc_lib.data.tables import WRITE_SUFFIXES, is_table_file, write_table
 
 logger = logging.getLogger(__name__)
 
 EXPORT_EXTRA_COLUMNS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "latency_s")
 EXPORT_SUFFIXES: tuple[str, ...] = WRITE_SUFFIXES
-"""File endings written as one table (:func:`ecc_lib.data.loaders.write_table`); any other output is a
+"""File endings written as one table (:func:`ecc_lib.data.tables.write_table`); any other output is a
 dataset folder for the CLI."""
 
 

@@ -328,7 +328,7 @@ def start_background(server: LocalServer) -> str:
     return server.base_url
 
 
-def stop_background(port: int = DEFAULT_PORT, timeout: float = 15.0) -> bool:
+def stop_background(port: int = DEFAULT_PORT, *, timeout: float = 15.0) -> bool:
     """Stop the server started by :func:`start_background` on ``port``; False when none runs.
 
     Parameters

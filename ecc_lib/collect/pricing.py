@@ -78,7 +78,9 @@ def _from_records(records: list, source: str) -> dict[str, Price]:
     return table
 
 
-def price_table(prices: Mapping | str | Path | None, source: str | None = None) -> dict[str, Price]:
+def price_table(
+    prices: Mapping | str | Path | None, *, source: str | None = None
+) -> dict[str, Price]:
     """Normalise a price table given as a mapping, a list of records, or a file path.
 
     Parameters

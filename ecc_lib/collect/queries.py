@@ -147,7 +147,7 @@ def read_queries_file(path: str | Path) -> pd.DataFrame:
     return check_queries(frame, source=str(path))
 
 
-def check_queries(queries: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
+def check_queries(queries: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
     """Validate a queries table for collection (ids, texts, readable options, decoding settings).
 
     Parameters

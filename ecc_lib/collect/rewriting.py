@@ -56,12 +56,24 @@ def _mentions(phrase: str, text: str) -> bool:
     return re.search(pattern, text, re.I) is not None
 
 
-def _reveals_answer(candidate: str, query: PreparedQuery) -> str | None:
+def reveals_answer(candidate: str, query: PreparedQuery) -> str | None:
     """Why a rewrite gives a hint the original does not, or ``None``.
 
     A rewrite must not state the reference answer (for a multiple-choice question: the text of the
     right option), nor name any other option: "where would he issue such a decree, in Washington?"
     no longer asks the same question.
+
+    Parameters
+    ----------
+    candidate : str
+        A rewrite.
+    query : PreparedQuery
+        The original question with its reference answer and options.
+
+    Returns
+    -------
+    str or None
+        The reason (``"states the reference answer"``, ``"names an option"``), or None.
     """
     if query.answer is None:
         return None
@@ -84,9 +96,27 @@ def _reveals_answer(candidate: str, query: PreparedQuery) -> str | None:
     return None
 
 
-def _accept(candidates: list[str], query: PreparedQuery, seen: set[str]) -> tuple[list, Counter]:
+def accept_rewrites(
+    candidates: list[str], query: PreparedQuery, seen: set[str]
+) -> tuple[list, Counter]:
     """The candidates that are new (not in ``seen``, which grows), give no hint and keep the
-    question's content, and the count of the refused ones by reason."""
+    question's content, and the count of the refused ones by reason.
+
+    Parameters
+    ----------
+    candidates : list of str
+        Rewrites proposed by the model.
+    query : PreparedQuery
+        The original question.
+    seen : set of str
+        Normalised texts already taken (the question and earlier variants); grows.
+
+    Returns
+    -------
+    accepted : list of str
+    refused : Counter
+        Refused candidates by reason.
+    """
     accepted: list[str] = []
     refused: Counter = Counter()
     for candidate in candidates:
@@ -94,7 +124,7 @@ def _accept(candidates: list[str], query: PreparedQuery, seen: set[str]) -> tupl
         if not normal or normal in seen:
             refused["same as the question or another variant"] += 1
             continue
-        hint = _reveals_answer(candidate, query)
+        hint = reveals_answer(candidate, query)
         if hint is not None:
             refused[hint] += 1
             continue
@@ -245,7 +275,7 @@ class Rewriter:
                 parsed = read_single_rewrite(result.content, result.finish_reason)
             else:
                 parsed = read_rewrites(result.content, result.finish_reason, question=query.text)
-            accepted, refused = _accept(parsed.rewrites, query, seen)
+            accepted, refused = accept_rewrites(parsed.rewrites, query, seen)
             problem = parsed.problem
             if problem is None and not accepted:
                 problem = "every candidate refused (" + ", ".join(sorted(refused)) + ")"
@@ -304,4 +334,6 @@ __all__ = [
     "REWRITE_TEMPERATURE",
     "Rewriter",
     "UNSUPPORTED_FORMAT_STATUSES",
+    "accept_rewrites",
+    "reveals_answer",
 ]

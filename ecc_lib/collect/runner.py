@@ -78,10 +78,20 @@ OPENAI_API_HOST = "api.openai.com"
 """The one host that gets ``OPENAI_API_KEY`` without ``api_key_env`` (over https only)."""
 
 
-def _is_openai_host(base_url: str) -> bool:
+def is_openai_host(base_url: str) -> bool:
     """True for ``https://api.openai.com`` exactly (default port, no user info): the only base URL
     that gets ``OPENAI_API_KEY`` unasked. Look-alike hosts (``api.evilopenai.com``,
-    ``api.openai.com.evil.org``) and plain http do not."""
+    ``api.openai.com.evil.org``) and plain http do not.
+
+    Parameters
+    ----------
+    base_url : str
+        The endpoint's base URL.
+
+    Returns
+    -------
+    bool
+    """
     from urllib.parse import urlsplit
 
     parts = urlsplit(str(base_url).strip())
@@ -215,7 +225,7 @@ async def acollect(
         )
 
     raw_key = None
-    if api_key_env is None and _is_openai_host(base_url):
+    if api_key_env is None and is_openai_host(base_url):
         api_key_env = DEFAULT_API_KEY_ENV
     elif api_key_env and urlsplit(base_url).scheme.lower() == "http" and not _is_loopback(base_url):
         logger.warning(
@@ -227,7 +237,9 @@ async def acollect(
         raw_key = os.environ.get(api_key_env) or None
         if raw_key is None:
             logger.warning("environment variable %s is not set: sending no API key", api_key_env)
-    api_key = check_api_key(raw_key, api_key_env)  # stripped; refused before anything is written
+    api_key = check_api_key(
+        raw_key, api_key_env=api_key_env
+    )  # stripped; refused before anything is written
     if raw_key is not None and api_key != raw_key:
         logger.info("stripped surrounding whitespace from the API key in %s", api_key_env)
 
@@ -509,4 +521,5 @@ __all__ = [
     "OPENAI_API_HOST",
     "acollect",
     "collect",
+    "is_openai_host",
 ]

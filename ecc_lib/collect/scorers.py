@@ -370,7 +370,9 @@ def parse_number(text: str | None) -> Fraction | None:
     return values[-1] if values else None
 
 
-def numbers_equal(a: Fraction, b: Fraction, rel_tol: float = 1e-6, abs_tol: float = 1e-9) -> bool:
+def numbers_equal(
+    a: Fraction, b: Fraction, *, rel_tol: float = 1e-6, abs_tol: float = 1e-9
+) -> bool:
     """Exact equality of fractions, or float closeness within the tolerances.
 
     Parameters
@@ -596,6 +598,7 @@ def scorer_for_category(category: str | None) -> str | None:
 
 def choose_scorer(
     category: str | None = None,
+    *,
     has_choices: bool = False,
     override: str | Scorer | Mapping[str, str | Scorer] | None = None,
     query_scorer: str | None = None,

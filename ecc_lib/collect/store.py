@@ -122,7 +122,7 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def to_json_line(record: dict, secrets: Iterable[str] = ()) -> bytes:
+def to_json_line(record: dict, *, secrets: Iterable[str] = ()) -> bytes:
     """One JSON line (newline-terminated, UTF-8) with secrets redacted.
 
     Parameters
@@ -285,7 +285,7 @@ class _AppendFile:
         OSError
             The write failed (the file is as it was before the call).
         """
-        data = to_json_line(record, self.secrets)
+        data = to_json_line(record, secrets=self.secrets)
         size = os.fstat(self.fd).st_size
         try:
             _write_all(self.fd, data)
@@ -549,7 +549,7 @@ class CollectionStore:
         added = 0
         for query in queries:
             entry = {field: query.get(field) for field in QUERY_FIELDS}
-            entry = json.loads(to_json_line(entry, self.secrets))  # canonical JSON form
+            entry = json.loads(to_json_line(entry, secrets=self.secrets))  # canonical JSON form
             stored = self.queries.get(entry["query_id"])
             if stored is None:
                 self._append(QUERIES_FILE, entry)
@@ -636,7 +636,7 @@ class CollectionStore:
         self._write_manifest(manifest)
 
     def _write_manifest(self, manifest: dict) -> None:
-        data = to_json_line(manifest, self.secrets)
+        data = to_json_line(manifest, secrets=self.secrets)
         temporary = self.path(MANIFEST_FILE + ".tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -40,7 +40,6 @@ import pandas as pd
 
 from ecc_lib.data.observations import SUBSETS as SUBSETS
 from ecc_lib.data.observations import RepeatedObservations, repeated_observations
-from ecc_lib.data.observations import _normalise_cost as _normalise_cost  # ecc_lib.distributed
 from ecc_lib.data.observations import observation_subsets as observation_subsets
 from ecc_lib.data.schema import QueryModelAxes
 
@@ -91,7 +90,7 @@ class CapabilityDistributions(QueryModelAxes):
     subset: str = "both"
 
     def utility(
-        self, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+        self, *, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
     ) -> np.ndarray:
         """``U = mu_q - lambda * mu_c - beta * sigma_q``, shape (n_queries, n_models).
 
@@ -139,7 +138,7 @@ class CapabilityDistributions(QueryModelAxes):
 
 
 def capability_distributions(
-    outcomes: pd.DataFrame | RepeatedObservations, subset: str = "both"
+    outcomes: pd.DataFrame | RepeatedObservations, *, subset: str = "both"
 ) -> CapabilityDistributions:
     """Mean score, score spread and mean normalised cost of every (query, model) pair.
 
@@ -184,6 +183,7 @@ def utility(
     mu_q: np.ndarray,
     mu_c: np.ndarray,
     sigma_q: np.ndarray,
+    *,
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
 ) -> np.ndarray:
@@ -224,7 +224,7 @@ def hard_labels(utilities: np.ndarray) -> np.ndarray:
     return np.argmax(np.asarray(utilities, float), axis=-1)
 
 
-def argmax_sets(utilities: np.ndarray, tol: float = _TIE_TOL) -> np.ndarray:
+def argmax_sets(utilities: np.ndarray, *, tol: float = _TIE_TOL) -> np.ndarray:
     """Boolean mask of the models whose utility is within ``tol`` of the row maximum.
 
     Parameters
@@ -242,7 +242,7 @@ def argmax_sets(utilities: np.ndarray, tol: float = _TIE_TOL) -> np.ndarray:
     return u >= u.max(axis=-1, keepdims=True) - tol
 
 
-def soft_labels(utilities: np.ndarray, tau: float = DEFAULT_TAU) -> np.ndarray:
+def soft_labels(utilities: np.ndarray, *, tau: float = DEFAULT_TAU) -> np.ndarray:
     """``softmax(U / tau)`` per row; rows sum to one.
 
     Parameters
@@ -319,6 +319,7 @@ def _draw_indices(
 
 def single_shot_draws(
     outcomes: pd.DataFrame | RepeatedObservations,
+    *,
     n_draws: int = 1,
     random_state: int | np.random.Generator | None = 0,
     subset: str = "both",
@@ -351,6 +352,7 @@ def single_shot_draws(
 
 def single_shot_distributions(
     outcomes: pd.DataFrame | RepeatedObservations,
+    *,
     random_state: int | np.random.Generator | None = 0,
     subset: str = "both",
 ) -> CapabilityDistributions:
@@ -374,7 +376,7 @@ def single_shot_distributions(
         ``kind`` records the single-shot origin.
     """
     obs = repeated_observations(outcomes).subset_of(subset)
-    scores, costs = single_shot_draws(obs, 1, random_state)
+    scores, costs = single_shot_draws(obs, n_draws=1, random_state=random_state)
     return CapabilityDistributions(
         query_ids=obs.query_ids,
         models=obs.models,

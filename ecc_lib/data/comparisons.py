@@ -112,6 +112,7 @@ class Comparisons(QueryModelAxes):
     def from_frame(
         cls,
         frame: pd.DataFrame,
+        *,
         query_ids: np.ndarray | list[str] | None = None,
         models: list[str] | tuple[str, ...] | None = None,
     ) -> Comparisons:
@@ -202,6 +203,7 @@ class Comparisons(QueryModelAxes):
 
 def score_matrix(
     outcomes: pd.DataFrame,
+    *,
     query_ids: np.ndarray | list[str] | None = None,
     models: list[str] | tuple[str, ...] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
@@ -243,7 +245,14 @@ def score_matrix(
     return scores.reshape(len(query_ids), len(models)), query_ids, models
 
 
-def _cpu_count() -> int:
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask on Linux, else ``os.cpu_count()``).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -325,7 +334,7 @@ def _sample_by_index(
         np.cumsum(partners, axis=1, dtype=count_type, out=cum[start : start + len(block)])
 
     starts = range(0, n_rows, SORT_CHUNK_ROWS)
-    with ThreadPoolExecutor(max(1, min(_cpu_count(), len(starts)))) as pool:
+    with ThreadPoolExecutor(max(1, min(available_cpus(), len(starts)))) as pool:
         list(pool.map(rank_rows, starts))  # NumPy sorts release the GIL
     eligible = cum[:, -1].astype(np.int64)
 
@@ -373,7 +382,7 @@ DEFAULT_TIE_TOLERANCE = 1e-4
 continuous scores such as 0.70001 and 0.70000 are not a decisive pair (issue 23)."""
 
 
-def snap_ties(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> np.ndarray:
+def snap_ties(scores: np.ndarray, *, tolerance: float = DEFAULT_TIE_TOLERANCE) -> np.ndarray:
     """Scores with near-equal values of a query made equal, so that ``!=`` reads "decisive".
 
     Each row is sorted; a value within ``tolerance`` of the previous sorted value joins its
@@ -407,6 +416,7 @@ def snap_ties(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> n
 
 def make_comparisons(
     outcomes: pd.DataFrame,
+    *,
     n_pairs: int | None = None,
     ties: str = "drop",
     min_pairs: int = 1,
@@ -448,9 +458,16 @@ def make_comparisons(
     if n_pairs is not None and n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
     rng = np.random.default_rng(random_state)
-    scores, query_ids, models = score_matrix(outcomes, query_ids, models)
+    scores, query_ids, models = score_matrix(outcomes, query_ids=query_ids, models=models)
     return sample_pairs(
-        scores, query_ids, models, n_pairs, ties, min_pairs, rng, tie_tolerance=tie_tolerance
+        scores,
+        query_ids,
+        models,
+        n_pairs=n_pairs,
+        ties=ties,
+        min_pairs=min_pairs,
+        random_state=rng,
+        tie_tolerance=tie_tolerance,
     )
 
 
@@ -458,6 +475,7 @@ def sample_pairs(
     scores: np.ndarray,
     query_ids: np.ndarray | list[str],
     models: list[str] | tuple[str, ...],
+    *,
     n_pairs: int | None = None,
     ties: str = "drop",
     min_pairs: int = 1,
@@ -484,7 +502,7 @@ def sample_pairs(
         raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
     if n_pairs is not None and n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
-    scores = snap_ties(np.asarray(scores, dtype=float), tie_tolerance)
+    scores = snap_ties(np.asarray(scores, dtype=float), tolerance=tie_tolerance)
     query_ids = np.asarray(query_ids, dtype=object).astype(str)
     models = tuple(str(m) for m in models)
     if scores.shape != (len(query_ids), len(models)):
@@ -523,123 +541,6 @@ def sample_pairs(
     )
 
 
-def split_queries(
-    n_queries: int, test_size: float = 0.2, random_state: int | np.random.Generator | None = 42
-) -> tuple[np.ndarray, np.ndarray]:
-    """Random train/test split of query positions.
-
-    Returns boolean masks ``(train, test)`` of length ``n_queries``; the test part holds
-    ``round(test_size * n_queries)`` queries (at least one of each side when ``n_queries >= 2``).
-
-    Parameters
-    ----------
-    n_queries : int
-        Number of queries.
-    test_size : float, default 0.2
-        Share of queries in the test part.
-    random_state : int, Generator or None, default 42
-        Seed of the split (the paper's is 42).
-
-    Returns
-    -------
-    train, test : ndarray of bool, shape (n_queries,)
-    """
-    if not 0.0 < test_size < 1.0:
-        raise ValueError(f"test_size must lie in (0, 1), got {test_size}")
-    if n_queries < 2:
-        raise ValueError(f"a train/test split needs at least 2 queries, got {n_queries}")
-    rng = np.random.default_rng(random_state)
-    n_test = int(np.clip(round(test_size * n_queries), 1, n_queries - 1))
-    test = np.zeros(n_queries, dtype=bool)
-    test[rng.permutation(n_queries)[:n_test]] = True
-    return ~test, test
-
-
-def split_probe(comparisons: Comparisons, n_probes: int = 1) -> tuple[Comparisons, Comparisons]:
-    """Split each query's comparisons into its first ``n_probes`` (probe) and the rest (scored).
-
-    Queries are kept in both parts with the same coding, so a query without scored pairs simply has
-    no rows in the second part.
-
-    Parameters
-    ----------
-    comparisons : Comparisons
-        Comparisons of the test queries.
-    n_probes : int, default 1
-        Probe comparisons per query.
-
-    Returns
-    -------
-    probe, scored : Comparisons
-        Same query and model coding as ``comparisons``.
-    """
-    if n_probes < 0:
-        raise ValueError(f"n_probes must be >= 0, got {n_probes}")
-    query = comparisons.query
-    if len(query) and np.any(np.diff(query) < 0):
-        order = np.argsort(query, kind="stable")
-        comparisons = comparisons.take(order)
-        query = comparisons.query
-    starts = np.searchsorted(query, query, side="left")
-    rank = np.arange(len(query)) - starts
-    is_probe = rank < n_probes
-    return comparisons.take(is_probe), comparisons.take(~is_probe)
-
-
-def probe_models(probe: Comparisons) -> np.ndarray:
-    """Which models appear in each query's probe (or in any other comparisons of the queries).
-
-    Parameters
-    ----------
-    probe : Comparisons
-
-    Returns
-    -------
-    ndarray of bool, shape (n_queries, M)
-    """
-    touched = np.zeros((probe.n_queries, probe.n_models), dtype=bool)
-    touched[probe.query, probe.model_a] = True
-    touched[probe.query, probe.model_b] = True
-    return touched
-
-
-def touching_probe(probe: Comparisons | None, scored: Comparisons) -> np.ndarray:
-    """Whether each scored comparison shares a model with its query's probe comparisons.
-
-    Parameters
-    ----------
-    probe : Comparisons or None
-        Probe comparisons, coded like ``scored`` (same queries and models); ``None``: no probe.
-    scored : Comparisons
-
-    Returns
-    -------
-    ndarray of bool, shape (len(scored),)
-    """
-    if probe is None or len(probe) == 0:
-        return np.zeros(len(scored), dtype=bool)
-    if probe.n_queries != scored.n_queries or probe.n_models != scored.n_models:
-        raise ValueError("probe and scored comparisons must share query and model coding")
-    seen = probe_models(probe)
-    return seen[scored.query, scored.model_a] | seen[scored.query, scored.model_b]
-
-
-def disjoint_from_probe(scored: Comparisons, probe: Comparisons) -> np.ndarray:
-    """Mask of the scored comparisons that share no model with their query's probe (the
-    complement of :func:`touching_probe`).
-
-    Parameters
-    ----------
-    scored, probe : Comparisons
-        Same query and model coding.
-
-    Returns
-    -------
-    ndarray of bool, shape (len(scored),)
-    """
-    return ~touching_probe(probe, scored)
-
-
 __all__ = [
     "Comparisons",
     "DEFAULT_TIE_TOLERANCE",
@@ -647,13 +548,9 @@ __all__ = [
     "KEY_CHUNK_ROWS",
     "SORT_CHUNK_ROWS",
     "TIE_POLICIES",
-    "disjoint_from_probe",
+    "available_cpus",
     "make_comparisons",
-    "probe_models",
     "sample_pairs",
     "score_matrix",
     "snap_ties",
-    "split_probe",
-    "split_queries",
-    "touching_probe",
 ]

@@ -26,8 +26,8 @@ from ecc_lib.data.schema import (
     REQUIRED_OUTCOME_COLUMNS,
     DataValidationError,
     QueryModelAxes,
-    _require_columns,
-    _where,
+    require_columns,
+    source_prefix,
     validate_outcomes,
 )
 
@@ -248,11 +248,11 @@ def repeated_observations(
         return outcomes
     if incomplete not in ("drop", "raise"):
         raise ValueError(f"incomplete must be 'drop' or 'raise', got {incomplete!r}")
-    where = _where(source)
+    where = source_prefix(source)
     if validate:
         frame = validate_outcomes(outcomes, source=source)
     else:
-        _require_columns(outcomes, REQUIRED_OUTCOME_COLUMNS, "outcomes", source)
+        require_columns(outcomes, REQUIRED_OUTCOME_COLUMNS, "outcomes", source)
         frame = outcomes
     qcode, query_ids = pd.factorize(frame["query_id"].astype(str), sort=False)
     mcode, models = pd.factorize(frame["model"].astype(str), sort=True)
@@ -305,7 +305,7 @@ def repeated_observations(
     order = np.argsort(pair, kind="stable")
     pair = pair[order]
     score, raw_cost, variant, decode = score[order], raw_cost[order], variant[order], decode[order]
-    cost, cost_available, cost_scale = _normalise_cost(pair, raw_cost, n_queries, n_models, models)
+    cost, cost_available, cost_scale = normalise_cost(pair, raw_cost, n_queries, n_models, models)
 
     start, count = _group_counts(pair, n_queries * n_models)
     full = RepeatedObservations(
@@ -332,10 +332,31 @@ def repeated_observations(
     return full
 
 
-def _normalise_cost(
+def normalise_cost(
     pair: np.ndarray, raw_cost: np.ndarray, n_queries: int, n_models: int, models: tuple[str, ...]
 ) -> tuple[np.ndarray, bool, tuple[float, float]]:
-    """Min-max normalise costs by the range of pair means; fill missing costs."""
+    """Min-max normalise costs by the range of pair means; fill missing costs.
+
+    Parameters
+    ----------
+    pair : ndarray of int
+        Flat (query, model) pair index of each observation (``query * n_models + model``).
+    raw_cost : ndarray of float
+        Cost of each observation (NaN where not given).
+    n_queries, n_models : int
+        The axes.
+    models : tuple of str
+        Model names (for the log).
+
+    Returns
+    -------
+    cost : ndarray of float
+        Costs scaled to [0, 1] by the lowest and highest pair mean; missing ones filled.
+    cost_available : bool
+        Whether any cost was given.
+    scale : (float, float)
+        The ``(low, high)`` pair means used for the scaling.
+    """
     finite = np.isfinite(raw_cost)
     if not finite.any():
         logger.info("outcomes hold no cost: mu_c = 0 for every pair")
@@ -431,6 +452,7 @@ def observation_subsets(
 __all__ = [
     "RepeatedObservations",
     "SUBSETS",
+    "normalise_cost",
     "observation_subsets",
     "repeated_observations",
     "rescale_cost",

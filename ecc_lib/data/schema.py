@@ -92,7 +92,18 @@ class QueryModelAxes:
         raise NotImplementedError(f"{type(self).__name__} does not say how it keeps queries")
 
 
-def _where(source: str | None) -> str:
+def source_prefix(source: str | None) -> str:
+    """``"<source>: "`` to open a message about a file, or ``""`` without one.
+
+    Parameters
+    ----------
+    source : str or None
+        File or table name.
+
+    Returns
+    -------
+    str
+    """
     return f"{source}: " if source else ""
 
 
@@ -128,17 +139,36 @@ def id_strings(values: pd.Series) -> pd.Series:
     return values.astype(str)
 
 
-def _require_columns(
+def require_columns(
     frame: pd.DataFrame, required: Iterable[str], what: str, source: str | None
 ) -> None:
+    """Raise a :class:`DataValidationError` unless ``frame`` is a DataFrame with the ``required``
+    columns.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The table.
+    required : iterable of str
+        Columns it must have.
+    what : str
+        Names the table in the message (``"outcomes"``).
+    source : str or None
+        File name for the message.
+
+    Raises
+    ------
+    DataValidationError
+        Not a DataFrame, or a column is missing.
+    """
     if not isinstance(frame, pd.DataFrame):
         raise DataValidationError(
-            f"{_where(source)}{what} must be a pandas DataFrame, got {type(frame).__name__}"
+            f"{source_prefix(source)}{what} must be a pandas DataFrame, got {type(frame).__name__}"
         )
     missing = [column for column in required if column not in frame.columns]
     if missing:
         raise DataValidationError(
-            f"{_where(source)}{what} table is missing column(s) {missing}; "
+            f"{source_prefix(source)}{what} table is missing column(s) {missing}; "
             f"found columns {list(frame.columns)}"
         )
 
@@ -151,12 +181,12 @@ def _require_values(
         missing = frame[column].isna().to_numpy()
         if missing.any():
             raise DataValidationError(
-                f"{_where(source)}{what} column '{column}' has {int(missing.sum())} missing "
+                f"{source_prefix(source)}{what} column '{column}' has {int(missing.sum())} missing "
                 f"value(s); first at {_first_row(frame, missing)}"
             )
 
 
-def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
+def validate_queries(queries: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
     """Check a queries table and return it in canonical form.
 
     Parameters
@@ -177,7 +207,7 @@ def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.Dat
     DataValidationError
         Missing columns, missing ids or texts, empty or whitespace-only texts, duplicate ids.
     """
-    _require_columns(queries, REQUIRED_QUERY_COLUMNS, "queries", source)
+    require_columns(queries, REQUIRED_QUERY_COLUMNS, "queries", source)
     frame = queries.copy()
     _require_values(frame, ("query_id", "text"), "queries", source)
     frame["query_id"] = id_strings(frame["query_id"])
@@ -185,14 +215,14 @@ def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.Dat
     blank = (frame["text"].str.strip() == "").to_numpy()
     if blank.any():
         raise DataValidationError(
-            f"{_where(source)}queries column 'text' has {int(blank.sum())} empty or "
+            f"{source_prefix(source)}queries column 'text' has {int(blank.sum())} empty or "
             f"whitespace-only text(s) (they would all embed to one vector); first at "
             f"{_first_row(frame, blank)}"
         )
     duplicated = frame["query_id"].duplicated(keep="first").to_numpy()
     if duplicated.any():
         raise DataValidationError(
-            f"{_where(source)}queries column 'query_id' has {int(duplicated.sum())} duplicate "
+            f"{source_prefix(source)}queries column 'query_id' has {int(duplicated.sum())} duplicate "
             f"id(s); first at {_first_row(frame, duplicated)}"
         )
     for column in ("category", "source"):
@@ -207,6 +237,7 @@ def validate_queries(queries: pd.DataFrame, source: str | None = None) -> pd.Dat
 def validate_outcomes(
     outcomes: pd.DataFrame,
     queries: pd.DataFrame | None = None,
+    *,
     source: str | None = None,
     min_models: int = 2,
 ) -> pd.DataFrame:
@@ -236,7 +267,7 @@ def validate_outcomes(
         (query, model, variant, decode) rows; outcomes for unknown queries; a model with no
         observations (a categorical level without rows); fewer than ``min_models`` models.
     """
-    _require_columns(outcomes, REQUIRED_OUTCOME_COLUMNS, "outcomes", source)
+    require_columns(outcomes, REQUIRED_OUTCOME_COLUMNS, "outcomes", source)
     frame = outcomes.copy()
     declared_models = None
     if isinstance(frame["model"].dtype, pd.CategoricalDtype):
@@ -249,13 +280,13 @@ def validate_outcomes(
     bad = ~np.isfinite(score)
     if bad.any():
         raise DataValidationError(
-            f"{_where(source)}outcomes column 'score' has {int(bad.sum())} NaN or non-numeric "
+            f"{source_prefix(source)}outcomes column 'score' has {int(bad.sum())} NaN or non-numeric "
             f"value(s); first at {_first_row(frame, bad)}"
         )
     bad = (score < 0.0) | (score > 1.0)
     if bad.any():
         raise DataValidationError(
-            f"{_where(source)}outcomes column 'score' must lie in [0, 1]; {int(bad.sum())} value(s) "
+            f"{source_prefix(source)}outcomes column 'score' must lie in [0, 1]; {int(bad.sum())} value(s) "
             f"outside; first at {_first_row(frame, bad)}"
         )
     frame["score"] = score
@@ -270,7 +301,7 @@ def validate_outcomes(
         ):
             if bad.any():
                 raise DataValidationError(
-                    f"{_where(source)}outcomes column 'cost' must hold numbers >= 0 or be empty; "
+                    f"{source_prefix(source)}outcomes column 'cost' must hold numbers >= 0 or be empty; "
                     f"{int(bad.sum())} value(s) are {what}; first at {_first_row(frame, bad)}"
                 )
         frame["cost"] = cost
@@ -282,7 +313,7 @@ def validate_outcomes(
             bad = values.isna().to_numpy() | (values.to_numpy(dtype=float) % 1 != 0)
             if bad.any():
                 raise DataValidationError(
-                    f"{_where(source)}outcomes column '{column}' must hold integers; first bad "
+                    f"{source_prefix(source)}outcomes column '{column}' must hold integers; first bad "
                     f"value at {_first_row(frame, bad)}"
                 )
             values = values.astype(np.int64)
@@ -292,7 +323,7 @@ def validate_outcomes(
                 logger.info(
                     "%soutcomes column '%s' starts at %d; renumbered from 0 (the smallest id is "
                     "the original query / the first decode)",
-                    _where(source),
+                    source_prefix(source),
                     column,
                     low,
                 )
@@ -308,7 +339,7 @@ def validate_outcomes(
     duplicated = frame.duplicated(list(OBSERVATION_KEY), keep="first").to_numpy()
     if duplicated.any():
         raise DataValidationError(
-            f"{_where(source)}outcomes have {int(duplicated.sum())} duplicate "
+            f"{source_prefix(source)}outcomes have {int(duplicated.sum())} duplicate "
             f"(query_id, model, variant_id, decode_id) row(s); first at "
             f"{_first_row(frame, duplicated)}"
         )
@@ -317,7 +348,7 @@ def validate_outcomes(
         unknown = ~frame["query_id"].isin(known).to_numpy()
         if unknown.any():
             raise DataValidationError(
-                f"{_where(source)}outcomes refer to {int(frame.loc[unknown, 'query_id'].nunique())} "
+                f"{source_prefix(source)}outcomes refer to {int(frame.loc[unknown, 'query_id'].nunique())} "
                 f"query id(s) not in the queries table; first at {_first_row(frame, unknown)}"
             )
     observed_models = sorted(frame["model"].unique())
@@ -325,11 +356,11 @@ def validate_outcomes(
         empty = [m for m in declared_models if m not in set(observed_models)]
         if empty:
             raise DataValidationError(
-                f"{_where(source)}model(s) {empty} have no observations in the outcomes table"
+                f"{source_prefix(source)}model(s) {empty} have no observations in the outcomes table"
             )
     if len(observed_models) < min_models:
         raise DataValidationError(
-            f"{_where(source)}outcomes hold {len(observed_models)} model(s) {observed_models}; "
+            f"{source_prefix(source)}outcomes hold {len(observed_models)} model(s) {observed_models}; "
             f"at least {min_models} are needed to compare models"
         )
     ordered = list(OUTCOME_COLUMNS) + [c for c in frame.columns if c not in OUTCOME_COLUMNS]
@@ -337,7 +368,7 @@ def validate_outcomes(
 
 
 def check_models_have_observations(
-    outcomes: pd.DataFrame, models: Iterable[str], source: str | None = None
+    outcomes: pd.DataFrame, models: Iterable[str], *, source: str | None = None
 ) -> None:
     """Raise when a model the caller expects (a wide-table column, a price-table entry) has no rows.
 
@@ -359,7 +390,7 @@ def check_models_have_observations(
     empty = [m for m in models if m not in present]
     if empty:
         raise DataValidationError(
-            f"{_where(source)}model(s) {empty} have no observations (all values missing?)"
+            f"{source_prefix(source)}model(s) {empty} have no observations (all values missing?)"
         )
 
 
@@ -405,6 +436,8 @@ __all__ = [
     "REQUIRED_QUERY_COLUMNS",
     "check_models_have_observations",
     "id_strings",
+    "require_columns",
+    "source_prefix",
     "summarise",
     "validate_outcomes",
     "validate_queries",

@@ -1,7 +1,7 @@
 """ECC on partitioned data with Dask: the E-step per partition, the M-step on reduced statistics.
 
 Importing this package registers it as a data backend of the EM engine
-(:func:`ecc_lib.ecc.estimator.register_data_backend`); :mod:`ecc_lib.ecc.estimator` never imports it, except when a
+(:func:`ecc_lib.ecc.backends.register_data_backend`); :mod:`ecc_lib.ecc.backends` never imports it, except when a
 dask array is passed to a fit. Dask itself is imported on first use (the ``[dask]`` extra).
 
 Both EM steps are sums over queries (``DESIGN.md`` section 5): the E-step of a partition needs
@@ -9,8 +9,8 @@ only its own embeddings and comparisons plus the current profiles and centroids,
 needs only the sums over partitions of ``C_p^T R_p`` (weighted win counts per observed pair) and
 ``X_p^T R_p`` (centroid sums). So a fit sends the profiles (as a ``log P / T`` table over the
 observed pairs) and scaled centroids to every partition, runs
-:func:`ecc_lib.ecc.estimator._block_e_step` there (the same function the in-memory fit runs on its
-blocks), adds the statistics up in a tree, and runs the M-step of :func:`ecc_lib.ecc.estimator._run_em` on
+:func:`ecc_lib.ecc.engine.block_e_step` there (the same function the in-memory fit runs on its
+blocks), adds the statistics up in a tree, and runs the M-step of :func:`ecc_lib.ecc.engine.run_em` on
 the client. The EM loop, the BT fit and the stopping rule are the in-memory ones.
 
 Tasks are pure functions of a partition and the parameters: a partition's responsibilities before
@@ -42,7 +42,7 @@ from ecc_lib.distributed.scheduler import (
     scheduler_context,
     use_dask,
 )
-from ecc_lib.ecc.estimator import register_data_backend
+from ecc_lib.ecc.backends import register_data_backend
 
 # the EM engine runs a fit here when `active` says so (inside `use_dask`, or on a dask array)
 register_data_backend("dask", active, fit_partitioned)

@@ -12,17 +12,10 @@ import numpy as np
 from ecc_lib._optional import require
 from ecc_lib.bradley_terry import PairCounts, pair_counts
 from ecc_lib.data.comparisons import Comparisons
-from ecc_lib.distributed.scheduler import _ACTIVE, DEFAULT_PARTITION_ROWS, _is_dask_array
-from ecc_lib.ecc.estimator import (
-    ECC,
-    _block_e_step,
-    _block_statistics,
-    _check_comparisons,
-    _check_embeddings,
-    _neg_entropy,
-    _run_em,
-    _softmax_rows,
-)
+from ecc_lib.distributed.scheduler import DEFAULT_PARTITION_ROWS, active_settings, is_dask_array
+from ecc_lib.ecc.engine import block_e_step, block_statistics, neg_entropy, run_em, softmax_rows
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.validation import check_comparisons, check_embeddings
 
 # --------------------------------------------------------------------------------------------------
 # partitions and the tasks that run on them
@@ -58,23 +51,23 @@ def _responsibilities(xb, cb, spec, dtype):
     state, k)`` for the Dirichlet start, ``("params", table, cen)`` after an E-step."""
     if spec[0] == "init":
         resp = _init_responsibilities(spec[1], xb.shape[0], spec[2], dtype)
-        return resp, _neg_entropy(resp).astype(dtype)
+        return resp, neg_entropy(resp).astype(dtype)
     _, table, cen = spec
     resp = np.empty((xb.shape[0], cen.shape[1]), dtype=dtype)
-    neg_entropy = _softmax_rows(xb, cb, table, cen, resp)
-    return resp, neg_entropy
+    resp_neg_entropy = softmax_rows(xb, cb, table, cen, resp)
+    return resp, resp_neg_entropy
 
 
 def _partition_statistics(xb, cb, spec, dtype):
     resp, _ = _responsibilities(xb, cb, spec, dtype)
-    return _block_statistics(xb, cb, resp)
+    return block_statistics(xb, cb, resp)
 
 
 def _partition_e_step(xb, cb, previous, table, cen, dtype):
     old_resp, old_neg_entropy = _responsibilities(xb, cb, previous, dtype)
     new_resp = np.empty_like(old_resp)
     new_neg_entropy = np.empty_like(old_neg_entropy)
-    return _block_e_step(xb, cb, table, cen, old_resp, old_neg_entropy, new_resp, new_neg_entropy)
+    return block_e_step(xb, cb, table, cen, old_resp, old_neg_entropy, new_resp, new_neg_entropy)
 
 
 def _partition_responsibilities(xb, cb, spec, dtype):
@@ -97,8 +90,8 @@ def _tree_sum(parts: list, delayed) -> object:
 
 
 class _DaskData:
-    """Partitioned queries for :func:`ecc_lib.ecc.estimator._run_em` (same interface as its in-memory
-    ``_LocalData``): each call builds one task per partition plus a tree reduction."""
+    """Partitioned queries for :func:`ecc_lib.ecc.engine.run_em` (same interface as its in-memory
+    ``LocalData``): each call builds one task per partition plus a tree reduction."""
 
     def __init__(self, partitions, n_pairs, dim, k, init_states, dtype, client):
         self.partitions = partitions
@@ -174,7 +167,7 @@ def _row_bounds(n_rows: int, partition_rows: int) -> list[tuple[int, int]]:
 
 
 def _normalise_block(xb, dtype):
-    return _check_embeddings(xb, None, dtype, what="embeddings partition")
+    return check_embeddings(xb, None, dtype, what="embeddings partition")
 
 
 def partitions_from_arrays(
@@ -217,7 +210,7 @@ def partitions_from_arrays(
             "queries; pass one embedding row per query, in the order of comparisons.query_ids"
         )
     normalise = delayed(_normalise_block, pure=True)
-    if _is_dask_array(embeddings):
+    if is_dask_array(embeddings):
         x = embeddings.rechunk({1: -1})
         bounds = np.cumsum((0,) + x.chunks[0])
         x_parts = [normalise(block, dtype) for block in x.to_delayed()[:, 0]]
@@ -238,7 +231,7 @@ def partitions_from_arrays(
             bounds = list(zip(edges[:-1], edges[1:]))
         x_parts = [normalise(x[i0:i1], dtype) for i0, i1 in bounds]
     c_parts = [delayed(counts.matrix[i0:i1], traverse=False) for i0, i1 in bounds]
-    if persist and not _is_dask_array(embeddings):
+    if persist and not is_dask_array(embeddings):
         if client is not None:
             x_parts = client.persist(x_parts)
             c_parts = client.persist(c_parts)
@@ -307,15 +300,15 @@ def fit_partitioned(
 
     from sklearn.exceptions import ConvergenceWarning
 
-    settings = _ACTIVE.get() or {}
+    settings = active_settings() or {}
     client = client if client is not None else settings.get("client")
     if partition_rows is None:
         partition_rows = settings.get("partition_rows")
     estimator._validate_params()
     dtype = np.dtype(estimator.dtype)
-    in_memory = partitions is None and not _is_dask_array(embeddings)
+    in_memory = partitions is None and not is_dask_array(embeddings)
     if partitions is None:
-        _check_comparisons(comparisons, "comparisons")
+        check_comparisons(comparisons, "comparisons")
         pairs = pair_counts(comparisons, normalize=True, dtype=dtype)
         if partition_rows is None and in_memory:
             n_workers = len(client.scheduler_info()["workers"]) if client is not None else 2
@@ -338,7 +331,7 @@ def fit_partitioned(
     for _ in range(int(estimator.n_init)):
         states = _init_states(rng, sizes, k)
         data = _DaskData(list(partitions), pairs.n_pairs, dim, k, states, dtype, client)
-        run = _run_em(data, pairs, n_queries=n_queries, **estimator._em_params(dtype))
+        run = run_em(data, pairs, n_queries=n_queries, **estimator._em_params(dtype))
         if best is None or run.objective > best.objective:
             best, best_data = run, data
     if compute_responsibilities is None:

@@ -83,7 +83,7 @@ def dars_statistics(
         CapabilityDistributions,
         label_shares,
     )
-    from ecc_lib.dars.label_instability import (
+    from ecc_lib.dars.winners import (
         chance_flip_rates,
         change_probability,
         default_change_draws,
@@ -91,7 +91,7 @@ def dars_statistics(
         strict_flip_probability_exact,
         winner_probabilities_exact,
     )
-    from ecc_lib.data.observations import _normalise_cost
+    from ecc_lib.data.observations import normalise_cost
     from ecc_lib.stats import bootstrap_ci
 
     cost_weight = DEFAULT_LAMBDA if cost_weight is None else cost_weight
@@ -135,7 +135,7 @@ def dars_statistics(
         if has_cost:
             cost_mean = dense("cost_sum") / dense("cost_count")  # NaN without cost
     if has_cost:
-        normalised, cost_available, _ = _normalise_cost(
+        normalised, cost_available, _ = normalise_cost(
             np.arange(cost_mean.size), cost_mean.reshape(-1), *shape, models
         )
         mu_c = np.where(n_obs > 0, normalised.reshape(shape), np.nan)
@@ -150,7 +150,7 @@ def dars_statistics(
         mu_c=mu_c if cost_available else np.where(n_obs > 0, 0.0, np.nan),
         cost_available=cost_available,
     )
-    u = dist.utility(cost_weight, beta)
+    u = dist.utility(cost_weight=cost_weight, beta=beta)
     complete = (n_obs > 0).all(axis=1)
     labels = label_shares(u[complete], models) if complete.any() else {}
     flip = None

@@ -151,11 +151,32 @@ def active(embeddings=None) -> bool:
     -------
     bool
     """
-    return _ACTIVE.get() is not None or _is_dask_array(embeddings)
+    return _ACTIVE.get() is not None or is_dask_array(embeddings)
 
 
-def _is_dask_array(x) -> bool:
+def is_dask_array(x) -> bool:
+    """Whether ``x`` is a dask array (judged by its type's module; dask is not imported).
+
+    Parameters
+    ----------
+    x : object
+
+    Returns
+    -------
+    bool
+    """
     return type(x).__module__.startswith("dask.array")
+
+
+def active_settings() -> dict | None:
+    """The settings :func:`use_dask` made active (``client``, ``partition_rows``), or None outside
+    it (or inside :func:`in_memory`).
+
+    Returns
+    -------
+    dict or None
+    """
+    return _ACTIVE.get()
 
 
 __all__ = [
@@ -163,8 +184,10 @@ __all__ = [
     "DEFAULT_PARTITION_ROWS",
     "SchedulerError",
     "active",
+    "active_settings",
     "dask_client",
     "in_memory",
+    "is_dask_array",
     "scheduler_context",
     "use_dask",
 ]

@@ -7,7 +7,7 @@ from ecc_lib._optional import lazy_exports
 
 _EXPORTS = {
     "ECC": "ecc_lib.ecc.estimator",
-    "register_data_backend": "ecc_lib.ecc.estimator",
+    "register_data_backend": "ecc_lib.ecc.backends",
     "GlobalBT": "ecc_lib.ecc.baselines",
     "EmbeddingClusters": "ecc_lib.ecc.baselines",
     "ComparisonOnlyECC": "ecc_lib.ecc.baselines",

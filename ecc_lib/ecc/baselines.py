@@ -15,17 +15,15 @@ import numpy as np
 
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
-from ecc_lib.ecc.estimator import (
-    ECC,
-    _check_comparisons,
-    _check_embeddings,
-    _check_mode,
-    _fit_profiles,
-    _labels_to_str,
-    _log_missing_labels,
-    _normalise_rows,
-    _ProfileMixture,
-    _with_defaults,
+from ecc_lib.ecc.engine import fit_profiles, normalise_rows
+from ecc_lib.ecc.estimator import ECC, ProfileMixture
+from ecc_lib.ecc.validation import (
+    check_comparisons,
+    check_embeddings,
+    check_mode,
+    labels_to_str,
+    log_missing_labels,
+    with_defaults,
 )
 
 
@@ -43,7 +41,7 @@ class ComparisonOnlyECC(ECC):
     """
 
     # ECC's parameters with ``lam = 0`` by default (scikit-learn reads them from the signature)
-    __init__ = _with_defaults(ECC.__init__, lam=0.0)
+    __init__ = with_defaults(ECC.__init__, lam=0.0)
 
     def _validate_params(self) -> None:
         super()._validate_params()
@@ -66,13 +64,17 @@ class EmbeddingClusters(ECC):
         super().fit(embeddings, comparisons, labels)
         # profiles for the final responsibilities (the loop fits none: they do not feed its E-step)
         dtype = np.dtype(self.dtype)
-        self.theta_ = _fit_profiles(
-            comparisons, self.responsibilities_.astype(dtype), self.alpha, self.theta_, dtype
+        self.theta_ = fit_profiles(
+            comparisons,
+            self.responsibilities_.astype(dtype),
+            self.alpha,
+            theta0=self.theta_,
+            dtype=dtype,
         )
         return self
 
 
-class GlobalBT(_ProfileMixture):
+class GlobalBT(ProfileMixture):
     """One BT profile for all queries (the reference of the ranking quality gain).
 
     Parameters
@@ -101,10 +103,10 @@ class GlobalBT(_ProfileMixture):
         -------
         self
         """
-        _check_comparisons(comparisons, "comparisons")
+        check_comparisons(comparisons, "comparisons")
         if embeddings is not None and np.shape(embeddings)[0] != comparisons.n_queries:
-            _check_embeddings(embeddings, comparisons.n_queries, np.float32)
-        self.theta_ = _fit_profiles(comparisons, np.ones((comparisons.n_queries, 1)), self.alpha)
+            check_embeddings(embeddings, comparisons.n_queries, np.float32)
+        self.theta_ = fit_profiles(comparisons, np.ones((comparisons.n_queries, 1)), self.alpha)
         self.centroids_ = None
         self.responsibilities_ = np.ones((comparisons.n_queries, 1))
         self.models_ = tuple(comparisons.models)
@@ -127,11 +129,11 @@ class GlobalBT(_ProfileMixture):
         ndarray, shape (n, 1)
         """
         self._check_fitted()
-        _check_mode(mode)
+        check_mode(mode)
         return np.ones((self._n_rows(embeddings, probe, labels), 1))
 
 
-class HumanLabelClusters(_ProfileMixture):
+class HumanLabelClusters(ProfileMixture):
     """One BT profile per human category (hard assignment), e.g. benchmark or subject labels.
 
     Parameters
@@ -172,18 +174,18 @@ class HumanLabelClusters(_ProfileMixture):
         -------
         self
         """
-        _check_comparisons(comparisons, "comparisons")
+        check_comparisons(comparisons, "comparisons")
         if labels is None:
             raise ValueError("HumanLabelClusters.fit needs labels (one category per query)")
         n = comparisons.n_queries
-        lab = _labels_to_str(labels, n)
+        lab = labels_to_str(labels, n)
         categories, index = np.unique(lab.astype(str), return_inverse=True)
         resp = np.zeros((n, len(categories)))
         resp[np.arange(n), index] = 1.0
-        self.theta_ = _fit_profiles(comparisons, resp, self.alpha)
+        self.theta_ = fit_profiles(comparisons, resp, self.alpha)
         if embeddings is not None:
-            x = _check_embeddings(embeddings, n, np.float32)
-            self.centroids_ = _normalise_rows(resp.T @ x.astype(float))
+            x = check_embeddings(embeddings, n, np.float32)
+            self.centroids_ = normalise_rows(resp.T @ x.astype(float))
         else:
             self.centroids_ = None
         self.categories_ = categories
@@ -191,7 +193,7 @@ class HumanLabelClusters(_ProfileMixture):
         self.models_ = tuple(comparisons.models)
         self.converged_ = True
         self.n_iter_ = 1
-        _log_missing_labels(lab, "HumanLabelClusters")
+        log_missing_labels(lab, "HumanLabelClusters")
         return self
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
@@ -215,12 +217,12 @@ class HumanLabelClusters(_ProfileMixture):
             Rows sum to one.
         """
         self._check_fitted()
-        _check_mode(mode)
+        check_mode(mode)
         n = self._n_rows(embeddings, probe, labels)
         known = np.zeros(n, dtype=bool)
         out = np.zeros((n, len(self.categories_)))
         if labels is not None and mode != "probe":
-            lab = _labels_to_str(labels, n).astype(str)
+            lab = labels_to_str(labels, n).astype(str)
             pos = np.searchsorted(self.categories_, lab)
             pos = np.clip(pos, 0, len(self.categories_) - 1)
             known = self.categories_[pos] == lab

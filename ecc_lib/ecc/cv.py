@@ -32,177 +32,40 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import pandas as pd
-from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
-from ecc_lib.bradley_terry import DEFAULT_ALPHA, pair_counts
-from ecc_lib.data.comparisons import Comparisons, disjoint_from_probe, split_probe, touching_probe
+from ecc_lib.bradley_terry import pair_counts
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
 from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT, HumanLabelClusters
-from ecc_lib.ecc.estimator import (
-    ECC,
-    _blas_controller,
-    _block_rows,
-    _blocks,
-    _check_comparisons,
-    _check_embeddings,
-    _fit_profiles,
-    _labels_to_str,
-    _LocalData,
-    _n_jobs,
-    _ProfileMixture,
-    _run_em,
-    comparison_nll,
+from ecc_lib.ecc.cv_grid import (
+    DEFAULT_PARAM_GRID,
+    describe_params,
+    expand_grid,
+    results_table,
+    warm_path,
 )
+from ecc_lib.ecc.engine import (
+    LocalData,
+    blas_controller,
+    block_rows,
+    fit_profiles,
+    resolve_n_jobs,
+    row_blocks,
+    run_em,
+)
+from ecc_lib.ecc.estimator import ECC, ProfileMixture, comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
+from ecc_lib.ecc.validation import check_comparisons, check_embeddings, labels_to_str
 
 logger = logging.getLogger(__name__)
 
-FAMILIES: tuple[str, ...] = ("global", "human", "emb_only", "ecc", "ecc_labels")
-LABEL_FAMILIES: tuple[str, ...] = ("human", "ecc_labels")
-PARAM_KEYS: tuple[str, ...] = (
-    "family",
-    "n_clusters",
-    "temperature",
-    "lam",
-    "label_weight",
-    "alpha",
-)
 DEFAULT_CV = 3
 CV_PROBES: tuple[str, ...] = ("first", "leak_free")
 DEFAULT_CV_MAX_ITER = 10
-DEFAULT_PARAM_GRID: tuple[dict, ...] = (
-    {"family": ["global"], "alpha": [0.03, 0.1, 0.3, 1.0]},
-    {"family": ["human"], "alpha": [0.03, 0.1, 0.3, 1.0]},
-    {"family": ["emb_only"], "n_clusters": [10, 30], "temperature": [0.1], "lam": [3.0]},
-    {
-        "family": ["ecc"],
-        "n_clusters": [4, 10, 30],
-        "temperature": [0.1, 0.3, 1.0],
-        "lam": [3.0],
-    },
-    {"family": ["ecc"], "n_clusters": [10], "temperature": [0.1], "lam": [1.0, 10.0]},
-    {"family": ["ecc"], "n_clusters": [30], "temperature": [0.1], "lam": [10.0]},
-    {
-        "family": ["ecc_labels"],
-        "n_clusters": [30],
-        "temperature": [0.3],
-        "lam": [3.0],
-        "label_weight": [1.0, 4.0],
-    },
-    {
-        "family": ["ecc_labels"],
-        "n_clusters": [10],
-        "temperature": [0.3],
-        "lam": [3.0],
-        "label_weight": [4.0],
-    },
-)
-"""The default grid (a list of sub-grids, as scikit-learn's ``param_grid``): the global BT model
-(``K = 1``) and one BT per human category at four BT prior precisions, the paper's embedding-only
-clusters, ECC over K x T at the paper's lam and over lam at the paper's T, and label-informed
-ECC over K x label weight. Missing
-keys take :data:`PARAM_DEFAULTS`."""
-PARAM_DEFAULTS: dict = {
-    "n_clusters": 30,
-    "temperature": 0.1,
-    "lam": 3.0,
-    "label_weight": 0.0,
-    "alpha": DEFAULT_ALPHA,
-}
 
 
-def expand_grid(
-    param_grid, *, has_labels: bool = False, max_clusters: int | None = None
-) -> list[dict]:
-    """The candidate settings of a grid, each with every key of :data:`PARAM_KEYS`.
-
-    Parameters
-    ----------
-    param_grid : dict or sequence of dict
-        Lists of values per key (scikit-learn's ``ParameterGrid`` convention); ``family`` is one of
-        :data:`FAMILIES` (default ``"ecc"``), other keys default to :data:`PARAM_DEFAULTS`.
-    has_labels : bool
-        Whether the queries carry categories (else the label families are left out).
-    max_clusters : int, optional
-        Candidates with more clusters are left out (fewer training queries than clusters).
-
-    Returns
-    -------
-    list of dict
-        Distinct candidates in grid order. Keys that do not apply are normalised: the global
-        model has ``n_clusters = 1``, ``label_weight = 0`` and no temperature or lam; the
-        human-label model ``label_weight = inf`` (the limit of a hard category assignment),
-        ``n_clusters = None`` (one per category) and no temperature or lam; ECC and the
-        embedding-only clusters ``label_weight = 0``.
-    """
-    grids = [param_grid] if isinstance(param_grid, dict) else list(param_grid)
-    out: list[dict] = []
-    seen = set()
-    for sub in ParameterGrid(grids):
-        unknown = sorted(set(sub) - set(PARAM_KEYS))
-        if unknown:
-            raise ValueError(f"unknown grid key(s) {unknown}; use {list(PARAM_KEYS)}")
-        params = {**PARAM_DEFAULTS, "family": "ecc", **sub}
-        family = params["family"]
-        if family not in FAMILIES:
-            raise ValueError(f"unknown family {family!r}; choose from {list(FAMILIES)}")
-        if family in LABEL_FAMILIES and not has_labels:
-            continue
-        params["alpha"] = float(params["alpha"])
-        if not params["alpha"] > 0:
-            raise ValueError(f"alpha must be > 0, got {params['alpha']}")
-        if family in ("global", "human"):
-            params.update(temperature=None, lam=None)
-            params["n_clusters"] = 1 if family == "global" else None
-            params["label_weight"] = 0.0 if family == "global" else float("inf")
-        else:
-            params["n_clusters"] = int(params["n_clusters"])
-            params["temperature"] = float(params["temperature"])
-            params["lam"] = float(params["lam"])
-            params["label_weight"] = (
-                float(params["label_weight"]) if family == "ecc_labels" else 0.0
-            )
-            if params["n_clusters"] < 1 or not params["temperature"] > 0 or params["lam"] < 0:
-                raise ValueError(f"bad candidate {params}: need K >= 1, T > 0, lam >= 0")
-            if params["label_weight"] < 0:
-                raise ValueError(f"label_weight must be >= 0, got {params['label_weight']}")
-            if params["n_clusters"] == 1:  # one cluster is the global BT model
-                params.update(family="global", temperature=None, lam=None, label_weight=0.0)
-            elif family == "ecc_labels" and params["label_weight"] == 0.0:
-                params["family"] = "ecc"  # weight 0 is plain ECC
-            if max_clusters is not None and (params["n_clusters"] or 1) > max_clusters:
-                continue
-        key = tuple(params[k] for k in PARAM_KEYS)
-        if key not in seen:
-            seen.add(key)
-            out.append({k: params[k] for k in PARAM_KEYS})
-    if not out:
-        raise ValueError("the grid of ECCCV has no candidate for these data")
-    return out
-
-
-def _warm_path(grid: list[dict]) -> list[int]:
-    """Order of the grid indices along which warm starts run: by (embedding-only or not, K),
-    ECC before label-informed ECC, then by label weight and alpha, from the highest temperature
-    down (an annealing path: each fit starts from the smoother solution of its neighbour), then
-    by lam."""
-    return sorted(
-        range(len(grid)),
-        key=lambda i: (
-            grid[i]["family"] not in ("global", "human"),
-            grid[i]["family"] == "emb_only",
-            grid[i]["n_clusters"] or 0,
-            grid[i]["family"] != "ecc",
-            grid[i]["label_weight"],
-            grid[i]["alpha"],
-            -(grid[i]["temperature"] or 0.0),
-            grid[i]["lam"] or 0.0,
-        ),
-    )
-
-
-class ECCCV(_ProfileMixture):
+class ECCCV(ProfileMixture):
     """The ECC family with its settings chosen by K-fold cross-validation on the training queries.
 
     A scikit-learn-style estimator (after ``LassoCV``) with the interface of
@@ -359,10 +222,10 @@ class ECCCV(_ProfileMixture):
         self
         """
         self._validate_params()
-        _check_comparisons(comparisons, "comparisons")
+        check_comparisons(comparisons, "comparisons")
         dtype = np.dtype(self.dtype)
-        x = _check_embeddings(embeddings, comparisons.n_queries, dtype)
-        lab = None if labels is None else _labels_to_str(labels, comparisons.n_queries).astype(str)
+        x = check_embeddings(embeddings, comparisons.n_queries, dtype)
+        lab = None if labels is None else labels_to_str(labels, comparisons.n_queries).astype(str)
         n = comparisons.n_queries
         n_folds = int(self.cv)
         if n < 2 * n_folds:
@@ -370,7 +233,7 @@ class ECCCV(_ProfileMixture):
         rng = np.random.default_rng(self.random_state)
         fold = rng.permutation(n) % n_folds
         grid = self._grid(lab is not None, int(n - np.bincount(fold).max()))
-        path = _warm_path(grid)
+        path = warm_path(grid)
         # reading 0: pairs disjoint from the probe's models; reading 1: all held-out pairs
         losses = np.zeros((2, len(grid), n_folds))
         scored = np.zeros((2, n_folds), dtype=np.int64)
@@ -396,7 +259,7 @@ class ECCCV(_ProfileMixture):
                 comparisons.n_models,
             )
         self.cv_pairs_ = ("disjoint", "all")[reading]
-        self.cv_results_ = _results_table(grid, losses[reading], scored[reading], seconds, iters)
+        self.cv_results_ = results_table(grid, losses[reading], scored[reading], seconds, iters)
         self.best_index_ = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
         self.best_params_ = dict(grid[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
@@ -415,7 +278,7 @@ class ECCCV(_ProfileMixture):
         self.n_features_in_ = int(x.shape[1])
         logger.info(
             "ecc_cv: %s chosen among %d candidates by %d-fold CV (%.2f s search, %.2f s refit)",
-            _describe(self.best_params_),
+            describe_params(self.best_params_),
             len(grid),
             n_folds,
             self.search_seconds_,
@@ -429,7 +292,7 @@ class ECCCV(_ProfileMixture):
         """Fit every candidate on the other folds (warm-started along ``path``), score fold ``f``."""
         train = comparisons.select_queries(~held)
         test = comparisons.select_queries(held)
-        probe, rest = split_probe(test, int(self.n_probes))
+        probe, rest = split_probe(test, n_probes=int(self.n_probes))
         if int(self.n_probes) == 0:
             probe = None  # embedding (and label) only, as the protocol without a probe
         elif self.cv_probe == "leak_free":
@@ -444,13 +307,13 @@ class ECCCV(_ProfileMixture):
         lab_te = None if lab is None else lab[held]
         dtype = np.dtype(self.dtype)
         counts = pair_counts(train, normalize=True, dtype=dtype)
-        n_jobs = _n_jobs(self.n_jobs, x_tr.shape[0])
-        blocks = _blocks(counts.matrix, _block_rows(x_tr.shape[0], n_jobs))
+        n_jobs = resolve_n_jobs(self.n_jobs, x_tr.shape[0])
+        blocks = row_blocks(counts.matrix, block_rows(x_tr.shape[0], n_jobs))
         n_jobs = min(n_jobs, len(blocks))
         codes = None
         if lab_tr is not None:
             cats, codes = np.unique(lab_tr, return_inverse=True)
-        limit = _blas_controller().limit(limits=1, user_api="blas")
+        limit = blas_controller().limit(limits=1, user_api="blas")
         previous: dict = {}
         with ThreadPoolExecutor(n_jobs) if n_jobs > 1 else _Serial() as pool, limit:
             for i in path:
@@ -544,8 +407,8 @@ def _warm_fit(est, x, comparisons, counts, blocks, pool, resp0, codes, dtype, n_
     if isinstance(est, LabelInformedECC):
         est._weight = float(est.label_weight)
         est._codes_fit = (codes, n_categories)
-    run = _run_em(
-        _LocalData(x, blocks, np.array(resp0, dtype=dtype, copy=True), pool),
+    run = run_em(
+        LocalData(x, blocks, np.array(resp0, dtype=dtype, copy=True), pool),
         counts,
         n_queries=x.shape[0],
         **est._em_params(dtype),
@@ -553,56 +416,26 @@ def _warm_fit(est, x, comparisons, counts, blocks, pool, resp0, codes, dtype, n_
     )
     est._store(run, comparisons, x)
     if isinstance(est, EmbeddingClusters):
-        est.theta_ = _fit_profiles(
-            comparisons, est.responsibilities_.astype(dtype), est.alpha, est.theta_, dtype
+        est.theta_ = fit_profiles(
+            comparisons,
+            est.responsibilities_.astype(dtype),
+            est.alpha,
+            theta0=est.theta_,
+            dtype=dtype,
         )
     if isinstance(est, LabelInformedECC):
         est.label_weight_ = float(est.label_weight)
         est.cv_table_, est.cv_scores_ = {}, {}
         est.log_prior_ = category_log_prior(
-            est.responsibilities_, codes, n_categories, float(est.smoothing), est.prior
+            est.responsibilities_,
+            codes,
+            n_categories,
+            smoothing=float(est.smoothing),
+            prior=est.prior,
         )
     return est
 
 
-def _describe(params: dict) -> str:
-    """``family K=.. T=.. lam=.. w=.. alpha=..`` of a candidate (the settings that apply)."""
-    names = {"n_clusters": "K", "temperature": "T", "lam": "lam", "label_weight": "w"}
-    parts = [params["family"]]
-    parts += [f"{names[k]}={params[k]:g}" for k in names if params.get(k) is not None]
-    if params["family"] in ("global", "human") or params["alpha"] != PARAM_DEFAULTS["alpha"]:
-        parts.append(f"alpha={params['alpha']:g}")
-    return " ".join(parts)
-
-
-def _results_table(grid, losses, scored, seconds, iters) -> pd.DataFrame:
-    """The ``cv_results_`` table (see :class:`ECCCV`)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_fold = losses / np.where(scored > 0, scored, np.nan)[None, :]
-    mean = losses.sum(axis=1) / scored.sum()
-    frame = pd.DataFrame({f"param_{k}": [g[k] for g in grid] for k in PARAM_KEYS})
-    frame.insert(0, "params", [_describe(g) for g in grid])
-    for f in range(losses.shape[1]):
-        frame[f"split{f}_test_nll"] = per_fold[:, f]
-    frame["mean_test_nll"] = mean
-    frame["std_test_nll"] = np.nanstd(per_fold, axis=1)
-    glob = [i for i, g in enumerate(grid) if g["family"] == "global"]
-    frame["mean_test_gain"] = 100.0 * (mean[glob[0]] - mean) / mean[glob[0]] if glob else np.nan
-    # rank 1 = best; ties keep the grid order (simpler candidates come first)
-    order = np.lexsort((np.arange(len(grid)), mean))
-    rank = np.empty(len(grid), dtype=int)
-    rank[order] = np.arange(1, len(grid) + 1)
-    frame["rank_test_nll"] = rank
-    frame["mean_fit_time"] = seconds.mean(axis=1)
-    frame["mean_n_iter"] = iters.mean(axis=1)
-    return frame
-
-
 __all__ = [
-    "DEFAULT_PARAM_GRID",
     "ECCCV",
-    "FAMILIES",
-    "PARAM_DEFAULTS",
-    "PARAM_KEYS",
-    "expand_grid",
 ]

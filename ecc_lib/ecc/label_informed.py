@@ -33,20 +33,18 @@ import logging
 import numpy as np
 
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
-from ecc_lib.data.comparisons import Comparisons, disjoint_from_probe, split_probe
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.splits import disjoint_from_probe, split_probe
+from ecc_lib.ecc.backends import backend_requested, in_memory_fits, is_backend_array
 from ecc_lib.ecc.estimator import (
     CENTROID_TOL,
     ECC,
     KL_TOL,
     OBJECTIVE_PATIENCE,
     OBJECTIVE_TOL,
-    _backend_array,
-    _dask_requested,
-    _labels_to_str,
-    _log_missing_labels,
     comparison_nll,
-    in_memory_fits,
 )
+from ecc_lib.ecc.validation import labels_to_str, log_missing_labels
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +58,7 @@ def category_log_prior(
     responsibilities: np.ndarray,
     codes: np.ndarray,
     n_categories: int,
+    *,
     smoothing: float = 1.0,
     prior: str = "absolute",
 ) -> np.ndarray:
@@ -188,7 +187,7 @@ class LabelInformedECC(ECC):
         form = self.prior
 
         def update(resp: np.ndarray) -> np.ndarray:
-            log_pi = category_log_prior(resp, codes, n_categories, smoothing, form)
+            log_pi = category_log_prior(resp, codes, n_categories, smoothing=smoothing, prior=form)
             return (weight * log_pi[codes]).astype(dtype)
 
         return update
@@ -236,7 +235,7 @@ class LabelInformedECC(ECC):
         for f in range(int(self.cv_folds)):
             held = fold == f
             train, test = comparisons.select_queries(~held), comparisons.select_queries(held)
-            probe, scored = split_probe(test, n_probes)
+            probe, scored = split_probe(test, n_probes=n_probes)
             if n_probes == 0:
                 probe = None
             if len(scored) == 0:
@@ -273,7 +272,11 @@ class LabelInformedECC(ECC):
 
     def _final_prior(self, codes: np.ndarray, n_categories: int) -> np.ndarray:
         return category_log_prior(
-            self.responsibilities_, codes, n_categories, float(self.smoothing), self.prior
+            self.responsibilities_,
+            codes,
+            n_categories,
+            smoothing=float(self.smoothing),
+            prior=self.prior,
         )
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):
@@ -293,8 +296,8 @@ class LabelInformedECC(ECC):
         self._validate_params()
         if labels is None:
             raise ValueError("LabelInformedECC.fit needs labels (one category per query)")
-        if _dask_requested(embeddings):
-            if _backend_array(embeddings):
+        if backend_requested(embeddings):
+            if is_backend_array(embeddings):
                 raise ValueError(
                     "LabelInformedECC fits in memory only (its prior is not partitioned); "
                     "pass the embeddings as a numpy array"
@@ -302,7 +305,7 @@ class LabelInformedECC(ECC):
             logger.info("ecc_labels fits in memory: its category prior is not partitioned")
             with in_memory_fits():
                 return self.fit(embeddings, comparisons, labels)
-        lab = _labels_to_str(labels, comparisons.n_queries).astype(str)
+        lab = labels_to_str(labels, comparisons.n_queries).astype(str)
         x = np.asarray(embeddings)
         if self.label_weight == "cv":
             self.cv_table_ = self._cross_validate(x, comparisons, lab)
@@ -334,7 +337,7 @@ class LabelInformedECC(ECC):
         self.label_weight_ = float(weight)
         self.categories_ = cats
         self.log_prior_ = self._final_prior(codes, len(cats))
-        _log_missing_labels(lab, "ecc_labels")
+        log_missing_labels(lab, "ecc_labels")
         return self
 
     # -- inference ------------------------------------------------------------------------------
@@ -355,7 +358,7 @@ class LabelInformedECC(ECC):
         out = np.zeros((n, self.theta_.shape[0]))
         if labels is None or self.label_weight_ == 0.0:
             return out
-        lab = _labels_to_str(labels, n).astype(str)
+        lab = labels_to_str(labels, n).astype(str)
         pos = np.clip(np.searchsorted(self.categories_, lab), 0, len(self.categories_) - 1)
         known = self.categories_[pos] == lab
         out[known] = self.label_weight_ * self.log_prior_[pos[known]]

@@ -24,7 +24,8 @@ import logging
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data.comparisons import Comparisons, make_comparisons, split_queries
+from ecc_lib.data.comparisons import Comparisons, make_comparisons
+from ecc_lib.data.splits import split_queries
 from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
 
@@ -242,7 +243,9 @@ def soft_evidence_comparison(
     rows = pd.Index(query_ids).get_indexer(pairs.query_ids)
     x = np.asarray(embeddings, dtype=np.float32)[rows]
     soft = soft_outcomes(outcomes, pairs)
-    train_mask, test_mask = split_queries(pairs.n_queries, test_size, random_state)
+    train_mask, test_mask = split_queries(
+        pairs.n_queries, test_size=test_size, random_state=random_state
+    )
     rng = np.random.default_rng(random_state)
     test_soft = soft.select_queries(test_mask)
     n_test = test_soft.n_queries
@@ -273,7 +276,7 @@ def soft_evidence_comparison(
         draw = sampled_outcomes(outcomes, pairs, rng)
         probe = draw.select_queries(test_mask).take(first) if mode == "both" else None
         sampled_p.append(fit_and_score(draw.select_queries(train_mask), probe))
-    index = bootstrap_indices(n_test, n_boot, random_state)
+    index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
     counts = np.bincount(scored.query, minlength=n_test).astype(float)
 
     def summary(target: np.ndarray) -> dict:

@@ -7,7 +7,7 @@ from ecc_lib._optional import lazy_exports
 
 _EXPORTS = {
     "embed_texts": "ecc_lib.embed.encode",
-    "embedding_check": "ecc_lib.embed.encode",
+    "embedding_check": "ecc_lib.embed.check",
 }
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

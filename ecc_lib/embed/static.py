@@ -63,8 +63,13 @@ def shipped_weights_path() -> Path:
     return paths.data_dir() / "embedders" / WEIGHTS_FILE
 
 
-def _minilm_tokenizer():
-    """MiniLM's fast tokenizer (``tokenizers.Tokenizer``), without padding or truncation."""
+def minilm_tokenizer():
+    """MiniLM's fast tokenizer (``tokenizers.Tokenizer``), without padding or truncation.
+
+    Returns
+    -------
+    tokenizers.Tokenizer
+    """
     from ecc_lib._optional import require
 
     purpose = "the static embedder's tokenizer"
@@ -84,7 +89,7 @@ def distill_token_vectors(model, *, batch_size: int = 1024) -> tuple[np.ndarray,
     Parameters
     ----------
     model : SentenceTransformer
-        The MiniLM model (:func:`ecc_lib.embed.encode.load_model` of the default model).
+        The MiniLM model (:func:`ecc_lib.embed.models.load_model` of the default model).
     batch_size : int, default 1024
         Word pieces per forward pass.
 
@@ -99,7 +104,7 @@ def distill_token_vectors(model, *, batch_size: int = 1024) -> tuple[np.ndarray,
 
     torch = require("torch", extra="embed", purpose="distilling the static embedder")
     transformer = model[0].auto_model.eval()
-    tokenizer = _minilm_tokenizer()
+    tokenizer = minilm_tokenizer()
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     size = tokenizer.get_vocab_size()
     vectors = np.zeros((size, transformer.config.hidden_size), dtype=np.float32)
@@ -160,7 +165,7 @@ def refit_token_vectors(
     if not alpha > 0:
         raise ValueError(f"alpha must be positive, got {alpha}")
     x0 = np.asarray(token_vectors, dtype=np.float64)
-    a = _token_counts(_minilm_tokenizer(), list(texts), x0.shape[0]).astype(np.float64)
+    a = token_counts(minilm_tokenizer(), list(texts), x0.shape[0]).astype(np.float64)
     lengths = np.asarray(a.sum(axis=1)).ravel()
     a = sp.diags(1.0 / np.maximum(lengths, 1.0)) @ a
     a = a.tocsr()
@@ -184,8 +189,21 @@ def refit_token_vectors(
     return x
 
 
-def _token_counts(tokenizer, texts: list[str], size: int) -> sp.csr_matrix:
-    """Word-piece counts of each text (texts x vocabulary, float32), no special tokens."""
+def token_counts(tokenizer, texts: list[str], size: int) -> sp.csr_matrix:
+    """Word-piece counts of each text (texts x vocabulary, float32), no special tokens.
+
+    Parameters
+    ----------
+    tokenizer : tokenizers.Tokenizer
+        From :func:`minilm_tokenizer`.
+    texts : list of str
+    size : int
+        Vocabulary size (columns).
+
+    Returns
+    -------
+    csr_matrix of float32, shape (len(texts), size)
+    """
     ids = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
     lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
     indptr = np.concatenate([[0], np.cumsum(lengths)])
@@ -419,7 +437,7 @@ class StaticEmbedder:
     def __post_init__(self) -> None:
         self.table = np.asarray(self.table, dtype=np.float32)
         self.empty = np.asarray(self.empty, dtype=np.float32)
-        self._tokenizer = _minilm_tokenizer()
+        self._tokenizer = minilm_tokenizer()
         if self.table.shape[0] != self._tokenizer.get_vocab_size():
             raise ValueError(
                 f"static table has {self.table.shape[0]} rows, the MiniLM vocabulary "
@@ -462,7 +480,7 @@ class StaticEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), _CHUNK):
             chunk = [str(t) for t in texts[start : start + _CHUNK]]
-            counts = _token_counts(self._tokenizer, chunk, self.table.shape[0])
+            counts = token_counts(self._tokenizer, chunk, self.table.shape[0])
             lengths = np.diff(counts.indptr)
             block = np.asarray(counts @ self.table, dtype=np.float32)
             block[lengths == 0] = self.empty
@@ -487,3 +505,27 @@ def load_static_embedder(path: str | Path | None = None) -> StaticEmbedder:
     if key not in _loaded:
         _loaded[key] = StaticEmbedder.load(path)
     return _loaded[key]
+
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_N_COMPONENTS",
+    "DEFAULT_SIF_COEFFICIENT",
+    "STATIC_ALIASES",
+    "STATIC_MODEL",
+    "StaticEmbedder",
+    "WEIGHTS_FILE",
+    "available_weights",
+    "build_static_weights",
+    "built_weights_path",
+    "distill_token_vectors",
+    "fit_static_weights",
+    "load_static_embedder",
+    "minilm_tokenizer",
+    "quantize_rows",
+    "refit_token_vectors",
+    "register_weights_builder",
+    "shipped_weights_path",
+    "token_counts",
+    "zipf_sif_weights",
+]

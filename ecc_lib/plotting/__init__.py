@@ -1,6 +1,6 @@
 """Figures of the notebooks: each function takes its data first, ``ax=None``, and returns the figure.
 
-Saving is the caller's job (:func:`ecc_lib.runs.folder.save_figure`). Every figure carries a title,
+Saving is the caller's job (:func:`ecc_lib.runs.artifacts.save_figure`). Every figure carries a title,
 axis labels with units and a legend where colours carry meaning, so that it reads without the code.
 No figure shows query text (GPQA examples must not be published in plain text).
 

@@ -264,7 +264,7 @@ def label_confusion(
     Parameters
     ----------
     winner_probabilities : ndarray, shape (n_queries, n_models)
-        ``P(single-shot winner = m)`` per query (:class:`ecc_lib.dars.label_instability.SingleShotWinners`).
+        ``P(single-shot winner = m)`` per query (:class:`ecc_lib.dars.winners.SingleShotWinners`).
     utilities : ndarray, shape (n_queries, n_models)
         DARS utilities; the label is their argmax. Queries where several models share the best
         utility go to the last row, :data:`TIE_LABEL` (any of the tied models counts as agreeing).

@@ -36,13 +36,8 @@ import numpy as np
 from scipy.special import expit, log_softmax
 
 from ecc_lib.bradley_terry import log_sigmoid
-from ecc_lib.data.comparisons import (
-    DEFAULT_TIE_TOLERANCE,
-    Comparisons,
-    probe_models,
-    snap_ties,
-    split_probe,
-)
+from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE, Comparisons, snap_ties
+from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import evidence
 
 logger = logging.getLogger(__name__)
@@ -96,7 +91,7 @@ def candidate_pairs(
         One row per candidate, ``model_a < model_b``, ``y`` from the scores (0.5 for a tie).
         ``query_ids`` are positions ``"0" .. "n-1"``.
     """
-    s = snap_ties(np.asarray(scores, dtype=float), tie_tolerance)
+    s = snap_ties(np.asarray(scores, dtype=float), tolerance=tie_tolerance)
     n, m = s.shape
     ia, ib = np.triu_indices(m, k=1)
     if ties not in ("drop", "half"):
@@ -355,9 +350,9 @@ def probes_from_scores(
             "(one row per test query, one column per model)"
         )
     if strategy == "first":
-        return split_probe(test, n_probes)[0]
+        return split_probe(test, n_probes=n_probes)[0]
     if scored is None:
-        scored = split_probe(test, score_from)[1]
+        scored = split_probe(test, n_probes=score_from)[1]
     n = test.n_queries
     chosen: list[Comparisons] = []
     banned = probe_models(scored) if outside_scored else None

@@ -101,7 +101,9 @@ class DARSResult:
             "seed": self.seed,
             "cost_available": obs.cost_available,
             "n_dropped_queries": len(obs.dropped_query_ids),
-            "labels": label_shares(dist.utility(self.cost_weight, self.beta), obs.models),
+            "labels": label_shares(
+                dist.utility(cost_weight=self.cost_weight, beta=self.beta), obs.models
+            ),
             "mean_mu_q": dict(zip(obs.models, dist.mu_q.mean(axis=0).tolist(), strict=True)),
         }
         for key in _DARS_KEYS:
@@ -229,14 +231,15 @@ def run_dars(
     """
     from ecc_lib.dars.distributions import capability_distributions, repeated_observations
     from ecc_lib.dars.label_instability import label_instability
-    from ecc_lib.data.policy import check_utility_weights, no_repeats_reason
+    from ecc_lib.data.policy import no_repeats_reason
+    from ecc_lib.data.protocol_policy import check_utility_weights
 
     check_utility_weights(cost_weight, beta)
     obs = repeated_observations(outcomes, source=source, validate=validate)
     diagnostics = label_instability(
         obs,
-        cost_weight,
-        beta,
+        cost_weight=cost_weight,
+        beta=beta,
         n_draws=n_draws,
         n_boot=n_boot,
         random_state=seed,

@@ -38,16 +38,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data import policy as data_checks
+from ecc_lib.data import protocol_policy
 from ecc_lib.data.comparisons import (
     DEFAULT_TIE_TOLERANCE,
     Comparisons,
     make_comparisons,
     score_matrix,
     snap_ties,
-    split_queries,
-    touching_probe,
 )
+from ecc_lib.data.splits import split_queries, touching_probe
 from ecc_lib.ecc.baselines import (
     ComparisonOnlyECC,
     EmbeddingClusters,
@@ -55,8 +54,9 @@ from ecc_lib.ecc.baselines import (
     HumanLabelClusters,
 )
 from ecc_lib.ecc.cv import ECCCV
-from ecc_lib.ecc.estimator import ECC, MODES, _check_mode, _labels_to_str, comparison_nll
+from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.ecc.validation import MODES, check_mode, labels_to_str
 from ecc_lib.protocol.leak_free import make_leak_free, probe_candidate_rows
 from ecc_lib.protocol.probes import (
     PROBE_EVIDENCE,
@@ -208,7 +208,7 @@ def prepare_protocol(
             f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
             f"({len(query_ids)} rows, in its order)"
         )
-    data_checks.check_embedding_dims(emb.shape[1])
+    protocol_policy.check_embedding_dims(emb.shape[1])
     n_models = len(models) if models is not None else int(outcomes["model"].nunique())
     notes: list[str] = []
     single_pair = n_models == 2 and min_pairs > 1
@@ -231,7 +231,7 @@ def prepare_protocol(
         tie_tolerance=tie_tolerance,
     )
     if comparisons.n_queries < 2:
-        two = data_checks.two_models_note(int(outcomes["model"].nunique()))
+        two = protocol_policy.two_models_note(int(outcomes["model"].nunique()))
         raise ValueError(
             f"only {comparisons.n_queries} query(ies) have at least {min_pairs} non-tie "
             f"pair{'s' if min_pairs != 1 else ''}; "
@@ -251,18 +251,22 @@ def prepare_protocol(
     rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
     labels = None
     if "category" in queries.columns and queries["category"].notna().any():
-        labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
-    scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
-    train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
+        labels = labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
+    scores, _, _ = score_matrix(
+        outcomes, query_ids=comparisons.query_ids, models=comparisons.models
+    )
+    train_mask, test_mask = split_queries(
+        comparisons.n_queries, test_size=test_size, random_state=random_state
+    )
     left_out = left_out_reasons(
         outcomes, comparisons.dropped_query_ids, comparisons.models, tie_tolerance, min_pairs
     )
     texts = queries["text"].astype(str).to_numpy()[rows]
-    checks = data_checks.protocol_notes(
+    checks = protocol_policy.protocol_notes(
         outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
     )
     if single_pair:  # the generic two-model note is replaced by the sentence above
-        two = data_checks.two_models_note(2)
+        two = protocol_policy.two_models_note(2)
         checks = [c for c in checks if c != two]
     notes = notes + checks
     return ProtocolData(
@@ -320,8 +324,8 @@ def left_out_reasons(
     ids = np.asarray(list(dropped_query_ids), dtype=object).astype(str)
     if len(ids) == 0:
         return {}
-    scores, _, _ = score_matrix(outcomes, ids, models)
-    scores = snap_ties(scores, tie_tolerance)
+    scores, _, _ = score_matrix(outcomes, query_ids=ids, models=models)
+    scores = snap_ties(scores, tolerance=tie_tolerance)
     observed = np.isfinite(scores).sum(axis=1)
     # decisive pairs per query = pairs of observed models in different score groups
     ranked = np.sort(scores, axis=1)  # NaN last
@@ -541,15 +545,17 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     fit_seconds : dict
         Wall seconds of each fit.
     """
-    data_checks.check_protocol_sizes(
+    protocol_policy.check_protocol_sizes(
         data.train.n_queries,
         data.test.n_queries,
-        data.embeddings.shape[1],
-        [m.n_clusters for m in methods.values() if getattr(m, "n_clusters", None) is not None],
+        embedding_dim=data.embeddings.shape[1],
+        n_clusters=[
+            m.n_clusters for m in methods.values() if getattr(m, "n_clusters", None) is not None
+        ],
     )
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
-        reason = data_checks.human_baseline_reason(data.labels, train_mask=data.train_mask)
+        reason = protocol_policy.human_baseline_reason(data.labels, train_mask=data.train_mask)
         if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and reason:
             logger.info("%s (%s skipped)", reason, name)
             continue
@@ -768,7 +774,7 @@ def score_methods(
     """
     if "global" not in fitted:
         raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
-    _check_mode(mode)
+    check_mode(mode)
     if probe_evidence not in PROBE_EVIDENCE:
         raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
     _, scored_mask = probe_candidate_rows(data, n_probes, score_from)
@@ -803,7 +809,7 @@ def score_methods(
         leak_share[name] = float(touching.mean())
         accuracy[name] = pairwise_accuracy(p, scored.y)
     has = counts > 0
-    index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=random_state)
     n_scored = float(counts.sum())
     nll, nll_ci, gain, ci, stats_gain = {}, {}, {}, {}, {}
     gain_t, ci_t, gain_d, ci_d, stats_d = {}, {}, {}, {}, {}
@@ -814,34 +820,42 @@ def score_methods(
         m = losses[has]
         nll[name] = float(m.sum() / n_scored)
         reps = m[index].sum(axis=1) / counts[has][index].sum(axis=1)
-        nll_ci[name] = percentile_interval(reps, confidence)
+        nll_ci[name] = percentile_interval(reps, confidence=confidence)
         if name == "global":
             continue
         g = per_query["global"][has]
-        gain[name], ci[name], stats_gain[name] = ratio_gain(g, m, index, confidence)
+        gain[name], ci[name], stats_gain[name] = ratio_gain(g, m, index, confidence=confidence)
         # the global model ignores the probe: its losses on this method's touching pairs are its
         # per-pair losses restricted to the same pairs
         touching = touch_rows[name]
         g_losses = pair_losses["global"]
         g_t = np.bincount(scored.query[touching], weights=g_losses[touching], minlength=n_test)
         m_t = per_query_touch[name]
-        gain_t[name], ci_t[name], _ = ratio_gain(g_t[has], m_t[has], index, confidence)
+        gain_t[name], ci_t[name], _ = ratio_gain(g_t[has], m_t[has], index, confidence=confidence)
         gain_d[name], ci_d[name], stats_d[name] = ratio_gain(
-            (per_query["global"] - g_t)[has], (losses - m_t)[has], index, confidence
+            (per_query["global"] - g_t)[has], (losses - m_t)[has], index, confidence=confidence
         )
         # queries with / without a probe of the reference method (the same resamples)
         for key, mask in (("with", covered), ("without", ~covered)):
-            by_probe[key][name] = ratio_gain(g * mask, m * mask, index, confidence)[:2]
+            by_probe[key][name] = ratio_gain(g * mask, m * mask, index, confidence=confidence)[:2]
     differences, differences_disjoint = {}, {}
     if "ecc" in gain:
         for second in gain:
             if second == "ecc":
                 continue
             differences[f"ecc_minus_{second}"] = paired_difference(
-                gain["ecc"], stats_gain["ecc"], gain[second], stats_gain[second], confidence
+                gain["ecc"],
+                stats_gain["ecc"],
+                gain[second],
+                stats_gain[second],
+                confidence=confidence,
             )
             differences_disjoint[f"ecc_minus_{second}"] = paired_difference(
-                gain_d["ecc"], stats_d["ecc"], gain_d[second], stats_d[second], confidence
+                gain_d["ecc"],
+                stats_d["ecc"],
+                gain_d[second],
+                stats_d[second],
+                confidence=confidence,
             )
     frame = pd.DataFrame({"query_id": data.test.query_ids, "n_scored": counts})
     frame["n_scored_touching"] = touch_count[reference]

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ecc_lib.data.comparisons import Comparisons, probe_models, snap_ties
+from ecc_lib.data.comparisons import Comparisons, snap_ties
+from ecc_lib.data.splits import probe_models
 
 if TYPE_CHECKING:
     from ecc_lib.protocol.ecc_protocol import ProtocolData
@@ -130,7 +131,9 @@ def make_leak_free(
     scored = test.take(scored_mask)
     n_test, m = test.n_queries, test.n_models
     used = probe_models(scored)
-    scores = snap_ties(data.scores[data.test_mask], float(data.params.get("tie_tolerance", 0.0)))
+    scores = snap_ties(
+        data.scores[data.test_mask], tolerance=float(data.params.get("tie_tolerance", 0.0))
+    )
     ia, ib = np.triu_indices(m, k=1)
     left, right = scores[:, ia], scores[:, ib]
     ok = np.isfinite(left) & np.isfinite(right) & (left != right)

@@ -203,7 +203,7 @@ class ECCResult:
         dict
             JSON-ready.
         """
-        from ecc_lib.data.policy import human_baseline_reason
+        from ecc_lib.data.protocol_policy import human_baseline_reason
 
         result, data, multi = self.first, self.data, self.multi
         summary = multi.summary()
@@ -342,7 +342,7 @@ def run_ecc(
     -------
     ECCResult
     """
-    from ecc_lib.data.policy import human_baseline_reason
+    from ecc_lib.data.protocol_policy import human_baseline_reason
 
     protocol = Protocol() if protocol is None else protocol
     if not isinstance(protocol, Protocol):

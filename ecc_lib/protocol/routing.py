@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data.comparisons import Comparisons, probe_models, score_matrix
+from ecc_lib.data.comparisons import Comparisons, score_matrix
+from ecc_lib.data.splits import probe_models
 from ecc_lib.protocol.ecc_protocol import ProtocolData
 from ecc_lib.protocol.probes import ProbeStrategy, probe_responsibilities, select_probes
 from ecc_lib.serialization import to_jsonable
@@ -36,7 +37,7 @@ def _cost_matrix(outcomes: pd.DataFrame | None, data: ProtocolData) -> np.ndarra
     if outcomes is None or "cost" not in outcomes.columns or outcomes["cost"].isna().all():
         return None
     frame = outcomes[["query_id", "model", "cost"]].rename(columns={"cost": "score"})
-    costs, _, _ = score_matrix(frame, data.test.query_ids, data.models)
+    costs, _, _ = score_matrix(frame, query_ids=data.test.query_ids, models=data.models)
     return costs
 
 
@@ -267,7 +268,7 @@ def routing_experiment(
     scores = data.scores[data.test_mask]
     costs = _cost_matrix(outcomes, data)
     n_test = scores.shape[0]
-    index = bootstrap_indices(n_test, n_boot, random_state)
+    index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
     rows, all_choices, replicates = [], {}, {}
     settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
 
@@ -275,7 +276,9 @@ def routing_experiment(
         ok = np.isfinite(per_query_score)
         if not ok.any():
             return
-        score, (low, high), reps = mean_with_replicates(per_query_score, index, confidence)
+        score, (low, high), reps = mean_with_replicates(
+            per_query_score, index, confidence=confidence
+        )
         replicates.setdefault(setting, {})[method] = (score, reps)
         cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
         rows.append(
@@ -348,7 +351,9 @@ def routing_experiment(
             continue
         e_score, e_reps = arms["ecc"]
         differences[setting] = {
-            f"ecc_minus_{name}": paired_difference(e_score, e_reps, score, reps, confidence)
+            f"ecc_minus_{name}": paired_difference(
+                e_score, e_reps, score, reps, confidence=confidence
+            )
             for name, (score, reps) in arms.items()
             if name != "ecc"
         }

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
-from ecc_lib.ecc.estimator import MODES
+from ecc_lib.ecc.validation import MODES
 from ecc_lib.protocol.ecc_protocol import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE
 from ecc_lib.protocol.probes import PROBE_EVIDENCE, ProbeStrategy
 from ecc_lib.stats import DEFAULT_N_BOOT

@@ -20,7 +20,9 @@ from ecc_lib.report.reading import read_metrics, skip_reasons
 from ecc_lib.report.registry import SECTIONS, Section, registered_section
 from ecc_lib.report.sections import other_section
 from ecc_lib.report.summary import build_summary, summary_to_metrics
+from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 
 SHARED_KEYS = ("parameters", "provenance", "data_policy", "summary", "checks")
 """Parts of ``metrics.json`` no section reports on its own (the appendix and the data section
@@ -95,8 +97,8 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
     Report
     """
     run = run_folder.run_context(run_dir)
-    metrics = read_metrics(run_folder.collect_metrics(run))
-    figures = run_folder.list_figures(run)
+    metrics = read_metrics(run_metrics.collect_metrics(run))
+    figures = run_artifacts.list_figures(run)
     run_json = run.run_dir / run_folder.RUN_FILE
     record = json.loads(run_json.read_text()) if run_json.exists() else {}
     ran = set(record.get("notebooks", []))
@@ -108,7 +110,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
         extra = other_section(key, metrics[key])
         extra.appendix = True
         sections.append(extra)
-    n_tables = len(run_folder.list_tables(run))
+    n_tables = len(run_artifacts.list_tables(run))
     intro = (
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
         f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
@@ -290,8 +292,8 @@ def record_summary(run_dir: str | os.PathLike | run_folder.RunContext) -> dict[s
         What was recorded.
     """
     run = run_folder.run_context(run_dir)
-    payload = summary_to_metrics(build_summary(run_folder.collect_metrics(run)))
-    run_folder.record_metrics(run, "summary", payload)
+    payload = summary_to_metrics(build_summary(run_metrics.collect_metrics(run)))
+    run_metrics.record_metrics(run, "summary", payload)
     return payload
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ecc_lib.report.document import Report
 from ecc_lib.report.formatting import DASH, PM
+from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
 
 _LATEX_SPECIAL = {
@@ -283,7 +284,7 @@ def save_headline_tables(report: Report, run_dir) -> list[Path]:
     """
     written = []
     for table in report.headline_tables():
-        run_folder.save_table(table.frame, run_dir, table.name)
+        run_artifacts.save_table(table.frame, run_dir, table.name)
         written.append(save_latex_table(table.frame, run_dir, table.name, caption=table.caption))
     return written
 

@@ -376,7 +376,7 @@ def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFr
     path = run.tables_dir / f"{notebook_of(section)}_{name}.csv"
     if not path.exists():
         return None
-    from ecc_lib.data.loaders import read_csv_keeping_text
+    from ecc_lib.data.tables import read_csv_keeping_text
 
     # model and dataset names stay text: a model named NA, a dataset named 2024
     return read_csv_keeping_text(path)

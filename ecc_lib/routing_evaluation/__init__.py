@@ -31,6 +31,7 @@ One module per job, every public name importable from this package:
 - :mod:`~ecc_lib.routing_evaluation.experiment`: :func:`routing_table`, the whole experiment;
 - :mod:`~ecc_lib.routing_evaluation.paired`: paired DARS-minus-single-shot and
   versus-best-fixed differences with joint bootstrap intervals;
+- :mod:`~ecc_lib.routing_evaluation.table`: :class:`RoutingTable`, the result of the experiment;
 - :mod:`~ecc_lib.routing_evaluation.summary`: the headline and the readable tables.
 """
 
@@ -43,7 +44,7 @@ from ecc_lib.routing_evaluation.curves import (
     pareto_area,
     pareto_front,
 )
-from ecc_lib.routing_evaluation.experiment import RoutingTable, routing_table
+from ecc_lib.routing_evaluation.experiment import routing_table
 from ecc_lib.routing_evaluation.held_out import (
     METRICS,
     HeldOut,
@@ -64,6 +65,7 @@ from ecc_lib.routing_evaluation.summary import (
     format_routing_table,
     routing_headline,
 )
+from ecc_lib.routing_evaluation.table import RoutingTable
 
 __all__ = [
     "DEFAULT_LAMBDA_GRID",

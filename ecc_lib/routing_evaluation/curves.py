@@ -45,7 +45,7 @@ def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
 
 
 def pareto_area(
-    cost: np.ndarray, quality: np.ndarray, cost_range: tuple[float, float] = (0.0, 1.0)
+    cost: np.ndarray, quality: np.ndarray, *, cost_range: tuple[float, float] = (0.0, 1.0)
 ) -> float:
     """Area under the Pareto front over ``cost_range``.
 
@@ -84,6 +84,7 @@ def pareto_area(
 def curve_of_choices(
     choices: Sequence[np.ndarray],
     truth: HeldOut,
+    *,
     lambdas: Sequence[float],
     beta: float = DEFAULT_BETA,
 ) -> pd.DataFrame:
@@ -111,7 +112,7 @@ def curve_of_choices(
     """
     rows = []
     for choice, lam in zip(choices, lambdas, strict=True):
-        metrics = evaluate_choices(choice, truth, lam, beta)
+        metrics = evaluate_choices(choice, truth, cost_weight=lam, beta=beta)
         rows.append(
             {
                 "lambda": float(lam),
@@ -129,6 +130,7 @@ def cost_quality_curve(
     router: Router,
     query_embeddings: np.ndarray,
     truth: HeldOut,
+    *,
     lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,
     beta: float = DEFAULT_BETA,
     refit_on: tuple[np.ndarray, CapabilityDistributions] | None = None,
@@ -164,7 +166,7 @@ def cost_quality_curve(
     """
     if refit_on is None:
         choices = [router.route(query_embeddings, cost_weight=lam, beta=beta) for lam in lambdas]
-        return curve_of_choices(choices, truth, lambdas, beta)
+        return curve_of_choices(choices, truth, lambdas=lambdas, beta=beta)
     from sklearn.base import clone
 
     train_embeddings, targets = refit_on
@@ -175,7 +177,7 @@ def cost_quality_curve(
             warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
             refitted.fit(train_embeddings, targets)
         choices.append(refitted.route(query_embeddings, cost_weight=lam, beta=beta))
-    return curve_of_choices(choices, truth, lambdas, beta)
+    return curve_of_choices(choices, truth, lambdas=lambdas, beta=beta)
 
 
 __all__ = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -27,8 +26,8 @@ from ecc_lib.dars.distributions import (
     repeated_observations,
     single_shot_distributions,
 )
-from ecc_lib.data.comparisons import split_queries
 from ecc_lib.data.observations import rescale_cost
+from ecc_lib.data.splits import split_queries
 from ecc_lib.routers import make_router, router_families
 from ecc_lib.routing_evaluation import held_out
 from ecc_lib.routing_evaluation.curves import (
@@ -39,41 +38,8 @@ from ecc_lib.routing_evaluation.curves import (
 )
 from ecc_lib.routing_evaluation.paired import paired_differences
 from ecc_lib.routing_evaluation.summary import routing_headline
+from ecc_lib.routing_evaluation.table import RoutingTable
 from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_mean_ci
-
-
-@dataclass(frozen=True)
-class RoutingTable:
-    """Result of :func:`routing_table`.
-
-    Attributes
-    ----------
-    table : DataFrame
-        One row per (router, supervision): ``router, supervision, n_runs`` and for each metric its
-        mean over runs, ``<metric>_std`` over runs and ``<metric>_ci_low/high`` (bootstrap over test
-        queries of the run-averaged per-query values); ``gap_closed``; ``pareto_area``.
-    runs : DataFrame
-        One row per fitted run with the mean metrics.
-    curves : DataFrame
-        Cost-quality points ``router, supervision, run, lambda, cost, score, utility, on_front``.
-    info : dict
-        Split sizes, lambda, beta, dataset facts; ``no_router_beats_best_fixed`` and
-        ``headline`` (one sentence, see
-        :func:`~ecc_lib.routing_evaluation.summary.routing_headline`).
-    paired : DataFrame
-        DARS minus single-shot per family on the same test queries, with joint bootstrap
-        intervals over test queries and single-shot runs (see
-        :func:`~ecc_lib.routing_evaluation.paired.paired_differences`).
-    versus_fixed : DataFrame
-        Every (router, supervision) minus the best fixed model, with intervals.
-    """
-
-    table: pd.DataFrame
-    runs: pd.DataFrame
-    curves: pd.DataFrame
-    info: dict
-    paired: pd.DataFrame = field(default_factory=pd.DataFrame)
-    versus_fixed: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _align_embeddings(
@@ -96,6 +62,7 @@ def _align_embeddings(
 def routing_table(
     outcomes: pd.DataFrame | RepeatedObservations,
     embeddings: np.ndarray,
+    *,
     embedding_ids: Sequence[str] | None = None,
     routers: Sequence[str] | None = None,
     router_kwargs: dict[str, dict] | None = None,
@@ -129,7 +96,7 @@ def routing_table(
     cost_weight, beta : float
         Utility weights for routing and for the utility metric.
     test_size, split_seed : float, int
-        Query split (:func:`ecc_lib.data.comparisons.split_queries`).
+        Query split (:func:`ecc_lib.data.splits.split_queries`).
     random_state : int
     n_boot : int
     lambdas : sequence of float
@@ -148,7 +115,9 @@ def routing_table(
     """
     obs = repeated_observations(outcomes)
     x_all = _align_embeddings(embeddings, embedding_ids, obs.query_ids).astype(float)
-    train_mask, test_mask = split_queries(obs.n_queries, test_size, split_seed)
+    train_mask, test_mask = split_queries(
+        obs.n_queries, test_size=test_size, random_state=split_seed
+    )
     # the cost scale comes from the training queries only (issue 23)
     train_obs = rescale_cost(obs.select_queries(train_mask))
     test_obs = rescale_cost(obs.select_queries(test_mask), train_obs)
@@ -158,27 +127,37 @@ def routing_table(
     names = list(router_families()) if routers is None else list(routers)
     router_kwargs = router_kwargs or {}
 
-    fixed = held_out.best_fixed_model(dars_train, cost_weight, beta)
+    fixed = held_out.best_fixed_model(dars_train, cost_weight=cost_weight, beta=beta)
     n_test = len(truth.query_ids)
     per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]] = {
         ("Oracle", "reference"): [
             held_out.evaluate_choices(
-                held_out.oracle_choices(truth, cost_weight, beta), truth, cost_weight, beta
+                held_out.oracle_choices(truth, cost_weight=cost_weight, beta=beta),
+                truth,
+                cost_weight=cost_weight,
+                beta=beta,
             )
         ],
         ("Best fixed model", "reference"): [
-            held_out.evaluate_choices(np.full(n_test, fixed), truth, cost_weight, beta)
+            held_out.evaluate_choices(
+                np.full(n_test, fixed), truth, cost_weight=cost_weight, beta=beta
+            )
         ],
-        ("Random", "reference"): [held_out.expected_random_metrics(truth, cost_weight, beta)],
+        ("Random", "reference"): [
+            held_out.expected_random_metrics(truth, cost_weight=cost_weight, beta=beta)
+        ],
     }
     reference_choices = {
         "Best fixed model": [
-            np.full(n_test, held_out.best_fixed_model(dars_train, lam, beta)) for lam in lambdas
+            np.full(n_test, held_out.best_fixed_model(dars_train, cost_weight=lam, beta=beta))
+            for lam in lambdas
         ],
-        "Oracle": [held_out.oracle_choices(truth, lam, beta) for lam in lambdas],
+        "Oracle": [held_out.oracle_choices(truth, cost_weight=lam, beta=beta) for lam in lambdas],
     }
     curves = [
-        _labelled(curve_of_choices(choices, truth, lambdas, beta), label, "reference", 0)
+        _labelled(
+            curve_of_choices(choices, truth, lambdas=lambdas, beta=beta), label, "reference", 0
+        )
         for label, choices in reference_choices.items()
     ]
 
@@ -196,13 +175,13 @@ def routing_table(
                 router.fit(x_train, targets)
             choice = router.route(x_test, cost_weight=cost_weight, beta=beta)
             per_query.setdefault((name, supervision), []).append(
-                held_out.evaluate_choices(choice, truth, cost_weight, beta)
+                held_out.evaluate_choices(choice, truth, cost_weight=cost_weight, beta=beta)
             )
             if router.fitted_target_ == "components":
-                curve = cost_quality_curve(router, x_test, truth, lambdas, beta)
+                curve = cost_quality_curve(router, x_test, truth, lambdas=lambdas, beta=beta)
             elif refit_curves:  # a router that learns U at one cost weight: refit at each weight
                 curve = cost_quality_curve(
-                    router, x_test, truth, lambdas, beta, refit_on=(x_train, targets)
+                    router, x_test, truth, lambdas=lambdas, beta=beta, refit_on=(x_train, targets)
                 )
             else:
                 continue
@@ -237,7 +216,9 @@ def routing_table(
         "observations_per_pair_median": float(np.median(obs.count)),
         "routers": names,
     }
-    paired, versus_fixed = paired_differences(per_query, names, n_boot, random_state)
+    paired, versus_fixed = paired_differences(
+        per_query, names, n_boot=n_boot, random_state=random_state
+    )
     result = RoutingTable(
         table=table,
         runs=pd.DataFrame(run_rows),
@@ -298,13 +279,10 @@ def _summaries(
             )
             if key in held_out.METRICS:
                 averaged = np.mean([m[key] for m in runs], axis=0)
-                _, low, high = bootstrap_mean_ci(averaged, n_boot, random_state)
+                _, low, high = bootstrap_mean_ci(averaged, n_boot=n_boot, random_state=random_state)
                 summary[f"{key}_ci_low"], summary[f"{key}_ci_high"] = low, high
         table_rows.append(summary)
     return run_rows, table_rows
 
 
-__all__ = [
-    "RoutingTable",
-    "routing_table",
-]
+__all__ = ["routing_table"]

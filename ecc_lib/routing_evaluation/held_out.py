@@ -97,6 +97,7 @@ def held_out_truth(test: RepeatedObservations) -> HeldOut:
 def evaluate_choices(
     choice: np.ndarray,
     truth: HeldOut,
+    *,
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
 ) -> dict[str, np.ndarray]:
@@ -130,7 +131,7 @@ def evaluate_choices(
         "score_decode": truth.decodes.mu_q[rows, choice] if truth.decodes else nan,
         "decode_instability": nan,
         "cost": both.mu_c[rows, choice],
-        "utility": both.utility(cost_weight, beta)[rows, choice],
+        "utility": both.utility(cost_weight=cost_weight, beta=beta)[rows, choice],
     }
     if truth.decodes is not None:
         repeated = truth.decodes.n_obs[rows, choice] >= 2
@@ -139,7 +140,7 @@ def evaluate_choices(
 
 
 def expected_random_metrics(
-    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, *, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> dict[str, np.ndarray]:
     """Per-query metrics of a uniformly random choice, as exact expectations over models.
 
@@ -156,14 +157,16 @@ def expected_random_metrics(
         The metrics of :func:`evaluate_choices`, averaged over the models.
     """
     per_model = [
-        evaluate_choices(np.full(len(truth.query_ids), m), truth, cost_weight, beta)
+        evaluate_choices(
+            np.full(len(truth.query_ids), m), truth, cost_weight=cost_weight, beta=beta
+        )
         for m in range(truth.both.n_models)
     ]
     return {key: np.mean([pm[key] for pm in per_model], axis=0) for key in METRICS}
 
 
 def oracle_choices(
-    truth: HeldOut, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    truth: HeldOut, *, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
 ) -> np.ndarray:
     """Per-query oracle: ``argmax`` of the held-out utility.
 
@@ -177,11 +180,14 @@ def oracle_choices(
     ndarray of int, shape (n_test,)
         The model with the highest held-out utility on each test query.
     """
-    return np.argmax(truth.both.utility(cost_weight, beta), axis=1)
+    return np.argmax(truth.both.utility(cost_weight=cost_weight, beta=beta), axis=1)
 
 
 def best_fixed_model(
-    train: CapabilityDistributions, cost_weight: float = DEFAULT_LAMBDA, beta: float = DEFAULT_BETA
+    train: CapabilityDistributions,
+    *,
+    cost_weight: float = DEFAULT_LAMBDA,
+    beta: float = DEFAULT_BETA,
 ) -> int:
     """Index of the model with the highest mean training utility.
 
@@ -196,7 +202,7 @@ def best_fixed_model(
     -------
     int
     """
-    return int(np.argmax(train.utility(cost_weight, beta).mean(axis=0)))
+    return int(np.argmax(train.utility(cost_weight=cost_weight, beta=beta).mean(axis=0)))
 
 
 def gap_closed(value: float, fixed: float, oracle: float) -> float:

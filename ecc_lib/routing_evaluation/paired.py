@@ -25,6 +25,7 @@ PAIRED_METRICS = ("score", "utility")
 def joint_bootstrap_weights(
     n_queries: int,
     n_runs: int,
+    *,
     n_boot: int = DEFAULT_N_BOOT,
     random_state: int | np.random.Generator | None = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +58,7 @@ def joint_bootstrap_weights(
     rng = np.random.default_rng(random_state)
 
     def shares(n_units: int) -> np.ndarray:
-        index = bootstrap_indices(n_units, n_boot, rng)
+        index = bootstrap_indices(n_units, n_boot=n_boot, random_state=rng)
         flat = index + n_units * np.arange(n_boot)[:, None]
         counts = np.bincount(flat.ravel(), minlength=n_boot * n_units)
         return counts.reshape(n_boot, n_units) / n_units
@@ -82,6 +83,7 @@ def _estimate(values: np.ndarray) -> float:
 def paired_differences(
     per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]],
     families: Sequence[str],
+    *,
     n_boot: int = DEFAULT_N_BOOT,
     random_state: int | np.random.Generator | None = 0,
     confidence: float = 0.95,
@@ -143,7 +145,9 @@ def paired_differences(
     if not finite.any():
         raise ValueError("no test query has every paired metric defined")
     n_runs = max((a["utility"].shape[0] for a in arms.values()), default=1)
-    query_w, run_w = joint_bootstrap_weights(int(finite.sum()), n_runs, n_boot, random_state)
+    query_w, run_w = joint_bootstrap_weights(
+        int(finite.sum()), n_runs, n_boot=n_boot, random_state=random_state
+    )
     tail = (1.0 - confidence) / 2.0
 
     def interval(replicates: np.ndarray) -> tuple[float, float]:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:
-    from ecc_lib.routing_evaluation.experiment import RoutingTable
+from ecc_lib.routing_evaluation.table import RoutingTable
 
 
 def routing_headline(result: RoutingTable) -> dict:
@@ -70,7 +68,7 @@ def routing_headline(result: RoutingTable) -> dict:
     }
 
 
-def format_paired_differences(paired: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+def format_paired_differences(paired: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
     """Readable DARS-minus-single-shot table: ``value [low, high]`` per column.
 
     Parameters
@@ -110,6 +108,7 @@ def format_paired_differences(paired: pd.DataFrame, digits: int = 3) -> pd.DataF
 
 def format_routing_table(
     result: RoutingTable | pd.DataFrame,
+    *,
     metrics: Sequence[str] = ("score", "score_rewrite", "score_decode", "cost", "utility"),
     digits: int = 3,
     intervals: bool = False,

@@ -229,7 +229,7 @@ PATH_PARAMETERS: tuple[str, ...] = ("dataset", "datasets", "cost_dataset", "coll
 """Notebook parameters that may name files or folders (resolved from the caller's directory)."""
 
 
-def resolve_path_value(value: Any, cwd: str | os.PathLike | None = None) -> Any:
+def resolve_path_value(value: Any, *, cwd: str | os.PathLike | None = None) -> Any:
     """An existing relative path made absolute from ``cwd`` (default: the working directory).
 
     Notebooks run inside the run folder, so ``--dataset my_data`` must be resolved where the user
@@ -249,7 +249,7 @@ def resolve_path_value(value: Any, cwd: str | os.PathLike | None = None) -> Any:
         The absolute resolved path as a string when it exists, else ``value``.
     """
     if isinstance(value, list):
-        return [resolve_path_value(item, cwd) for item in value]
+        return [resolve_path_value(item, cwd=cwd) for item in value]
     if not isinstance(value, str) or not value:
         return value
     path = Path(value).expanduser()
@@ -258,7 +258,14 @@ def resolve_path_value(value: Any, cwd: str | os.PathLike | None = None) -> Any:
     return str(path.resolve()) if path.exists() else value
 
 
-_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list,)}
+_TYPES = {
+    "int": (int,),
+    "float": (int, float),
+    "str": (str,),
+    "bool": (bool,),
+    "list": (list,),
+    "dict": (dict,),
+}
 
 
 def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any]) -> None:
@@ -300,6 +307,7 @@ def resolve_parameters(
     notebooks: Sequence[Path],
     config: Mapping[str, Any],
     declared: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    *,
     dataset: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Parameters passed to each notebook (only those that differ from nothing: set explicitly).

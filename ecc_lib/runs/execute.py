@@ -207,7 +207,7 @@ def scrub_credentials(executed: str | os.PathLike, parameters: Mapping[str, Any]
 # execution
 
 
-def kernel_environment(blas_threads: int | None = 1) -> dict[str, str]:
+def kernel_environment(*, blas_threads: int | None = 1) -> dict[str, str]:
     """Environment variables set in the notebook kernels.
 
     ``OPENBLAS_NUM_THREADS`` is set to ``blas_threads`` unless the caller's environment sets it:
@@ -292,6 +292,7 @@ def execute_notebook(
     notebook: str | os.PathLike,
     output: str | os.PathLike,
     parameters: Mapping[str, Any],
+    *,
     cwd: str | os.PathLike | None = None,
     timeout: float | None = None,
     start_timeout: float = 120,
@@ -363,7 +364,9 @@ def _execute(
             cwd=str(cwd) if cwd else None,
             start_timeout=int(start_timeout),
             execution_timeout=timeout,
-            kernel_manager_class=interpreter_kernel_manager_class(kernel_environment(blas_threads)),
+            kernel_manager_class=interpreter_kernel_manager_class(
+                kernel_environment(blas_threads=blas_threads)
+            ),
         )
     except CellTimeoutError:
         reason = f"a cell ran longer than the timeout of {timeout:g} s"
@@ -453,7 +456,7 @@ def _first_heading(notebook) -> str:
 
 
 def export_report(
-    executed_notebook: str | os.PathLike, html_path: str | os.PathLike, title: str | None = None
+    executed_notebook: str | os.PathLike, html_path: str | os.PathLike, *, title: str | None = None
 ) -> Path:
     """Export an executed notebook to HTML without its input cells.
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from ecc_lib.data.checks import checks_to_dict
 from ecc_lib.runs import folder as run_folder
-from ecc_lib.runs.folder import record_metric_entry
+from ecc_lib.runs.metrics import record_metric_entry
 
 if TYPE_CHECKING:
-    from ecc_lib.data.checks import CheckResult
+    from ecc_lib.data.check_result import CheckResult
     from ecc_lib.data.policy import DataPolicyReport
-    from ecc_lib.embed.encode import EmbeddingCheck
+    from ecc_lib.embed.check import EmbeddingCheck
 
 
 def record_data_policy(run_dir, report: DataPolicyReport) -> None:
@@ -46,7 +46,7 @@ def recorded_policy(run_dir, label: str) -> dict:
     path = run_folder.run_context(run_dir).metrics_dir / "data_policy.json"
     if not path.exists():
         return {}
-    return run_folder._read_json(path).get("values", {}).get(str(label), {})
+    return run_folder.read_json(path).get("values", {}).get(str(label), {})
 
 
 def record_checks(run_dir, label: str, results: dict[str, CheckResult]) -> None:

@@ -24,7 +24,6 @@ from typing import Any
 from ecc_lib import paths
 from ecc_lib._optional import require
 from ecc_lib.runs.config import (
-    _TYPES,
     STANDALONE_NOTEBOOKS,
     discover_notebooks,
     load_config,
@@ -46,18 +45,17 @@ from ecc_lib.runs.folder import (
     RUN_FILE,
     TABLES,
     RunFolderBusyError,  # noqa: F401 - raised by run_pipeline, caught by callers
-    _read_json,
-    _write_json,
     default_run_name,
     is_run_folder,
     lock_run_folder,
+    read_json,
     run_context,
+    write_json,
     write_run_marker,
 )
 from ecc_lib.runs.provenance import write_metrics
 
 logger = logging.getLogger(__name__)
-_TYPES["dict"] = (dict,)
 
 
 class OutFolderError(ValueError):
@@ -72,7 +70,7 @@ KILLED_REASON = "the run stopped without finishing (killed?); found by the next 
 """Why a notebook copy left ``running`` by a killed run is marked interrupted."""
 
 
-def check_out_folder(run_dir: Path, notebooks_dir: str | os.PathLike | None = None) -> None:
+def check_out_folder(run_dir: Path, *, notebooks_dir: str | os.PathLike | None = None) -> None:
     """Refuse a run folder that would overwrite files that are not an earlier run's.
 
     Parameters
@@ -148,7 +146,7 @@ def _previous_record(run_json: Path) -> dict[str, Any]:
     if not run_json.is_file():
         return {}
     try:
-        record = _read_json(run_json)
+        record = read_json(run_json)
     except (OSError, ValueError):
         logger.warning("%s is not readable JSON; it is replaced", run_json)
         return {}
@@ -275,6 +273,7 @@ class RunResult:
 
 def run_pipeline(
     config: str | os.PathLike | Mapping[str, Any] | None = None,
+    *,
     only: str | Iterable[str] | None = None,
     out: str | os.PathLike | None = None,
     dataset: str | None = None,
@@ -340,7 +339,7 @@ def run_pipeline(
     resolved = resolve_parameters(selected, load_config(config), declared, dataset=dataset)
 
     run_dir = Path(out).expanduser().resolve() if out else paths.runs_dir() / default_run_name()
-    check_out_folder(run_dir.resolve(), notebooks_dir)
+    check_out_folder(run_dir.resolve(), notebooks_dir=notebooks_dir)
     context = run_context(run_dir.resolve())
     write_run_marker(context.run_dir)
     # the datasets a notebook reads: its resolved parameters over its declared defaults (the main
@@ -408,7 +407,7 @@ def _run_locked(
             if not append:
                 _clear_notebook_outputs(context.run_dir, notebook.stem)
             run_record["running"] = notebook.stem
-            _write_json(run_json, run_record)  # a killed run leaves this behind
+            write_json(run_json, run_record)  # a killed run leaves this behind
             executed = context.run_dir / notebook.name
             tick = time.perf_counter()
             try:
@@ -446,7 +445,7 @@ def _run_locked(
         run_record["finished"] = _dt.datetime.now().isoformat(timespec="seconds")
         run_record["running"] = None
         this_run.update(status=run_record["status"], finished=run_record["finished"])
-        _write_json(run_json, run_record)
+        write_json(run_json, run_record)
     result.metrics_path = context.metrics_path
     return result
 

@@ -23,13 +23,8 @@ import pandas as pd
 
 from ecc_lib import paths
 from ecc_lib.metrics_schema import validate_metrics
-from ecc_lib.runs.folder import (
-    RunContext,
-    _read_json,
-    _write_json,
-    collect_metrics,
-    run_context,
-)
+from ecc_lib.runs.folder import RunContext, read_json, run_context, write_json
+from ecc_lib.runs.metrics import collect_metrics
 from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -54,7 +49,7 @@ PACKAGES = (
 # datasets and provenance
 
 
-def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+def sha256_file(path: str | os.PathLike, *, chunk_size: int = 1 << 20) -> str:
     """Hex sha256 of a file.
 
     Parameters
@@ -90,10 +85,10 @@ def dataset_fingerprint(name: str) -> dict[str, str]:
     -------
     dict of str to str
     """
-    loaders = importlib.import_module("ecc_lib.data.loaders")
+    sources = importlib.import_module("ecc_lib.data.sources")
     folder = Path(name).expanduser()
-    if name in getattr(loaders, "BUNDLED_DATASETS", ()) and not folder.is_dir():
-        files = [Path(f) for f in loaders.bundled_files(name)]
+    if name in getattr(sources, "BUNDLED_DATASETS", ()) and not folder.is_dir():
+        files = [Path(f) for f in sources.bundled_files(name)]
         root = paths.data_dir()
     elif folder.is_dir():
         files = sorted(p for p in folder.rglob("*") if p.is_file())
@@ -106,6 +101,7 @@ def dataset_fingerprint(name: str) -> dict[str, str]:
 def subsample_queries(
     queries: pd.DataFrame,
     outcomes: pd.DataFrame,
+    *,
     max_queries: int | None,
     random_state: int | np.random.Generator | None = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -162,12 +158,13 @@ def dataset_label(name: str) -> str:
 
 def load_dataset(
     name: str,
+    *,
     run_dir: str | os.PathLike | RunContext | None = None,
     max_queries: int | None = 0,
     random_state: int | np.random.Generator | None = 0,
     policy: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Load a dataset with :func:`ecc_lib.data.loaders.load_dataset`, apply the imperfect-data policy,
+    """Load a dataset with :func:`ecc_lib.data.sources.load_dataset`, apply the imperfect-data policy,
     subsample it, record its hashes.
 
     Parameters
@@ -193,9 +190,9 @@ def load_dataset(
     queries, outcomes : DataFrame
         Validated, in the ecc_lib data model.
     """
-    loaders = importlib.import_module("ecc_lib.data.loaders")
+    sources = importlib.import_module("ecc_lib.data.sources")
     label = dataset_label(name)
-    queries, outcomes = loaders.load_dataset(str(name))
+    queries, outcomes = sources.load_dataset(str(name))
     from ecc_lib.collect.export import collection_notes
     from ecc_lib.data.policy import apply_data_policy
     from ecc_lib.runs.inputs import record_data_policy
@@ -208,7 +205,9 @@ def load_dataset(
         report.notes[:0] = collection
         if run_dir is not None:
             record_data_policy(run_dir, report)
-    queries, outcomes = subsample_queries(queries, outcomes, max_queries, random_state)
+    queries, outcomes = subsample_queries(
+        queries, outcomes, max_queries=max_queries, random_state=random_state
+    )
     if run_dir is not None:
         record_dataset(run_dir, label, dataset_fingerprint(str(name)))
     return queries, outcomes
@@ -235,9 +234,9 @@ def record_dataset(
     """
     context = run_context(run_dir)
     path = context.provenance_dir / "datasets.json"
-    recorded = _read_json(path) if path.exists() else {}
+    recorded = read_json(path) if path.exists() else {}
     recorded[str(label)] = dict(fingerprint)
-    _write_json(path, recorded)
+    write_json(path, recorded)
     return path
 
 
@@ -309,7 +308,7 @@ def provenance(run_dir: str | os.PathLike | RunContext) -> dict[str, Any]:
     datasets_path = context.provenance_dir / "datasets.json"
     return {
         "packages": package_versions(),
-        "datasets": _read_json(datasets_path) if datasets_path.exists() else {},
+        "datasets": read_json(datasets_path) if datasets_path.exists() else {},
         "git": git_state(),
         "python": ".".join(str(part) for part in sys.version_info[:3]),
     }
@@ -332,7 +331,7 @@ def write_metrics(run_dir: str | os.PathLike | RunContext) -> Path:
     merged = collect_metrics(context)
     merged["provenance"] = provenance(context)
     validate_metrics(to_jsonable(merged))  # the written contract (ecc_lib/metrics_schema.json)
-    _write_json(context.metrics_path, merged)
+    write_json(context.metrics_path, merged)
     return context.metrics_path
 
 

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
-from ecc_lib.data.comparisons import Comparisons, probe_models, score_matrix, snap_ties, split_probe
+from ecc_lib.data.comparisons import Comparisons, score_matrix, snap_ties
+from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.protocol.ecc_protocol import (
     PAPER_N_PAIRS,
@@ -157,7 +158,7 @@ def new_model_experiment(
     ecc, emb, global_bt = fitted["ecc"], fitted["emb_only"], fitted["global"]
     models = (*old_models, new_model)
     new_index = len(old_models)
-    new_scores, _, _ = score_matrix(outcomes, data.comparisons.query_ids, models)
+    new_scores, _, _ = score_matrix(outcomes, query_ids=data.comparisons.query_ids, models=models)
     train_scores = new_scores[data.train_mask]
     test_scores = new_scores[data.test_mask]
 
@@ -177,9 +178,9 @@ def new_model_experiment(
     }
 
     # test pairs: new model against every old model, non-tie outcomes
-    probe, _ = split_probe(data.test, n_probes)
+    probe, _ = split_probe(data.test, n_probes=n_probes)
     n_test = data.test.n_queries
-    snapped = snap_ties(test_scores, float(data.params.get("tie_tolerance", 0.0)))
+    snapped = snap_ties(test_scores, tolerance=float(data.params.get("tie_tolerance", 0.0)))
     tq, to = np.nonzero(
         np.isfinite(snapped[:, :new_index])
         & np.isfinite(snapped[:, [new_index]])
@@ -221,7 +222,7 @@ def new_model_experiment(
     no_budget = test_nll(ecc, start(ecc))
     pair_counts = np.bincount(tq, minlength=n_test)
     has = pair_counts > 0
-    index = bootstrap_indices(int(has.sum()), n_boot, random_state)
+    index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=random_state)
     total = float(pair_counts.sum())
     readings = {"": ~touches, "_all": None, "_touching": touches}
     rows = []
@@ -258,7 +259,7 @@ def new_model_experiment(
             reps = nll[arm][""][index].sum(axis=1) / np.bincount(tq[~touches], minlength=n_test)[
                 has
             ][index].sum(axis=1)
-            low, high = finite_interval(reps, 0.95)
+            low, high = finite_interval(reps, confidence=0.95)
             n_disjoint = float((~touches).sum())
             row[f"nll_{column}_opponent"] = (
                 float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
@@ -272,7 +273,7 @@ def new_model_experiment(
             g = nll["global"][suffix]
             gains = {}
             for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
-                gains[arm] = ratio_gain(g, nll[arm][suffix], index, 0.95)
+                gains[arm] = ratio_gain(g, nll[arm][suffix], index, confidence=0.95)
                 row[f"{prefix}{suffix}_pct"] = gains[arm][0]
                 row[f"{prefix}{suffix}_low"], row[f"{prefix}{suffix}_high"] = gains[arm][1]
             diff = paired_difference(

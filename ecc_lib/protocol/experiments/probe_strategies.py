@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib.data.comparisons import probe_models, split_probe
+from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.protocol.active_probes import probes_from_scores
 from ecc_lib.protocol.probes import PROBE_STRATEGIES
@@ -54,7 +54,7 @@ def compare_probe_strategies(
     score_from = max(n_probes) if score_from is None else score_from
     test = data.test
     scores = data.scores[data.test_mask]
-    scored = split_probe(test, score_from)[1]
+    scored = split_probe(test, n_probes=score_from)[1]
     labels = data.labels_test
     rows = []
     for n in n_probes:
@@ -155,7 +155,7 @@ def probe_strategy_comparison(
     )
     by = {r["strategy"]: r for r in rows}
     ref = by["first"]["reference_by_query"]
-    index = bootstrap_indices(len(ref), n_boot, random_state)
+    index = bootstrap_indices(len(ref), n_boot=n_boot, random_state=random_state)
     gains = {s: ratio_gain(ref, r["loss_by_query"], index) for s, r in by.items()}
     paired = paired_difference(
         gains[strategy][0], gains[strategy][2], gains["first"][0], gains["first"][2]

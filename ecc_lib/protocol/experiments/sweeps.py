@@ -16,13 +16,9 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
-from ecc_lib.data.comparisons import (
-    Comparisons,
-)
-from ecc_lib.ecc.estimator import (
-    _labels_to_str,
-    evidence,
-)
+from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.ecc.estimator import evidence
+from ecc_lib.ecc.validation import labels_to_str
 from ecc_lib.protocol.ecc_protocol import (
     MODES,
     PAPER_SEED,
@@ -373,7 +369,7 @@ def cluster_summary(
     hard = resp.argmax(axis=1)
     k = resp.shape[1]
     models = np.asarray(model.models_, dtype=object)
-    cats = None if categories is None else _labels_to_str(categories, len(texts)).astype(str)
+    cats = None if categories is None else labels_to_str(categories, len(texts)).astype(str)
     showable = np.ones(len(texts), dtype=bool)
     if cats is not None and hidden_categories:
         pattern = "|".join(re.escape(h.lower()) for h in hidden_categories)

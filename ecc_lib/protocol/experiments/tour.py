@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.dars import distributions as dars
-from ecc_lib.dars import label_instability as dars_diagnostics
+from ecc_lib.dars import winners as dars_winners
 from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.labels import TOUR_METHOD_NAMES
@@ -157,7 +157,7 @@ def label_truth_table(
     order = pd.Index(data.queries["query_id"]).get_indexer(obs.query_ids)
     models = pd.Index(data.models).get_indexer(list(obs.models))
     best = data.truth.best_model[order]
-    winners = dars_diagnostics.single_shot_winners(obs, random_state=random_state)
+    winners = dars_winners.single_shot_winners(obs, random_state=random_state)
     probs = winners.winner_probabilities[:, np.argsort(models)]
     mu = dars.capability_distributions(obs).mu_q[:, np.argsort(models)]
     values = {
