@@ -13,6 +13,7 @@ from ecc_lib import grammar, report
 from ecc_lib.report.reading import MetricsReader, read_metrics, unit_code
 from ecc_lib.report.registry import SECTIONS, registered_section
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs import metrics as run_metrics
 from ecc_lib.runs.execute import NOTEBOOK_SECTIONS, NOTEBOOK_TITLES, notebook_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +47,7 @@ def test_the_report_has_no_notebook_number_of_its_own():
 def test_sections_follow_the_registry_order(tmp_path):
     run = run_folder.run_context(tmp_path / "run")
     for key in ("tour", "data", "dars", "ecc", "routing"):
-        run_folder.record_metrics(run, key, {"dataset": "d", "skipped": "not measured here"})
+        run_metrics.record_metrics(run, key, {"dataset": "d", "skipped": "not measured here"})
     document = report.build_report(run)
     main = [s.number for s in document.sections if not s.appendix]
     expected = [s.notebook for s in sorted(SECTIONS, key=lambda s: s.order) if not s.appendix]
