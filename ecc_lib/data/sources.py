@@ -323,7 +323,8 @@ def dataset_files(folder: str | Path) -> dict[str, Path] | None:
     Returns
     -------
     dict or None
-        The table of each kind (a file ``queries.<table suffix>``, see :data:`ecc_lib.data.tables.TABLE_SUFFIXES`);
+        The table of each kind (a file ``queries.<table suffix>``, see
+        :func:`ecc_lib.data.tables.is_table_file`);
         None when ``folder`` is not a folder or lacks either file.
 
     Raises

@@ -14,7 +14,7 @@ never drop rows silently: when they leave rows out they log how many and why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -88,16 +88,86 @@ def read_csv_keeping_text(path: str | Path, *, sep: str = ",", text_columns=TEXT
     return pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=False, na_values=na_values)
 
 
-WRITE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".pq", ".jsonl", ".ndjson")
+def _read_csv(path: Path) -> pd.DataFrame:
+    return read_csv_keeping_text(path, sep=",")
+
+
+def _read_tsv(path: Path) -> pd.DataFrame:
+    return read_csv_keeping_text(path, sep="\t")
+
+
+def _read_json_lines(path: Path) -> pd.DataFrame:
+    # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
+    return pd.read_json(path, lines=True, dtype=False)
+
+
+def _read_json_records(path: Path) -> pd.DataFrame:
+    return pd.read_json(path, lines=False, dtype=False)
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_csv(path, index=False)
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_parquet(path, index=False)
+
+
+def _write_json_lines(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_json(path, orient="records", lines=True, force_ascii=False)
+
+
+TABLE_READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
+    ".csv": _read_csv,
+    ".tsv": _read_tsv,
+    ".parquet": pd.read_parquet,
+    ".pq": pd.read_parquet,
+    ".jsonl": _read_json_lines,
+    ".ndjson": _read_json_lines,
+    ".json": _read_json_records,
+}
+"""The file types :func:`read_table` reads, by extension (one entry per type: a new input format
+is a reader here, and a writer in :data:`TABLE_WRITERS` if tables are also written in it)."""
+
+TABLE_WRITERS: dict[str, Callable[[pd.DataFrame, Path], None]] = {
+    ".csv": _write_csv,
+    ".parquet": _write_parquet,
+    ".pq": _write_parquet,
+    ".jsonl": _write_json_lines,
+    ".ndjson": _write_json_lines,
+}
+"""The file types :func:`write_table` writes (each read back by :func:`read_table`)."""
+
+WRITE_SUFFIXES: tuple[str, ...] = tuple(TABLE_WRITERS)
 """Extensions :func:`write_table` writes (and :func:`read_table` reads)."""
 
 
 PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle")
 """Pickles: unpickling runs code, so user data in them is refused (CSV, Parquet, JSONL only)."""
 
+COMPRESSION_SUFFIXES: tuple[str, ...] = (".gz", ".bz2", ".zst")
+"""Compression extensions looked through to the table's own extension (``outcomes.csv.gz``)."""
+
+
+def table_suffix(path: str | Path) -> str:
+    """The table extension of ``path``, lower case, behind any compression extension.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    str
+        ``".csv"`` for ``outcomes.CSV.gz``; ``""`` without one.
+    """
+    suffixes = [s.lower() for s in Path(path).suffixes if s.lower() not in COMPRESSION_SUFFIXES]
+    return suffixes[-1] if suffixes else ""
+
 
 def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
-    """Read a CSV, TSV, Parquet or JSONL/NDJSON/JSON file by its extension.
+    """Read a table by its extension: CSV, TSV, Parquet, JSONL/NDJSON or JSON (see
+    :data:`TABLE_READERS`).
 
     A pickle (``.pkl``, ``.pickle``) is refused with a message naming the file: unpickling runs
     whatever code the file holds, so a dataset folder or ``--outcomes`` file is never unpickled.
@@ -108,7 +178,7 @@ def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
         The file.
     allow_pickle : bool, default False
         Read a pickle anyway; only for the RouterBench release downloaded by
-        :func:`load_public` (that dataset ships as a pickled DataFrame).
+        :func:`ecc_lib.data.sources.load_public` (that dataset ships as a pickled DataFrame).
 
     Returns
     -------
@@ -125,34 +195,28 @@ def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
-    suffix = suffixes[-1] if suffixes else ""
+    suffix = table_suffix(path)
     if suffix in PICKLE_SUFFIXES and not allow_pickle:
         raise DataValidationError(
             f"{path}: refusing to read a pickle (unpickling a file runs any code it holds); "
             "convert it to .parquet, .csv or .jsonl where you trust it, e.g. "
             "pd.read_pickle(path).to_parquet(...)"
         )
+    reader = pd.read_pickle if suffix in PICKLE_SUFFIXES else TABLE_READERS.get(suffix)
+    if reader is None:
+        raise DataValidationError(
+            f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl "
+            "(.ndjson) or .json"
+        )
     try:
-        if suffix in (".csv", ".tsv"):
-            return read_csv_keeping_text(path, sep="\t" if suffix == ".tsv" else ",")
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        if suffix in (".jsonl", ".ndjson", ".json"):
-            # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
-            return pd.read_json(path, lines=suffix != ".json", dtype=False)
-        if suffix in PICKLE_SUFFIXES:  # allow_pickle: the downloaded RouterBench release only
-            return pd.read_pickle(path)
+        return reader(path)
     except (ValueError, OSError, pd.errors.ParserError) as error:
         raise DataValidationError(f"{path}: could not be read as {suffix[1:]}: {error}") from error
-    raise DataValidationError(
-        f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl (.ndjson) "
-        "or .json"
-    )
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write a table as CSV, Parquet or JSONL, chosen by the extension of ``path``.
+    """Write a table as CSV, Parquet or JSONL, chosen by the extension of ``path`` (see
+    :data:`TABLE_WRITERS`).
 
     Parameters
     ----------
@@ -168,16 +232,11 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
         ``path``.
     """
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in WRITE_SUFFIXES:
+    writer = TABLE_WRITERS.get(path.suffix.lower())
+    if writer is None:
         raise ValueError(f"{path}: write {', '.join(WRITE_SUFFIXES[:-1])} or {WRITE_SUFFIXES[-1]}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix in (".parquet", ".pq"):
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+    writer(frame, path)
     return path
 
 
@@ -442,14 +501,9 @@ def infer_model_columns(
     return models
 
 
-TABLE_SUFFIXES: tuple[str, ...] = (
-    ".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", *PICKLE_SUFFIXES,
-)  # fmt: skip
-"""Suffixes of the files :func:`ecc_lib.data.sources.dataset_files` takes for tables (a pickle is found, then refused)."""
-
-
 def is_table_file(path: str | Path) -> bool:
-    """True when ``path``'s suffix (before ``.gz``, ``.bz2``, ``.zst``) is a table suffix.
+    """True when ``path``'s suffix (before ``.gz``, ``.bz2``, ``.zst``) is a table type of
+    :data:`TABLE_READERS`, or a pickle (found, then refused by :func:`read_table`).
 
     Parameters
     ----------
@@ -459,16 +513,18 @@ def is_table_file(path: str | Path) -> bool:
     -------
     bool
     """
-    suffixes = [s.lower() for s in Path(path).suffixes if s.lower() not in (".gz", ".bz2", ".zst")]
-    return bool(suffixes) and suffixes[-1] in TABLE_SUFFIXES
+    suffix = table_suffix(path)
+    return suffix in TABLE_READERS or suffix in PICKLE_SUFFIXES
 
 
 __all__ = [
+    "COMPRESSION_SUFFIXES",
     "ID_COLUMNS",
     "PICKLE_SUFFIXES",
     "QUERY_TEXT_COLUMNS",
     "RESERVED_WIDE_COLUMNS",
-    "TABLE_SUFFIXES",
+    "TABLE_READERS",
+    "TABLE_WRITERS",
     "TEXT_COLUMNS",
     "WRITE_SUFFIXES",
     "from_wide",
@@ -478,5 +534,6 @@ __all__ = [
     "read_outcomes",
     "read_queries",
     "read_table",
+    "table_suffix",
     "write_table",
 ]
