@@ -129,8 +129,8 @@ class BenchSettings:
 
 
 def bench_methods(has_labels: bool) -> tuple[str, ...]:
-    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.protocol.ecc_protocol.default_methods`), plus
-    ``ecc_cv`` when it is registered in :data:`~ecc_lib.protocol.ecc_protocol.METHOD_FACTORIES`.
+    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.protocol.methods.default_methods`), plus
+    ``ecc_cv`` when it is registered in :data:`~ecc_lib.protocol.methods.METHOD_FACTORIES`.
 
     Parameters
     ----------
@@ -141,7 +141,7 @@ def bench_methods(has_labels: bool) -> tuple[str, ...]:
     -------
     tuple of str
     """
-    from ecc_lib.protocol.ecc_protocol import METHOD_FACTORIES, default_methods
+    from ecc_lib.protocol.methods import METHOD_FACTORIES, default_methods
 
     methods = tuple(default_methods(has_labels))
     if "ecc_cv" in METHOD_FACTORIES and "ecc_cv" not in methods:
@@ -208,7 +208,7 @@ def verdict(estimate: float, low: float, high: float) -> str:
 
 def disjoint_differences(result, reference: str, n_boot: int = DEFAULT_N_BOOT) -> dict:
     """Gain on disjoint pairs of every method minus that of ``reference``, with a paired bootstrap
-    interval over test queries (the resamples of :func:`~ecc_lib.protocol.ecc_protocol.score_methods`).
+    interval over test queries (the resamples of :func:`~ecc_lib.protocol.scoring.score_methods`).
 
     Needs the probe strategy ``"first"`` (every method reads the same probe, so the pairs touching
     it are the same for all).
@@ -324,22 +324,28 @@ def bench_seed(
         ``differences``, ``disjoint_minus_human``, ``probe_leak_share``, ``routing`` (the
         experiment's cells) and ``routing_paired``, ``seconds``.
     """
+    from ecc_lib.ecc.estimator import ECC
     from ecc_lib.protocol.routing import routing_experiment
     from ecc_lib.protocol.seeds import run_seeds
+    from ecc_lib.protocol.settings import Protocol
 
     start, cpu = time.perf_counter(), time.process_time()
     multi = run_seeds(
         queries,
         outcomes,
         embeddings,
-        seeds=[seed],
+        protocol=Protocol(
+            seeds=(int(seed),),
+            n_pairs=settings.n_pairs,
+            n_probes=settings.n_probes,
+            test_size=settings.test_size,
+            n_boot=settings.n_boot,
+        ),
+        estimator=ECC(
+            n_clusters=settings.n_clusters, lam=settings.lam, temperature=settings.temperature
+        ),
         methods=methods,
-        n_boot=settings.n_boot,
-        probe_evidence="mean",
-        probe_strategy="first",
-        leak_free=False,
         routing=False,
-        **settings.protocol_options(),
     )
     result, data = multi.first, multi.data
     routing = routing_experiment(

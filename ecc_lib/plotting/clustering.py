@@ -33,7 +33,7 @@ METHOD_LABELS = {
     "ecc_labels": "label-informed ECC",
     "ecc_cv": "ECC-CV (settings chosen by CV)",
 }
-"""Display names of the clustering methods of :mod:`ecc_lib.protocol.ecc_protocol`."""
+"""Display names of the clustering methods of :mod:`ecc_lib.protocol.methods`."""
 METHOD_COLORS = {k: METHOD_COLOURS[k] for k in METHOD_LABELS}
 """One colour per clustering method, the same in every figure (from :data:`METHOD_COLOURS`)."""
 
@@ -67,7 +67,7 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     ----------
     table : DataFrame
         Columns ``method``, ``gain`` (percent), ``low``, ``high`` (or ``gain_pct``, ``gain_low``,
-        ``gain_high`` as in :meth:`ecc_lib.protocol.ecc_protocol.ECCEvaluation.table`). The ``global``
+        ``gain_high`` as in :meth:`ecc_lib.protocol.scoring.ECCEvaluation.table`). The ``global``
         row (the reference, gain 0 by definition) is left out.
 
     Returns

@@ -14,14 +14,8 @@ import pandas as pd
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons, probe_models, score_matrix, snap_ties, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
-from ecc_lib.protocol.ecc_protocol import (
-    PAPER_N_PAIRS,
-    PAPER_SEED,
-    PAPER_TEST_SIZE,
-    fit_methods,
-    make_methods,
-    prepare_protocol,
-)
+from ecc_lib.protocol.data import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE, prepare_protocol
+from ecc_lib.protocol.methods import fit_methods, make_methods
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
     bootstrap_indices,
@@ -141,16 +135,22 @@ def new_model_experiment(
         raise ValueError("the new-model experiment needs at least 2 old models")
     old_outcomes = outcomes[outcomes["model"].astype(str) != new_model]
     data = prepare_protocol(
-        queries, old_outcomes, embeddings, n_pairs, test_size, random_state, models=old_models
+        queries,
+        old_outcomes,
+        embeddings,
+        n_pairs=n_pairs,
+        test_size=test_size,
+        random_state=random_state,
+        models=old_models,
     )
     fitted, _ = fit_methods(
         data,
         make_methods(
-            n_clusters,
-            lam,
-            temperature,
-            random_state,
-            ("global", "ecc", "emb_only"),
+            n_clusters=n_clusters,
+            lam=lam,
+            temperature=temperature,
+            random_state=random_state,
+            methods=("global", "ecc", "emb_only"),
             **ecc_params,
         ),
     )
