@@ -23,8 +23,10 @@ import argparse
 import numpy as np
 
 from ecc_lib.data.loaders import load_bundled
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.embed.encode import count_duplicate_vectors, embed_texts
 from ecc_lib.protocol.seeds import run_seeds
+from ecc_lib.protocol.settings import Protocol
 
 FEWSHOT = ("mmlu", "agentverse-logicgrid")
 METHODS = ("ecc", "emb_only")
@@ -74,10 +76,9 @@ def main() -> None:
                 queries,
                 outcomes,
                 vectors,
-                seeds=seeds,
-                n_clusters=k,
+                protocol=Protocol(seeds=tuple(seeds), n_boot=20),
+                estimator=ECC(n_clusters=k),
                 methods=("global", *METHODS),
-                n_boot=20,
             )
             for method in METHODS:
                 all_pairs = [r.gain[method] for r in result.results]

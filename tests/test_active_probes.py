@@ -13,7 +13,7 @@ from ecc_lib.data.comparisons import Comparisons, split_probe
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.active_probes import candidate_pairs, expected_entropy, probes_from_scores
-from ecc_lib.protocol.ecc_protocol import prepare_protocol
+from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.experiments.probe_strategies import compare_probe_strategies
 from ecc_lib.synthetic.capability import make_capability_data
 
@@ -190,7 +190,7 @@ def test_probe_active_without_profiles_takes_the_first_candidates(small):
     from ecc_lib.protocol.probes import probe_active, probe_first
 
     protocol, _, reference = small
-    candidates, _ = probe_candidate_rows(protocol, 2, score_from=3)
+    candidates, _ = probe_candidate_rows(protocol, n_probes=2, score_from=3)
     first = probe_first(protocol.test, 2, candidates)
     assert first.sum() > 0
     for model in (reference, None):
@@ -220,7 +220,7 @@ def test_probe_active_strategy_of_the_protocol(small):
     from ecc_lib.protocol.probes import probe_active
 
     protocol, model, reference = small
-    candidates, _ = probe_candidate_rows(protocol, 1, score_from=3)
+    candidates, _ = probe_candidate_rows(protocol, n_probes=1, score_from=3)
     test = protocol.test
     mask = probe_active(test, 1, candidates, model, protocol.x_test, None)
     assert not (mask & ~candidates).any()

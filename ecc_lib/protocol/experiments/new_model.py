@@ -53,6 +53,7 @@ def new_model_experiment(
     outcomes: pd.DataFrame,
     embeddings: np.ndarray,
     new_model: str,
+    *,
     budgets: tuple[int, ...] = (10, 30, 100, 300),
     n_clusters: int = 30,
     lam: float = 3.0,
