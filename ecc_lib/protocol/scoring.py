@@ -28,8 +28,8 @@ from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
     bootstrap_indices,
+    mean_ratio,
     paired_difference,
-    percentile_interval,
     ratio_gain,
 )
 
@@ -294,8 +294,7 @@ def score_methods(
     for name, losses in per_query.items():
         m = losses[has]
         nll[name] = float(m.sum() / n_scored)
-        reps = m[index].sum(axis=1) / counts[has][index].sum(axis=1)
-        nll_ci[name] = percentile_interval(reps, confidence)
+        _, nll_ci[name], _ = mean_ratio(m, counts[has], index, confidence)
         if name == "global":
             continue
         g = per_query["global"][has]

@@ -19,7 +19,7 @@ from ecc_lib.protocol.methods import fit_methods, make_methods
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
     bootstrap_indices,
-    finite_interval,
+    mean_ratio,
     paired_difference,
     ratio_gain,
 )
@@ -256,10 +256,8 @@ def new_model_experiment(
             }
         row = {"new_model": new_model, "budget": int(len(chosen))}
         for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
-            reps = nll[arm][""][index].sum(axis=1) / np.bincount(tq[~touches], minlength=n_test)[
-                has
-            ][index].sum(axis=1)
-            low, high = finite_interval(reps, 0.95)
+            disjoint_counts = np.bincount(tq[~touches], minlength=n_test)[has]
+            _, (low, high), _ = mean_ratio(nll[arm][""], disjoint_counts, index, 0.95)
             n_disjoint = float((~touches).sum())
             row[f"nll_{column}_opponent"] = (
                 float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")

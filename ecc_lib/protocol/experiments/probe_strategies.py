@@ -12,7 +12,13 @@ from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
 from ecc_lib.protocol.probes import PROBE_STRATEGIES
 from ecc_lib.protocol.settings import Protocol
-from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, paired_difference, ratio_gain
+from ecc_lib.stats import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    gain_percent,
+    paired_difference,
+    ratio_gain,
+)
 
 
 def compare_probe_strategies(
@@ -97,9 +103,7 @@ def compare_probe_strategies(
                     "n_shared_pairs": int(len(shared)),
                     "nll": float(loss.mean()) if len(loss) else float("nan"),
                     "nll_reference": float(ref.mean()) if len(ref) else float("nan"),
-                    "gain": float(100.0 * (ref.sum() - loss.sum()) / ref.sum())
-                    if len(ref)
-                    else float("nan"),
+                    "gain": gain_percent(ref, loss),
                     "loss_by_query": np.bincount(
                         shared.query, weights=loss, minlength=test.n_queries
                     ),

@@ -18,7 +18,7 @@ import pandas as pd
 from ecc_lib.data.comparisons import Comparisons, make_comparisons, split_queries
 from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.ecc.soft_evidence import has_repeats, sampled_outcomes, soft_outcomes
-from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, mean_ratio, percentile_interval
 
 
 def soft_evidence_comparison(
@@ -137,16 +137,16 @@ def soft_evidence_comparison(
         mean_sampled_q = sampled_q.mean(axis=0)
         n = counts.sum()
         reps_diff = (mean_sampled_q[index].sum(1) - soft_q[index].sum(1)) / counts[index].sum(1)
-        reps_soft = soft_q[index].sum(1) / counts[index].sum(1)
-        reps_sampled = mean_sampled_q[index].sum(1) / counts[index].sum(1)
+        soft_ci = mean_ratio(soft_q, counts, index)[1]
+        sampled_ci = mean_ratio(mean_sampled_q, counts, index)[1]
         per_draw = sampled_q.sum(axis=1) / n
         return {
             "soft": float(soft_q.sum() / n),
-            "soft_ci95": percentile_interval(reps_soft),
+            "soft_ci95": soft_ci,
             "sampled": [float(v) for v in per_draw],
             "sampled_mean": float(per_draw.mean()),
             "sampled_sd": float(per_draw.std(ddof=1)) if len(per_draw) > 1 else float("nan"),
-            "sampled_mean_ci95": percentile_interval(reps_sampled),
+            "sampled_mean_ci95": sampled_ci,
             "target_entropy": float(floor_q.sum() / n),
             "sampled_minus_soft": float((mean_sampled_q.sum() - soft_q.sum()) / n),
             "sampled_minus_soft_ci95": percentile_interval(reps_diff),
