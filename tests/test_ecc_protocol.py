@@ -511,7 +511,7 @@ def test_probe_winner_reaches_the_oracle_when_the_probe_reveals_the_winner(one_w
 
 def test_no_probe_routing_never_reads_test_outcomes(protocol, fitted):
     models, _ = fitted
-    clean = route_choices(protocol, models, "no_probe")
+    clean = route_choices(protocol, models, setting="no_probe")
     rng = np.random.default_rng(0)
     test_scores = protocol.scores[protocol.test_mask]
     poisoned_scores = protocol.scores.copy()
@@ -525,12 +525,12 @@ def test_no_probe_routing_never_reads_test_outcomes(protocol, fitted):
         protocol.test.models,
     )
     poisoned = replace(protocol, scores=poisoned_scores, test=flipped)
-    dirty = route_choices(poisoned, models, "no_probe")
+    dirty = route_choices(poisoned, models, setting="no_probe")
     for name in models:
         np.testing.assert_array_equal(clean[name], dirty[name])
     # the probe settings do read the (poisoned) probe
-    probed = route_choices(protocol, models, "probe")
-    probed_dirty = route_choices(poisoned, models, "probe")
+    probed = route_choices(protocol, models, setting="probe")
+    probed_dirty = route_choices(poisoned, models, setting="probe")
     assert not np.array_equal(probed["probe_winner"], probed_dirty["probe_winner"])
     # and the numbers: routing the poisoned data and scoring on the true outcomes is unchanged
     scores = test_scores[np.arange(len(test_scores)), clean["ecc"]]
@@ -549,7 +549,7 @@ def test_routing_over_seeds(protocol, fitted):
     )
     assert sd >= 0
     with pytest.raises(ValueError, match="setting"):
-        route_choices(protocol, models, "sometimes")
+        route_choices(protocol, models, setting="sometimes")
 
 
 def test_new_model_budget_moves_the_profile_and_ecc_opponents_win():

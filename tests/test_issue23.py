@@ -166,7 +166,13 @@ def test_probe_strategy_chooses_over_every_unscored_pair_in_the_main_table(binar
     # the probe of the main table is the one of the strategy comparison (same candidates)
     scored = split_probe(data.test, 1)[1]
     probe = select_from_matrix(
-        fitted["ecc"], data.scores[data.test_mask], data.test, 1, "active", 1, data.x_test
+        fitted["ecc"],
+        data.scores[data.test_mask],
+        data.test,
+        n_probes=1,
+        strategy="active",
+        score_from=1,
+        embeddings=data.x_test,
     )
     resp = probe_responsibilities(fitted["ecc"], data.x_test, probe, mode="both")
     losses = comparison_nll(fitted["ecc"].predict_proba(scored, responsibilities=resp), scored.y)

@@ -30,6 +30,7 @@ def probe_first(
     test: Comparisons,
     n_probes: int,
     candidates: np.ndarray,
+    *,
     model=None,
     embeddings: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -71,6 +72,7 @@ def probe_random(
     test: Comparisons,
     n_probes: int,
     candidates: np.ndarray,
+    *,
     model=None,
     embeddings: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -104,6 +106,7 @@ def probe_active(
     test: Comparisons,
     n_probes: int,
     candidates: np.ndarray,
+    *,
     model=None,
     embeddings: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -133,7 +136,10 @@ def probe_active(
     if model is None or not hasattr(model, "temperature") or n_probes < 1:
         return probe_first(test, n_probes, candidates)
     chosen = np.zeros(len(test), dtype=bool)
-    for rows in active_steps(test, candidates, model, embeddings, labels, n_probes, criterion):
+    steps = active_steps(
+        test, candidates, model, embeddings, labels, n_probes=n_probes, criterion=criterion
+    )
+    for rows in steps:
         chosen[rows] = True
     return chosen
 
@@ -233,8 +239,8 @@ def select_probes(
                 model,
                 data.scores[data.test_mask],
                 data.test,
-                n_probes,
-                probe_strategy,
+                n_probes=n_probes,
+                strategy=probe_strategy,
                 embeddings=data.x_test,
                 labels=data.labels_test,
                 random_state=random_state,

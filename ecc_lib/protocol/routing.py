@@ -66,7 +66,7 @@ def held_out_means(data: ProtocolData, costs: np.ndarray | None = None) -> HeldO
     return HeldOut(query_ids=means.query_ids, both=means, rewrites=None, decodes=None)
 
 
-def routed_values(truth: HeldOut, choice: np.ndarray, metric: str = "score") -> np.ndarray:
+def routed_values(truth: HeldOut, choice: np.ndarray, *, metric: str = "score") -> np.ndarray:
     """Per test query, ``metric`` of the routed model (NaN where the choice is -1, no model).
 
     Parameters
@@ -149,8 +149,8 @@ def probe_winner(probe: Comparisons | None, n_queries: int, n_models: int) -> np
 def route_choices(
     data: ProtocolData,
     fitted: dict,
-    setting: str = "no_probe",
     *,
+    setting: str = "no_probe",
     n_probes: int = 1,
     probe_evidence: str = "mean",
     probe_strategy: str | ProbeStrategy = "first",
@@ -394,13 +394,13 @@ def routing_experiment(
     def picked(metric, choice):
         if metric == "cost" and costs is None:
             return None
-        return routed_values(truth, choice, metric)
+        return routed_values(truth, choice, metric=metric)
 
     for setting in settings:
         choices = route_choices(
             data,
             fitted,
-            setting,
+            setting=setting,
             n_probes=n_probes,
             probe_evidence=probe_evidence,
             probe_strategy=probe_strategy,

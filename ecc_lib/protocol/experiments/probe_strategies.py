@@ -73,12 +73,12 @@ def compare_probe_strategies(
                 model,
                 scores,
                 test,
-                n,
-                s,
-                score_from,
-                data.x_test,
-                labels,
-                random_state,
+                n_probes=n,
+                strategy=s,
+                score_from=score_from,
+                embeddings=data.x_test,
+                labels=labels,
+                random_state=random_state,
                 criterion=criterion,
             )
             for s in strategies

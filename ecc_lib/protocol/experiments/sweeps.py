@@ -68,6 +68,7 @@ def _score_settings(data: ProtocolData, fitted: dict, settings: list[dict], **kw
 def evaluate_modes(
     data: ProtocolData,
     fitted: dict,
+    *,
     modes: tuple[str, ...] = MODES,
     n_probes: int = 1,
     **kwargs,
@@ -98,6 +99,7 @@ def evaluate_modes(
 def sweep_probes(
     data: ProtocolData,
     fitted: dict,
+    *,
     n_probes: tuple[int, ...] = (1, 2, 3),
     mode: str = "both",
     **kwargs,
@@ -142,6 +144,7 @@ def sweep_probes(
 
 def sweep_clusters(
     data: ProtocolData,
+    *,
     ks: tuple[int, ...] = (5, 10, 20, 30, 50),
     methods: tuple[str, ...] = ("global", "ecc", "emb_only"),
     lam: float = 3.0,
@@ -222,6 +225,7 @@ def _kendall_tau_b(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def within_cluster_consistency(
     model,
     comparisons: Comparisons,
+    *,
     n_folds: int = 5,
     responsibilities: np.ndarray | None = None,
     alpha: float = 1.0,
@@ -291,7 +295,7 @@ def within_cluster_consistency(
 
 
 def cross_cluster_nll_gap(
-    model, comparisons: Comparisons, responsibilities: np.ndarray | None = None
+    model, comparisons: Comparisons, *, responsibilities: np.ndarray | None = None
 ) -> dict:
     """How much worse a query's comparisons are explained by other clusters' profiles.
 
@@ -334,6 +338,7 @@ def cluster_summary(
     texts: np.ndarray,
     categories: np.ndarray | None = None,
     responsibilities: np.ndarray | None = None,
+    *,
     n_top_models: int = 3,
     n_top_categories: int = 3,
     n_examples: int = 3,
@@ -411,7 +416,7 @@ def _shorten(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state: int = 0):
+def diagnostics(data: ProtocolData, fitted: dict, *, n_folds: int = 5, random_state: int = 0):
     """Within-cluster consistency and cross-cluster NLL gap of every fitted clustering, on the
     training queries. Returns a DataFrame with ``method, n_clusters, mean_tau, own_nll,
     other_nll, nll_gap``.
