@@ -19,13 +19,13 @@ from ecc_lib.ecc.estimator import (
     ECC,
     _check_comparisons,
     _check_embeddings,
-    _check_mode,
     _fit_profiles,
-    _labels_to_str,
     _log_missing_labels,
     _normalise_rows,
     _ProfileMixture,
     _with_defaults,
+    check_mode,
+    labels_to_str,
 )
 
 
@@ -127,7 +127,7 @@ class GlobalBT(_ProfileMixture):
         ndarray, shape (n, 1)
         """
         self._check_fitted()
-        _check_mode(mode)
+        check_mode(mode)
         return np.ones((self._n_rows(embeddings, probe, labels), 1))
 
 
@@ -176,7 +176,7 @@ class HumanLabelClusters(_ProfileMixture):
         if labels is None:
             raise ValueError("HumanLabelClusters.fit needs labels (one category per query)")
         n = comparisons.n_queries
-        lab = _labels_to_str(labels, n)
+        lab = labels_to_str(labels, n)
         categories, index = np.unique(lab.astype(str), return_inverse=True)
         resp = np.zeros((n, len(categories)))
         resp[np.arange(n), index] = 1.0
@@ -215,12 +215,12 @@ class HumanLabelClusters(_ProfileMixture):
             Rows sum to one.
         """
         self._check_fitted()
-        _check_mode(mode)
+        check_mode(mode)
         n = self._n_rows(embeddings, probe, labels)
         known = np.zeros(n, dtype=bool)
         out = np.zeros((n, len(self.categories_)))
         if labels is not None and mode != "probe":
-            lab = _labels_to_str(labels, n).astype(str)
+            lab = labels_to_str(labels, n).astype(str)
             pos = np.searchsorted(self.categories_, lab)
             pos = np.clip(pos, 0, len(self.categories_) - 1)
             known = self.categories_[pos] == lab

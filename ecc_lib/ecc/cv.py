@@ -47,12 +47,12 @@ from ecc_lib.ecc.estimator import (
     _check_comparisons,
     _check_embeddings,
     _fit_profiles,
-    _labels_to_str,
     _LocalData,
     _n_jobs,
     _ProfileMixture,
     _run_em,
     comparison_nll,
+    labels_to_str,
 )
 from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
 
@@ -362,7 +362,7 @@ class ECCCV(_ProfileMixture):
         _check_comparisons(comparisons, "comparisons")
         dtype = np.dtype(self.dtype)
         x = _check_embeddings(embeddings, comparisons.n_queries, dtype)
-        lab = None if labels is None else _labels_to_str(labels, comparisons.n_queries).astype(str)
+        lab = None if labels is None else labels_to_str(labels, comparisons.n_queries).astype(str)
         n = comparisons.n_queries
         n_folds = int(self.cv)
         if n < 2 * n_folds:

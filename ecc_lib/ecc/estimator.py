@@ -98,7 +98,14 @@ def _check_comparisons(comparisons: Comparisons, what: str) -> None:
         raise ValueError(f"{what} hold no comparisons: nothing to fit (were all pairs ties?)")
 
 
-def _check_mode(mode: str) -> None:
+def check_mode(mode: str) -> None:
+    """Raise a one-line ``ValueError`` unless ``mode`` is an inference mode of :data:`MODES`.
+
+    Parameters
+    ----------
+    mode : str
+        ``"both"``, ``"embedding"`` or ``"probe"``.
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
@@ -225,8 +232,20 @@ def _fit_profiles(
     )
 
 
-def _labels_to_str(labels, n: int) -> np.ndarray:
-    """Labels as an object array of str; missing values (None, NaN, NA) become ``"<missing>"``."""
+def labels_to_str(labels, n: int) -> np.ndarray:
+    """Labels as an object array of str; missing values (None, NaN, NA) become ``"<missing>"``.
+
+    Parameters
+    ----------
+    labels : array-like, shape (n,)
+        Category per query (any values; missing ones allowed).
+    n : int
+        Expected number of labels.
+
+    Returns
+    -------
+    ndarray of object (str), shape (n,)
+    """
     arr = np.asarray(labels, dtype=object)
     if arr.shape != (n,):
         raise ValueError(f"labels must have shape ({n},), got {arr.shape}")
@@ -238,7 +257,7 @@ def _labels_to_str(labels, n: int) -> np.ndarray:
 
 
 def _log_missing_labels(labels: np.ndarray, who: str) -> None:
-    """Log how many queries have no label (:func:`_labels_to_str` made them ``"<missing>"``)."""
+    """Log how many queries have no label (:func:`labels_to_str` made them ``"<missing>"``)."""
     n_missing = int((labels == MISSING_LABEL).sum())
     if n_missing:
         logger.info(
@@ -661,7 +680,7 @@ class _ProfileMixture(BaseEstimator):
 
     def _mixture_responsibilities(self, embeddings, probe, mode, log_prior=None) -> np.ndarray:
         """``softmax((l^probe + lam cos) / T)``, each term used when the mode and inputs allow."""
-        _check_mode(mode)
+        check_mode(mode)
         use_emb = mode in ("both", "embedding") and embeddings is not None
         use_probe = mode in ("both", "probe") and probe is not None
         if mode == "embedding" and embeddings is None:
@@ -1018,8 +1037,10 @@ __all__ = [
     "MODES",
     "OBJECTIVE_PATIENCE",
     "OBJECTIVE_TOL",
+    "check_mode",
     "comparison_nll",
     "evidence",
+    "labels_to_str",
     "log_prob_table",
     "register_data_backend",
 ]

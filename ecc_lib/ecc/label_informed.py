@@ -42,10 +42,10 @@ from ecc_lib.ecc.estimator import (
     OBJECTIVE_TOL,
     _backend_array,
     _dask_requested,
-    _labels_to_str,
     _log_missing_labels,
     comparison_nll,
     in_memory_fits,
+    labels_to_str,
 )
 
 logger = logging.getLogger(__name__)
@@ -302,7 +302,7 @@ class LabelInformedECC(ECC):
             logger.info("ecc_labels fits in memory: its category prior is not partitioned")
             with in_memory_fits():
                 return self.fit(embeddings, comparisons, labels)
-        lab = _labels_to_str(labels, comparisons.n_queries).astype(str)
+        lab = labels_to_str(labels, comparisons.n_queries).astype(str)
         x = np.asarray(embeddings)
         if self.label_weight == "cv":
             self.cv_table_ = self._cross_validate(x, comparisons, lab)
@@ -355,7 +355,7 @@ class LabelInformedECC(ECC):
         out = np.zeros((n, self.theta_.shape[0]))
         if labels is None or self.label_weight_ == 0.0:
             return out
-        lab = _labels_to_str(labels, n).astype(str)
+        lab = labels_to_str(labels, n).astype(str)
         pos = np.clip(np.searchsorted(self.categories_, lab), 0, len(self.categories_) - 1)
         known = self.categories_[pos] == lab
         out[known] = self.label_weight_ * self.log_prior_[pos[known]]

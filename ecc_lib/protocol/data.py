@@ -25,7 +25,7 @@ from ecc_lib.data.comparisons import (
     snap_ties,
     split_queries,
 )
-from ecc_lib.ecc.estimator import _labels_to_str
+from ecc_lib.ecc.estimator import labels_to_str
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ def prepare_protocol(
     rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
     labels = None
     if "category" in queries.columns and queries["category"].notna().any():
-        labels = _labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
+        labels = labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
     scores, _, _ = score_matrix(outcomes, comparisons.query_ids, comparisons.models)
     train_mask, test_mask = split_queries(comparisons.n_queries, test_size, random_state)
     left_out = left_out_reasons(

@@ -379,17 +379,8 @@ def run_ecc(
     if protocol.probe_strategy != "first":
         from ecc_lib.protocol.experiments.probe_strategies import probe_strategy_over_seeds
 
-        # ECC's K, lam and T of the prototype (its other parameters keep their defaults there)
         result.probe_strategy_comparison = probe_strategy_over_seeds(
-            queries,
-            outcomes,
-            embeddings,
-            protocol=protocol,
-            estimator=ECC(
-                n_clusters=params["n_clusters"],
-                lam=params["lam"],
-                temperature=params["temperature"],
-            ),
+            queries, outcomes, embeddings, protocol=protocol, estimator=estimator
         )
     if protocol.evidence == "soft":
         from ecc_lib.protocol.experiments.soft_evidence import soft_evidence_comparison
@@ -399,11 +390,9 @@ def run_ecc(
             outcomes,
             embeddings,
             random_state=protocol.seed,
-            n_clusters=params["n_clusters"],
-            lam=params["lam"],
-            temperature=params["temperature"],
             n_pairs=protocol.n_pairs,
             test_size=protocol.test_size,
+            **params,  # the prototype's K, lam, T and every other non-default parameter
         )
     return result
 

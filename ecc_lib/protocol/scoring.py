@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.data.comparisons import touching_probe
-from ecc_lib.ecc.estimator import _check_mode, comparison_nll
+from ecc_lib.ecc.estimator import check_mode, comparison_nll
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.leak_free import probe_candidate_rows
 from ecc_lib.protocol.probes import (
@@ -239,7 +239,7 @@ def score_methods(
     """
     if "global" not in fitted:
         raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
-    _check_mode(mode)
+    check_mode(mode)
     if probe_evidence not in PROBE_EVIDENCE:
         raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
     _, scored_mask = probe_candidate_rows(data, n_probes=n_probes, score_from=score_from)

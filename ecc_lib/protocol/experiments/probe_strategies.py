@@ -210,8 +210,8 @@ def probe_strategy_over_seeds(
     """:func:`probe_strategy_comparison` for each protocol seed, summarised over seeds.
 
     Each seed of ``protocol`` redraws pairs, split and EM start
-    (:func:`ecc_lib.protocol.data.prepare_protocol` with the protocol's pairs, test size and
-    evidence), fits ``method`` and the global reference from the ``estimator`` prototype, and
+    (:func:`ecc_lib.protocol.data.prepare_protocol` with the protocol's pairs, test size,
+    evidence and tie tolerance), fits ``method`` and the global reference from the ``estimator`` prototype, and
     compares ``protocol.probe_strategy`` with ``"first"`` at ``protocol.n_probes`` probes.
 
     Parameters
@@ -242,6 +242,7 @@ def probe_strategy_over_seeds(
             test_size=protocol.test_size,
             random_state=int(seed),
             evidence=protocol.evidence,
+            tie_tolerance=protocol.tie_tolerance,
         )
         estimators = methods_from_prototype(
             estimator, methods=("global", method), random_state=int(seed)

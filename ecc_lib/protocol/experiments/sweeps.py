@@ -21,8 +21,8 @@ from ecc_lib.data.comparisons import (
 )
 from ecc_lib.ecc.estimator import (
     MODES,
-    _labels_to_str,
     evidence,
+    labels_to_str,
 )
 from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
 from ecc_lib.protocol.methods import fit_methods, make_methods
@@ -380,7 +380,7 @@ def cluster_summary(
     hard = resp.argmax(axis=1)
     k = resp.shape[1]
     models = np.asarray(model.models_, dtype=object)
-    cats = None if categories is None else _labels_to_str(categories, len(texts)).astype(str)
+    cats = None if categories is None else labels_to_str(categories, len(texts)).astype(str)
     showable = np.ones(len(texts), dtype=bool)
     if cats is not None and hidden_categories:
         pattern = "|".join(re.escape(h.lower()) for h in hidden_categories)
