@@ -117,4 +117,29 @@ def progress(
     return tqdm(iterable, total=total, desc=desc)
 
 
-__all__ = ["EXTRAS", "MissingExtraError", "progress", "require"]
+def lazy_exports(package: str, exports: dict[str, str]):
+    """A module ``__getattr__`` for a package face: each public name is imported from its module
+    on first use, so that importing the package imports none of its modules (nor their extras).
+
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__`` (for the error message).
+    exports : dict of str to str
+        Public name -> module that defines it (``{"ECC": "ecc_lib.ecc.estimator"}``).
+
+    Returns
+    -------
+    callable
+        ``__getattr__(name)`` for the package's namespace.
+    """
+
+    def __getattr__(name: str):
+        if name in exports:
+            return getattr(importlib.import_module(exports[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__all__ = ["EXTRAS", "MissingExtraError", "lazy_exports", "progress", "require"]

@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecc_lib.grammar import Comparison
 from ecc_lib import grammar
+from ecc_lib.grammar import Comparison
 
 values = st.floats(min_value=-500, max_value=500, allow_nan=False, allow_infinity=False)
 widths = st.floats(min_value=0, max_value=200, allow_nan=False, allow_infinity=False)

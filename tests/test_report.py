@@ -280,7 +280,6 @@ def test_no_negative_zero():
         "latex",
         "sections.clustering",
         "sections.other",
-        "grammar",
         "summary",
     ],
 )

@@ -1,1 +1,23 @@
-"""The evaluation protocols: typed settings, the ECC protocol (data, probes, methods, scoring, seeds), the DARS result and experiments."""
+"""The evaluation protocols: typed settings, the ECC protocol (data, probes, methods, scoring, seeds), the typed results and the experiments.
+
+The names below are imported from their modules on first use.
+"""
+
+from ecc_lib._optional import lazy_exports
+
+_EXPORTS = {
+    "Protocol": "ecc_lib.protocol.settings",
+    "ECCResult": "ecc_lib.protocol.results",
+    "run_ecc": "ecc_lib.protocol.results",
+    "DARSResult": "ecc_lib.protocol.dars",
+    "run_dars": "ecc_lib.protocol.dars",
+    "run_protocol": "ecc_lib.protocol.ecc_protocol",
+    "prepare_protocol": "ecc_lib.protocol.data",
+    "ProtocolData": "ecc_lib.protocol.data",
+    "PROBE_STRATEGIES": "ecc_lib.protocol.probes",
+    "select_probes": "ecc_lib.protocol.probes",
+}
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = sorted(_EXPORTS)

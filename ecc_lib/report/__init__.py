@@ -79,7 +79,13 @@ from ecc_lib.report.formatting import (
     guess_unit,
     humanise,
 )
-from ecc_lib.report.latex import latex_escape, latex_problems, latex_table, save_headline_tables
+from ecc_lib.report.latex import (
+    latex_escape,
+    latex_problems,
+    latex_table,
+    save_headline_tables,
+    save_latex_table,
+)
 from ecc_lib.report.reading import ci_of, flatten, generic_rows, skip_reasons
 from ecc_lib.report.sections import (
     GAIN_METHODS,
@@ -163,6 +169,7 @@ __all__ = [
     "latex_escape",
     "latex_problems",
     "latex_table",
+    "save_latex_table",
     "other_section",
     "record_summary",
     "report_title",
