@@ -34,7 +34,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as out:
         wall = time.perf_counter()
-        result = run_bench(args.datasets, settings, out, show_progress=False)
+        result = run_bench(args.datasets, settings=settings, out_dir=out, show_progress=False)
         wall = time.perf_counter() - wall
     print(f"{'dataset':<10} {'stage':<22} {'wall s':>8} {'CPU s':>8}")
     for label, entry in result.datasets.items():

@@ -1,4 +1,4 @@
-"""The one grammar of the report's comparisons, and the one table of units.
+"""The one grammar of the report's comparisons, and the one table of how units are written.
 
 A comparison is a typed value, "A minus B = d [lo, hi] unit"; :func:`verdict` turns it into
 "better than", "worse than" or "not distinguishable from" by the sign of ``d`` and whether the
@@ -7,9 +7,10 @@ interval covers 0 (a comparison without an interval is never called better or wo
 sentences, so the direction word always agrees with the number (property-tested in
 ``tests/test_report_grammar.py``): never "beats by -x", never "%" on a percentage-point difference.
 
-Units and scales live in :data:`UNITS` only: a value in percent of the global model's held-out NLL
-(``pct_nll``), a difference of two such values in percentage points (``pp``), a share of queries
+How a unit is written lives in :data:`UNITS` only: a value in percent of the global model's held-out
+NLL (``pct_nll``), a difference of two such values in percentage points (``pp``), a share of queries
 stored as a fraction (``share``) and a difference of two shares (``pp_share``), score units, counts.
+Which unit a metric has is the written contract's (:func:`ecc_lib.metrics_schema.metric_unit`).
 """
 
 from __future__ import annotations
@@ -60,37 +61,6 @@ UNITS: dict[str, Unit] = {
     "signed": Unit(1, "+.3f", "", "difference"),
 }
 """Every unit the report writes: the only place where scale and unit sign are chosen."""
-
-KEY_UNITS: tuple[tuple[str, str], ...] = (
-    # (regular expression on the dotted metric key, unit); the first match wins
-    (r"(^|\.)n_|_count$|(^|\.)n$", "count"),
-    (r"gain.*(difference|minus|delta)|(difference|minus|delta).*gain", "pp"),
-    (r"probe_strategies\.difference", "pp"),
-    (r"(^|[._])gap_closed_diff", "pp_share"),
-    (r"(^|[._])(ranking_quality_)?gain($|[._@])|gain_(mean|sd|disjoint|touching)", "pct_nll"),
-    (
-        r"(^|[._])(rate|share|disagreement|accuracy|gap_closed|agree\w*)($|[._])|_rate($|[._])|_share($|[._])",
-        "share",
-    ),
-    (r"(^|[._])(difference|minus|delta)|_minus_|_difference($|[._])", "signed"),
-)
-"""Unit of a metric from its key (matched on whole words, so "strategies" is no "rate")."""
-
-
-def unit_of_key(key: str) -> str:
-    """The unit code of a dotted metric key (:data:`KEY_UNITS`), ``"plain"`` when none matches.
-
-    Parameters
-    ----------
-    key : str
-
-    Returns
-    -------
-    str
-    """
-    name = str(key).lower()
-    return next((code for pattern, code in KEY_UNITS if re.search(pattern, name)), "plain")
-
 
 DIFFERENCE_OF = {"pct_nll": "pp", "share": "pp_share", "score": "score_diff", "plain": "signed"}
 """The unit of ``A minus B`` for ``A`` and ``B`` in a level unit."""
@@ -294,7 +264,7 @@ def difference_text(c: Comparison) -> str:
 
 
 def comparison_sentence(
-    c: Comparison, subject: str = "", context: str = "", *, obj: str = "", verb: str = "is"
+    c: Comparison, *, subject: str = "", context: str = "", obj: str = "", verb: str = "is"
 ) -> str:
     """``ECC is worse than embedding-only clusters on pairs ...: ECC minus ... = -3.9 pp [...]``.
 
@@ -321,7 +291,7 @@ def comparison_sentence(
 
 
 def level_text(
-    value: Any, code: str, ci: Sequence[Any] | None = None, sd: Any = None, n: Any = None
+    value: Any, code: str, *, ci: Sequence[Any] | None = None, sd: Any = None, n: Any = None
 ) -> str:
     """A level with its spread: ``10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)`` or ``58.4% [57.9, 58.9]``.
 

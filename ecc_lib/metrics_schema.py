@@ -107,6 +107,7 @@ def schema_errors(
     node: Mapping[str, Any],
     path: str,
     root: Mapping[str, Any],
+    *,
     strict: bool = True,
     unknown: list | None = None,
 ) -> list:
@@ -135,7 +136,10 @@ def schema_errors(
     node = _resolve(node, root)
     where = path or "metrics.json"
     if "anyOf" in node:
-        branches = [schema_errors(value, sub, path, root, strict, unknown) for sub in node["anyOf"]]
+        branches = [
+            schema_errors(value, sub, path, root, strict=strict, unknown=unknown)
+            for sub in node["anyOf"]
+        ]
         if all(branches):
             return min(branches, key=len)
     if "type" in node and not _type_ok(value, node["type"]):
@@ -153,13 +157,15 @@ def schema_errors(
         for key, item in value.items():
             sub = f"{path}.{key}" if path else str(key)
             if key in properties:
-                errors += schema_errors(item, properties[key], sub, root, strict, unknown)
+                errors += schema_errors(
+                    item, properties[key], sub, root, strict=strict, unknown=unknown
+                )
             elif extra is False and strict:
                 errors.append(f"{sub}: unknown key (not in the metrics schema {schema_version()})")
             elif extra is False and unknown is not None:
                 unknown.append(sub)
             elif isinstance(extra, Mapping):
-                errors += schema_errors(item, extra, sub, root, strict, unknown)
+                errors += schema_errors(item, extra, sub, root, strict=strict, unknown=unknown)
     elif isinstance(value, (list, tuple)):
         if "minItems" in node and len(value) < node["minItems"]:
             errors.append(f"{where}: expected at least {node['minItems']} items, got {len(value)}")
@@ -167,7 +173,9 @@ def schema_errors(
             errors.append(f"{where}: expected at most {node['maxItems']} items, got {len(value)}")
         if "items" in node:
             for i, item in enumerate(value):
-                errors += schema_errors(item, node["items"], f"{where}[{i}]", root, strict, unknown)
+                errors += schema_errors(
+                    item, node["items"], f"{where}[{i}]", root, strict=strict, unknown=unknown
+                )
     return errors
 
 
@@ -208,7 +216,7 @@ def validate_metrics(metrics: Mapping[str, Any], *, strict: bool = False) -> Non
     """
     root = metrics_schema()
     unknown: list[str] = []
-    _raise(schema_errors(dict(metrics), root, "", root, strict, unknown))
+    _raise(schema_errors(dict(metrics), root, "", root, strict=strict, unknown=unknown))
     _warn(unknown)
 
 
@@ -234,7 +242,7 @@ def validate_section(section: str, values: Mapping[str, Any], *, strict: bool = 
     if node is True:
         node = {}
     unknown: list[str] = []
-    _raise(schema_errors(values, node, section, root, strict, unknown))
+    _raise(schema_errors(values, node, section, root, strict=strict, unknown=unknown))
     _warn(unknown)
 
 

@@ -38,6 +38,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "report",
             "stats",
             "grammar",
+            "labels",
             "metrics_schema",
             "serialization",
             "paths",

@@ -13,8 +13,10 @@ import pandas as pd
 import pytest
 
 from ecc_lib import bench
+from ecc_lib.bench import dataset as bench_dataset_module
 from ecc_lib.cli import main
 from ecc_lib.embed.encode import EmbeddingCache, text_digests
+from ecc_lib.grammar import Comparison, verdict
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 SMALL = ["--k", "3", "--seeds", "2"]
@@ -157,15 +159,15 @@ def test_the_bench_resumes_without_recomputing(folders, benched, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a finished seed was recomputed")
 
-    monkeypatch.setattr(bench, "bench_seed", refuse)
+    monkeypatch.setattr(bench_dataset_module, "bench_seed", refuse)
     settings = bench.BenchSettings(n_clusters=3, n_seeds=2)
     first = json.loads((out / "datasets" / "good.json").read_text())
-    again = bench.run_bench([str(good)], settings, out, progress=lines.append)
+    again = bench.run_bench([str(good)], settings=settings, out_dir=out, progress=lines.append)
     assert any("already done" in line for line in lines)
     assert again.datasets["good"]["summary"] == first["summary"]
     (out / "datasets" / "good.json").unlink()  # the dataset record lost: the seeds are cached
     lines.clear()
-    again = bench.run_bench([str(good)], settings, out, progress=lines.append)
+    again = bench.run_bench([str(good)], settings=settings, out_dir=out, progress=lines.append)
     assert sum("cached" in line for line in lines) == 2
     assert again.datasets["good"]["summary"] == first["summary"]
 
@@ -184,10 +186,12 @@ def test_another_dataset_of_the_same_name_is_recomputed(folders, benched, tmp_pa
     outcomes.to_parquet(other / "outcomes.parquet", index=False)
     calls: list[int] = []
     real = bench.bench_seed
-    monkeypatch.setattr(bench, "bench_seed", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(
+        bench_dataset_module, "bench_seed", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
     lines: list[str] = []
     settings = bench.BenchSettings(n_clusters=3, n_seeds=2)
-    again = bench.run_bench([str(other)], settings, copy, progress=lines.append)
+    again = bench.run_bench([str(other)], settings=settings, out_dir=copy, progress=lines.append)
     assert not any("already done" in line or "cached" in line for line in lines)
     assert len(calls) == 2
     first = json.loads((out / "datasets" / "good.json").read_text())
@@ -206,10 +210,10 @@ def test_ecc_cv_joins_the_methods_when_registered(monkeypatch):
 
 
 def test_verdict_and_seed_interval():
-    assert bench.verdict(1.0, 0.5, 1.5) == "better than"
-    assert bench.verdict(-1.0, -1.5, -0.5) == "worse than"
-    assert bench.verdict(1.0, -0.5, 1.5) == "not distinguishable from"
-    assert bench.verdict(1.0, float("nan"), 2.0) == "not distinguishable from"
+    assert verdict(Comparison("", "", 1.0, (0.5, 1.5))) == "better than"
+    assert verdict(Comparison("", "", -1.0, (-1.5, -0.5))) == "worse than"
+    assert verdict(Comparison("", "", 1.0, (-0.5, 1.5))) == "not distinguishable from"
+    assert verdict(Comparison("", "", 1.0, (float("nan"), 2.0))) == "not distinguishable from"
     low, high = bench.seed_interval([1.0, 2.0, 3.0])
     assert (low + high) / 2 == pytest.approx(2.0) and high - 2.0 == pytest.approx(2.4841, abs=1e-3)
     assert bench.seed_interval([1.0], [0.2, 1.8]) == (0.2, 1.8)
@@ -217,7 +221,7 @@ def test_verdict_and_seed_interval():
 
 def test_bench_needs_datasets_and_a_valid_setting(tmp_path):
     with pytest.raises(ValueError, match="at least one dataset"):
-        bench.run_bench([], bench.BenchSettings(), tmp_path)
+        bench.run_bench([], settings=bench.BenchSettings(), out_dir=tmp_path)
     with pytest.raises(ValueError, match="n_probes"):
         bench.BenchSettings(n_probes=0)
 
@@ -278,9 +282,13 @@ def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
     data.outcomes.to_parquet(folder / "outcomes.parquet", index=False)
     _cache(tmp_path, data.queries["text"].tolist(), data.embeddings)
     monkeypatch.setenv("ECC_LIB_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(bench, "bench_methods", lambda labels: ("global", "ecc", "emb_only"))
+    monkeypatch.setattr(
+        bench_dataset_module, "bench_methods", lambda labels: ("global", "ecc", "emb_only")
+    )
     settings = bench.BenchSettings(n_clusters=2, n_seeds=1, n_boot=50)
-    entry = bench.bench_dataset(str(folder), settings, tmp_path / "out", show_progress=False)
+    entry = bench.bench_dataset(
+        str(folder), settings=settings, out_dir=tmp_path / "out", show_progress=False
+    )
     assert entry["status"] == "done", entry.get("reason")
     cells = entry["per_seed"][0]["routing"]
     assert "no_probe" in cells and not {"probe", "probe_cost", "probe_outside"} & set(cells)

@@ -77,7 +77,7 @@ def test_probe_strategy_difference_is_in_points_of_gain():
     values = report.flatten(
         {"probe_strategies": {"difference": -5.8516, "difference_ci95": [-10.475, -1.88]}}
     )
-    (row,) = report.generic_rows(values, set(), "d")
+    (row,) = report.generic_rows(values, used=set(), dataset="d")
     assert row["estimate"] == "-5.9 pp [-10.5, -1.9]"
     assert row["unit"] == "percentage points of gain"
 

@@ -521,7 +521,6 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
 
 
 def test_report_states_the_leak_free_share_and_the_left_out_reason(tmp_path):
-    from ecc_lib.report.document import ReportSection
     from ecc_lib.report.sections.clustering import ecc_section
 
     values = {
@@ -535,8 +534,7 @@ def test_report_states_the_leak_free_share_and_the_left_out_reason(tmp_path):
             "ranking_quality_gain_without_probe": {"ecc": 17.9},
         },
     }
-    section = ReportSection("03", "clustering")
-    ecc_section(values, section, SimpleNamespace(tables_dir=tmp_path))
+    section = ecc_section(SimpleNamespace(tables_dir=tmp_path), {"ecc": values})
     assert "1,319 queries (all models tie)" in section.findings
     assert "13.9%" in section.findings and "leak-free" in section.findings
 

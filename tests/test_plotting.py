@@ -19,6 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from ecc_lib import plotting
+from ecc_lib.labels import model_name_legend, short_model_names
 from ecc_lib.runs import folder as run_folder  # noqa: E402
 
 
@@ -255,7 +256,7 @@ def _contrast(a, b) -> float:
 def test_heatmap_text_contrasts_with_every_cell(cmap):
     matrix = np.linspace(-1, 1, 60).reshape(6, 10)
     fig, ax = plt.subplots()
-    image = plotting.style._heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
+    image = plotting.style.heatmap(ax, matrix, list("abcdef"), list("0123456789"), cmap, "x")
     colours = image.cmap(image.norm(matrix))
     texts = ax.texts
     assert len(texts) == matrix.size
@@ -272,13 +273,13 @@ def test_heatmap_text_contrasts_with_every_cell(cmap):
 )
 @settings(max_examples=80, deadline=None)
 def test_short_model_names_never_look_alike(names):
-    short = plotting.short_model_names(names)
+    short = short_model_names(names)
     assert set(short) == set(names)
     assert len(set(short.values())) == len(short)  # two models never share a display name
 
 
 def test_short_model_names_drop_the_organisation_and_keep_the_end():
-    short = plotting.short_model_names(
+    short = short_model_names(
         [
             "nvidia/llama-3.1-nemotron-51b-instruct",
             "nvidia/llama-3.3-nemotron-super-49b-v1",
@@ -416,9 +417,9 @@ def test_every_public_figure_is_importable_from_the_package(name):
 
 
 def test_error_bars_are_finite_and_never_negative():
-    from ecc_lib.plotting.style import _error_bars
+    from ecc_lib.plotting.style import error_bars
 
-    err = _error_bars([0.5, 0.5, np.nan, 0.2], [0.4, 0.6, 0.1, np.nan], [0.7, 0.55, 0.9, 0.3])
+    err = error_bars([0.5, 0.5, np.nan, 0.2], [0.4, 0.6, 0.1, np.nan], [0.7, 0.55, 0.9, 0.3])
     np.testing.assert_allclose(err, [[0.1, 0.0, 0.0, 0.0], [0.2, 0.05, 0.0, 0.1]])
 
 
@@ -432,14 +433,14 @@ def test_error_bars_are_finite_and_never_negative():
 @settings(max_examples=80, deadline=None)
 def test_short_model_names_never_cut_a_token(names):
     """'llama-3.1-n...51b-instruct' cut a word: every token shown is a whole token of the name."""
-    for full, short in plotting.short_model_names(names).items():
+    for full, short in short_model_names(names).items():
         tokens = set(re.split(r"[-_/ ]+", full))
         shown = [t for t in re.split(r"[-_/ ]+|\u2026", short) if t]
         assert all(t in tokens for t in shown), (full, short)
 
 
 def test_short_model_names_keep_the_distinguishing_tokens():
-    short = plotting.short_model_names(
+    short = short_model_names(
         [
             "FuseChat-Gemma-2-9B-Instruct",
             "FuseChat-Qwen-2.5-7B-Instruct",
@@ -450,7 +451,7 @@ def test_short_model_names_keep_the_distinguishing_tokens():
     assert short["FuseChat-Gemma-2-9B-Instruct"].startswith("FuseChat-Gemma-2-9B")
     assert short["FuseChat-Qwen-2.5-7B-Instruct"].startswith("FuseChat-Qwen-2.5-7B")
     assert short["llama-3.1-nemotron-51b-instruct"] == "llama-3.1-nemotron-51b-\u2026"
-    legend = plotting.model_name_legend(list(short))
+    legend = model_name_legend(list(short))
     assert set(legend["full name"]) == {k for k, v in short.items() if k != v}
 
 
@@ -543,7 +544,8 @@ def test_sigma_of_binary_scores_is_drawn_as_bars_per_value():
 
 def test_every_clustering_method_has_its_own_name_and_colour():
     # the bench figure drew ecc_labels in ecc_cv's colour, so the two could not be told apart
-    from ecc_lib.plotting.clustering import METHOD_COLORS, METHOD_LABELS
+    from ecc_lib.labels import METHOD_LABELS
+    from ecc_lib.plotting.clustering import METHOD_COLORS
     from ecc_lib.protocol.methods import default_methods
 
     methods = {"global", *default_methods(True)}

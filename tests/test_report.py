@@ -239,7 +239,9 @@ def test_generic_rows_read_nested_seed_summaries_and_estimates():
             "leak_free": {"estimate": 0.1, "ci95": [0.05, 0.15]},
         }
     )
-    rows = {r["measure"]: r["estimate"] for r in report.generic_rows(values, set(), "d")}
+    rows = {
+        r["measure"]: r["estimate"] for r in report.generic_rows(values, used=set(), dataset="d")
+    }
     assert rows["gain seeds: ECC (mean over seeds)"] == "28.0% \u00b1 1.5 (5 seeds)"
     assert rows["leak free"] == "0.100 [0.050, 0.150]"
     assert len(rows) == 2
@@ -354,17 +356,14 @@ def test_observations_per_pair_show_their_range_when_pairs_differ():
 def test_the_no_repeats_sentence_names_only_datasets_without_repeats(tmp_path):
     """The data findings say "one observation per pair ... not the label-instability
     measurements" of the datasets that have one, never of a dataset with repeats."""
-    from ecc_lib.report import ReportSection
     from ecc_lib.report.sections.data import data_section
 
     run = run_folder.run_context(tmp_path / "run")
     repeated = {"n_queries": 20, "n_models": 2, "n_variants": 4, "n_decodes": 3}
     single = {"n_queries": 50, "n_models": 9, "n_variants": 1, "n_decodes": 1}
-    section = ReportSection("01", "data")
-    data_section({"datasets": {"export": repeated}}, section, run)
+    section = data_section(run, {"data": {"datasets": {"export": repeated}}})
     assert "one observation per pair" not in section.findings
-    section = ReportSection("01", "data")
-    data_section({"datasets": {"export": repeated, "dcrouter": single}}, section, run)
+    section = data_section(run, {"data": {"datasets": {"export": repeated, "dcrouter": single}}})
     assert "With one observation per pair, dcrouter supports clustering and routing" in (
         section.findings
     )

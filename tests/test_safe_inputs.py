@@ -20,7 +20,6 @@ from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.ecc_protocol import run_protocol
 from ecc_lib.protocol.settings import Protocol
-from ecc_lib.report.document import ReportSection
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.sections import data_section
 from ecc_lib.runs import folder as run_folder
@@ -240,8 +239,7 @@ def test_a_dataset_named_2024_keeps_its_best_model_in_the_report(tmp_path):
     outcomes = validate_outcomes(_outcomes(["NA", "weak"], ["1", "2"]).assign(score=[1, 0, 1, 0.0]))
     scores = plotting.model_score_table(outcomes.assign(dataset="2024"), n_boot=10)
     run_folder.save_table(scores, run, "01_model_scores")
-    section = ReportSection("01", "Data")
-    data_section({"datasets": {"2024": summarise(queries, outcomes)}}, section, run)
+    section = data_section(run, {"data": {"datasets": {"2024": summarise(queries, outcomes)}}})
     row = section.tables[0].frame.iloc[0]
     assert row["dataset"] == "2024"
     assert row["best model: mean score [95% CI]"] != DASH

@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    result = run_bench(args.datasets, settings, args.out, progress=progress)
+    result = run_bench(args.datasets, settings=settings, out_dir=args.out, progress=progress)
     paths = write_bench_outputs(result, args.out)
     print(format_bench(result))
     print("wrote " + ", ".join(str(p) for p in paths.values()))

@@ -73,6 +73,7 @@ def _read(path: str):
 
 def dars_summary(
     outcomes,
+    *,
     cost_weight: float = 0.05,
     beta: float = 0.2,
     draws: int = 1000,
@@ -190,7 +191,12 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
 
     with dask_client(args.scheduler) as client:
         stats = dars_statistics(
-            outcomes, args.cost_weight, args.beta, args.change_draws, client, random_state=args.seed
+            outcomes,
+            cost_weight=args.cost_weight,
+            beta=args.beta,
+            change_draws=args.change_draws,
+            client=client,
+            random_state=args.seed,
         )
     print(f"\nDask group-bys ({args.scheduler}): {stats.distributions.n_queries} queries")
     for name, cell in (stats.flip_rates or {}).items():
@@ -220,10 +226,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     summary = dars_summary(
         outcomes,
-        args.cost_weight,
-        args.beta,
-        args.draws,
-        args.seed,
+        cost_weight=args.cost_weight,
+        beta=args.beta,
+        draws=args.draws,
+        seed=args.seed,
         source=str(args.outcomes),
         validate=False,  # read_outcomes has validated the table
         change_draws=args.change_draws,

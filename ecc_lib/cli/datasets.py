@@ -34,7 +34,7 @@ def dataset_summaries() -> dict[str, dict]:
     return summaries
 
 
-def format_summaries(summaries: dict[str, dict], scores: bool = False) -> str:
+def format_summaries(summaries: dict[str, dict], *, scores: bool = False) -> str:
     """A plain-text table of :func:`dataset_summaries`.
 
     Parameters

@@ -288,7 +288,7 @@ def format_seeds(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def format_routing(routing: dict, over_seeds: dict | None = None) -> str:
+def format_routing(routing: dict, *, over_seeds: dict | None = None) -> str:
     """The printed routing table (mean routed score per setting and method).
 
     Parameters
@@ -428,7 +428,7 @@ def _run(args: argparse.Namespace) -> int:
         print(format_seeds(multi.summary()))
     if args.routing:
         over = multi.summary()["routing_mean_sd"] if args.seeds > 1 else None
-        print(format_routing(multi.routing[0], over))
+        print(format_routing(multi.routing[0], over_seeds=over))
     _print_beyond(args, found)
     if args.json:
         payload = found.to_dict()

@@ -13,7 +13,7 @@ from ecc_lib.cli.subcommand import Subcommand
 EXAMPLE_CONFIG = "params.example.yaml"
 
 
-def starter_files(notebooks_dir: Path | None = None) -> list[Path]:
+def starter_files(*, notebooks_dir: Path | None = None) -> list[Path]:
     """The files ``ecc-lab init`` copies: the numbered notebooks and the example configuration.
 
     Parameters
@@ -75,7 +75,7 @@ def _refuse_links(target: Path, sources: list[Path], force: bool) -> None:
         )
 
 
-def init_folder(target: str | Path, force: bool = False) -> list[Path]:
+def init_folder(target: str | Path, *, force: bool = False) -> list[Path]:
     """Copy the notebooks and the example configuration into ``target``.
 
     Every file is first written in full to a new temporary file in ``target`` and only then

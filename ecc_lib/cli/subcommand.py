@@ -142,7 +142,7 @@ def run_handler(args: argparse.Namespace) -> int:
         return status
 
 
-def write_json(path: str, payload: dict, sort_keys: bool = False) -> None:
+def write_json(path: str, payload: dict, *, sort_keys: bool = False) -> None:
     """Write the ``--json`` output of a subcommand: UTF-8, indented by two spaces.
 
     Parameters

@@ -14,4 +14,9 @@ _EXPORTS = {
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CapabilityDistributions",
+    "capability_distributions",
+    "label_instability",
+    "label_shares",
+]

@@ -29,4 +29,24 @@ _EXPORTS = {
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BUNDLED_DATASETS",
+    "CheckResult",
+    "Comparisons",
+    "DataPolicyReport",
+    "DataValidationError",
+    "RepeatedObservations",
+    "apply_data_policy",
+    "load_bundled",
+    "load_dataset",
+    "make_comparisons",
+    "read_outcomes",
+    "read_queries",
+    "read_table",
+    "repeated_observations",
+    "run_checks",
+    "split_probe",
+    "split_queries",
+    "validate_outcomes",
+    "validate_queries",
+]

@@ -180,6 +180,7 @@ def _normalise_block(xb, dtype):
 def partitions_from_arrays(
     embeddings,
     counts: PairCounts,
+    *,
     partition_rows: int | Sequence[int] | None = None,
     dtype=np.float32,
     persist: bool = True,
@@ -322,7 +323,7 @@ def fit_partitioned(
                 1, min(DEFAULT_PARTITION_ROWS, -(-len(embeddings) // (2 * n_workers)))
             )
         partitions = partitions_from_arrays(
-            embeddings, pairs, partition_rows, dtype=dtype, client=client
+            embeddings, pairs, partition_rows=partition_rows, dtype=dtype, client=client
         )
     elif pairs is None:
         raise ValueError("fit_partitioned with partitions needs pairs (their pair columns)")

@@ -41,6 +41,7 @@ class DarsStatistics:
 
 def dars_statistics(
     outcomes,
+    *,
     cost_weight: float | None = None,
     beta: float | None = None,
     change_draws: int | None = None,

@@ -24,7 +24,7 @@ _ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("ecc_dask"
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str, n_workers: int = 2, threads_per_worker: int = 1) -> Iterator:
+def dask_client(scheduler: str, *, n_workers: int = 2, threads_per_worker: int = 1) -> Iterator:
     """A ``distributed.Client`` for ``scheduler``: ``"local"`` starts a ``LocalCluster`` of
     ``n_workers`` worker processes (closed on exit); anything else is a scheduler address such as
     ``tcp://10.0.0.5:8786`` (the cluster is left running).
@@ -70,7 +70,7 @@ def dask_client(scheduler: str, n_workers: int = 2, threads_per_worker: int = 1)
 
 
 @contextlib.contextmanager
-def use_dask(client=None, partition_rows: int | None = None) -> Iterator[None]:
+def use_dask(client=None, *, partition_rows: int | None = None) -> Iterator[None]:
     """Run every ECC-family fit inside the block on Dask partitions.
 
     Parameters
@@ -94,7 +94,7 @@ def use_dask(client=None, partition_rows: int | None = None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def scheduler_context(scheduler: str = "", partition_rows: int | None = None) -> Iterator:
+def scheduler_context(scheduler: str = "", *, partition_rows: int | None = None) -> Iterator:
     """Run the ECC-family fits of the block on ``scheduler``, or in memory when it is empty.
 
     The one switch behind ``--scheduler`` and the notebooks' ``scheduler`` parameter:
@@ -117,7 +117,7 @@ def scheduler_context(scheduler: str = "", partition_rows: int | None = None) ->
     if not scheduler:
         yield None
         return
-    with dask_client(scheduler) as client, use_dask(client, partition_rows):
+    with dask_client(scheduler) as client, use_dask(client, partition_rows=partition_rows):
         yield client
 
 

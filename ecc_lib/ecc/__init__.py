@@ -18,4 +18,13 @@ _EXPORTS = {
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ComparisonOnlyECC",
+    "ECC",
+    "ECCCV",
+    "EmbeddingClusters",
+    "GlobalBT",
+    "HumanLabelClusters",
+    "LabelInformedECC",
+    "register_data_backend",
+]

@@ -12,4 +12,7 @@ _EXPORTS = {
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "embed_texts",
+    "embedding_check",
+]

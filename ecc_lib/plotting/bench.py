@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib.plotting.clustering import METHOD_COLORS, method_label
-from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, _axes, _clean_errors, _styled
+from ecc_lib.labels import method_label
+from ecc_lib.plotting.clustering import METHOD_COLORS
+from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, clean_errors, figure_axes, styled
 
 
-@_styled
-def plot_bench_gains(result, title: str | None = None, ax=None):
+@styled
+def plot_bench_gains(result, *, title: str | None = None, ax=None):
     """Gain on the scored pairs disjoint from the probe's models, per method (colour) and dataset
     (group), with the 95% interval over seeds (mean +- t sd / sqrt(S); one seed: its bootstrap
     interval) and each seed's estimate as a dot.
@@ -29,7 +30,7 @@ def plot_bench_gains(result, title: str | None = None, ax=None):
     included = result.included
     labels = list(included)
     methods = [m for m in result.methods if m != "global"]
-    fig, ax = _axes(ax, (PAGE_WIDTH, 3.6))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 3.6))
     width = 0.8 / max(len(methods), 1)
     spare = iter(("tab:blue", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"))
     for j, method in enumerate(methods):
@@ -45,7 +46,7 @@ def plot_bench_gains(result, title: str | None = None, ax=None):
                 [r["gain_disjoint"].get(method, np.nan) for r in included[label]["per_seed"]]
             )
         mean, low, high = (np.asarray(v, dtype=float) for v in (mean, low, high))
-        err = _clean_errors(np.vstack([mean - low, high - mean]))
+        err = clean_errors(np.vstack([mean - low, high - mean]))
         color = METHOD_COLORS.get(method) or next(spare, "black")
         ax.bar(
             x,

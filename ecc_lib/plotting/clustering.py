@@ -8,32 +8,23 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ecc_lib.labels import METHOD_LABELS, method_label
 from ecc_lib.plotting.style import (
     CLUSTER_COLORS,
     FONT_SIZE,
     METHOD_COLOURS,
     OTHERS_GREY,
     PAGE_WIDTH,
-    _axes,
-    _clean_errors,
-    _error_bars,
-    _heatmap,
-    _model_labels,
-    _short,
-    _styled,
+    clean_errors,
+    error_bars,
+    figure_axes,
+    heatmap,
     method_colour,
+    model_labels,
+    short_label,
+    styled,
 )
 
-METHOD_LABELS = {
-    "global": "global BT (reference)",
-    "ecc": "ECC",
-    "emb_only": "embedding-only clusters",
-    "comp_only": "comparison-only clusters",
-    "human": "human labels",
-    "ecc_labels": "label-informed ECC",
-    "ecc_cv": "ECC-CV (settings chosen by CV)",
-}
-"""Display names of the clustering methods of :mod:`ecc_lib.protocol.methods`."""
 METHOD_COLORS = {k: METHOD_COLOURS[k] for k in METHOD_LABELS}
 """One colour per clustering method, the same in every figure (from :data:`METHOD_COLOURS`)."""
 
@@ -44,23 +35,8 @@ def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
     return renamed.copy()
 
 
-def method_label(name: str) -> str:
-    """Display name of a clustering method.
-
-    Parameters
-    ----------
-    name : str
-        Method key (``ecc``, ``emb_only`` ...).
-
-    Returns
-    -------
-    str
-    """
-    return METHOD_LABELS.get(str(name), str(name))
-
-
-@_styled
-def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
+@styled
+def plot_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     """Bars of ranking quality gain over the global BT model, with confidence intervals.
 
     Parameters
@@ -77,10 +53,10 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     """
     table = _gain_columns(table)
     table = table[table["method"] != "global"].reset_index(drop=True)
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.2, 0.42 * len(table) + 1.2)))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.2, 0.42 * len(table) + 1.2)))
     y = np.arange(len(table))
     gain = table["gain"].to_numpy(float)
-    err = _error_bars(gain, table["low"], table["high"])
+    err = error_bars(gain, table["low"], table["high"])
     colors = [method_colour(m) for m in table["method"]]
     ax.barh(y, gain, xerr=err, color=colors, capsize=3, height=0.6)
     # each label right of its interval, or right of 0 for a negative bar (left of it, it would run
@@ -112,9 +88,10 @@ def plot_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     return fig
 
 
-@_styled
+@styled
 def plot_gain_curve(
     table: pd.DataFrame,
+    *,
     x: str,
     xlabel: str,
     title: str | None = None,
@@ -142,7 +119,7 @@ def plot_gain_curve(
     if "method" not in table:
         table["method"] = "ecc"
     table = table[table["method"] != "global"]
-    fig, ax = _axes(ax, (PAGE_WIDTH, 3.2))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 3.2))
     spare = iter(["tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"])
     for method, part in table.groupby("method", sort=False):
         part = part.sort_values(x)
@@ -164,6 +141,7 @@ def plot_gain_curve(
 def cluster_names(
     labels: Sequence[int],
     categories: Sequence[str] | None = None,
+    *,
     n_clusters: int | None = None,
 ) -> list[str]:
     """Name of each cluster: its dominant human category, that category's share and its size.
@@ -201,7 +179,7 @@ def cluster_names(
             if c in table.index and sizes[c] > 0
         }
         names = [
-            f"{_short(shares[c][0][0], 22)} {shares[c][0][1]:.0f}% (n={int(sizes[c]):,})"
+            f"{short_label(shares[c][0][0], width=22)} {shares[c][0][1]:.0f}% (n={int(sizes[c]):,})"
             if c in shares
             else f"empty cluster {c}"
             for c in range(k)
@@ -210,8 +188,8 @@ def cluster_names(
         counts = pd.Series(names).value_counts()
         names = [
             (
-                f"{_short(shares[c][0][0], 22)} {shares[c][0][1]:.0f}% + "
-                f"{_short(shares[c][1][0], 16)} {shares[c][1][1]:.0f}% (n={int(sizes[c]):,})"
+                f"{short_label(shares[c][0][0], width=22)} {shares[c][0][1]:.0f}% + "
+                f"{short_label(shares[c][1][0], width=16)} {shares[c][1][1]:.0f}% (n={int(sizes[c]):,})"
                 if counts[n] > 1 and c in shares and len(shares[c]) > 1
                 else n
             )
@@ -221,10 +199,11 @@ def cluster_names(
     return [f"{n} #{c}" if final[n] > 1 else n for c, n in enumerate(names)]
 
 
-@_styled
+@styled
 def plot_cluster_profiles(
     theta: np.ndarray,
     models: Sequence[str],
+    *,
     cluster_sizes: Sequence[int] | None = None,
     title: str | None = None,
     ax=None,
@@ -262,9 +241,9 @@ def plot_cluster_profiles(
         labels = [str(n) for n in names]
     model_order = np.argsort(-centred.mean(axis=0), kind="stable")
     matrix = centred[order][:, model_order]
-    short = _model_labels(models)
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(theta) + 1.9)))
-    _heatmap(
+    short = model_labels(models)
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(theta) + 1.9)))
+    heatmap(
         ax,
         matrix,
         [labels[k] for k in order],
@@ -283,10 +262,11 @@ def plot_cluster_profiles(
     return fig
 
 
-@_styled
+@styled
 def plot_cluster_category(
     labels: Sequence[int],
     categories: Sequence[str],
+    *,
     title: str | None = None,
     ax=None,
 ):
@@ -317,8 +297,8 @@ def plot_cluster_category(
     sizes = table.sum(axis=1)
     table = table.loc[sizes.sort_values(ascending=False, kind="stable").index]
     shares = table.div(table.sum(axis=1), axis=0)
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(table) + 2.1)))
-    _heatmap(
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(table) + 2.1)))
+    heatmap(
         ax,
         shares.to_numpy(),
         [names[k] for k in table.index],
@@ -367,10 +347,11 @@ def project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return coords, ratio
 
 
-@_styled
+@styled
 def plot_query_map(
     embeddings: np.ndarray,
     labels: Sequence[int],
+    *,
     title: str | None = None,
     max_labelled: int = 10,
     ax=None,
@@ -402,7 +383,7 @@ def plot_query_map(
     labels = np.asarray(labels)
     values, counts = np.unique(labels, return_counts=True)
     top = values[np.argsort(-counts, kind="stable")][: min(max_labelled, len(CLUSTER_COLORS))]
-    fig, ax = _axes(ax, (PAGE_WIDTH, 4.2))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 4.2))
     rest = ~np.isin(labels, top)
     if rest.any():
         ax.scatter(
@@ -445,8 +426,8 @@ LEAK_READING_LABELS = {
 }
 
 
-@_styled
-def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
+@styled
+def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     """Gain of each method on all scored pairs, on those touching the probe's models and on
     those disjoint from them, as grouped bars.
 
@@ -469,7 +450,7 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
     table = table[table["method"] != "global"].reset_index(drop=True)
     methods = list(dict.fromkeys(table["method"]))
     readings = [r for r in LEAK_READING_COLORS if r in set(table["reading"])]
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(3.0, 0.62 * len(methods) + 1.3)))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(3.0, 0.62 * len(methods) + 1.3)))
     height = 0.8 / max(len(readings), 1)
     for j, reading in enumerate(readings):
         part = table[table["reading"] == reading].set_index("method").reindex(methods)
@@ -480,7 +461,7 @@ def plot_leak_gains(table: pd.DataFrame, title: str | None = None, ax=None):
         for i, seeds in enumerate(part["per_seed"]):
             if not np.isfinite(sd[i]) and isinstance(seeds, list) and len(seeds) == 1:
                 err[:, i] = [mean[i] - seeds[0][2], seeds[0][3] - mean[i]]
-        err = _clean_errors(err)
+        err = clean_errors(err)
         ax.barh(
             y,
             mean,

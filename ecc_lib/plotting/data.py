@@ -7,7 +7,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ecc_lib.plotting.style import PAGE_WIDTH, SCORE_LABEL, _axes, _heatmap, _model_labels, _styled
+from ecc_lib.plotting.style import (
+    PAGE_WIDTH,
+    SCORE_LABEL,
+    figure_axes,
+    heatmap,
+    model_labels,
+    styled,
+)
 
 
 def scores_by_category_table(queries: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -59,10 +66,11 @@ def pooled_column_name(categories) -> str:
     return name
 
 
-@_styled
+@styled
 def plot_scores_by_category(
     queries: pd.DataFrame,
     outcomes: pd.DataFrame,
+    *,
     title: str | None = None,
     ax=None,
 ):
@@ -81,11 +89,11 @@ def plot_scores_by_category(
     """
     table = scores_by_category_table(queries, outcomes)
     n_rows, n_cols = table.shape
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.6, 0.3 * n_rows + 1.9)))
-    _heatmap(
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.6, 0.3 * n_rows + 1.9)))
+    heatmap(
         ax,
         table.to_numpy(),
-        _model_labels(table.index),
+        model_labels(table.index),
         table.columns,
         "viridis",
         "mean score (0-1)",
@@ -100,6 +108,7 @@ def plot_scores_by_category(
 
 def model_score_table(
     outcomes: pd.DataFrame,
+    *,
     n_boot: int = 1000,
     random_state: int | None = 0,
 ) -> pd.DataFrame:
@@ -150,9 +159,10 @@ def _dataset_legend(ax, datasets: list[str]) -> None:
         ax.legend(title="dataset", loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
-@_styled
+@styled
 def plot_model_scores(
     table: pd.DataFrame,
+    *,
     title: str | None = None,
     ax=None,
 ):
@@ -174,7 +184,7 @@ def plot_model_scores(
     # one row per (dataset, model): datasets in blocks, best model on top of each block
     table["_order"] = table["dataset"].map({name: i for i, name in enumerate(datasets)})
     table = table.sort_values(["_order", "score"], ascending=[False, True]).reset_index(drop=True)
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(table) + 1.2)))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.4, 0.2 * len(table) + 1.2)))
     colors = plt.get_cmap("tab10")
     y = np.arange(len(table))
     for d, name in enumerate(datasets):
@@ -191,7 +201,7 @@ def plot_model_scores(
             error_kw={"elinewidth": 1},
         )
     ax.set_yticks(y)
-    ax.set_yticklabels(_model_labels(table["model"]))
+    ax.set_yticklabels(model_labels(table["model"]))
     ax.set_xlim(0, 1)
     ax.set_xlabel(SCORE_LABEL + ", 95% bootstrap CI over queries")
     ax.set_ylabel("model")
@@ -200,8 +210,8 @@ def plot_model_scores(
     return fig
 
 
-@_styled
-def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None, ax=None):
+@styled
+def plot_observations_per_pair(outcomes: pd.DataFrame, *, title: str | None = None, ax=None):
     """Bars: how many (query, model) pairs have 1, 2, ... observations (rewrites x decodes).
 
     ``outcomes`` may carry a ``dataset`` column: one bar colour per dataset.
@@ -226,7 +236,7 @@ def plot_observations_per_pair(outcomes: pd.DataFrame, title: str | None = None,
     datasets = list(dict.fromkeys(table["dataset"]))
     values = sorted(table["n"].unique())
     width = 0.8 / len(datasets)
-    fig, ax = _axes(ax, (PAGE_WIDTH, 2.8))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 2.8))
     colors = plt.get_cmap("tab10")
     x = np.arange(len(values))
     for d, name in enumerate(datasets):

@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, _axes, _error_bars, _styled
+from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, error_bars, figure_axes, styled
 
 
-@_styled
+@styled
 def plot_estimates(
     table: pd.DataFrame,
+    *,
     xlabel: str,
     label: str = "method",
     value: str = "ari",
@@ -40,10 +41,10 @@ def plot_estimates(
     -------
     matplotlib.figure.Figure
     """
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(1.8, 0.45 * len(table) + 1.2)))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(1.8, 0.45 * len(table) + 1.2)))
     y = np.arange(len(table))
     est = table[value].to_numpy(float)
-    err = _error_bars(est, table["low"], table["high"])
+    err = error_bars(est, table["low"], table["high"])
     names = [str(n) for n in table[label]]
     for i in range(len(table)):
         color = "tab:red" if names[i] == highlight else "dimgray"

@@ -9,14 +9,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ecc_lib.labels import short_model_names
 from ecc_lib.plotting.style import (
     PAGE_WIDTH,
-    _axes,
-    _error_bars,
-    _heatmap,
-    _model_labels,
-    _styled,
-    short_model_names,
+    error_bars,
+    figure_axes,
+    heatmap,
+    model_labels,
+    styled,
 )
 
 SIDE_LABELS = {
@@ -96,8 +96,8 @@ def flip_rate_table(diagnostics) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@_styled
-def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
+@styled
+def plot_flip_rates(table: pd.DataFrame, *, title: str | None = None, ax=None):
     """The three flip-rate readings per source of randomness, with intervals and chance levels.
 
     Parameters
@@ -114,7 +114,7 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     -------
     Figure
     """
-    fig, ax = _axes(ax, (PAGE_WIDTH, 3.5))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 3.5))
     measured = table.groupby("side", sort=False)["flip_rate"].apply(
         lambda r: bool(np.isfinite(r.to_numpy(float)).any())
     )
@@ -138,7 +138,7 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
         part = table[table["reading"] == reading].set_index("side").reindex(sides)
         x = np.arange(len(sides)) + (j - (len(readings) - 1) / 2) * width
         rate = part["flip_rate"].to_numpy(float)
-        err = _error_bars(rate, part["low"], part["high"])
+        err = error_bars(rate, part["low"], part["high"])
         label = READING_LABELS[reading] + (r_text if reading == "change" else "")
         bars = ax.bar(
             x, np.where(np.isfinite(rate), rate, 0.0), width, yerr=err, capsize=4,
@@ -178,8 +178,10 @@ def plot_flip_rates(table: pd.DataFrame, title: str | None = None, ax=None):
     return fig
 
 
-@_styled
-def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=None, bins: int = 20):
+@styled
+def plot_sigma_distribution(
+    table: pd.DataFrame, *, title: str | None = None, ax=None, bins: int = 20
+):
     """Histogram of the score spread sigma of each (query, model) pair, one colour per model.
 
     Where at most eight values occur (binary scores over a few observations), bars per value
@@ -201,7 +203,7 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
         table = table.rename(columns={"sigma_q": "sigma"})
     if table["sigma"].notna().sum() == 0 and ax is None:
         return None  # no pair with two observations: the spread does not apply
-    fig, ax = _axes(ax, (PAGE_WIDTH, 3.0))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 3.0))
     ax.set_xlabel("sigma: std. dev. of a (query, model) pair's scores (score units, 0-1)")
     ax.set_ylabel("number of (query, model) pairs (symlog)")
     ax.set_title(title or "Distribution of outcome spread sigma")
@@ -224,7 +226,7 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
         # few possible values (binary scores over a few observations): a histogram of 20 bins
         # would show a few spikes; bars per value show the share of each model's pairs instead
         width = 0.8 / max(len(models), 1)
-        labels = _model_labels(models)
+        labels = model_labels(models)
         for j, model in enumerate(models):
             own = np.round(table.loc[table["model"] == model, "sigma"].dropna().to_numpy(float), 6)
             share = [100 * float(np.mean(own == v)) if len(own) else 0.0 for v in distinct]
@@ -245,7 +247,7 @@ def plot_sigma_distribution(table: pd.DataFrame, title: str | None = None, ax=No
     upper = float(np.nanmax(table["sigma"]))
     edges = np.linspace(0.0, max(upper, 1e-6), bins + 1)
     data = [table.loc[table["model"] == m, "sigma"].dropna().to_numpy() for m in models]
-    ax.hist(data, bins=edges, label=_model_labels(models), histtype="bar", rwidth=0.9)
+    ax.hist(data, bins=edges, label=model_labels(models), histtype="bar", rwidth=0.9)
     ax.set_yscale("symlog", linthresh=10)
     ax.legend(title="model", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
@@ -283,9 +285,10 @@ def label_confusion(
     return pd.DataFrame(matrix, index=index, columns=names)
 
 
-@_styled
+@styled
 def plot_label_disagreement(
     confusion: pd.DataFrame,
+    *,
     rate: float | None = None,
     title: str | None = None,
     ax=None,
@@ -308,9 +311,9 @@ def plot_label_disagreement(
     matrix = confusion.to_numpy(float)
     total = matrix.sum()
     fractions = matrix / total if total > 0 else matrix
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.6, 0.45 * len(confusion) + 1.8)))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.6, 0.45 * len(confusion) + 1.8)))
     names = short_model_names([*map(str, confusion.index), *map(str, confusion.columns)])
-    _heatmap(
+    heatmap(
         ax,
         fractions,
         [names[str(i)] for i in confusion.index],

@@ -8,23 +8,24 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import routing_evaluation
-from ecc_lib.plotting.clustering import method_label
+from ecc_lib.labels import ROUTING_METHOD_LABELS, ROUTING_SETTING_LABELS, method_label
 from ecc_lib.plotting.style import (
     FONT_SIZE,
     PAGE_WIDTH,
-    _axes,
-    _error_bars,
-    _short,
-    _styled,
+    error_bars,
+    figure_axes,
     method_colour,
+    short_label,
+    styled,
 )
 
 REFERENCE_ROUTERS = ("Oracle", "Best fixed model", "Random")
 
 
-@_styled
+@styled
 def plot_cost_quality(
     curves: pd.DataFrame,
+    *,
     cost_label: str = "normalised cost (0-1)",
     title: str | None = None,
     ax=None,
@@ -55,7 +56,7 @@ def plot_cost_quality(
         curves["label"] = label
     else:
         curves["label"] = curves["router"]
-    fig, ax = _axes(ax, (PAGE_WIDTH, 4.0))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 4.0))
     learned = [name for name in dict.fromkeys(curves["label"]) if name not in REFERENCE_ROUTERS]
     for i, name in enumerate(learned):
         part = curves[curves["label"] == name]
@@ -149,9 +150,10 @@ def _label_lambdas(ax, front: pd.DataFrame, color, below: bool = True, gap: floa
 ROUTING_KIND_COLORS = {"reference": "tab:gray", "single-shot": "tab:orange", "DARS": "tab:blue"}
 
 
-@_styled
+@styled
 def plot_routing_table(
     table: pd.DataFrame,
+    *,
     value: str = "score",
     xlabel: str = "mean held-out score of the chosen model (0-1)",
     title: str | None = None,
@@ -179,14 +181,14 @@ def plot_routing_table(
         str(r) if s == "reference" else f"{r} ({s})"
         for r, s in zip(table["router"], table["supervision"], strict=True)
     ]
-    fig, ax = _axes(ax, (PAGE_WIDTH, max(2.4, 0.22 * len(table) + 1.2)))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.4, 0.22 * len(table) + 1.2)))
     y = np.arange(len(table))
     values = table[value].to_numpy(float)
     colors = [ROUTING_KIND_COLORS.get(s, "tab:green") for s in table["supervision"]]
     xerr = None
     low, high = f"{value}_ci_low", f"{value}_ci_high"
     if {low, high} <= set(table.columns):
-        xerr = _error_bars(values, table[low], table[high])
+        xerr = error_bars(values, table[low], table[high])
     # points with intervals rather than bars: the axis does not start at zero
     for i in range(len(table)):
         ax.errorbar(
@@ -217,7 +219,7 @@ def plot_routing_table(
             )
     ax.grid(axis="x", alpha=0.3)
     ax.set_yticks(y)
-    ax.set_yticklabels([_short(n, 40) for n in names])
+    ax.set_yticklabels([short_label(n, width=40) for n in names])
     ax.invert_yaxis()
     finite = values[np.isfinite(values)]
     if len(finite):
@@ -243,21 +245,8 @@ def plot_routing_table(
     return fig
 
 
-ROUTING_METHOD_LABELS = {
-    "global": "best model of the global ranking",
-    "random": "random model",
-    "oracle": "oracle (best model per query)",
-    "probe_winner": "the probe's winner, nothing else",
-}
-ROUTING_SETTING_LABELS = {
-    "no_probe": "no probe (embedding / label only)",
-    "probe": "with the probe (paper)",
-    "probe_outside": "with the probe, models outside the probe pair",
-}
-
-
-@_styled
-def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
+@styled
+def plot_routing_settings(table: pd.DataFrame, *, title: str | None = None):
     """Mean score of the routed model per method, one panel per routing setting.
 
     Parameters
@@ -327,9 +316,10 @@ def plot_routing_settings(table: pd.DataFrame, title: str | None = None):
     return fig
 
 
-@_styled
+@styled
 def plot_routing_cost_quality(
     table: pd.DataFrame,
+    *,
     cost_label: str = "mean cost per test query",
     title: str | None = None,
     ax=None,
@@ -355,7 +345,7 @@ def plot_routing_cost_quality(
     """
     part = table[table["setting"].isin(["no_probe", "probe_cost"])]
     part = part[np.isfinite(part["cost_mean"].to_numpy(float))]
-    fig, ax = _axes(ax, (PAGE_WIDTH, 5.5))
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, 5.5))
     methods = list(dict.fromkeys(part["method"]))
     markers = {"no_probe": "o", "probe_cost": "^"}
     for method in methods:

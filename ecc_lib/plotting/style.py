@@ -7,12 +7,12 @@ the page width, the font sizes and the way long model names are shortened.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
+
+from ecc_lib.labels import short_model_names, shorten_name
 
 FONT_SIZE = 9
 TITLE_SIZE = 10
@@ -165,9 +165,19 @@ def _literal_labels(formatter):
     return label
 
 
-def _styled(function):
+def styled(function):
     """Run a figure function under the package style (readable font sizes, no top/right spines);
-    the figure's texts are drawn literally (:func:`draw_literally`)."""
+    the figure's texts are drawn literally (:func:`draw_literally`).
+
+    Parameters
+    ----------
+    function : callable
+        A figure function returning its figure.
+
+    Returns
+    -------
+    callable
+    """
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
@@ -179,153 +189,64 @@ def _styled(function):
     return wrapper
 
 
-def _axes(ax, figsize: tuple[float, float]):
-    """``(fig, ax)``: the given axes' figure, or a new figure."""
+def figure_axes(ax, figsize: tuple[float, float]):
+    """``(fig, ax)``: the given axes' figure, or a new figure.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes or None
+    figsize : (float, float)
+        Size of a new figure, in inches.
+
+    Returns
+    -------
+    fig, ax
+    """
     if ax is not None:
         return ax.figure, ax
     fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     return fig, ax
 
 
-_TOKEN = re.compile(r"([-_/ ]+)")
-_ELLIPSIS = "\u2026"
-
-
-def _tokens(label: str) -> list[str]:
-    """``label`` as alternating tokens and separators (``["llama", "-", "3.1", ...]``)."""
-    return [t for t in _TOKEN.split(str(label)) if t != ""]
-
-
-def _join(parts: list[str], dropped: set[int]) -> str:
-    """The label with the parts at positions ``dropped`` replaced by one ellipsis per run."""
-    out: list[str] = []
-    for i, part in enumerate(parts):
-        if i not in dropped:
-            out.append(part)
-        elif not out or out[-1] != _ELLIPSIS:
-            out.append(_ELLIPSIS)
-    return "".join(out)
-
-
-def shorten_name(label: str, width: int = 28, common: dict[str, int] | None = None) -> str:
-    """``label`` within ``width`` characters by dropping whole tokens, never cutting one.
-
-    The first token stays, and the last unless other names share it; tokens are dropped (each run
-    of dropped tokens becomes one ellipsis) in order of how many names share them (``common``),
-    the most shared first, words before tokens with digits, then from the middle outwards. A label whose kept tokens are still longer than
-    ``width`` stays longer: a token is never cut.
+def short_label(label: str, *, width: int = 28) -> str:
+    """``label`` within ``width`` characters, dropping whole middle tokens
+    (:func:`ecc_lib.labels.shorten_name`).
 
     Parameters
     ----------
     label : str
     width : int, default 28
-    common : dict, optional
-        Token -> number of names that hold it (the more shared, the less distinguishing).
 
     Returns
     -------
     str
     """
-    label = str(label)
-    if len(label) <= width:
-        return label
-    parts = _tokens(label)
-    words = [i for i, p in enumerate(parts) if not _TOKEN.fullmatch(p)]
-    if len(words) <= 2:
-        return label
-    centre = (len(parts) - 1) / 2
-    # the last token may go only when other names share it ("instruct"); the first always stays
-    candidates = [i for i in words[1:] if i != words[-1] or (common or {}).get(parts[i], 0) > 1]
-    # versions and sizes ("3.1", "51b") distinguish more than words: among equally shared tokens
-    # they go last
-    order = sorted(
-        candidates,
-        key=lambda i: (
-            -(common or {}).get(parts[i], 0),
-            any(ch.isdigit() for ch in parts[i]),
-            abs(i - centre),
-        ),
-    )
-    dropped: set[int] = set()
-    for i in order:
-        dropped.add(i)
-        # separators between two dropped tokens go with them
-        for j in range(1, len(parts) - 1):
-            if _TOKEN.fullmatch(parts[j]) and j - 1 in dropped and j + 1 in dropped:
-                dropped.add(j)
-        text = _join(parts, dropped)
-        if len(text) <= width:
-            return text
-    return _join(parts, dropped)
+    return shorten_name(label, width=width)
 
 
-def _short(label: str, width: int = 28) -> str:
-    """``label`` within ``width`` characters, dropping whole middle tokens (:func:`shorten_name`)."""
-    return shorten_name(label, width)
-
-
-def short_model_names(names: Sequence[str], width: int = 24) -> dict[str, str]:
-    """Display names of models that never look alike: the one shortening of every figure and table.
-
-    The organisation prefix (``meta-llama/``) is dropped unless two models would then share a
-    name; a name longer than ``width`` loses whole middle tokens, those shared by the most other
-    names first (``llama-3.1-nemotron-51b\u2026``, never ``llama-3.1-n\u2026``); where
-    shortening would make two names equal, they stay whole. :func:`model_name_legend` lists the
-    full names beside the short ones.
+def model_labels(names: Sequence[str]) -> list[str]:
+    """The display name of each model, in order (:func:`ecc_lib.labels.short_model_names`).
 
     Parameters
     ----------
     names : sequence of str
-    width : int, default 24
 
     Returns
     -------
-    dict
-        Full name -> display name, one entry per distinct name.
+    list of str
     """
-    full = [str(n) for n in dict.fromkeys(str(n) for n in names)]
-    stripped = {n: n.rsplit("/", 1)[-1] or n for n in full}
-    counts = pd.Series(list(stripped.values()), dtype=object).value_counts()
-    base = {n: (s if counts[s] == 1 else n) for n, s in stripped.items()}
-    common: dict[str, int] = {}
-    for s in base.values():
-        for token in set(_tokens(s)):
-            common[token] = common.get(token, 0) + 1
-    cut = {n: shorten_name(s, width, common) for n, s in base.items()}
-    seen = pd.Series(list(cut.values()), dtype=object).value_counts()
-    return {n: (c if seen[c] == 1 else base[n]) for n, c in cut.items()}
-
-
-def model_name_legend(names: Sequence[str], width: int = 24) -> pd.DataFrame:
-    """The full name of every model whose display name is shorter (:func:`short_model_names`).
-
-    Parameters
-    ----------
-    names : sequence of str
-    width : int, default 24
-
-    Returns
-    -------
-    DataFrame
-        ``shown as``, ``full name``; empty when no name is shortened.
-    """
-    mapping = short_model_names(names, width)
-    rows = [{"shown as": s, "full name": f} for f, s in mapping.items() if s != f]
-    return pd.DataFrame(rows, columns=["shown as", "full name"])
-
-
-def _model_labels(names: Sequence[str]) -> list[str]:
     mapping = short_model_names(names)
     return [mapping[str(n)] for n in names]
 
 
-def _heatmap(
+def heatmap(
     ax,
     matrix: np.ndarray,
     row_labels: Sequence[str],
     col_labels: Sequence[str],
     cmap: str,
     colorbar_label: str,
+    *,
     vmin: float | None = None,
     vmax: float | None = None,
     annotate: bool = True,
@@ -333,6 +254,29 @@ def _heatmap(
     center: float | None = None,
     row_width: int = 28,
 ):
+    """A heatmap of ``matrix`` on ``ax`` with its labels, colour bar and (up to 400 cells) values.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    matrix : ndarray
+        Rows x columns.
+    row_labels, col_labels : sequence of str
+    cmap : str
+    colorbar_label : str
+    vmin, vmax : float, optional
+        Colour limits; with ``center``, symmetric around it.
+    annotate : bool, default True
+        Write each cell's value (at most 400 cells).
+    fmt : str, default "{:.2f}"
+    center : float, optional
+    row_width : int, default 28
+        Longest row label (:func:`short_label`).
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+    """
     matrix = np.asarray(matrix, dtype=float)
     if center is not None:
         span = np.nanmax(np.abs(matrix - center)) if np.isfinite(matrix).any() else 1.0
@@ -340,9 +284,9 @@ def _heatmap(
         vmin, vmax = center - span, center + span
     image = ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(np.arange(len(col_labels)))
-    ax.set_xticklabels([_short(c) for c in col_labels], rotation=45, ha="right")
+    ax.set_xticklabels([short_label(c) for c in col_labels], rotation=45, ha="right")
     ax.set_yticks(np.arange(len(row_labels)))
-    ax.set_yticklabels([_short(r, row_width) for r in row_labels])
+    ax.set_yticklabels([short_label(r, width=row_width) for r in row_labels])
     ax.spines[:].set_visible(False)
     # a colour bar as tall as the axes of a tall figure (its aspect ratio is length / width)
     aspect = 20 * max(1.0, ax.figure.get_figheight() / 3.5)
@@ -369,16 +313,35 @@ def _heatmap(
     return image
 
 
-def _clean_errors(err: np.ndarray) -> np.ndarray:
-    """Error-bar lengths as matplotlib draws them: negative ones clipped to 0, non-finite ones 0."""
+def clean_errors(err: np.ndarray) -> np.ndarray:
+    """Error-bar lengths as matplotlib draws them: negative ones clipped to 0, non-finite ones 0.
+
+    Parameters
+    ----------
+    err : ndarray
+
+    Returns
+    -------
+    ndarray
+    """
     return np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
 
 
-def _error_bars(estimate, low, high) -> np.ndarray:
-    """Lengths ``(2, n)`` below and above each estimate of its interval ``[low, high]``."""
+def error_bars(estimate, low, high) -> np.ndarray:
+    """Lengths ``(2, n)`` below and above each estimate of its interval ``[low, high]``.
+
+    Parameters
+    ----------
+    estimate, low, high : array-like
+
+    Returns
+    -------
+    ndarray
+        Shape ``(2, n)``, as matplotlib's ``xerr``/``yerr``.
+    """
     estimate = np.asarray(estimate, dtype=float)
     below = estimate - np.asarray(low, dtype=float)
-    return _clean_errors(np.vstack([below, np.asarray(high, dtype=float) - estimate]))
+    return clean_errors(np.vstack([below, np.asarray(high, dtype=float) - estimate]))
 
 
 def relative_luminance(rgba) -> float:

@@ -20,4 +20,15 @@ _EXPORTS = {
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "DARSResult",
+    "ECCResult",
+    "PROBE_STRATEGIES",
+    "Protocol",
+    "ProtocolData",
+    "prepare_protocol",
+    "run_dars",
+    "run_ecc",
+    "run_protocol",
+    "select_probes",
+]

@@ -19,9 +19,11 @@ The package holds one job per module, and every public name of them is importabl
 :mod:`ecc_lib.report` itself:
 
 - :mod:`ecc_lib.report.build`: :func:`build_report` reads a run folder and assembles the report;
-- :mod:`ecc_lib.report.reading`: what is read from the run (flattened metrics, intervals, skips);
+- :mod:`ecc_lib.report.registry`: the :class:`Section` of every report section, in one place;
+- :mod:`ecc_lib.report.reading`: what is read from the run (metrics through the schema, units,
+  flattened metrics, intervals, skips, tables);
 - :mod:`ecc_lib.report.formatting`: numbers, intervals and metric keys as text;
-- :mod:`ecc_lib.grammar`: the one comparison grammar and the one unit table;
+- :mod:`ecc_lib.grammar`: the one comparison grammar and how units are written;
 - :mod:`ecc_lib.report.summary`: the quotable summary lines (also ``metrics.json["summary"]``);
 - :mod:`ecc_lib.report.sections`: one findings-and-tables builder per notebook;
 - :mod:`ecc_lib.report.document`: the report's classes and their HTML;
@@ -34,7 +36,6 @@ from ecc_lib.grammar import (
     BETTER_WORSE,
     DIFFERENCE_OF,
     HIGHER_LOWER,
-    KEY_UNITS,
     UNITS,
     Comparison,
     Unit,
@@ -47,13 +48,10 @@ from ecc_lib.grammar import (
     number,
     t_interval,
     unit,
-    unit_of_key,
     verdict,
 )
 from ecc_lib.report.build import (
-    HEADLINE_FIGURES,
-    MAIN_ORDER,
-    SECTION_KEYS,
+    SHARED_KEYS,
     appendix_html,
     build_report,
     degenerate_figures,
@@ -67,6 +65,7 @@ from ecc_lib.report.document import (
     Report,
     ReportSection,
     figure_html,
+    report_table_name,
     table_html,
 )
 from ecc_lib.report.formatting import (
@@ -76,7 +75,6 @@ from ecc_lib.report.formatting import (
     format_interval,
     format_mean_sd,
     format_number,
-    guess_unit,
     humanise,
 )
 from ecc_lib.report.latex import (
@@ -86,7 +84,20 @@ from ecc_lib.report.latex import (
     save_headline_tables,
     save_latex_table,
 )
-from ecc_lib.report.reading import ci_of, flatten, generic_rows, skip_reasons
+from ecc_lib.report.reading import (
+    SCHEMA_UNIT_CODES,
+    MetricsReader,
+    ci_of,
+    flatten,
+    generic_rows,
+    measure_frame,
+    measure_row,
+    read_metrics,
+    read_table,
+    skip_reasons,
+    unit_code,
+)
+from ecc_lib.report.registry import SECTIONS, Section, SectionBuilder, registered_section
 from ecc_lib.report.sections import (
     GAIN_METHODS,
     SECTION_TITLES,
@@ -96,26 +107,33 @@ from ecc_lib.report.sections import (
 )
 from ecc_lib.report.summary import (
     MAX_LINES,
-    METHOD_NAMES,
     MIN_QUERIES_PER_CLUSTER,
-    PLURAL,
     PRIORITY,
     SummaryLine,
     build_summary,
     ecc_lines,
     flip_lines,
-    method_name,
     routing_lines,
     summary_to_metrics,
 )
 
 __all__ = [
-    "HEADLINE_FIGURES",
-    "MAIN_ORDER",
+    "SCHEMA_UNIT_CODES",
+    "SECTIONS",
+    "SHARED_KEYS",
+    "MetricsReader",
+    "Section",
+    "SectionBuilder",
+    "measure_frame",
+    "measure_row",
+    "read_metrics",
+    "read_table",
+    "registered_section",
+    "report_table_name",
+    "unit_code",
     "BETTER_WORSE",
     "DIFFERENCE_OF",
     "HIGHER_LOWER",
-    "KEY_UNITS",
     "UNITS",
     "Comparison",
     "Unit",
@@ -127,25 +145,20 @@ __all__ = [
     "level_text",
     "number",
     "t_interval",
-    "unit_of_key",
     "unit",
     "verdict",
     "MAX_LINES",
-    "METHOD_NAMES",
     "MIN_QUERIES_PER_CLUSTER",
-    "PLURAL",
     "PRIORITY",
     "SummaryLine",
     "build_summary",
     "ecc_lines",
     "flip_lines",
-    "method_name",
     "routing_lines",
     "summary_to_metrics",
     "DASH",
     "GAIN_METHODS",
     "PM",
-    "SECTION_KEYS",
     "SECTION_TITLES",
     "UNIT_TEXT",
     "Figure",
@@ -164,7 +177,6 @@ __all__ = [
     "format_mean_sd",
     "format_number",
     "generic_rows",
-    "guess_unit",
     "humanise",
     "latex_escape",
     "latex_problems",

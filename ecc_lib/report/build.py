@@ -1,5 +1,6 @@
 """Building the report of a run folder: read ``metrics.json``, ``run.json``, the figures, the tables
-and the provenance, run the section builders in notebook order, and add the appendix."""
+and the provenance, run the builders of the registered sections (:mod:`ecc_lib.report.registry`)
+and add the appendix."""
 
 from __future__ import annotations
 
@@ -12,36 +13,18 @@ from typing import Any
 
 import pandas as pd
 
+from ecc_lib.labels import method_name
 from ecc_lib.report.document import Figure, Report, ReportSection, table_html
 from ecc_lib.report.formatting import DASH
-from ecc_lib.report.reading import skip_reasons
-from ecc_lib.report.sections import (
-    dars_section,
-    data_notes,
-    data_section,
-    ecc_section,
-    other_section,
-    routing_section,
-    tour_section,
-)
-from ecc_lib.report.sections.checks import add_checks
-from ecc_lib.report.summary import build_summary, method_name, summary_to_metrics
+from ecc_lib.report.reading import read_metrics, skip_reasons
+from ecc_lib.report.registry import SECTIONS, Section, registered_section
+from ecc_lib.report.sections import other_section
+from ecc_lib.report.summary import build_summary, summary_to_metrics
 from ecc_lib.runs import folder as run_folder
-from ecc_lib.runs.execute import NOTEBOOK_TITLES
 
-SECTION_KEYS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
-"""Metrics section recorded by each notebook (by number)."""
-MAIN_ORDER = ("01", "03", "02", "04")
-"""Notebooks of the main body in the order a reader needs: data, clustering, label instability,
-routing (the summary comes first, the tour goes to the appendix)."""
-HEADLINE_FIGURES = {
-    "01": ("01_model_scores",),
-    "03": ("03_leak_gains", "03_gains"),
-    "02": ("02_flip_rates",),
-    "04": ("04_routing_scores",),
-}
-"""The one figure each main section shows (the first of these the run has); the others go to the
-appendix."""
+SHARED_KEYS = ("parameters", "provenance", "data_policy", "summary", "checks")
+"""Parts of ``metrics.json`` no section reports on its own (the appendix and the data section
+read them); every other key without a registered section gets a section of its own."""
 
 
 def _datasets_of(metrics: Mapping[str, Any]) -> list[str]:
@@ -98,7 +81,7 @@ def report_title(metrics: Mapping[str, Any], run_name: str) -> str:
     return f"ecc_lib report: {joined}, run {run_name}"
 
 
-def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str = "") -> Report:
+def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: str = "") -> Report:
     """Read a run folder and build the report (sections in notebook order).
 
     Parameters
@@ -112,49 +95,15 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
     Report
     """
     run = run_folder.run_context(run_dir)
-    metrics = run_folder.collect_metrics(run)
-    parameters = metrics.get("parameters", {})
+    metrics = read_metrics(run_folder.collect_metrics(run))
     figures = run_folder.list_figures(run)
     run_json = run.run_dir / run_folder.RUN_FILE
     record = json.loads(run_json.read_text()) if run_json.exists() else {}
     ran = set(record.get("notebooks", []))
-    sections = []
-    for number, key in SECTION_KEYS.items():
-        section = ReportSection(number, NOTEBOOK_TITLES.get(number, key))
-        shown = figures[figures["notebook"] == number]
-        dropped = degenerate_figures(metrics)
-        section.figures = [
-            Figure(f.name, f.png, f.caption) for f in shown.itertuples() if f.name not in dropped
-        ]
-        section.notes += [dropped[f.name] for f in shown.itertuples() if f.name in dropped]
-        values = metrics.get(key)
-        reasons = skip_reasons(values) if values is not None else {}
-        if values is None:
-            notebook_ran = any(n.startswith(number) for n in ran)
-            section.skipped = (
-                f"This section is left out: notebook {number} ran but recorded no {key!r} metrics."
-                if notebook_ran
-                else f"This section is left out: notebook {number} was not run in this run."
-            )
-        elif "" in reasons or "skipped" in reasons:
-            section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
-        else:
-            for where, reason in reasons.items():
-                section.notes.append(f"Not measured ({_part_words(where)}): {reason}")
-            builder = {
-                "tour": lambda v, s: tour_section(v, s),
-                "data": lambda v, s: data_section(v, s, run),
-                "dars": lambda v, s: dars_section(v, s),
-                "ecc": lambda v, s: ecc_section(v, s, run, metrics),
-                "routing": lambda v, s: routing_section(v, s, parameters.get("routing", {})),
-            }[key]
-            builder(values, section)
-        if key == "data" and not section.skipped:
-            section.notes += data_notes(metrics.get("data_policy") or {})
-            add_checks(section, metrics.get("checks"))
-        sections.append(section)
+    dropped = degenerate_figures(metrics)
+    sections = [_section(spec, run, metrics, figures, dropped, ran) for spec in SECTIONS]
     sections = _arrange(sections)
-    known = {*SECTION_KEYS.values(), "parameters", "provenance", "data_policy", "summary", "checks"}
+    known = {*(spec.key for spec in SECTIONS), *SHARED_KEYS}
     for key in sorted(k for k in metrics if k not in known):
         extra = other_section(key, metrics[key])
         extra.appendix = True
@@ -188,6 +137,44 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, title: str 
     return document
 
 
+def _section(
+    spec: Section,
+    run: run_folder.RunContext,
+    metrics: Mapping[str, Any],
+    figures: pd.DataFrame,
+    dropped: Mapping[str, str],
+    ran: set[str],
+) -> ReportSection:
+    """One registered section: its builder's findings, tables and notes, with what every section
+    shares (number, title, figures, the sentences on what is left out)."""
+    number, key = spec.notebook, spec.key
+    shown = figures[figures["notebook"] == number]
+    kept = [Figure(f.name, f.png, f.caption) for f in shown.itertuples() if f.name not in dropped]
+    notes = [dropped[f.name] for f in shown.itertuples() if f.name in dropped]
+    values = metrics.get(key)
+    reasons = skip_reasons(values) if values is not None else {}
+    skipped = ""
+    if values is None:
+        notebook_ran = any(n.startswith(number) for n in ran)
+        skipped = (
+            f"This section is left out: notebook {number} ran but recorded no {key!r} metrics."
+            if notebook_ran
+            else f"This section is left out: notebook {number} was not run in this run."
+        )
+    elif "" in reasons or "skipped" in reasons:
+        skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
+    else:
+        notes += [f"Not measured ({_part_words(where)}): {why}" for where, why in reasons.items()]
+        built = spec.build(run, metrics)
+        if built is None:
+            skipped = f"This section is left out: the run recorded nothing to show for {key!r}."
+    if skipped:
+        return ReportSection(number, spec.title, figures=kept, notes=notes, skipped=skipped)
+    built.number, built.title, built.figures = number, spec.title, kept
+    built.notes = notes + built.notes
+    return built
+
+
 def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
     """Figures whose content is degenerate for this run's data, with the sentence said instead.
 
@@ -208,7 +195,7 @@ def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
     datasets = ((metrics.get("data") or {}).get("datasets") or {}).values()
     maxima = [d.get("max_observations_per_pair") for d in datasets if isinstance(d, Mapping)]
     if maxima and all(m == 1 for m in maxima):
-        out["01_observations_per_pair"] = (
+        out[registered_section("data").figure("observations_per_pair")] = (
             "Every (query, model) pair has one observation, so the figure of observations per pair "
             "(one bar) is left out."
         )
@@ -218,7 +205,7 @@ def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
         and info.get("cost_available") is False
         and not (info.get("has_rewrites") or info.get("has_decodes"))
     ):
-        out["04_routing_utility"] = (
+        out[registered_section("routing").figure("routing_utility")] = (
             "Without cost and repeated observations the utility equals the score, so the utility "
             "figure (the same as the score figure) is left out."
         )
@@ -226,19 +213,21 @@ def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _arrange(sections: list[ReportSection]) -> list[ReportSection]:
-    """Main sections in :data:`MAIN_ORDER`, each with its headline table and figure; the rest of
-    each (further tables, figures, the cluster summary) and the tour as appendix sections."""
+    """Main sections in the registry's order, each with its headline table and figure; the rest
+    of each (further tables, figures, the cluster summary) and the appendix sections (the tour)
+    after them."""
     by_number = {s.number: s for s in sections}
     main, appendix = [], []
-    for number in MAIN_ORDER:
-        section = by_number.pop(number, None)
+    for spec in sorted((s for s in SECTIONS if not s.appendix), key=lambda s: s.order):
+        section = by_number.pop(spec.notebook, None)
         if section is None:
             continue
         main.append(section)
         if section.skipped:
             continue
+        names = {f.name for f in section.figures}
         wanted = next(
-            (n for n in HEADLINE_FIGURES.get(number, ()) if n in {f.name for f in section.figures}),
+            (spec.figure(n) for n in spec.headline_figures if spec.figure(n) in names),
             section.figures[0].name if section.figures else None,
         )
         rest_figures = [f for f in section.figures if f.name != wanted]
@@ -249,7 +238,7 @@ def _arrange(sections: list[ReportSection]) -> list[ReportSection]:
                 "",
                 f"More on: {section.title}",
                 appendix=True,
-                findings=f"Further tables and figures of section {number}.",
+                findings=f"Further tables and figures of section {spec.notebook}.",
             )
             more.figures, more.tables, more.extra_html = (
                 rest_figures,
@@ -354,7 +343,7 @@ def appendix_html(metrics: Mapping[str, Any], run) -> str:
     ]
     parts = ["<h2>Parameters and provenance</h2>"]
     if rows:
-        parts.append(table_html(pd.DataFrame(rows), "Parameters of each section"))
+        parts.append(table_html(pd.DataFrame(rows), caption="Parameters of each section"))
     prov = _run_provenance(run)
     packages = prov.get("packages") or {}
     if packages:
@@ -373,5 +362,5 @@ def appendix_html(metrics: Mapping[str, Any], run) -> str:
                 for f, h in files
             ]
         frame = pd.DataFrame(rows)
-        parts.append(table_html(frame, "Dataset files (sha256)"))
+        parts.append(table_html(frame, caption="Dataset files (sha256)"))
     return "\n".join(parts)

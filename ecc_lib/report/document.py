@@ -12,6 +12,22 @@ from pathlib import Path
 import pandas as pd
 
 from ecc_lib.report.formatting import DASH
+from ecc_lib.runs.execute import REPORT_NOTEBOOK_PREFIX
+
+
+def report_table_name(name: str) -> str:
+    """The file stem of a table the report writes under ``tables/``: the report notebook's
+    number and the name (``"05_ecc_headline"`` for ``"ecc_headline"``).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+    """
+    return f"{REPORT_NOTEBOOK_PREFIX}_{name}"
 
 
 @dataclass
@@ -56,9 +72,9 @@ class ReportSection:
 
     Attributes
     ----------
-    number : str
-        Notebook number (``"03"``).
-    title : str
+    number : str, default ""
+        Notebook number (``"03"``); empty for a section no notebook owns.
+    title : str, default ""
     findings : str
         The opening paragraph (plain text).
     tables : list of HeadlineTable
@@ -73,8 +89,8 @@ class ReportSection:
         Shown in the collapsed appendix rather than the main body.
     """
 
-    number: str
-    title: str
+    number: str = ""
+    title: str = ""
     findings: str = ""
     tables: list[HeadlineTable] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
@@ -83,7 +99,7 @@ class ReportSection:
     extra_html: str = ""
     appendix: bool = False
 
-    def to_html(self, figure_start: int = 1) -> str:
+    def to_html(self, *, figure_start: int = 1) -> str:
         """The section as HTML (findings first, then notes, tables, figures).
 
         Parameters
@@ -106,7 +122,7 @@ class ReportSection:
         for note in self.notes:
             parts.append(f'<p class="note">{html.escape(note)}</p>')
         for table in self.tables:
-            parts.append(table_html(table.frame, table.caption))
+            parts.append(table_html(table.frame, caption=table.caption))
         parts.append(self.extra_html)
         for i, figure in enumerate(self.figures, start=figure_start):
             parts.append(figure_html(figure, i))
@@ -187,7 +203,7 @@ class Report:
         return f"<h1>{html.escape(self.title)}</h1>\n<p>{html.escape(self.intro)}</p>"
 
 
-def table_html(frame: pd.DataFrame, caption: str = "") -> str:
+def table_html(frame: pd.DataFrame, *, caption: str = "") -> str:
     """A table without index column or NaN (empty cells become an en dash).
 
     Parameters

@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ecc_lib.grammar import DASH, PM, UNITS, unit, unit_of_key
-from ecc_lib.plotting import method_label
+from ecc_lib.grammar import DASH, PM, UNITS, unit
+from ecc_lib.labels import method_label
 
 
 def _finite(value: Any) -> bool:
@@ -101,7 +101,7 @@ def format_interval(value: Any, ci: Sequence[Any] | None, unit: str = "") -> str
     return text if text == DASH else text + _ci_text(ci, unit)
 
 
-def format_mean_sd(mean: Any, sd: Any, unit: str = "", n: int | None = None) -> str:
+def format_mean_sd(mean: Any, sd: Any, unit: str = "", *, n: int | None = None) -> str:
     """``mean +- sd`` over seeds (``n`` seeds when given), e.g. ``28.2% +- 1.3 (5 seeds)``.
 
     Parameters
@@ -121,26 +121,6 @@ def format_mean_sd(mean: Any, sd: Any, unit: str = "", n: int | None = None) -> 
         return text
     seeds = f" ({int(n)} seeds)" if n else ""
     return f"{text} {PM} {_bare(float(sd), unit).lstrip('+')}{seeds}"
-
-
-_TO_FORMATTING = {"pct_nll": "pct", "share": "%", "plain": ""}
-
-
-def guess_unit(key: str) -> str:
-    """Unit of a metric from its key (:func:`ecc_lib.grammar.unit_of_key`).
-
-    Parameters
-    ----------
-    key : str
-        Dotted metric key.
-
-    Returns
-    -------
-    str
-        A unit code of :func:`format_number`.
-    """
-    code = unit_of_key(key)
-    return _TO_FORMATTING.get(code, code)
 
 
 UNIT_TEXT = {

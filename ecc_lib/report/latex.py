@@ -235,7 +235,7 @@ def latex_problems(text: str) -> list[str]:
     return problems
 
 
-def latex_table(frame: pd.DataFrame, caption: str = "", label: str = "") -> str:
+def latex_table(frame: pd.DataFrame, *, caption: str = "", label: str = "") -> str:
     """A booktabs table (``\\toprule``, ``\\midrule``, ``\\bottomrule``) of string cells.
 
     Parameters
@@ -292,6 +292,7 @@ def save_latex_table(
     table: pd.DataFrame,
     run_dir: str | os.PathLike | run_folder.RunContext,
     name: str,
+    *,
     caption: str = "",
 ) -> Path:
     """Write ``table`` as ``tables/NAME.tex``: a booktabs ``table`` for a paper.

@@ -1,26 +1,202 @@
-"""What the report reads from a run: ``metrics.json`` flattened to dotted keys, the ``*_ci95``
-interval of a key, the ``skipped`` sentences of a section, table rows for metrics no section builder
-knows, and the CSV tables under ``tables/``."""
+"""What the report reads from a run: ``metrics.json`` through the schema (:class:`MetricsReader`),
+flattened to dotted keys, the unit of a key (:func:`unit_code`, from the schema), the ``*_ci95``
+interval of a key, the ``skipped`` sentences of a section, table rows for metrics no section
+builder knows, and the CSV tables under ``tables/``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 import pandas as pd
 
+from ecc_lib.grammar import finite
+from ecc_lib.metrics_schema import metric_node, metric_unit, metrics_schema
 from ecc_lib.report.formatting import (
     UNIT_TEXT,
-    _finite,
     format_interval,
     format_mean_sd,
-    guess_unit,
     humanise,
 )
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.runs.execute import notebook_of
+
+# ------------------------------------------------------------------------------- typed reading
 
 
-def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+def _described(key: str) -> bool:
+    """Whether the schema describes a dotted key, or the key lies inside a free-form object of it
+    (an ``object`` without ``properties`` whose other keys the schema allows)."""
+    parts = key.split(".")
+    try:
+        metric_node(key)
+        return True
+    except KeyError:
+        pass
+    for end in range(len(parts) - 1, 0, -1):
+        try:
+            node = metric_node(".".join(parts[:end]))
+        except KeyError:
+            continue
+        return "properties" not in node and node.get("additionalProperties", True) is True
+    return False
+
+
+class MetricsReader(Mapping):
+    """Typed reads of ``metrics.json`` (or of one section of it): every key read is checked against
+    the written contract (:mod:`ecc_lib.metrics_schema`).
+
+    Reading a key the schema does not describe raises a :class:`KeyError` naming it (a misspelt
+    key in the report's code fails in the tests instead of reading as missing); a described key
+    the run did not record reads as missing (``get`` gives the default). Mappings read from it are
+    readers of their own dotted key, so nested reads are checked too.
+
+    Parameters
+    ----------
+    values : mapping
+        ``metrics.json`` or the value at ``key``.
+    key : str, default ""
+        Dotted key of ``values`` in ``metrics.json`` (``""``: the whole file; ``"routing.headline"``).
+    """
+
+    def __init__(self, values: Mapping[str, Any], key: str = "") -> None:
+        self._values = values
+        self.key = key
+
+    def _key(self, name: str) -> str:
+        full = f"{self.key}.{name}" if self.key else str(name)
+        if not _described(full):
+            raise KeyError(f"the report reads {full!r}, which the metrics schema does not describe")
+        return full
+
+    def __getitem__(self, name: str) -> Any:
+        full = self._key(name)
+        value = self._values[name]
+        return MetricsReader(value, full) if isinstance(value, Mapping) else value
+
+    def _child(self, name: str, value: Any) -> Any:
+        """A value met by iterating (its key comes from the run, not from the report's code): a
+        reader where the schema describes it, else the raw value."""
+        full = f"{self.key}.{name}" if self.key else str(name)
+        if isinstance(value, Mapping) and _described(full):
+            return MetricsReader(value, full)
+        return value
+
+    def items(self):  # noqa: D102 (Mapping.items, unchecked: the keys come from the run)
+        return [(name, self._child(name, value)) for name, value in self._values.items()]
+
+    def values(self):  # noqa: D102 (Mapping.values, unchecked: the keys come from the run)
+        return [self._child(name, value) for name, value in self._values.items()]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of a key (checked against the schema), ``default`` when not recorded.
+
+        Parameters
+        ----------
+        name : str
+            Key within this reader's part of ``metrics.json``.
+        default : object, optional
+
+        Returns
+        -------
+        object
+        """
+        self._key(name)
+        return self[name] if name in self._values else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def section(self, name: str) -> MetricsReader | None:
+        """The reader of a section (``None`` when the run did not record it or it is no mapping).
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        MetricsReader or None
+        """
+        value = self.get(name)
+        return value if isinstance(value, MetricsReader) else None
+
+
+def read_metrics(metrics: Mapping[str, Any]) -> MetricsReader:
+    """``metrics.json`` as a :class:`MetricsReader` (one that is already a reader is returned).
+
+    Parameters
+    ----------
+    metrics : mapping
+
+    Returns
+    -------
+    MetricsReader
+    """
+    return metrics if isinstance(metrics, MetricsReader) else MetricsReader(metrics)
+
+
+SCHEMA_UNIT_CODES = {
+    "%": "pct",
+    "pp": "pp",
+    "share (0-1)": "%",
+    "count": "count",
+    "score units (difference)": "signed",
+    "difference of shares (0-1)": "pp_share",
+    "difference": "signed",
+}
+"""Units of the metrics schema as unit codes of :func:`~ecc_lib.report.formatting.format_number`
+(any other unit is written as a plain number with three decimals)."""
+
+
+@lru_cache(maxsize=1)
+def _conventions() -> tuple[tuple[re.Pattern, str], ...]:
+    return tuple(
+        (re.compile(pattern), unit) for pattern, unit in metrics_schema()["x-unit-conventions"]
+    )
+
+
+def unit_code(key: str, *, section: str = "") -> str:
+    """The unit code of a metric (for :func:`~ecc_lib.report.formatting.format_number`), read
+    from the metrics schema.
+
+    A key the schema describes has its own unit (:func:`ecc_lib.metrics_schema.metric_unit`); a
+    key of a section the schema does not describe yet gets the unit of the schema's naming
+    conventions (``x-unit-conventions``: the first pattern that matches the key within its
+    section).
+
+    Parameters
+    ----------
+    key : str
+        Dotted key within ``section``.
+    section : str, default ""
+        Dotted key of the section in ``metrics.json`` (``"ecc"``, ``"routing.headline"``).
+
+    Returns
+    -------
+    str
+    """
+    full = f"{section}.{key}" if section else str(key)
+    try:
+        # a key the schema describes with a unit; not one it only allows (a new section)
+        unit = metric_unit(full) if "unit" in metric_node(full) else None
+    except KeyError:
+        unit = None
+    if unit is None:
+        name = str(key).lower()
+        unit = next((u for pattern, u in _conventions() if pattern.search(name)), "")
+    return SCHEMA_UNIT_CODES.get(unit, "")
+
+
+def flatten(node: Any, *, prefix: str = "") -> dict[str, Any]:
     """Nested mappings as ``{dotted key: leaf}`` (lists stay leaves).
 
     Parameters
@@ -34,8 +210,8 @@ def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     if isinstance(node, Mapping):
-        for key in node:
-            out.update(flatten(node[key], f"{prefix}.{key}" if prefix else str(key)))
+        for key, value in node.items():
+            out.update(flatten(value, prefix=f"{prefix}.{key}" if prefix else str(key)))
     else:
         out[prefix] = node
     return out
@@ -86,7 +262,9 @@ def skip_reasons(section: Any) -> dict[str, str]:
     return reasons
 
 
-def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> list[dict[str, str]]:
+def generic_rows(
+    values: Mapping[str, Any], *, used: set[str], dataset: str, section: str = ""
+) -> list[dict[str, str]]:
     """Rows for metrics with an interval or a mean/sd pair that no curated row has shown.
 
     Parameters
@@ -96,6 +274,9 @@ def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> lis
     used : set of str
         Dotted keys (and prefixes) already shown.
     dataset : str
+    section : str, default ""
+        Dotted key of ``values`` in ``metrics.json`` (``"ecc"``): the units come from the schema
+        (:func:`unit_code`).
 
     Returns
     -------
@@ -116,9 +297,9 @@ def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> lis
 
     rows = []
     for key, value in values.items():
-        if is_used(key) or not _finite(value):
+        if is_used(key) or not finite(value):
             continue
-        unit = guess_unit(key)
+        unit = unit_code(key, section=section)
         # mean and sd over seeds: x_mean / x_sd (x_n_seeds) or x.mean / x.sd (x.n)
         sep = "_" if key.endswith("_mean") else "." if key.endswith(".mean") else ""
         if sep:
@@ -129,12 +310,12 @@ def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> lis
                     (
                         values[base + sep + k]
                         for k in ("n_seeds", "n")
-                        if _finite(values.get(base + sep + k))
+                        if finite(values.get(base + sep + k))
                     ),
                     None,
                 )
                 rows.append(
-                    row(base, format_mean_sd(value, sd, unit, n), unit, " (mean over seeds)")
+                    row(base, format_mean_sd(value, sd, unit, n=n), unit, " (mean over seeds)")
                 )
             continue
         # {"estimate": x, "ci95": [low, high]}
@@ -148,16 +329,51 @@ def generic_rows(values: Mapping[str, Any], used: set[str], dataset: str) -> lis
     return rows
 
 
-def _row(dataset: str, measure: str, estimate: str, unit: str = "") -> dict[str, str]:
+def measure_row(dataset: str, measure: str, estimate: str, unit: str = "") -> dict[str, str]:
+    """One row of a measurements table.
+
+    Parameters
+    ----------
+    dataset, measure, estimate, unit : str
+
+    Returns
+    -------
+    dict
+    """
     return {"dataset": dataset, "measure": measure, "estimate": estimate, "unit": unit}
 
 
-def _frame(rows: list[dict[str, str]]) -> pd.DataFrame:
+def measure_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
+    """Rows of :func:`measure_row` (or :func:`generic_rows`) as a table with its four columns.
+
+    Parameters
+    ----------
+    rows : list of dict
+
+    Returns
+    -------
+    DataFrame
+    """
     return pd.DataFrame(rows, columns=["dataset", "measure", "estimate", "unit"])
 
 
-def _read_csv(run: run_folder.RunContext, name: str) -> pd.DataFrame | None:
-    path = run.tables_dir / f"{name}.csv"
+def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFrame | None:
+    """A CSV table that the notebook of a section wrote under ``tables/``.
+
+    Parameters
+    ----------
+    run : RunContext
+    section : str
+        The ``metrics.json`` section of the notebook (``"ecc"``: notebook 03).
+    name : str
+        The table's name after the notebook number (``"cluster_summary"``).
+
+    Returns
+    -------
+    DataFrame or None
+        None when the run has no such table.
+    """
+    path = run.tables_dir / f"{notebook_of(section)}_{name}.csv"
     if not path.exists():
         return None
     from ecc_lib.data.loaders import read_csv_keeping_text

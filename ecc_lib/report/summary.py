@@ -6,8 +6,9 @@ differences to embedding-only clusters and to human labels, the same for the met
 largest gain (any method the metrics hold), a sentence when no clustering beats the global model,
 a warning when K is large for the number of training queries, the three flip readings beside
 chance and whether routing pays (best router minus best fixed model, the probe's winner alone).
-Every comparison goes through :mod:`ecc_lib.grammar`. Keys are read defensively: a run
-without repeated seeds, without the leak split or without routing gives fewer lines.
+Every comparison goes through :mod:`ecc_lib.grammar`; every key is read through the schema
+(:class:`~ecc_lib.report.reading.MetricsReader`). Keys are read defensively: a run without
+repeated seeds, without the leak split or without routing gives fewer lines.
 """
 
 from __future__ import annotations
@@ -26,41 +27,13 @@ from ecc_lib.grammar import (
     number,
     t_interval,
 )
+from ecc_lib.labels import PLURAL, method_name
+from ecc_lib.report.reading import read_metrics
 
 MAX_LINES = 8
 """Most summary lines per dataset."""
 MIN_QUERIES_PER_CLUSTER = 50
 """Fewer training queries per cluster than this draws a warning that K is large."""
-
-METHOD_NAMES = {
-    "ecc": "ECC",
-    "emb_only": "embedding-only clusters",
-    "comp_only": "comparison-only clusters",
-    "human": "human labels",
-    "global": "one global BT",
-    "ecc_labels": "label-informed ECC",
-    "ecc_cv": "ECC-CV",
-}
-"""Words for the methods of ``metrics.json["ecc"]``; an unknown method is named by its key with
-spaces (so a new method appears without code changes)."""
-
-
-PLURAL = {"emb_only", "comp_only", "human"}
-"""Methods whose name is plural ("human labels are")."""
-
-
-def method_name(key: str) -> str:
-    """Words for a method key (:data:`METHOD_NAMES`, else the key with spaces).
-
-    Parameters
-    ----------
-    key : str
-
-    Returns
-    -------
-    str
-    """
-    return METHOD_NAMES.get(key, str(key).replace("_", " "))
 
 
 @dataclass
@@ -160,7 +133,7 @@ def _paired(ecc: Mapping[str, Any], a: str, b: str, pairs: str, n_seeds: int) ->
         return None
 
     def bootstrap() -> dict | None:
-        for key in (f"gain_differences{suffix}", f"difference{suffix}_ci95"):
+        for key in (f"gain_differences{suffix}",):
             block = ecc.get(key) or {}
             for name, sign in (
                 (f"{a}_minus_{b}", 1),
@@ -204,6 +177,7 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     -------
     list of SummaryLine
     """
+    metrics = read_metrics(metrics)
     ecc = metrics.get("ecc") or {}
     parameters = metrics.get("parameters") or {}
     if not isinstance(ecc, Mapping) or ecc.get("skipped"):
@@ -322,6 +296,7 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     -------
     list of SummaryLine
     """
+    metrics = read_metrics(metrics)
     dars = metrics.get("dars") or {}
     if (
         not isinstance(dars, Mapping)
@@ -422,6 +397,7 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     -------
     list of (str, SummaryLine)
     """
+    metrics = read_metrics(metrics)
     out: list[tuple[str, SummaryLine]] = []
     routing = metrics.get("routing") or {}
     headline = routing.get("headline") or {} if isinstance(routing, Mapping) else {}
@@ -477,10 +453,8 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
         top = max(routers, key=lambda m: routers[m][key])
 
         def versus(a: Mapping, b: Mapping) -> tuple[float, tuple | None, str]:
-            recorded = a.get("minus_global_ci95") if b is fixed else None
+            # unpaired: a routing cell records no paired interval against another method
             diff = float(a[key]) - float(b[key])
-            if recorded and len(recorded) == 2:
-                return diff, tuple(recorded), "paired 95% bootstrap CI"
             sd = (float(a.get("score_sd") or 0) ** 2 + float(b.get("score_sd") or 0) ** 2) ** 0.5
             ci = t_interval(diff, sd, n_seeds) if key == "score_mean" else None
             return diff, tuple(ci) if ci else None, f"unpaired 95% t-interval over {n_seeds} seeds"
@@ -542,6 +516,7 @@ def build_summary(metrics: Mapping[str, Any]) -> dict[str, list[SummaryLine]]:
     dict
         Dataset name -> lines.
     """
+    metrics = read_metrics(metrics)
     out: dict[str, list[SummaryLine]] = {}
     ecc = metrics.get("ecc") or {}
     if isinstance(ecc, Mapping):

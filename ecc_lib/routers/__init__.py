@@ -100,7 +100,7 @@ def router_families() -> dict[str, type[Router]]:
 
 
 def make_router(
-    name: str, random_state: int | np.random.Generator | None = None, **kwargs
+    name: str, *, random_state: int | np.random.Generator | None = None, **kwargs
 ) -> Router:
     """Instantiate a router family by display name.
 

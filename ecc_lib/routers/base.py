@@ -97,6 +97,7 @@ def as_features(x: np.ndarray) -> np.ndarray:
 
 def target_matrix(
     targets: Targets,
+    *,
     target: str = "components",
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
@@ -227,7 +228,9 @@ class Router(BaseEstimator):
         self
         """
         x = as_features(query_embeddings)
-        y, kind, models = target_matrix(targets, self.target, self.cost_weight, self.beta)
+        y, kind, models = target_matrix(
+            targets, target=self.target, cost_weight=self.cost_weight, beta=self.beta
+        )
         if len(x) != len(y):
             raise ValueError(f"{len(x)} embeddings but {len(y)} target rows")
         if len(x) < 1:
@@ -282,7 +285,7 @@ class Router(BaseEstimator):
         return {c: y[:, i * m : (i + 1) * m] for i, c in enumerate(COMPONENTS)}
 
     def predict_utility(
-        self, query_embeddings: np.ndarray, cost_weight: Weight = None, beta: Weight = None
+        self, query_embeddings: np.ndarray, *, cost_weight: Weight = None, beta: Weight = None
     ) -> np.ndarray:
         """Predicted utility ``mu_q - cost_weight * mu_c - beta * sigma_q``.
 
@@ -314,7 +317,7 @@ class Router(BaseEstimator):
         return pred["mu_q"] - cost_weight * pred["mu_c"] - beta * pred["sigma_q"]
 
     def route(
-        self, query_embeddings: np.ndarray, cost_weight: Weight = None, beta: Weight = None
+        self, query_embeddings: np.ndarray, *, cost_weight: Weight = None, beta: Weight = None
     ) -> np.ndarray:
         """Index of the chosen model per query: ``argmax_m`` of the predicted utility.
 
@@ -327,7 +330,9 @@ class Router(BaseEstimator):
         -------
         ndarray of int, shape (n_queries,)
         """
-        return np.argmax(self.predict_utility(query_embeddings, cost_weight, beta), axis=1)
+        return np.argmax(
+            self.predict_utility(query_embeddings, cost_weight=cost_weight, beta=beta), axis=1
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,7 +376,7 @@ class RandomRouter(Router):
         width = self.n_models_ * (len(COMPONENTS) if self.fitted_target_ == "components" else 1)
         return self.rng_.random((len(x), width))
 
-    def predict_utility(self, query_embeddings, cost_weight=None, beta=None):
+    def predict_utility(self, query_embeddings, *, cost_weight=None, beta=None):
         """Independent uniform values: their argmax is a uniformly random model.
 
         Parameters

@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 from ecc_lib.routers.base import Router, router_parameters, seed_from
 
 
-def inverse_distance_weights(distances: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+def inverse_distance_weights(distances: np.ndarray, *, eps: float = 1e-6) -> np.ndarray:
     """Neighbour weights ``1 / (d + eps)`` (unnormalised; the regressor normalises them).
 
     Parameters

@@ -78,6 +78,7 @@ def as_tensor(a: np.ndarray) -> torch.Tensor:
 def train_full_batch(
     module: nn.Module,
     loss: Callable[[], torch.Tensor],
+    *,
     n_iter: int,
     learning_rate: float,
     weight_decay: float,
@@ -142,7 +143,7 @@ def train_full_batch(
 
 
 def validation_split(
-    n: int, fraction: float, rng: np.random.Generator, min_size: int = 20
+    n: int, fraction: float, rng: np.random.Generator, *, min_size: int = 20
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Random train/validation row indices for early stopping.
 
@@ -224,6 +225,7 @@ class FactorisationNet(nn.Module):
         n_factors: int,
         generator: torch.Generator,
         groups: np.ndarray | None = None,
+        *,
         bias: np.ndarray | None = None,
         hidden: int | None = None,
     ) -> None:

@@ -105,9 +105,9 @@ class TorchRouter(Router):
             self.loss_history_ = nw.train_full_batch(
                 net,
                 lambda: loss(net, generator, rows),
-                self.n_iter,
-                self.learning_rate,
-                self.weight_decay,
+                n_iter=self.n_iter,
+                learning_rate=self.learning_rate,
+                weight_decay=self.weight_decay,
                 validation_loss=None if held_out is None else held_out_loss,
                 patience=self.patience,
             )

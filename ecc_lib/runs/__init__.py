@@ -13,4 +13,8 @@ _EXPORTS = {
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "RunContext",
+    "run_context",
+    "run_pipeline",
+]

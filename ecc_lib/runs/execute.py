@@ -22,6 +22,32 @@ NOTEBOOK_TITLES = {
     "05": "Report",
 }
 """Section titles of the report, by notebook number."""
+NOTEBOOK_SECTIONS = {"00": "tour", "01": "data", "02": "dars", "03": "ecc", "04": "routing"}
+"""The ``metrics.json`` section each notebook records, by notebook number."""
+
+
+def notebook_of(section: str) -> str:
+    """The number of the notebook that records a ``metrics.json`` section (:data:`NOTEBOOK_SECTIONS`).
+
+    Parameters
+    ----------
+    section : str
+        ``"tour"``, ``"data"``, ``"dars"``, ``"ecc"`` or ``"routing"``.
+
+    Returns
+    -------
+    str
+        ``"03"`` for ``"ecc"``.
+
+    Raises
+    ------
+    KeyError
+        When no notebook records the section.
+    """
+    for number, key in NOTEBOOK_SECTIONS.items():
+        if key == section:
+            return number
+    raise KeyError(f"no notebook records the metrics section {section!r}")
 
 
 class NotebookExecutionError(RuntimeError):
@@ -486,6 +512,7 @@ def export_report(
 
 __all__ = [
     "INTERRUPTED_TAG",
+    "NOTEBOOK_SECTIONS",
     "NOTEBOOK_TITLES",
     "NotebookExecutionError",
     "NotebookTimeoutError",
@@ -497,5 +524,6 @@ __all__ = [
     "interpreter_kernel_manager_class",
     "kernel_environment",
     "mark_interrupted",
+    "notebook_of",
     "scrub_credentials",
 ]

@@ -79,6 +79,7 @@ def _distinct_profiles(n_capabilities: int, n_models: int, scale: float, rng) ->
 
 
 def make_capability_data(
+    *,
     n_queries: int = 1200,
     n_models: int = 8,
     n_topics: int = 4,

@@ -130,7 +130,7 @@ def few_shot_prefix() -> str:
 
 
 def few_shot_texts(
-    n: int, random_state: int | np.random.Generator | None = 0, prefix: str | None = None
+    n: int, *, random_state: int | np.random.Generator | None = 0, prefix: str | None = None
 ) -> list[str]:
     """``n`` distinct 5-shot prompts: one shared prefix, then a distinct final question.
 
@@ -193,6 +193,7 @@ class ForeignDataset:
 
 def write_foreign_dataset(
     folder: str | Path,
+    *,
     n_queries: int = 150,
     n_models: int = 4,
     n_missing_one_model: int = 5,

@@ -66,6 +66,7 @@ REGIMES: dict[str, dict] = {
 
 
 def make_axis_data(
+    *,
     n_queries: int = 400,
     n_models: int = 12,
     n_categories: int = 5,
@@ -141,7 +142,7 @@ def make_axis_data(
     )
 
 
-def make_regime(name: str, random_state: int | np.random.Generator | None = 0, **overrides):
+def make_regime(name: str, *, random_state: int | np.random.Generator | None = 0, **overrides):
     """The preset ``name`` of :data:`REGIMES` (keyword arguments override it).
 
     Parameters

@@ -87,6 +87,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def make_repeated_outcomes(
+    *,
     n_queries: int = 400,
     n_models: int = 4,
     n_rewrites: int = 5,

@@ -15,4 +15,9 @@ _EXPORTS = {
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "new_model_experiment",
+    "probe_strategy_comparison",
+    "sweep_clusters",
+    "sweep_probes",
+]

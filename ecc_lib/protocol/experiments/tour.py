@@ -23,15 +23,10 @@ from ecc_lib.dars import distributions as dars
 from ecc_lib.dars import label_instability as dars_diagnostics
 from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT
 from ecc_lib.ecc.estimator import ECC
+from ecc_lib.labels import TOUR_METHOD_NAMES
 from ecc_lib.stats import adjusted_rand_ci, bootstrap_mean_ci
 from ecc_lib.synthetic import CapabilityData
 from ecc_lib.synthetic.repeated_outcomes import RepeatedOutcomesData
-
-METHOD_NAMES = {
-    "ecc": "ECC (embeddings + comparisons)",
-    "emb_only": "embedding-only clusters",
-    "labels": "topic labels",
-}
 
 
 def profile_table(data: CapabilityData) -> pd.DataFrame:
@@ -122,7 +117,7 @@ def recovery_table(
         )
         rows.append(
             {
-                "method": METHOD_NAMES.get(method, method),
+                "method": TOUR_METHOD_NAMES.get(method, method),
                 "key": method,
                 "ari": estimate,
                 "low": low,
@@ -187,7 +182,6 @@ def label_truth_table(
 
 
 __all__ = [
-    "METHOD_NAMES",
     "fit_clusterings",
     "label_truth_table",
     "profile_table",

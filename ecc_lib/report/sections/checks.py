@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 
 
 def checks_sentence(values: Mapping[str, Any]) -> str:
@@ -73,7 +73,7 @@ def add_checks(section: ReportSection, values: Mapping[str, Any] | None) -> None
     section.tables.insert(
         min(1, len(section.tables)),
         HeadlineTable(
-            "05_data_checks",
+            report_table_name("data_checks"),
             "Checks before numbers: item alignment, models, ties, score type and texts "
             "(ok / warn / fail)",
             pd.DataFrame(rows, columns=["dataset", "check", "status", "detail"]),

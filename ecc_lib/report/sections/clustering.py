@@ -9,42 +9,49 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.grammar import Comparison, comparison_sentence
-from ecc_lib.plotting import method_label, short_model_names
-from ecc_lib.report.document import HeadlineTable, ReportSection, table_html
+from ecc_lib.grammar import Comparison, comparison_sentence, finite
+from ecc_lib.labels import method_label, method_name, short_model_names
+from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name, table_html
 from ecc_lib.report.formatting import (
     DASH,
-    _finite,
     format_interval,
     format_mean_sd,
     format_number,
 )
-from ecc_lib.report.reading import _frame, _read_csv, _row, flatten, generic_rows
-from ecc_lib.report.summary import ecc_lines, method_name
+from ecc_lib.report.reading import (
+    flatten,
+    generic_rows,
+    measure_frame,
+    measure_row,
+    read_metrics,
+    read_table,
+)
+from ecc_lib.report.summary import ecc_lines
+from ecc_lib.runs.folder import RunContext
 
 GAIN_METHODS = ("ecc", "emb_only", "comp_only", "human")
 
 
-def ecc_section(
-    values: Mapping[str, Any],
-    section: ReportSection,
-    run,
-    metrics: Mapping[str, Any] | None = None,
-) -> None:
-    """Fill the section of notebook 03: ECC's ranking quality gain over global BT, its paired
-    differences to the other clusterings, and the largest clusters.
+def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
+    """The section of notebook 03 (``metrics.json["ecc"]``): ECC's ranking quality gain over
+    global BT, its paired differences to the other clusterings, and the largest clusters.
 
     Parameters
     ----------
-    values : mapping
-        ``metrics.json["ecc"]``.
-    section : ReportSection
-        Filled in place: findings paragraph, headline tables and the cluster summary.
     run : RunContext
-        Run folder whose ``tables/03_cluster_summary.csv`` gives the cluster summary.
-    metrics : mapping, optional
-        The whole ``metrics.json`` (its parameters give K); default ``{"ecc": values}``.
+        The run folder: the cluster summary table of notebook 03 gives the largest clusters.
+    metrics : mapping
+        The whole ``metrics.json`` (its parameters give K), read through
+        :class:`~ecc_lib.report.reading.MetricsReader`.
+
+    Returns
+    -------
+    ReportSection
+        Findings paragraph, headline tables and the cluster summary.
     """
+    metrics = read_metrics(metrics)
+    values = metrics["ecc"]
+    section = ReportSection()
     flat = flatten(values)
     dataset = str(values.get("dataset", ""))
     gain = values.get("ranking_quality_gain") or {}
@@ -80,9 +87,9 @@ def ecc_section(
                         disjoint_mean.get(method),
                         disjoint_sd.get(method),
                         "pct",
-                        len(seeds) or None,
+                        n=len(seeds) or None,
                     )
-                    if _finite(disjoint_mean.get(method))
+                    if finite(disjoint_mean.get(method))
                     else format_interval(disjoint.get(method), disjoint_ci.get(method), "pct")
                 ),
                 "gain on all pairs (% of NLL) [95% CI, first seed]": "0 (reference)"
@@ -100,14 +107,14 @@ def ecc_section(
     ]
     section.tables.append(
         HeadlineTable(
-            "05_ecc_headline",
+            report_table_name("ecc_headline"),
             f"Ranking quality on held-out comparisons of {dataset} (95% bootstrap CI over test queries)",
             headline,
         )
     )
     differences = values.get("gain_differences") or {}
     diff_rows = [
-        _row(
+        measure_row(
             dataset,
             f"gain of ECC minus {method_label(k.split('_minus_', 1)[-1])} (all pairs, first seed)",
             format_interval(d.get("estimate"), d.get("ci95"), "pp"),
@@ -134,17 +141,17 @@ def ecc_section(
         "left_out_reasons",
         "leak_free",
     }
-    diff_rows += generic_rows(flat, used, dataset)
+    diff_rows += generic_rows(flat, used=used, dataset=dataset, section="ecc")
     if diff_rows:
         section.tables.append(
             HeadlineTable(
-                "05_ecc_differences",
+                report_table_name("ecc_differences"),
                 "Paired differences and further measurements (95% bootstrap CI)",
-                _frame(diff_rows),
+                measure_frame(diff_rows),
             )
         )
     # the leak-aware readings are the summary's lines (quoted there); here the paper's reading
-    leak_aware = ecc_lines(metrics or {"ecc": values})
+    leak_aware = ecc_lines(metrics)
     disjoint = any("disjoint from the probe" in line.text for line in leak_aware)
     if disjoint:
         text = [
@@ -163,7 +170,7 @@ def ecc_section(
             + "."
         )
     free = values.get("leak_free")
-    if isinstance(free, Mapping) and _finite(free.get("share_with_probe")):
+    if isinstance(free, Mapping) and finite(free.get("share_with_probe")):
         with_gain = (free.get("ranking_quality_gain_with_probe") or {}).get("ecc")
         without = (free.get("ranking_quality_gain_without_probe") or {}).get("ecc")
         text.append(
@@ -172,11 +179,11 @@ def ecc_section(
             f"{format_number(with_gain, 'pct')} on those and {format_number(without, 'pct')} on the "
             "others (embedding only)."
         )
-    if disjoint and _finite(gain.get("ecc")):
+    if disjoint and finite(gain.get("ecc")):
         counts = (
             f" ({format_number(values.get('n_scored_pairs'), 'count')} held-out comparisons of "
             f"{format_number(values.get('n_test'), 'count')} test queries)"
-            if _finite(values.get("n_scored_pairs")) and _finite(values.get("n_test"))
+            if finite(values.get("n_scored_pairs")) and finite(values.get("n_test"))
             else ""
         )
         text.append(
@@ -187,7 +194,7 @@ def ecc_section(
             other = key.split("_minus_", 1)[-1]
             if other not in _PAPER_BASELINES:
                 continue
-            if not isinstance(d, Mapping) or not _finite(d.get("estimate")):
+            if not isinstance(d, Mapping) or not finite(d.get("estimate")):
                 continue
             ci = d.get("ci95")
             c = Comparison(
@@ -203,6 +210,7 @@ def ecc_section(
         text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
     section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."
     section.extra_html = cluster_summary_html(run)
+    return section
 
 
 _PAPER_BASELINES = ("emb_only", "human")
@@ -210,7 +218,7 @@ _PAPER_BASELINES = ("emb_only", "human")
 +17.64 pp over human labels, on all pairs)."""
 
 
-def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
+def cluster_summary_html(run, *, max_rows: int = 8, n_examples: int = 2) -> str:
     """The largest ECC clusters: name (dominant category, size), top models, example queries.
 
     Examples come from :func:`ecc_lib.protocol.experiments.sweeps.cluster_summary`, which never shows GPQA
@@ -227,7 +235,7 @@ def cluster_summary_html(run, max_rows: int = 8, n_examples: int = 2) -> str:
     str
         Empty when the run has no cluster summary.
     """
-    summary = _read_csv(run, "03_cluster_summary")
+    summary = read_table(run, "ecc", "cluster_summary")
     if summary is None or summary.empty:
         return ""
     summary = summary.sort_values("size", ascending=False).head(max_rows)

@@ -9,14 +9,17 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.plotting import model_name_legend, short_model_names
-from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.labels import model_name_legend, short_model_names
+from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
     DASH,
     format_interval,
     format_number,
 )
-from ecc_lib.report.reading import _read_csv
+from ecc_lib.report.reading import read_metrics, read_table
+from ecc_lib.report.sections.checks import add_checks
+from ecc_lib.report.sections.other import data_notes
+from ecc_lib.runs.folder import RunContext
 
 
 def _observations_range(summary: Mapping[str, Any]) -> tuple[int, int]:
@@ -41,20 +44,28 @@ def _observations_text(summary: Mapping[str, Any]) -> str:
     )
 
 
-def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None:
-    """Fill the section of notebook 01: size of each dataset, observations per pair, best model.
+def data_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
+    """The section of notebook 01 (``metrics.json["data"]``): size of each dataset, observations
+    per pair, best model; the data checks first (:func:`~ecc_lib.report.sections.checks.add_checks`)
+    and the notes of the data policy (:func:`~ecc_lib.report.sections.other.data_notes`).
 
     Parameters
     ----------
-    values : mapping
-        ``metrics.json["data"]``.
-    section : ReportSection
-        Filled in place: findings paragraph, headline tables.
     run : RunContext
-        Run folder whose ``tables/01_model_scores.csv`` gives the best model's interval.
+        The run folder: the model scores table of notebook 01 gives the best model's interval.
+    metrics : mapping
+        The whole ``metrics.json`` (read through :class:`~ecc_lib.report.reading.MetricsReader`).
+
+    Returns
+    -------
+    ReportSection
+        Findings paragraph, headline tables and notes.
     """
+    metrics = read_metrics(metrics)
+    values = metrics["data"]
+    section = ReportSection()
     datasets = values.get("datasets", {}) or {}
-    scores = _read_csv(run, "01_model_scores")
+    scores = read_table(run, "data", "model_scores")
     rows, sentences, single = [], [], []  # single: datasets with one observation per pair
     all_models = (
         [str(m) for m in scores["model"]] if scores is not None and "model" in scores else []
@@ -102,7 +113,7 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
         )
     section.tables.append(
         HeadlineTable(
-            "05_data_headline",
+            report_table_name("data_headline"),
             "Datasets of the run (mean score in 0-1, 95% bootstrap CI over queries)",
             pd.DataFrame(rows),
         )
@@ -111,7 +122,7 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
     if len(legend):
         section.tables.append(
             HeadlineTable(
-                "05_model_names",
+                report_table_name("model_names"),
                 "Model names as figures and tables show them, and in full",
                 legend,
             )
@@ -128,3 +139,6 @@ def data_section(values: Mapping[str, Any], section: ReportSection, run) -> None
             else ""
         )
     )
+    section.notes += data_notes(metrics.get("data_policy") or {})
+    add_checks(section, metrics.get("checks"))
+    return section

@@ -9,26 +9,41 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.grammar import finite
+from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
-    _finite,
     format_interval,
     format_number,
 )
-from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+from ecc_lib.report.reading import (
+    flatten,
+    generic_rows,
+    measure_frame,
+    measure_row,
+    read_metrics,
+)
 from ecc_lib.report.summary import flip_lines
+from ecc_lib.runs.folder import RunContext
 
 
-def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
-    """Fill the section of notebook 02: the three flip-rate readings beside chance, by side.
+def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
+    """The section of notebook 02 (``metrics.json["dars"]``): the three flip-rate readings
+    beside chance, by side.
 
     Parameters
     ----------
-    values : mapping
-        ``metrics.json["dars"]``.
-    section : ReportSection
-        Filled in place: findings paragraph, headline tables and notes on sides without repeats.
+    run : RunContext
+        The run folder.
+    metrics : mapping
+        The whole ``metrics.json`` (read through :class:`~ecc_lib.report.reading.MetricsReader`).
+
+    Returns
+    -------
+    ReportSection
+        Findings paragraph, headline tables and notes on sides without repeats.
     """
+    values = read_metrics(metrics)["dars"]
+    section = ReportSection()
     flat = flatten(values)
     dataset = str(values.get("dataset", ""))
     rows, used = [], {"by_side", "dataset", "winner_flip_rate_side"}
@@ -51,13 +66,13 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
         ("single_vs_distribution_disagreement", None, "single-shot label differs from argmax U"),
     )
     for key, reading, label in readings:
-        if _finite(values.get(key)):
+        if finite(values.get(key)):
             used |= {key, key + "_ci95"}
             level = chance.get(reading) if reading else None
             rows.append(
-                _row(
+                measure_row(
                     dataset,
-                    label + (f" (chance {format_number(level, '%')})" if _finite(level) else ""),
+                    label + (f" (chance {format_number(level, '%')})" if finite(level) else ""),
                     format_interval(values[key], values.get(key + "_ci95"), "%"),
                     "% of queries",
                 )
@@ -88,26 +103,26 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
                 "queries": format_number(summary.get("n_queries"), "count"),
             }
         )
-    rows += generic_rows(flat, used, dataset)
+    rows += generic_rows(flat, used=used, dataset=dataset, section="dars")
     section.tables.append(
         HeadlineTable(
-            "05_dars_headline",
+            report_table_name("dars_headline"),
             f"Label instability on {dataset} (95% bootstrap CI over queries)",
-            _frame(rows),
+            measure_frame(rows),
         )
     )
     if side_rows:
         section.tables.append(
             HeadlineTable(
-                "05_dars_by_side",
+                report_table_name("dars_by_side"),
                 "Flip rate and share of pairs whose observations disagree, by source of randomness",
                 pd.DataFrame(side_rows),
             )
         )
     rate = values.get("winner_flip_rate")
-    if not _finite(rate):
+    if not finite(rate):
         section.findings = f"{dataset} has no (query, model) pair with two observations, so the flip rate is not measured."
-        return
+        return section
     present = [sources.get(n, n) for n, v in by_side.items() if v and n != "both"]
     origin = " and ".join(present) if present else sources.get(side, side)
     lines = flip_lines({"dars": values})
@@ -120,9 +135,10 @@ def dars_section(values: Mapping[str, Any], section: ReportSection) -> None:
         else f"On {dataset}, the flip rate is {format_interval(rate, values.get('winner_flip_rate_ci95'), '%')}."
     )
     dis = values.get("single_vs_distribution_disagreement")
-    if _finite(dis):
+    if finite(dis):
         text += (
             f" The single-shot winner differs from the distribution-aware label argmax U on "
             f"{format_interval(dis, values.get('single_vs_distribution_disagreement_ci95'), '%')} of queries."
         )
     section.findings = text
+    return section

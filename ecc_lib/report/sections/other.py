@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ecc_lib.report.document import HeadlineTable, ReportSection
-from ecc_lib.report.reading import _frame, flatten, generic_rows, skip_reasons
+from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
+from ecc_lib.report.reading import flatten, generic_rows, measure_frame, skip_reasons
 
 
 def data_notes(policy: Mapping[str, Any]) -> list[str]:
@@ -58,11 +58,16 @@ def other_section(key: str, values: Any) -> ReportSection:
     if "" in reasons or "skipped" in reasons:
         section.skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
         return section
-    dataset = str(values.get("dataset", "")) if isinstance(values, Mapping) else ""
-    rows = generic_rows(flatten(values), set(), dataset)
+    # a generic section: "dataset" only where it has one ('in' reads no schema key)
+    dataset = str(values["dataset"]) if isinstance(values, Mapping) and "dataset" in values else ""
+    rows = generic_rows(flatten(values), used=set(), dataset=dataset, section=key)
     if rows:
         section.tables.append(
-            HeadlineTable(f"05_{key}_headline", f"{key}: values with 95% intervals", _frame(rows))
+            HeadlineTable(
+                report_table_name(f"{key}_headline"),
+                f"{key}: values with 95% intervals",
+                measure_frame(rows),
+            )
         )
         section.findings = (
             f"This run recorded {len(rows)} {key.replace('_', ' ')} value"
@@ -91,7 +96,9 @@ def other_section(key: str, values: Any) -> ReportSection:
                 for v in frame["value"]
             ]
             section.tables.append(
-                HeadlineTable(f"05_{key}_values", f"{section.title}: recorded values", frame)
+                HeadlineTable(
+                    report_table_name(f"{key}_values"), f"{section.title}: recorded values", frame
+                )
             )
         section.findings = f"This run recorded {len(leaves)} value{'s' if len(leaves) != 1 else ''} without intervals; the table lists them."
     return section

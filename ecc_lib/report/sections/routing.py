@@ -9,33 +9,45 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.grammar import BETTER_WORSE, Comparison, difference_text, verdict
-from ecc_lib.plotting import short_model_names
-from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.grammar import BETTER_WORSE, Comparison, difference_text, finite, verdict
+from ecc_lib.labels import short_model_names
+from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
-    _finite,
     format_interval,
     format_number,
 )
-from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+from ecc_lib.report.reading import (
+    flatten,
+    generic_rows,
+    measure_frame,
+    measure_row,
+    read_metrics,
+)
 from ecc_lib.report.summary import routing_lines
+from ecc_lib.runs.folder import RunContext
 
 
-def routing_section(
-    values: Mapping[str, Any], section: ReportSection, parameters: Mapping[str, Any]
-) -> None:
-    """Fill the section of notebook 04: routers against the best fixed model and the oracle,
-    DARS targets against single-shot labels, and the cost-quality trade-off.
+def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
+    """The section of notebook 04 (``metrics.json["routing"]``): routers against the best fixed
+    model and the oracle, DARS targets against single-shot labels, and the cost-quality
+    trade-off (``metrics.json["parameters"]["routing"]["cost_dataset"]`` names the cost data).
 
     Parameters
     ----------
-    values : mapping
-        ``metrics.json["routing"]``.
-    section : ReportSection
-        Filled in place: findings paragraph, headline tables.
-    parameters : mapping
-        ``metrics.json["parameters"]["routing"]`` (its ``cost_dataset`` names the cost data).
+    run : RunContext
+        The run folder.
+    metrics : mapping
+        The whole ``metrics.json`` (read through :class:`~ecc_lib.report.reading.MetricsReader`).
+
+    Returns
+    -------
+    ReportSection
+        Findings paragraph and headline tables.
     """
+    metrics = read_metrics(metrics)
+    values = metrics["routing"]
+    parameters = (metrics.get("parameters") or {}).get("routing") or {}
+    section = ReportSection()
     headline = values.get("headline") or {}
     flat = flatten(headline)
     dataset = str(headline.get("dataset", ""))
@@ -56,7 +68,7 @@ def routing_section(
     rows = list(families.values())
     section.tables.append(
         HeadlineTable(
-            "05_routing_headline",
+            report_table_name("routing_headline"),
             f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries) and utility U, "
             + (
                 "trained on DARS targets (references as they are), beside the score trained on single-shot labels"
@@ -103,7 +115,7 @@ def routing_section(
             )
         section.tables.append(
             HeadlineTable(
-                "05_routing_dars_minus_single_shot",
+                report_table_name("routing_dars_minus_single_shot"),
                 f"DARS targets minus single-shot labels, paired per router family on {dataset} "
                 "(score and utility in score units; 95% intervals over test queries and single-shot runs)",
                 pd.DataFrame(paired_rows),
@@ -113,7 +125,7 @@ def routing_section(
     if not paired:
         for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
             extra.append(
-                _row(
+                measure_row(
                     dataset,
                     f"DARS minus single-shot utility: {name}",
                     format_interval(
@@ -128,27 +140,29 @@ def routing_section(
         (parameters or {}).get("cost_dataset") or values.get("cost_dataset") or "the cost dataset"
     )
     for name, value in (headline.get("pareto_area") or {}).items():
-        if _finite(value):
+        if finite(value):
             extra.append(
-                _row(
+                measure_row(
                     cost_dataset,
                     f"area under the cost-quality Pareto front: {name}",
                     format_number(value),
                     "score x normalised cost",
                 )
             )
-    extra += generic_rows(flat, used, dataset)
+    extra += generic_rows(flat, used=used, dataset=dataset, section="routing.headline")
     if extra:
         section.tables.append(
             HeadlineTable(
-                "05_routing_more", "Supervision effect and cost-quality trade-off", _frame(extra)
+                report_table_name("routing_more"),
+                "Supervision effect and cost-quality trade-off",
+                measure_frame(extra),
             )
         )
     best_fixed = headline.get("best_fixed_model")
     ref = "Best fixed model (reference)"
-    learned = {k: v for k, v in score.items() if "(reference)" not in k and _finite(v)}
+    learned = {k: v for k, v in score.items() if "(reference)" not in k and finite(v)}
     text = []
-    if learned and _finite(score.get(ref)):
+    if learned and finite(score.get(ref)):
         text.append(
             f"On {dataset}, the best fixed model ({short_model_names([str(best_fixed)]).get(str(best_fixed), best_fixed)}) "
             f"scores {format_interval(score[ref], score_ci.get(ref))} on held-out queries and the per-query oracle "
@@ -162,7 +176,7 @@ def routing_section(
     if isinstance(paired, Mapping) and paired:
         groups: dict[str, list[str]] = {w: [] for w in BETTER_WORSE}
         for name, d in paired.items():
-            if isinstance(d, Mapping) and _finite(d.get("utility")):
+            if isinstance(d, Mapping) and finite(d.get("utility")):
                 ci = d.get("utility_ci95")
                 c = Comparison(
                     "DARS",
@@ -183,7 +197,7 @@ def routing_section(
                 + "; ".join(parts)
                 + "."
             )
-    areas = {k: v for k, v in (headline.get("pareto_area") or {}).items() if _finite(v)}
+    areas = {k: v for k, v in (headline.get("pareto_area") or {}).items() if finite(v)}
     if areas:
         learned_areas = {k: v for k, v in areas.items() if "(reference)" not in k}
         fixed = areas.get("Best fixed model (reference)")
@@ -200,3 +214,4 @@ def routing_section(
                 )
             )
     section.findings = " ".join(text) or f"No routing result was recorded for {dataset}."
+    return section

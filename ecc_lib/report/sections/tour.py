@@ -7,34 +7,47 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ecc_lib.grammar import Comparison, comparison_sentence
-from ecc_lib.report.document import HeadlineTable, ReportSection
+from ecc_lib.grammar import Comparison, comparison_sentence, finite
+from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
-    _finite,
     format_interval,
     format_number,
 )
-from ecc_lib.report.reading import _frame, _row, flatten, generic_rows
+from ecc_lib.report.reading import (
+    flatten,
+    generic_rows,
+    measure_frame,
+    measure_row,
+    read_metrics,
+)
+from ecc_lib.runs.folder import RunContext
 
 
-def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
-    """Fill the section of notebook 00: ARI of each clustering with the planted clusters, and
-    how often single-shot labels name the true best model.
+def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
+    """The section of notebook 00 (``metrics.json["tour"]``): ARI of each clustering with the
+    planted clusters, and how often single-shot labels name the true best model.
 
     Parameters
     ----------
-    values : mapping
-        ``metrics.json["tour"]``.
-    section : ReportSection
-        Filled in place: findings paragraph, headline tables.
+    run : RunContext
+        The run folder.
+    metrics : mapping
+        The whole ``metrics.json`` (read through :class:`~ecc_lib.report.reading.MetricsReader`).
+
+    Returns
+    -------
+    ReportSection
+        Findings paragraph and headline tables.
     """
+    values = read_metrics(metrics)["tour"]
+    section = ReportSection()
     flat = flatten(values)
     rows, used = [], {"ari", "ari_ci95", "ari_difference", "ari_difference_ci95"}
     names = {"ecc": "ECC", "emb_only": "embedding-only clusters", "labels": "topic labels"}
     ari = values.get("ari", {}) or {}
     for key, value in ari.items():
         rows.append(
-            _row(
+            measure_row(
                 "synthetic",
                 f"ARI with planted capability clusters: {names.get(key, key)}",
                 format_interval(value, (values.get("ari_ci95") or {}).get(key)),
@@ -42,9 +55,9 @@ def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
             )
         )
     diff, diff_ci = values.get("ari_difference"), values.get("ari_difference_ci95")
-    if _finite(diff):
+    if finite(diff):
         rows.append(
-            _row(
+            measure_row(
                 "synthetic",
                 "ARI of ECC minus ARI of embedding-only",
                 format_interval(diff, diff_ci, "signed"),
@@ -56,22 +69,24 @@ def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
         ("distribution_accuracy", "label from all observations names the true best model"),
         ("winner_flip_rate", "two single-shot labels disagree (flip rate)"),
     ):
-        if _finite(values.get(key)):
+        if finite(values.get(key)):
             used |= {key, key + "_ci95"}
             rows.append(
-                _row(
+                measure_row(
                     "synthetic",
                     label,
                     format_interval(values[key], values.get(key + "_ci95"), "%"),
                     "% of queries",
                 )
             )
-    rows += generic_rows(flat, used | {"n_queries", "n_models"}, "synthetic")
+    rows += generic_rows(
+        flat, used=used | {"n_queries", "n_models"}, dataset="synthetic", section="tour"
+    )
     section.tables.append(
         HeadlineTable(
-            "05_tour_headline",
+            report_table_name("tour_headline"),
             "Tour on planted data: headline numbers (95% bootstrap CI over queries)",
-            _frame(rows),
+            measure_frame(rows),
         )
     )
     text = []
@@ -85,7 +100,7 @@ def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
             f"{format_number(ari.get('emb_only'))} for embedding-only clusters and "
             f"{format_number(ari.get('labels'))} for the topic labels."
         )
-        if _finite(diff):
+        if finite(diff):
             c = Comparison(
                 "ECC's ARI",
                 "embedding-only clusters' ARI",
@@ -99,7 +114,7 @@ def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
                     c, subject="ECC", obj="embedding-only clusters", context="at recovering them"
                 )
             )
-    if _finite(values.get("single_shot_accuracy")):
+    if finite(values.get("single_shot_accuracy")):
         text.append(
             f"With repeated answers, one sampled answer per model names the true best model for "
             f"{format_interval(values['single_shot_accuracy'], values.get('single_shot_accuracy_ci95'), '%')} "
@@ -109,3 +124,4 @@ def tour_section(values: Mapping[str, Any], section: ReportSection) -> None:
             f"{format_interval(values.get('winner_flip_rate'), values.get('winner_flip_rate_ci95'), '%')} of the time."
         )
     section.findings = " ".join(text) or "The tour recorded no numbers."
+    return section

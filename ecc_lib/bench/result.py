@@ -1,0 +1,258 @@
+"""The benchmark over datasets: :func:`run_bench` and its :class:`BenchResult` (the table with the
+mean row, the per-method sentences, the JSON)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.bench.dataset import bench_dataset, dataset_label
+from ecc_lib.bench.settings import BenchSettings
+from ecc_lib.grammar import BETTER_WORSE
+from ecc_lib.serialization import to_jsonable
+
+
+def _cell(mean_sd_pair) -> str:
+    """``+m.mm +- s.ss`` as ``ecc-lab ecc --seeds`` prints it (``n/a`` when missing)."""
+    mean, sd = mean_sd_pair if mean_sd_pair is not None else (None, None)
+    if mean is None or mean != mean:
+        return "n/a"
+    return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
+
+
+@dataclass
+class BenchResult:
+    """The benchmark over datasets.
+
+    Attributes
+    ----------
+    datasets : dict
+        ``{label: bench_dataset entry}`` in the order given.
+    settings : BenchSettings
+    seconds : float
+    """
+
+    datasets: dict
+    settings: BenchSettings
+    seconds: float = float("nan")
+    methods: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.methods:
+            names: list = []
+            for entry in self.included.values():
+                names += [m for m in entry["summary"]["methods"] if m not in names]
+            self.methods = names
+
+    @property
+    def included(self) -> dict:
+        """The datasets in the table (checks passed, protocol applied)."""
+        return {k: v for k, v in self.datasets.items() if v.get("status") == "done"}
+
+    @property
+    def left_out(self) -> dict:
+        """``{label: reason}`` of the datasets left out of the table."""
+        out = {}
+        for label, entry in self.datasets.items():
+            if entry.get("status") == "failed_checks":
+                out[label] = "failed checks: " + "; ".join(
+                    f"{k}: {v}" for k, v in entry["failures"].items()
+                )
+            elif entry.get("status") == "not_applicable":
+                out[label] = entry["reason"]
+        return out
+
+    def table(self, reading: str = "gain_disjoint") -> pd.DataFrame:
+        """One row per included dataset and the mean row: ``mean +- sd`` over seeds per method
+        (gain in % of the global BT's NLL on ``reading``), routing and flip columns.
+
+        Parameters
+        ----------
+        reading : {"gain_disjoint", "gain", "gain_touching"}
+
+        Returns
+        -------
+        DataFrame of str
+        """
+        numeric = self.numeric_table()
+        records = numeric.to_dict("records")
+        n = len(records) - 1  # datasets (the last row is the mean)
+        rows = []
+        for i, row in enumerate(records):
+            cells = {"dataset": row["dataset"]}
+            for m in self.methods:
+                key = f"{m}_{reading}"
+                cells[m] = _cell((row.get(f"{key}_mean"), row.get(f"{key}_sd")))
+                if i == n and cells[m] != "n/a":
+                    seen = int(numeric[f"{key}_mean"].iloc[:n].notna().sum())
+                    if seen < n:
+                        cells[m] += f" ({seen} of {n})"
+            rows.append(cells)
+        return pd.DataFrame(rows, columns=["dataset", *self.methods])
+
+    def numeric_table(self) -> pd.DataFrame:
+        """The numbers of :meth:`table` for every reading, one row per included dataset plus the
+        ``mean`` row (the average over the datasets where the method ran).
+
+        Returns
+        -------
+        DataFrame
+        """
+        rows = []
+        for label, entry in self.included.items():
+            s = entry["summary"]
+            row: dict = {
+                "dataset": label,
+                "n_queries": entry["n_queries"],
+                "n_models": entry["n_models"],
+                "n_seeds": len(s["seeds"]),
+            }
+            for m in self.methods:
+                for reading in ("gain", "gain_disjoint"):
+                    mean, sd = s[reading].get(m, (np.nan, np.nan))
+                    row[f"{m}_{reading}_mean"], row[f"{m}_{reading}_sd"] = mean, sd
+            for setting, column in (
+                ("no_probe", "router_minus_fixed"),
+                ("probe", "router_minus_probe_winner"),
+            ):
+                r = s["routing"].get(setting)
+                row[f"{column}_router"] = r["best_router"] if r else None
+                row[f"{column}_mean"] = r["difference"][0] if r else np.nan
+                row[f"{column}_sd"] = r["difference"][1] if r else np.nan
+                row[f"{column}_low"] = r["ci95"][0] if r else np.nan
+                row[f"{column}_high"] = r["ci95"][1] if r else np.nan
+            flips = entry.get("flips") or {}
+            for reading in ("pairwise", "strict", "change"):
+                f = flips.get(reading) or {}
+                row[f"flip_{reading}"] = f.get("estimate", np.nan)
+                row[f"flip_{reading}_chance"] = f.get("chance", np.nan)
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        if len(frame):
+            mean = {"dataset": "mean", "n_queries": np.nan, "n_models": np.nan, "n_seeds": np.nan}
+            for column in frame.columns:
+                if column in mean or not pd.api.types.is_numeric_dtype(frame[column]):
+                    continue
+                if column.endswith(("_sd", "_low", "_high")):
+                    mean[column] = np.nan  # an sd over seeds does not average into anything
+                    continue
+                mean[column] = frame[column].mean(skipna=True)
+            frame = pd.concat([frame, pd.DataFrame([mean])], ignore_index=True)
+            for column in ("n_queries", "n_models", "n_seeds"):
+                frame[column] = frame[column].astype("Int64")  # counts; empty on the mean row
+        return frame
+
+    def sentences(self) -> list[str]:
+        """One sentence per method: on how many datasets it is better than, worse than or not
+        distinguishable from the global BT and from human labels on disjoint pairs.
+
+        Returns
+        -------
+        list of str
+        """
+        out = []
+        n = len(self.included)
+        for m in self.methods:
+            parts = []
+            for reference, words in (("global", "the global BT"), ("human", "human labels")):
+                if m == reference:
+                    continue
+                counts = dict.fromkeys(BETTER_WORSE, 0)
+                seen = undefined = 0
+                for entry in self.included.values():
+                    cell = entry["summary"]["versus"].get(reference, {}).get(m)
+                    if cell is None:
+                        continue
+                    if cell["verdict"] is None:  # no scored pair is disjoint from the probe
+                        undefined += 1
+                        continue
+                    counts[cell["verdict"]] += 1
+                    seen += 1
+                if seen == 0:
+                    parts.append(
+                        f"no dataset has {words} to compare with on disjoint pairs"
+                        if not undefined
+                        else f"no disjoint pair to compare with {words} on {undefined} dataset(s)"
+                    )
+                    continue
+                parts.append(
+                    f"better than {words} on {counts['better than']}, worse on "
+                    f"{counts['worse than']}, not distinguishable on "
+                    f"{counts['not distinguishable from']}"
+                    + (f" ({undefined} without disjoint pairs)" if undefined else "")
+                )
+            out.append(
+                f"{m} on disjoint pairs, over the {n} dataset(s) in the table: "
+                + "; ".join(parts)
+                + "."
+            )
+        return out
+
+    def to_metrics(self) -> dict:
+        """JSON-ready: ``settings``, ``seeds``, ``datasets`` (every entry), ``included``,
+        ``left_out``, ``methods``, ``table`` (numeric), ``sentences``, ``seconds``.
+
+        Returns
+        -------
+        dict
+        """
+        return to_jsonable(
+            {
+                "settings": asdict(self.settings),
+                "seeds": self.settings.seeds,
+                "methods": self.methods,
+                "included": list(self.included),
+                "left_out": self.left_out,
+                "table": self.numeric_table().to_dict("records"),
+                "sentences": self.sentences(),
+                "datasets": self.datasets,
+                "seconds": self.seconds,
+            }
+        )
+
+
+def run_bench(
+    datasets: Sequence[str],
+    *,
+    settings: BenchSettings,
+    out_dir: str | os.PathLike,
+    progress: Callable[[str], None] | None = None,
+    show_progress: bool = True,
+) -> BenchResult:
+    """:func:`bench_dataset` on every dataset, gathered in a :class:`BenchResult`.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Bundled names, public names or folders (distinct labels).
+    settings : BenchSettings
+    out_dir : path
+    progress : callable, optional
+        One line per step.
+    show_progress : bool
+        Progress bars while embedding.
+
+    Returns
+    -------
+    BenchResult
+    """
+    if not datasets:
+        raise ValueError("the bench needs at least one dataset")
+    labels = [dataset_label(d) for d in datasets]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"dataset labels must be distinct, got {labels}")
+    start = time.perf_counter()
+    entries = {}
+    for name, label in zip(datasets, labels, strict=True):
+        entries[label] = bench_dataset(
+            name, settings=settings, out_dir=out_dir, progress=progress, show_progress=show_progress
+        )
+    return BenchResult(entries, settings, seconds=time.perf_counter() - start)
+
+
+__all__ = ["BenchResult", "run_bench"]

@@ -1,0 +1,144 @@
+"""The settings of a benchmark, the methods it runs and the interval of a reading over seeds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ecc_lib.stats import DEFAULT_N_BOOT
+
+BENCH_VERSION = 2
+"""Version of the cached per-seed and per-dataset records (a change recomputes them). 2: no
+"probe" routing reading on two-model data; checks with the protocol's tie tolerance."""
+REFERENCES = ("global", "human")
+"""What each method is compared with on disjoint pairs in the per-method sentences."""
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """The protocol settings of a benchmark (the defaults of ``ecc-lab ecc``).
+
+    Attributes
+    ----------
+    n_clusters, lam, temperature : ECC parameters (30, 3, 0.1)
+    n_pairs, n_probes, test_size : the protocol (7 pairs, 1 probe, 20% test queries)
+    seed : int
+        First protocol seed; seeds are ``seed, seed + 1, ...``.
+    n_seeds : int
+    n_boot : int
+        Bootstrap resamples of every interval.
+    """
+
+    n_clusters: int = 30
+    lam: float = 3.0
+    temperature: float = 0.1
+    n_pairs: int = 7
+    n_probes: int = 1
+    test_size: float = 0.2
+    seed: int = 42
+    n_seeds: int = 3
+    n_boot: int = DEFAULT_N_BOOT
+
+    def __post_init__(self) -> None:
+        if self.n_seeds < 1:
+            raise ValueError(f"the bench needs at least 1 seed, got {self.n_seeds}")
+        if self.n_probes < 1 or self.n_probes >= self.n_pairs:
+            raise ValueError(
+                f"n_probes must lie in [1, n_pairs) for routing, got {self.n_probes} (n_pairs "
+                f"{self.n_pairs})"
+            )
+        if self.n_clusters < 1:
+            raise ValueError(f"n_clusters must be >= 1, got {self.n_clusters}")
+
+    @property
+    def seeds(self) -> list[int]:
+        """The protocol seeds ``seed, seed + 1, ...``."""
+        return list(range(self.seed, self.seed + self.n_seeds))
+
+    def protocol_options(self) -> dict:
+        """Keyword arguments of :func:`ecc_lib.protocol.seeds.run_seeds` (as ``ecc-lab ecc`` passes
+        them).
+
+        Returns
+        -------
+        dict
+        """
+        return {
+            "n_clusters": self.n_clusters,
+            "lam": self.lam,
+            "temperature": self.temperature,
+            "n_pairs": self.n_pairs,
+            "n_probes": self.n_probes,
+            "test_size": self.test_size,
+            "evidence": "sampled",
+        }
+
+    def key(self) -> dict:
+        """What a cached seed depends on (everything but the number of seeds).
+
+        Returns
+        -------
+        dict
+            The settings without ``n_seeds``, with the record version.
+        """
+        out = asdict(self)
+        out.pop("n_seeds")
+        out["version"] = BENCH_VERSION
+        return out
+
+
+def bench_methods(has_labels: bool) -> tuple[str, ...]:
+    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.protocol.methods.default_methods`), plus
+    ``ecc_cv`` when it is registered in :data:`~ecc_lib.protocol.methods.METHOD_FACTORIES`.
+
+    Parameters
+    ----------
+    has_labels : bool
+        Whether the queries carry at least 2 categories.
+
+    Returns
+    -------
+    tuple of str
+    """
+    from ecc_lib.protocol.methods import METHOD_FACTORIES, default_methods
+
+    methods = tuple(default_methods(has_labels))
+    if "ecc_cv" in METHOD_FACTORIES and "ecc_cv" not in methods:
+        methods += ("ecc_cv",)
+    return methods
+
+
+def seed_interval(
+    values: Sequence[float], bootstrap: Sequence[float] | None = None
+) -> tuple[float, float]:
+    """95% interval of a reading over seeds: mean +- t sd / sqrt(S), or the one seed's bootstrap
+    interval.
+
+    Parameters
+    ----------
+    values : sequence of float
+        The reading on each seed.
+    bootstrap : sequence of float, optional
+        ``[low, high]`` of the first seed (used when there is one seed).
+
+    Returns
+    -------
+    low, high : float
+        NaN when nothing is known.
+    """
+    from scipy.stats import t
+
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) >= 2:
+        half = float(t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+        return float(v.mean() - half), float(v.mean() + half)
+    if len(v) == 1 and bootstrap is not None and None not in bootstrap:
+        return float(bootstrap[0]), float(bootstrap[1])
+    return float("nan"), float("nan")
+
+
+__all__ = ["BENCH_VERSION", "REFERENCES", "BenchSettings", "bench_methods", "seed_interval"]

@@ -1,0 +1,118 @@
+"""The report's sections, registered in one place.
+
+Each :class:`Section` names the ``metrics.json`` section it reports (its notebook and title come
+from :mod:`ecc_lib.runs.execute`, the one home of the notebooks' numbers and titles), its place in
+the report and its builder. Every builder has one signature, ``build(run, metrics) ->
+ReportSection | None``: it reads the run folder and the whole ``metrics.json`` and returns the
+section's findings, tables, notes and further HTML (``None``: nothing to show).
+:func:`ecc_lib.report.build.build_report` runs the registered builders and adds what every section
+shares (its number and title, its figures, why a part or all of it is left out).
+
+A new section is one builder (a module of :mod:`ecc_lib.report.sections`) and one record in
+:data:`SECTIONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ecc_lib.report.document import ReportSection
+from ecc_lib.report.sections import (
+    dars_section,
+    data_section,
+    ecc_section,
+    routing_section,
+    tour_section,
+)
+from ecc_lib.runs.execute import NOTEBOOK_TITLES, notebook_of
+from ecc_lib.runs.folder import RunContext
+
+SectionBuilder = Callable[[RunContext, Mapping[str, Any]], ReportSection | None]
+"""``build(run, metrics) -> ReportSection | None``: the one signature of a section builder."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the report.
+
+    Parameters
+    ----------
+    key : str
+        The ``metrics.json`` section it reports (``"ecc"``).
+    build : callable
+        :data:`SectionBuilder`.
+    order : int
+        Its place in the report (main body first, then the appendix sections).
+    headline_figures : tuple of str, default ()
+        Names of the figure shown in the main body (the first the run has, without the notebook
+        number: ``"leak_gains"``); the others go to the appendix. Empty: the section's first.
+    appendix : bool, default False
+        The whole section goes to the appendix (the tour).
+    """
+
+    key: str
+    build: SectionBuilder
+    order: int
+    headline_figures: tuple[str, ...] = ()
+    appendix: bool = False
+
+    @property
+    def notebook(self) -> str:
+        """The number of the notebook that records the section (``"03"``)."""
+        return notebook_of(self.key)
+
+    @property
+    def title(self) -> str:
+        """The section's title (the notebook's)."""
+        return NOTEBOOK_TITLES.get(self.notebook, self.key)
+
+    def figure(self, name: str) -> str:
+        """The file name of one of the notebook's figures (``"03_gains"`` for ``"gains"``).
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        str
+        """
+        return f"{self.notebook}_{name}"
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("data", data_section, order=1, headline_figures=("model_scores",)),
+    Section("ecc", ecc_section, order=2, headline_figures=("leak_gains", "gains")),
+    Section("dars", dars_section, order=3, headline_figures=("flip_rates",)),
+    Section("routing", routing_section, order=4, headline_figures=("routing_scores",)),
+    Section("tour", tour_section, order=5, appendix=True),
+)
+"""Every section of the report, in the order a reader needs: data, clustering, label instability,
+routing; the synthetic tour in the appendix (the summary comes first)."""
+
+
+def registered_section(key: str) -> Section:
+    """The registered section of a ``metrics.json`` key.
+
+    Parameters
+    ----------
+    key : str
+
+    Returns
+    -------
+    Section
+
+    Raises
+    ------
+    KeyError
+        When no section reports the key.
+    """
+    for section in SECTIONS:
+        if section.key == key:
+            return section
+    raise KeyError(f"no report section reports {key!r}")
+
+
+__all__ = ["SECTIONS", "Section", "SectionBuilder", "registered_section"]
