@@ -25,8 +25,9 @@ import os
 
 import numpy as np
 
-from ecc_lib.protocol.ecc_protocol import METHODS
+from ecc_lib.protocol.methods import METHODS
 from ecc_lib.protocol.seeds import mean_sd, run_seeds
+from ecc_lib.protocol.settings import Protocol
 
 REFERENCES = ("emb_only", "human", "ecc")
 
@@ -72,7 +73,11 @@ def main() -> None:
     )
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     multi = run_seeds(
-        queries, outcomes, embeddings, seeds=seeds, methods=methods, leak_free=args.leak_free
+        queries,
+        outcomes,
+        embeddings,
+        protocol=Protocol(seeds=tuple(seeds), leak_free=args.leak_free),
+        methods=methods,
     )
     names = [m for m in methods if m not in ("global", "comp_only")]
     attr = "gain_disjoint" if args.pairs == "disjoint" else "gain"

@@ -22,7 +22,8 @@ import time
 import numpy as np
 
 from ecc_lib.embed.encode import embed_texts
-from ecc_lib.protocol.ecc_protocol import make_methods, prepare_protocol
+from ecc_lib.protocol.data import prepare_protocol
+from ecc_lib.protocol.methods import make_methods
 from ecc_lib.runs import provenance
 
 

@@ -19,8 +19,10 @@ import argparse
 import os
 import time
 
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.embed.encode import embed_texts
 from ecc_lib.protocol.seeds import run_seeds
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.runs import provenance
 
 
@@ -47,7 +49,12 @@ def main() -> None:
         for _ in range(args.repeats):
             wall, cpu = time.perf_counter(), time.process_time()
             multi = run_seeds(
-                queries, outcomes, embeddings, seeds=seeds, n_clusters=args.k, routing=routing
+                queries,
+                outcomes,
+                embeddings,
+                protocol=Protocol(seeds=tuple(seeds)),
+                estimator=ECC(n_clusters=args.k),
+                routing=routing,
             )
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             if best is None or cpu < best[1]:

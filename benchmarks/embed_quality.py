@@ -23,9 +23,11 @@ import argparse
 import numpy as np
 
 from ecc_lib.data.sources import load_bundled
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.embed.check import count_duplicate_vectors
 from ecc_lib.embed.encode import embed_texts
 from ecc_lib.protocol.seeds import run_seeds
+from ecc_lib.protocol.settings import Protocol
 
 FEWSHOT = ("mmlu", "agentverse-logicgrid")
 METHODS = ("ecc", "emb_only")
@@ -75,10 +77,9 @@ def main() -> None:
                 queries,
                 outcomes,
                 vectors,
-                seeds=seeds,
-                n_clusters=k,
+                protocol=Protocol(seeds=tuple(seeds), n_boot=20),
+                estimator=ECC(n_clusters=k),
                 methods=("global", *METHODS),
-                n_boot=20,
             )
             for method in METHODS:
                 all_pairs = [r.gain[method] for r in result.results]

@@ -29,7 +29,7 @@ METHOD_LABELS = {
     "ecc_labels": "label-informed ECC",
     "ecc_cv": "ECC-CV (settings chosen by CV)",
 }
-"""Display names of the clustering methods of :mod:`ecc_lib.protocol.ecc_protocol` in figures and
+"""Display names of the clustering methods of :mod:`ecc_lib.protocol.methods` in figures and
 tables."""
 
 METHOD_NAMES = {

@@ -240,6 +240,26 @@ def adjusted_rand_ci(
 # paired readings on one shared resample (issue 23): a gain or a mean per arm, and A minus B
 
 
+def gain_percent(reference: np.ndarray, method: np.ndarray) -> float:
+    """Gain ``100 (sum ref - sum method) / sum ref`` of per-unit loss sums, in percent.
+
+    Parameters
+    ----------
+    reference, method : ndarray, shape (n_units,)
+        Per-unit loss sums of the reference and of the method.
+
+    Returns
+    -------
+    float
+        NaN when the reference sums to 0 or less (nothing scored).
+    """
+    reference = np.asarray(reference, dtype=float)
+    total = reference.sum()
+    if not total > 0:
+        return float("nan")
+    return float(100.0 * (total - np.asarray(method, dtype=float).sum()) / total)
+
+
 def ratio_gain(
     reference: np.ndarray, method: np.ndarray, index: np.ndarray, *, confidence: float = 0.95
 ) -> tuple[float, list[float], np.ndarray]:
@@ -272,11 +292,35 @@ def ratio_gain(
     reps_ref = reference[index].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = 100.0 * (reps_ref - method[index].sum(axis=1)) / reps_ref
-    return (
-        float(100.0 * (total - method.sum()) / total),
-        finite_interval(reps, confidence=confidence),
-        reps,
-    )
+    return gain_percent(reference, method), finite_interval(reps, confidence=confidence), reps
+
+
+def mean_ratio(
+    numerator: np.ndarray, denominator: np.ndarray, index: np.ndarray, *, confidence: float = 0.95
+) -> tuple[float, list[float], np.ndarray]:
+    """Ratio of sums ``sum numerator / sum denominator`` (a mean per pair of per-query loss sums
+    over per-query pair counts, say) with replicates over the shared ``index``.
+
+    Parameters
+    ----------
+    numerator, denominator : ndarray, shape (n_units,)
+        Per-unit sums (e.g. NLL summed over a test query's scored pairs, and their number).
+    index : ndarray of int, shape (n_boot, n_units)
+        Shared resamples (:func:`bootstrap_indices`).
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    estimate, ci, replicates
+        As :func:`ratio_gain` (a replicate whose denominator sums to 0 is NaN and left out of
+        the interval).
+    """
+    numerator = np.asarray(numerator, dtype=float)
+    denominator = np.asarray(denominator)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = numerator[index].sum(axis=1) / denominator[index].sum(axis=1)
+        estimate = float(numerator.sum() / denominator.sum())
+    return estimate, finite_interval(reps, confidence=confidence), reps
 
 
 def mean_with_replicates(
@@ -366,6 +410,8 @@ __all__ = [
     "bootstrap_indices",
     "bootstrap_mean_ci",
     "finite_interval",
+    "gain_percent",
+    "mean_ratio",
     "mean_with_replicates",
     "paired_difference",
     "percentile_interval",

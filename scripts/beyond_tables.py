@@ -24,10 +24,12 @@ from ecc_lib.data.sources import load_bundled
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
-from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, true_win_probability
+from ecc_lib.ecc.soft_evidence import true_win_probability
 from ecc_lib.embed.encode import embed_texts
-from ecc_lib.protocol.ecc_protocol import fit_methods, make_methods, prepare_protocol
+from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.experiments.probe_strategies import compare_probe_strategies
+from ecc_lib.protocol.experiments.soft_evidence import soft_evidence_comparison
+from ecc_lib.protocol.methods import fit_methods, make_methods
 from ecc_lib.protocol.probes import PROBE_STRATEGIES
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 

@@ -24,6 +24,7 @@ from scipy.special import expit, log_expit, logsumexp
 
 from ecc_lib.embed.encode import embed_texts
 from ecc_lib.protocol.seeds import run_seeds
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.runs import provenance
 
 
@@ -157,7 +158,9 @@ def main() -> None:
         print(
             f"independent, seed {s}: ECC gain {g:6.2f} %, on pairs disjoint from the probe {gd:6.2f} %"
         )
-    multi = run_seeds(queries, outcomes, x, seeds=seeds, methods=("global", "ecc"))
+    multi = run_seeds(
+        queries, outcomes, x, protocol=Protocol(seeds=tuple(seeds)), methods=("global", "ecc")
+    )
     for r in multi.results:
         f = r.per_query
         recomputed = 100 * (f["nll_global"].sum() - f["nll_ecc"].sum()) / f["nll_global"].sum()

@@ -14,7 +14,7 @@ from ecc_lib.data.splits import split_probe
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.active_probes import candidate_pairs, expected_entropy, probes_from_scores
-from ecc_lib.protocol.ecc_protocol import prepare_protocol
+from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.experiments.probe_strategies import compare_probe_strategies
 from ecc_lib.synthetic.capability import make_capability_data
 
@@ -91,7 +91,9 @@ def test_active_choice_matches_brute_force_expected_entropy(small, n_probes):
     test = protocol.test
     scores = protocol.scores[protocol.test_mask]
     x = protocol.x_test
-    probe = probes_from_scores(model, scores, test, n_probes, "active", score_from=3, embeddings=x)
+    probe = probes_from_scores(
+        model, scores, test, n_probes=n_probes, strategy="active", score_from=3, embeddings=x
+    )
     for q in range(6):
         rows = np.flatnonzero(probe.query == q)
         chosen = []
@@ -155,11 +157,15 @@ def test_candidate_pairs_exclude_scored_ties_and_missing():
 def test_first_is_the_protocol_probe_and_random_is_seeded(small):
     protocol, model, _ = small
     scores = protocol.scores[protocol.test_mask]
-    first = probes_from_scores(model, scores, protocol.test, 2, "first")
+    first = probes_from_scores(model, scores, protocol.test, n_probes=2, strategy="first")
     expected = split_probe(protocol.test, n_probes=2)[0]
     np.testing.assert_array_equal(first.model_a, expected.model_a)
-    one = probes_from_scores(model, scores, protocol.test, 2, "random", random_state=3)
-    two = probes_from_scores(model, scores, protocol.test, 2, "random", random_state=3)
+    one = probes_from_scores(
+        model, scores, protocol.test, n_probes=2, strategy="random", random_state=3
+    )
+    two = probes_from_scores(
+        model, scores, protocol.test, n_probes=2, strategy="random", random_state=3
+    )
     np.testing.assert_array_equal(one.model_b, two.model_b)
     scored = split_probe(protocol.test, n_probes=2)[1]
     scored_pairs = set(
@@ -172,7 +178,7 @@ def test_first_is_the_protocol_probe_and_random_is_seeded(small):
     )
     assert not scored_pairs & set(zip(one.query, one.model_a, one.model_b, strict=True))
     with pytest.raises(ValueError, match="probe_strategy"):
-        probes_from_scores(model, scores, protocol.test, 1, "greedy")
+        probes_from_scores(model, scores, protocol.test, n_probes=1, strategy="greedy")
 
 
 def test_strategies_are_scored_on_the_same_pairs(small):
@@ -191,11 +197,13 @@ def test_probe_active_without_profiles_takes_the_first_candidates(small):
     from ecc_lib.protocol.probes import probe_active, probe_first
 
     protocol, _, reference = small
-    candidates, _ = probe_candidate_rows(protocol, 2, score_from=3)
+    candidates, _ = probe_candidate_rows(protocol, n_probes=2, score_from=3)
     first = probe_first(protocol.test, 2, candidates)
     assert first.sum() > 0
     for model in (reference, None):
-        np.testing.assert_array_equal(probe_active(protocol.test, 2, candidates, model), first)
+        np.testing.assert_array_equal(
+            probe_active(protocol.test, 2, candidates, model=model), first
+        )
 
 
 def test_select_probes_and_the_protocol_strategy_share_the_greedy_choice(small):
@@ -206,9 +214,19 @@ def test_select_probes_and_the_protocol_strategy_share_the_greedy_choice(small):
     protocol, model, _ = small
     test = protocol.test
     scores = protocol.scores[protocol.test_mask]
-    probe = probes_from_scores(model, scores, test, 2, "active", 3, protocol.x_test)
+    probe = probes_from_scores(
+        model,
+        scores,
+        test,
+        n_probes=2,
+        strategy="active",
+        score_from=3,
+        embeddings=protocol.x_test,
+    )
     cand = candidate_pairs(scores, [split_probe(test, n_probes=3)[1]])
-    mask = probe_active(cand, 2, np.ones(len(cand), dtype=bool), model, protocol.x_test)
+    mask = probe_active(
+        cand, 2, np.ones(len(cand), dtype=bool), model=model, embeddings=protocol.x_test
+    )
     chosen = cand.take(mask)
     assert len(probe) > test.n_queries  # two probes for most queries
     assert sorted(zip(probe.query, probe.model_a, probe.model_b, probe.y, strict=True)) == sorted(
@@ -221,9 +239,9 @@ def test_probe_active_strategy_of_the_protocol(small):
     from ecc_lib.protocol.probes import probe_active
 
     protocol, model, reference = small
-    candidates, _ = probe_candidate_rows(protocol, 1, score_from=3)
+    candidates, _ = probe_candidate_rows(protocol, n_probes=1, score_from=3)
     test = protocol.test
-    mask = probe_active(test, 1, candidates, model, protocol.x_test, None)
+    mask = probe_active(test, 1, candidates, model=model, embeddings=protocol.x_test, labels=None)
     assert not (mask & ~candidates).any()
     np.testing.assert_array_equal(np.bincount(test.query[mask]), 1)
     rows = np.flatnonzero(candidates)
@@ -243,7 +261,9 @@ def test_probe_active_strategy_of_the_protocol(small):
         best = mine[np.argmin(value[test.query[rows] == q])]
         assert mask[best]
     # the global model has no clusters to tell apart: it keeps the first candidate
-    first = probe_active(test, 1, candidates, reference, protocol.x_test, None)
+    first = probe_active(
+        test, 1, candidates, model=reference, embeddings=protocol.x_test, labels=None
+    )
     np.testing.assert_array_equal(
         first, candidates & (np.arange(len(test)) == np.searchsorted(test.query, test.query))
     )

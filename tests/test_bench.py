@@ -201,7 +201,7 @@ def test_another_dataset_of_the_same_name_is_recomputed(folders, benched, tmp_pa
 
 
 def test_ecc_cv_joins_the_methods_when_registered(monkeypatch):
-    from ecc_lib.protocol import ecc_protocol
+    from ecc_lib.protocol import methods as ecc_protocol
 
     assert "ecc_cv" not in bench.bench_methods(True) or "ecc_cv" in ecc_protocol.METHOD_FACTORIES
     monkeypatch.setitem(ecc_protocol.METHOD_FACTORIES, "ecc_cv", lambda *a, **k: None)

@@ -10,15 +10,11 @@ from sklearn.metrics import adjusted_rand_score
 from ecc_lib.ecc.cv import ECCCV
 from ecc_lib.ecc.cv_grid import expand_grid
 from ecc_lib.ecc.estimator import ECC
-from ecc_lib.protocol.ecc_protocol import (
-    METHOD_FACTORIES,
-    default_methods,
-    fit_methods,
-    make_methods,
-    prepare_protocol,
-    run_protocol,
-    score_methods,
-)
+from ecc_lib.protocol.data import prepare_protocol
+from ecc_lib.protocol.ecc_protocol import run_protocol
+from ecc_lib.protocol.methods import METHOD_FACTORIES, default_methods, fit_methods, make_methods
+from ecc_lib.protocol.scoring import score_methods
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.synthetic import make_capability_data
 from ecc_lib.synthetic.regimes import make_regime
 
@@ -156,7 +152,9 @@ def test_test_outcomes_never_influence_the_choice():
     poisoned = planted.outcomes.copy()
     hit = poisoned["query_id"].isin(test_ids)
     poisoned.loc[hit, "score"] = 1.0 - poisoned.loc[hit, "score"]
-    kwargs = dict(methods=("global", "ecc_cv"), random_state=0, max_iter=50)
+    kwargs = dict(
+        methods=("global", "ecc_cv"), protocol=Protocol(seeds=(0,)), estimator=ECC(max_iter=50)
+    )
     clean = run_protocol(planted.queries, planted.outcomes, planted.embeddings, **kwargs)
     dirty = run_protocol(planted.queries, poisoned, planted.embeddings, **kwargs)
     assert clean.params["best_params"] == dirty.params["best_params"]
@@ -210,7 +208,7 @@ def test_leak_free_protocol_probes_held_out_queries_alike():
         planted.outcomes,
         planted.embeddings,
         methods=("global", "ecc_cv"),
-        leak_free=True,
-        max_iter=30,
+        protocol=Protocol(leak_free=True),
+        estimator=ECC(max_iter=30),
     )
     assert result.fitted["ecc_cv"].cv_probe == "leak_free"

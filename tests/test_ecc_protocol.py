@@ -13,14 +13,8 @@ from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, probe_models, split_probe, touching_probe
 from ecc_lib.ecc.baselines import GlobalBT
 from ecc_lib.ecc.estimator import ECC, comparison_nll, evidence
-from ecc_lib.protocol.ecc_protocol import (
-    METHODS,
-    fit_methods,
-    make_methods,
-    prepare_protocol,
-    run_protocol,
-    score_methods,
-)
+from ecc_lib.protocol.data import prepare_protocol
+from ecc_lib.protocol.ecc_protocol import run_protocol
 from ecc_lib.protocol.experiments.new_model import new_model_experiment
 from ecc_lib.protocol.experiments.sweeps import (
     cluster_summary,
@@ -32,6 +26,7 @@ from ecc_lib.protocol.experiments.sweeps import (
     within_cluster_consistency,
 )
 from ecc_lib.protocol.leak_free import make_leak_free, probe_candidate_rows
+from ecc_lib.protocol.methods import METHODS, fit_methods, make_methods
 from ecc_lib.protocol.probes import (
     probe_first,
     probe_random,
@@ -39,7 +34,9 @@ from ecc_lib.protocol.probes import (
     resolve_probe_strategy,
 )
 from ecc_lib.protocol.routing import route_choices, routing_experiment
+from ecc_lib.protocol.scoring import score_methods
 from ecc_lib.protocol.seeds import routing_over_seeds, run_seeds
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.synthetic.capability import make_capability_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -172,7 +169,11 @@ def test_sweep_clusters(protocol):
 def test_run_protocol_without_categories(planted):
     queries = planted.queries.drop(columns="category")
     result = run_protocol(
-        queries, planted.outcomes, planted.embeddings, n_clusters=3, n_boot=50, max_iter=20
+        queries,
+        planted.outcomes,
+        planted.embeddings,
+        protocol=Protocol(n_boot=50),
+        estimator=ECC(n_clusters=3, max_iter=20),
     )
     assert "human" not in result.nll
     assert set(result.nll) == {"global", "ecc", "emb_only", "comp_only"}
@@ -343,7 +344,7 @@ def test_leak_split_adds_up(protocol, fitted):
 
 def test_leak_free_probes_touch_no_scored_pair(planted, protocol):
     free = make_leak_free(protocol, n_probes=1, random_state=0)
-    candidates, scored_mask = probe_candidate_rows(free, 1)
+    candidates, scored_mask = probe_candidate_rows(free, n_probes=1)
     probe, scored = free.test.take(candidates), free.test.take(scored_mask)
     assert not touching_probe(probe, scored).any()
     # the scored pairs are the paper's, in the same order
@@ -368,7 +369,7 @@ def test_leak_free_probes_touch_no_scored_pair(planted, protocol):
 
 
 def test_probe_strategies_choose_inside_the_candidates(protocol):
-    candidates, _ = probe_candidate_rows(protocol, 2, score_from=3)
+    candidates, _ = probe_candidate_rows(protocol, n_probes=2, score_from=3)
     test = protocol.test
     rank = np.arange(len(test)) - np.searchsorted(test.query, test.query)
     first = probe_first(test, 2, candidates)
@@ -396,8 +397,8 @@ def test_probe_evidence_sum_is_the_bayesian_posterior(protocol, fitted):
     models, _ = fitted
     ecc = models["ecc"]
     probe, _ = split_probe(protocol.test, n_probes=3)
-    mean = probe_responsibilities(ecc, protocol.x_test, probe, "both", probe_evidence="mean")
-    summed = probe_responsibilities(ecc, protocol.x_test, probe, "both", probe_evidence="sum")
+    mean = probe_responsibilities(ecc, protocol.x_test, probe, mode="both", probe_evidence="mean")
+    summed = probe_responsibilities(ecc, protocol.x_test, probe, mode="both", probe_evidence="sum")
     np.testing.assert_allclose(mean, ecc.predict_responsibilities(protocol.x_test, probe, "both"))
     n_q = probe.pairs_per_query()[:, None]
     log_p = evidence(ecc.theta_, probe) * n_q  # the summed log-likelihood of the probes
@@ -411,8 +412,8 @@ def test_probe_evidence_sum_is_the_bayesian_posterior(protocol, fitted):
     assert not np.allclose(summed, mean)
     one, _ = split_probe(protocol.test, n_probes=1)
     np.testing.assert_allclose(
-        probe_responsibilities(ecc, protocol.x_test, one, "both", probe_evidence="sum"),
-        probe_responsibilities(ecc, protocol.x_test, one, "both", probe_evidence="mean"),
+        probe_responsibilities(ecc, protocol.x_test, one, mode="both", probe_evidence="sum"),
+        probe_responsibilities(ecc, protocol.x_test, one, mode="both", probe_evidence="mean"),
     )
     result = score_methods(protocol, models, n_probes=3, probe_evidence="sum", n_boot=20)
     assert result.params["probe_evidence"] == "sum"
@@ -423,10 +424,20 @@ def test_probe_evidence_sum_is_the_bayesian_posterior(protocol, fitted):
 
 
 def test_run_seeds_repeats_the_protocol(planted):
-    kwargs = dict(n_clusters=3, n_init=1, max_iter=20, n_boot=50, methods=("global", "ecc"))
-    multi = run_seeds(planted.queries, planted.outcomes, planted.embeddings, seeds=(3, 4), **kwargs)
+    kwargs = dict(estimator=ECC(n_clusters=3, n_init=1, max_iter=20), methods=("global", "ecc"))
+    multi = run_seeds(
+        planted.queries,
+        planted.outcomes,
+        planted.embeddings,
+        protocol=Protocol(seeds=(3, 4), n_boot=50),
+        **kwargs,
+    )
     single = run_protocol(
-        planted.queries, planted.outcomes, planted.embeddings, random_state=3, **kwargs
+        planted.queries,
+        planted.outcomes,
+        planted.embeddings,
+        protocol=Protocol(seeds=(3,), n_boot=50),
+        **kwargs,
     )
     assert multi.first.gain == single.gain and multi.first.ci95 == single.ci95
     summary = multi.summary()
@@ -438,7 +449,12 @@ def test_run_seeds_repeats_the_protocol(planted):
     assert set(multi.table()["seed"]) == {3, 4}
     assert multi.cpu_seconds > 0
     with pytest.raises(ValueError, match="distinct"):
-        run_seeds(planted.queries, planted.outcomes, planted.embeddings, seeds=(1, 1))
+        run_seeds(
+            planted.queries,
+            planted.outcomes,
+            planted.embeddings,
+            protocol=Protocol(seeds=(1, 1)),
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -490,7 +506,7 @@ def test_probe_winner_reaches_the_oracle_when_the_probe_reveals_the_winner(one_w
 
 def test_no_probe_routing_never_reads_test_outcomes(protocol, fitted):
     models, _ = fitted
-    clean = route_choices(protocol, models, "no_probe")
+    clean = route_choices(protocol, models, setting="no_probe")
     rng = np.random.default_rng(0)
     test_scores = protocol.scores[protocol.test_mask]
     poisoned_scores = protocol.scores.copy()
@@ -504,12 +520,12 @@ def test_no_probe_routing_never_reads_test_outcomes(protocol, fitted):
         protocol.test.models,
     )
     poisoned = replace(protocol, scores=poisoned_scores, test=flipped)
-    dirty = route_choices(poisoned, models, "no_probe")
+    dirty = route_choices(poisoned, models, setting="no_probe")
     for name in models:
         np.testing.assert_array_equal(clean[name], dirty[name])
     # the probe settings do read the (poisoned) probe
-    probed = route_choices(protocol, models, "probe")
-    probed_dirty = route_choices(poisoned, models, "probe")
+    probed = route_choices(protocol, models, setting="probe")
+    probed_dirty = route_choices(poisoned, models, setting="probe")
     assert not np.array_equal(probed["probe_winner"], probed_dirty["probe_winner"])
     # and the numbers: routing the poisoned data and scoring on the true outcomes is unchanged
     scores = test_scores[np.arange(len(test_scores)), clean["ecc"]]
@@ -528,7 +544,7 @@ def test_routing_over_seeds(protocol, fitted):
     )
     assert sd >= 0
     with pytest.raises(ValueError, match="setting"):
-        route_choices(protocol, models, "sometimes")
+        route_choices(protocol, models, setting="sometimes")
 
 
 def test_new_model_budget_moves_the_profile_and_ecc_opponents_win():

@@ -61,7 +61,7 @@ sys.meta_path.insert(0, _Blocker())
 PROTOCOL = """
 import json, sys
 import numpy as np
-from ecc_lib import ECC, load_bundled, make_comparisons, run_protocol
+from ecc_lib import ECC, Protocol, load_bundled, make_comparisons, run_protocol
 from ecc_lib.embed.cache import EmbeddingCache, text_digests
 
 queries, outcomes = load_bundled("dcrouter")
@@ -70,7 +70,7 @@ assert found.all(), "the shipped embedding cache lacks some dcrouter texts"
 c = make_comparisons(outcomes, n_pairs=7, min_pairs=2, random_state=42)
 rows = queries.reset_index(drop=True).reset_index().set_index("query_id").loc[c.query_ids, "index"]
 ecc = ECC(n_clusters=8, random_state=0).fit(vectors[rows.to_numpy()], c)
-result = run_protocol(queries, outcomes, vectors, n_boot=200)
+result = run_protocol(queries, outcomes, vectors, protocol=Protocol(n_boot=200))
 RESULT = {
     "ecc_objective": float(ecc.objective_),
     "ecc_theta_shape": list(ecc.theta_.shape),

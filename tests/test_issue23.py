@@ -17,23 +17,22 @@ from ecc_lib.cli import main
 from ecc_lib.cli.ecc import format_result
 from ecc_lib.data.comparisons import make_comparisons
 from ecc_lib.data.splits import probe_models, split_probe
-from ecc_lib.ecc.estimator import comparison_nll
+from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
-from ecc_lib.ecc.soft_evidence import soft_evidence_comparison, soft_outcomes
+from ecc_lib.ecc.soft_evidence import soft_outcomes
 from ecc_lib.protocol.active_probes import candidate_pairs
 from ecc_lib.protocol.active_probes import probes_from_scores as select_from_matrix
-from ecc_lib.protocol.ecc_protocol import (
-    fit_methods,
-    make_methods,
-    prepare_protocol,
-    run_protocol,
-    score_methods,
-)
+from ecc_lib.protocol.data import prepare_protocol
+from ecc_lib.protocol.ecc_protocol import run_protocol
 from ecc_lib.protocol.experiments.new_model import new_model_experiment
 from ecc_lib.protocol.experiments.probe_strategies import summarise_probe_strategy
+from ecc_lib.protocol.experiments.soft_evidence import soft_evidence_comparison
 from ecc_lib.protocol.leak_free import make_leak_free
+from ecc_lib.protocol.methods import fit_methods, make_methods
 from ecc_lib.protocol.probes import probe_responsibilities, select_probes
 from ecc_lib.protocol.routing import routing_experiment
+from ecc_lib.protocol.scoring import score_methods
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.stats import bootstrap_indices, mean_with_replicates, ratio_gain
 from ecc_lib.synthetic.capability import make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
@@ -83,7 +82,9 @@ def test_soft_evidence_accuracy_reads_the_direction_of_the_target(repeated):
     probe, scored = split_probe(data.test, n_probes=1)
     assert ((scored.y > 0) & (scored.y < 1) & (scored.y != 0.5)).any()  # fractional targets
     for name, model in fitted.items():
-        resp = probe_responsibilities(model, data.x_test, probe, "both", None, "mean")
+        resp = probe_responsibilities(
+            model, data.x_test, probe, mode="both", labels=None, probe_evidence="mean"
+        )
         p = model.predict_proba(scored, responsibilities=resp)
         assert result.accuracy[name] == pytest.approx(_direct_accuracy(p, scored.y), abs=1e-12)
 
@@ -120,10 +121,9 @@ def test_leak_free_reports_the_share_with_a_probe(binary):
         binary.queries,
         binary.outcomes,
         binary.embeddings,
-        leak_free=True,
+        protocol=Protocol(leak_free=True, n_boot=100),
+        estimator=ECC(**FAST),
         methods=("global", "ecc"),
-        n_boot=100,
-        **FAST,
     )
     coverage = result.to_dict()["leak_free"]
     with_probe = result.per_query["has_probe"].to_numpy()
@@ -167,9 +167,15 @@ def test_probe_strategy_chooses_over_every_unscored_pair_in_the_main_table(binar
     # the probe of the main table is the one of the strategy comparison (same candidates)
     scored = split_probe(data.test, n_probes=1)[1]
     probe = select_from_matrix(
-        fitted["ecc"], data.scores[data.test_mask], data.test, 1, "active", 1, data.x_test
+        fitted["ecc"],
+        data.scores[data.test_mask],
+        data.test,
+        n_probes=1,
+        strategy="active",
+        score_from=1,
+        embeddings=data.x_test,
     )
-    resp = probe_responsibilities(fitted["ecc"], data.x_test, probe, "both")
+    resp = probe_responsibilities(fitted["ecc"], data.x_test, probe, mode="both")
     losses = comparison_nll(fitted["ecc"].predict_proba(scored, responsibilities=resp), scored.y)
     per_query = np.bincount(scored.query, weights=losses, minlength=data.test.n_queries)
     np.testing.assert_allclose(active.per_query["nll_ecc"], per_query)
@@ -269,7 +275,9 @@ def test_probe_candidates_include_tied_pairs(binary):
     }
     data = prepare_protocol(binary.queries, binary.outcomes, binary.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("ecc",), **FAST))
-    probe = select_probes(data, fitted["ecc"], 1, None, "random", 0)[0]
+    probe = select_probes(data, fitted["ecc"], n_probes=1, probe_strategy="random", random_state=0)[
+        0
+    ]
     assert (probe.y == 0.5).any()  # ties are probes too
     assert (probe.y != 0.5).any()
 
@@ -325,10 +333,9 @@ def test_leak_free_table_prints_na_not_nan(binary):
         binary.queries,
         binary.outcomes,
         binary.embeddings,
-        leak_free=True,
+        protocol=Protocol(leak_free=True, n_boot=50),
+        estimator=ECC(**FAST),
         methods=("global", "ecc"),
-        n_boot=50,
-        **FAST,
     )
     assert np.isnan(result.gain_touching["ecc"])
     text = format_result(result)
@@ -392,7 +399,12 @@ def test_left_out_queries_carry_their_reason(binary, tmp_path):
     reasons = data.params["left_out_reasons"]
     assert sum(reasons.values()) == n_dropped and reasons.get("all models tie", 0) >= 1
     result = run_protocol(
-        queries, outcomes, embeddings, methods=("global", "ecc"), n_boot=20, **FAST
+        queries,
+        outcomes,
+        embeddings,
+        protocol=Protocol(n_boot=20),
+        estimator=ECC(**FAST),
+        methods=("global", "ecc"),
     )
     assert result.to_dict()["left_out_reasons"] == reasons
     assert "all models tie" in format_result(result)
@@ -406,7 +418,11 @@ def test_two_models_run_on_the_one_pair_with_a_warning(planted, caplog):
     two = planted.outcomes[planted.outcomes["model"].isin(["model_0", "model_1"])]
     with caplog.at_level(logging.WARNING):
         result = run_protocol(
-            planted.queries, two, planted.embeddings, n_boot=20, leak_free=True, **FAST
+            planted.queries,
+            two,
+            planted.embeddings,
+            protocol=Protocol(n_boot=20, leak_free=True),
+            estimator=ECC(**FAST),
         )
     assert result.n_probes == 0 and result.n_scored == result.n_test
     assert np.isfinite(result.gain["ecc"])
@@ -420,7 +436,7 @@ def test_two_models_run_on_the_one_pair_with_a_warning(planted, caplog):
 
 
 def test_cli_soft_evidence_passes_every_setting(repeated, tmp_path, monkeypatch):
-    import ecc_lib.ecc.soft_evidence as soft
+    import ecc_lib.protocol.experiments.soft_evidence as soft
 
     seen = {}
     real = soft.soft_evidence_comparison
@@ -461,7 +477,15 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
     settings = {"n_clusters": 3, "lam": 3.0, "temperature": 0.1, "max_iter": 30}
     data = prepare_protocol(planted.queries, planted.outcomes, planted.embeddings)
     fitted, seconds = fit_methods(
-        data, make_methods(3, 3.0, 0.1, 42, ("global", "ecc", "emb_only"), max_iter=30)
+        data,
+        make_methods(
+            n_clusters=3,
+            lam=3.0,
+            temperature=0.1,
+            random_state=42,
+            methods=("global", "ecc", "emb_only"),
+            max_iter=30,
+        ),
     )
     result = score_methods(
         data, fitted, n_probes=2, probe_evidence="sum", n_boot=100, fit_seconds=seconds

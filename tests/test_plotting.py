@@ -546,7 +546,7 @@ def test_every_clustering_method_has_its_own_name_and_colour():
     # the bench figure drew ecc_labels in ecc_cv's colour, so the two could not be told apart
     from ecc_lib.labels import METHOD_LABELS
     from ecc_lib.plotting.clustering import METHOD_COLORS
-    from ecc_lib.protocol.ecc_protocol import default_methods
+    from ecc_lib.protocol.methods import default_methods
 
     methods = {"global", *default_methods(True)}
     assert methods <= set(METHOD_LABELS) and methods <= set(METHOD_COLORS)

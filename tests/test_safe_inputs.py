@@ -16,7 +16,10 @@ from ecc_lib import plotting, report
 from ecc_lib.data import policy as data_checks
 from ecc_lib.data import protocol_policy, schema, sources, tables
 from ecc_lib.data.schema import DataValidationError, summarise, validate_outcomes, validate_queries
-from ecc_lib.protocol.ecc_protocol import prepare_protocol, run_protocol
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.protocol.data import prepare_protocol
+from ecc_lib.protocol.ecc_protocol import run_protocol
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.sections import data_section
 from ecc_lib.runs import artifacts as run_artifacts
@@ -66,7 +69,11 @@ def test_human_baseline_is_skipped_when_no_test_category_occurs_in_training():
     planted = make_capability_data(n_queries=200, random_state=3)
     queries = planted.queries.assign(category=planted.queries["query_id"].astype(str))
     result = run_protocol(
-        queries, planted.outcomes, planted.embeddings, n_clusters=3, n_boot=20, max_iter=10
+        queries,
+        planted.outcomes,
+        planted.embeddings,
+        protocol=Protocol(n_boot=20),
+        estimator=ECC(n_clusters=3, max_iter=10),
     )
     assert "human" not in result.nll and "human" not in result.gain
     assert "ecc" in result.nll
@@ -86,10 +93,8 @@ def test_seeds_where_the_human_baseline_is_skipped_on_some_split_still_summarise
         queries,
         planted.outcomes,
         planted.embeddings,
-        seeds=(0, 1),
-        n_clusters=3,
-        n_boot=10,
-        max_iter=5,
+        protocol=Protocol(seeds=(0, 1), n_boot=10),
+        estimator=ECC(n_clusters=3, max_iter=5),
     )  # seed 0 splits the pair (human fitted), seed 1 does not (human skipped)
     assert [("human" in r.gain) for r in multi.results] == [True, False]
     mean, sd = multi.summary()["difference_mean_sd"]["ecc - human"]

@@ -17,10 +17,10 @@ from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.soft_evidence import (
     has_repeats,
     sampled_outcomes,
-    soft_evidence_comparison,
     soft_outcomes,
     true_win_probability,
 )
+from ecc_lib.protocol.experiments.soft_evidence import soft_evidence_comparison
 from ecc_lib.synthetic.capability import make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 

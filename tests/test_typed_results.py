@@ -23,7 +23,7 @@ from ecc_lib.metrics_schema import (
     validate_metrics,
     validate_section,
 )
-from ecc_lib.protocol.ecc_protocol import methods_from_prototype, prototype_parameters
+from ecc_lib.protocol.methods import methods_from_prototype, prototype_parameters
 from ecc_lib.protocol.results import ECCResult, run_dars, run_ecc
 from ecc_lib.protocol.seeds import run_seeds
 from ecc_lib.protocol.settings import Protocol
@@ -183,10 +183,8 @@ def test_run_ecc_is_run_seeds_with_the_same_settings(tiny, ecc_result):
         tiny.queries,
         tiny.outcomes,
         tiny.embeddings,
-        seeds=(1, 2),
-        n_clusters=3,
-        max_iter=20,
-        n_boot=50,
+        protocol=Protocol(seeds=(1, 2), n_boot=50),
+        estimator=ECC(n_clusters=3, max_iter=20),
         methods=METHODS,
         routing=True,
     )

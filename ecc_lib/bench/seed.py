@@ -10,12 +10,18 @@ import pandas as pd
 
 from ecc_lib.bench.settings import BenchSettings
 from ecc_lib.serialization import to_jsonable
-from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, percentile_interval
+from ecc_lib.stats import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    mean_with_replicates,
+    paired_difference,
+    ratio_gain,
+)
 
 
 def disjoint_differences(result, *, reference: str, n_boot: int = DEFAULT_N_BOOT) -> dict:
     """Gain on disjoint pairs of every method minus that of ``reference``, with a paired bootstrap
-    interval over test queries (the resamples of :func:`~ecc_lib.protocol.ecc_protocol.score_methods`).
+    interval over test queries (the resamples of :func:`~ecc_lib.protocol.scoring.score_methods`).
 
     Needs the probe strategy ``"first"`` (every method reads the same probe, so the pairs touching
     it are the same for all).
@@ -38,15 +44,12 @@ def disjoint_differences(result, *, reference: str, n_boot: int = DEFAULT_N_BOOT
     has = frame["n_scored"].to_numpy() > 0
     index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=0)
     glob = (frame["nll_global"] - frame["nll_global_touching"]).to_numpy()[has]
-    reps_g = glob[index].sum(axis=1)
 
     def gain(name: str) -> tuple[float, np.ndarray]:
+        # NaN when no scored pair is disjoint from the probe (3 models, say)
         m = (frame[f"nll_{name}"] - frame[f"nll_{name}_touching"]).to_numpy()[has]
-        if glob.sum() <= 0:  # no scored pair is disjoint from the probe (3 models, say)
-            return float("nan"), np.full(len(index), np.nan)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reps = 100.0 * (reps_g - m[index].sum(axis=1)) / reps_g
-        return float(100.0 * (glob.sum() - m.sum()) / glob.sum()), reps
+        value, _, reps = ratio_gain(glob, m, index)
+        return value, reps
 
     ref, ref_reps = gain(reference)
     out = {}
@@ -54,32 +57,26 @@ def disjoint_differences(result, *, reference: str, n_boot: int = DEFAULT_N_BOOT
         if name == reference:
             continue
         value, reps = gain(name)
-        diff = reps - ref_reps
-        diff = diff[np.isfinite(diff)]
-        low, high = percentile_interval(diff) if len(diff) else [float("nan")] * 2
-        out[name] = {"estimate": value - ref, "ci95": [low, high]}
+        out[name] = paired_difference(value, reps, ref, ref_reps)
     return out
 
 
 def _paired_routing(data, routing, fitted: dict, n_boot: int) -> dict:
     """Per method: routed score minus the best fixed model (``no_probe``) and minus the probe's
     winner (``probe``), paired over test queries, with bootstrap intervals and mean costs."""
-    scores = data.scores[data.test_mask]
-    n_test = scores.shape[0]
-    rows = np.arange(n_test)
+    from ecc_lib.protocol.routing import routed_scores
+
+    n_test = data.test.n_queries
     index = bootstrap_indices(n_test, n_boot=n_boot, random_state=0)
     cells = routing.to_dict()
 
     def per_query(choice: np.ndarray) -> np.ndarray:
-        return np.where(choice >= 0, scores[rows, np.maximum(choice, 0)], np.nan)
+        return routed_scores(data, choice)
 
     def paired(values: np.ndarray, reference: np.ndarray) -> dict:
         d = values - reference
-        ok = np.isfinite(d)
-        vals = np.where(ok, d, 0.0)
-        reps = vals[index].sum(axis=1) / np.maximum(ok[index].sum(axis=1), 1)
-        low, high = percentile_interval(reps)
-        return {"estimate": float(d[ok].mean()), "ci95": [low, high], "n_queries": int(ok.sum())}
+        estimate, ci, _ = mean_with_replicates(d, index)
+        return {"estimate": estimate, "ci95": ci, "n_queries": int(np.isfinite(d).sum())}
 
     out: dict = {}
     for setting, reference in (("no_probe", "global"), ("probe", "probe_winner")):
@@ -131,22 +128,28 @@ def bench_seed(
         ``differences``, ``disjoint_minus_human``, ``probe_leak_share``, ``routing`` (the
         experiment's cells) and ``routing_paired``, ``seconds``.
     """
+    from ecc_lib.ecc.estimator import ECC
     from ecc_lib.protocol.routing import routing_experiment
     from ecc_lib.protocol.seeds import run_seeds
+    from ecc_lib.protocol.settings import Protocol
 
     start, cpu = time.perf_counter(), time.process_time()
     multi = run_seeds(
         queries,
         outcomes,
         embeddings,
-        seeds=[seed],
+        protocol=Protocol(
+            seeds=(int(seed),),
+            n_pairs=settings.n_pairs,
+            n_probes=settings.n_probes,
+            test_size=settings.test_size,
+            n_boot=settings.n_boot,
+        ),
+        estimator=ECC(
+            n_clusters=settings.n_clusters, lam=settings.lam, temperature=settings.temperature
+        ),
         methods=methods,
-        n_boot=settings.n_boot,
-        probe_evidence="mean",
-        probe_strategy="first",
-        leak_free=False,
         routing=False,
-        **settings.protocol_options(),
     )
     result, data = multi.first, multi.data
     routing = routing_experiment(

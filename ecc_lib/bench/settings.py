@@ -91,8 +91,8 @@ class BenchSettings:
 
 
 def bench_methods(has_labels: bool) -> tuple[str, ...]:
-    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.protocol.ecc_protocol.default_methods`), plus
-    ``ecc_cv`` when it is registered in :data:`~ecc_lib.protocol.ecc_protocol.METHOD_FACTORIES`.
+    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.protocol.methods.default_methods`), plus
+    ``ecc_cv`` when it is registered in :data:`~ecc_lib.protocol.methods.METHOD_FACTORIES`.
 
     Parameters
     ----------
@@ -103,7 +103,7 @@ def bench_methods(has_labels: bool) -> tuple[str, ...]:
     -------
     tuple of str
     """
-    from ecc_lib.protocol.ecc_protocol import METHOD_FACTORIES, default_methods
+    from ecc_lib.protocol.methods import METHOD_FACTORIES, default_methods
 
     methods = tuple(default_methods(has_labels))
     if "ecc_cv" in METHOD_FACTORIES and "ecc_cv" not in methods:

@@ -55,7 +55,7 @@ def protocol_split(queries, outcomes, seed: int):
     """
     import numpy as np
 
-    from ecc_lib.protocol.ecc_protocol import prepare_protocol
+    from ecc_lib.protocol.data import prepare_protocol
 
     try:
         data = prepare_protocol(

@@ -147,7 +147,7 @@ def _embeddings(args: argparse.Namespace, queries):
 
 
 def format_result(result) -> str:
-    """The printed table of an :class:`ecc_lib.protocol.ecc_protocol.ECCEvaluation`.
+    """The printed table of an :class:`ecc_lib.protocol.scoring.ECCEvaluation`.
 
     Parameters
     ----------

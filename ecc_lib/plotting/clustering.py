@@ -43,7 +43,7 @@ def plot_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     ----------
     table : DataFrame
         Columns ``method``, ``gain`` (percent), ``low``, ``high`` (or ``gain_pct``, ``gain_low``,
-        ``gain_high`` as in :meth:`ecc_lib.protocol.ecc_protocol.ECCEvaluation.table`). The ``global``
+        ``gain_high`` as in :meth:`ecc_lib.protocol.scoring.ECCEvaluation.table`). The ``global``
         row (the reference, gain 0 by definition) is left out.
 
     Returns

@@ -12,8 +12,8 @@ _EXPORTS = {
     "DARSResult": "ecc_lib.protocol.dars",
     "run_dars": "ecc_lib.protocol.dars",
     "run_protocol": "ecc_lib.protocol.ecc_protocol",
-    "prepare_protocol": "ecc_lib.protocol.ecc_protocol",
-    "ProtocolData": "ecc_lib.protocol.ecc_protocol",
+    "prepare_protocol": "ecc_lib.protocol.data",
+    "ProtocolData": "ecc_lib.protocol.data",
     "PROBE_STRATEGIES": "ecc_lib.protocol.probes",
     "select_probes": "ecc_lib.protocol.probes",
 }

@@ -63,6 +63,7 @@ def _binary_entropy(p: np.ndarray) -> np.ndarray:
 def candidate_pairs(
     scores: np.ndarray,
     exclude: list[Comparisons] | tuple[Comparisons, ...] = (),
+    *,
     ties: str = "half",
     exclude_models: np.ndarray | None = None,
     tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
@@ -129,6 +130,7 @@ def expected_entropy(
     query: np.ndarray,
     model_a: np.ndarray,
     model_b: np.ndarray,
+    *,
     criterion: str = "entropy",
 ) -> np.ndarray:
     """Expected posterior entropy after revealing each candidate pair.
@@ -215,6 +217,7 @@ def active_steps(
     model,
     embeddings: np.ndarray | None,
     labels,
+    *,
     n_probes: int,
     criterion: str = "entropy",
 ) -> list[np.ndarray]:
@@ -265,7 +268,7 @@ def active_steps(
             comparisons.query[rows],
             comparisons.model_a[rows],
             comparisons.model_b[rows],
-            criterion,
+            criterion=criterion,
         )
         pick = _first_per_query(comparisons.query[rows], key, n)
         picked = rows[pick[pick >= 0]]
@@ -281,6 +284,7 @@ def probes_from_scores(
     model,
     scores: np.ndarray,
     test: Comparisons,
+    *,
     n_probes: int = 1,
     strategy: str = "active",
     score_from: int | None = None,
@@ -357,14 +361,25 @@ def probes_from_scores(
     chosen: list[Comparisons] = []
     banned = probe_models(scored) if outside_scored else None
     if strategy == "active":
-        cand = candidate_pairs(scores, [scored], ties, banned, tie_tolerance)
+        cand = candidate_pairs(
+            scores, [scored], ties=ties, exclude_models=banned, tie_tolerance=tie_tolerance
+        )
         every = np.ones(len(cand), dtype=bool)
-        for rows in active_steps(cand, every, model, embeddings, labels, n_probes, criterion):
+        steps = active_steps(
+            cand, every, model, embeddings, labels, n_probes=n_probes, criterion=criterion
+        )
+        for rows in steps:
             chosen.append(_recode(cand.take(rows), test))
     else:
         rng = np.random.default_rng(random_state)
         for _ in range(n_probes):
-            cand = candidate_pairs(scores, [scored, *chosen], ties, banned, tie_tolerance)
+            cand = candidate_pairs(
+                scores,
+                [scored, *chosen],
+                ties=ties,
+                exclude_models=banned,
+                tie_tolerance=tie_tolerance,
+            )
             pick = _first_per_query(cand.query, rng.random(len(cand)), n)
             chosen.append(_recode(cand.take(pick[pick >= 0]), test))
     n_rev = np.zeros(n, dtype=np.int64)

@@ -8,22 +8,19 @@ module says which models a query's probe names (:func:`probe_models`), which sco
 them (:func:`touching_probe`) or share none of them (:func:`disjoint_from_probe`), and builds the
 leak-free protocol (:func:`make_leak_free`), which redraws each test query's probe among pairs of
 models that appear in none of its scored pairs. The gains on touching and disjoint pairs are read
-by :func:`ecc_lib.protocol.ecc_protocol.score_methods`.
+by :func:`ecc_lib.protocol.scoring.score_methods`.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ecc_lib.data.comparisons import Comparisons, snap_ties
 from ecc_lib.data.splits import probe_models
-
-if TYPE_CHECKING:
-    from ecc_lib.protocol.ecc_protocol import ProtocolData
+from ecc_lib.protocol.data import ProtocolData
 
 logger = logging.getLogger(__name__)
 
@@ -33,13 +30,13 @@ logger = logging.getLogger(__name__)
 
 
 def probe_candidate_rows(
-    data: ProtocolData, n_probes: int = 1, score_from: int | None = None
+    data: ProtocolData, *, n_probes: int = 1, score_from: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which rows of ``data.test`` may be probes and which are scored.
 
     In the paper's protocol (``data.probe_candidates is None``) a test query's first
     ``score_from`` comparisons (default ``n_probes``) are candidates and the others are scored; a
-    leak-free :class:`~ecc_lib.protocol.ecc_protocol.ProtocolData` carries its own candidates.
+    leak-free :class:`~ecc_lib.protocol.data.ProtocolData` carries its own candidates.
 
     Parameters
     ----------
@@ -70,21 +67,28 @@ def probe_candidate_rows(
         score_from = n_probes
     if score_from < n_probes:
         raise ValueError(f"score_from ({score_from}) must be >= n_probes ({n_probes})")
-    rank = _rank_within_query(test.query)
+    rank = rank_within_query(test.query)
     candidates = rank < score_from
     return candidates, ~candidates
 
 
-def _rank_within_query(query: np.ndarray) -> np.ndarray:
-    """Position of each row among its query's rows (rows must be grouped by query)."""
+def rank_within_query(query: np.ndarray) -> np.ndarray:
+    """Position of each row among its query's rows.
+
+    Parameters
+    ----------
+    query : ndarray of int
+        Query index per row, grouped by query (sorted).
+
+    Returns
+    -------
+    ndarray of int
+        0 for a query's first row, 1 for its second ...
+    """
     if len(query) and np.any(np.diff(query) < 0):
         raise ValueError("comparisons must be grouped by query (sorted query column)")
     starts = np.searchsorted(query, query, side="left")
     return np.arange(len(query)) - starts
-
-
-# --------------------------------------------------------------------------------------------------
-# the probe's leak
 
 
 # --------------------------------------------------------------------------------------------------
@@ -93,6 +97,7 @@ def _rank_within_query(query: np.ndarray) -> np.ndarray:
 
 def make_leak_free(
     data: ProtocolData,
+    *,
     n_probes: int = 1,
     random_state: int | np.random.Generator | None = 42,
     outcomes=None,
@@ -110,11 +115,11 @@ def make_leak_free(
     Parameters
     ----------
     data : ProtocolData
-        From :func:`~ecc_lib.protocol.ecc_protocol.prepare_protocol` (paper protocol).
+        From :func:`~ecc_lib.protocol.data.prepare_protocol` (paper protocol).
     n_probes : int, default 1
         Probes per test query.
     random_state : int or Generator, optional
-        Seed of the probe draw (default 42, the protocol's seed ``ecc_protocol.PAPER_SEED``).
+        Seed of the probe draw (default 42, the protocol's seed :data:`~ecc_lib.protocol.data.PAPER_SEED`).
 
     Returns
     -------
@@ -127,7 +132,7 @@ def make_leak_free(
     if data.probe_candidates is not None:
         raise ValueError("data already carry explicit probe candidates (leak-free twice?)")
     test = data.test
-    candidates, scored_mask = probe_candidate_rows(data, n_probes)
+    candidates, scored_mask = probe_candidate_rows(data, n_probes=n_probes)
     scored = test.take(scored_mask)
     n_test, m = test.n_queries, test.n_models
     used = probe_models(scored)
@@ -186,4 +191,5 @@ def make_leak_free(
 __all__ = [
     "make_leak_free",
     "probe_candidate_rows",
+    "rank_within_query",
 ]

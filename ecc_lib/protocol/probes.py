@@ -6,7 +6,7 @@ a test query's first sampled comparison is its probe. Here the choice is a plugg
 ``"random"`` (uniform among the candidates, seeded) and ``"active"`` (the candidate whose outcome
 is expected to reduce the uncertainty of the query's cluster posterior the most,
 :mod:`ecc_lib.protocol.active_probes`). :func:`select_probes` applies a strategy to a
-:class:`~ecc_lib.protocol.ecc_protocol.ProtocolData` split; :func:`probe_responsibilities` turns the probes
+:class:`~ecc_lib.protocol.data.ProtocolData` split; :func:`probe_responsibilities` turns the probes
 into responsibilities with an explicit choice of how several probes count (``"mean"``, the
 authors' code, or ``"sum"``, the Bayesian choice).
 """
@@ -14,17 +14,14 @@ authors' code, or ``"sum"``, the Bayesian choice).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.estimator import evidence
 from ecc_lib.protocol.active_probes import active_steps, probes_from_scores
-from ecc_lib.protocol.leak_free import _rank_within_query, probe_candidate_rows
-
-if TYPE_CHECKING:
-    from ecc_lib.protocol.ecc_protocol import ProtocolData
+from ecc_lib.protocol.data import ProtocolData
+from ecc_lib.protocol.leak_free import probe_candidate_rows, rank_within_query
 
 PROBE_EVIDENCE: tuple[str, ...] = ("mean", "sum")
 
@@ -33,6 +30,7 @@ def probe_first(
     test: Comparisons,
     n_probes: int,
     candidates: np.ndarray,
+    *,
     model=None,
     embeddings: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -64,7 +62,7 @@ def probe_first(
         The probe rows, a subset of ``candidates`` with at most ``n_probes`` rows per query.
     """
     candidates = np.asarray(candidates, dtype=bool)
-    rank = _rank_within_query(test.query[candidates])
+    rank = rank_within_query(test.query[candidates])
     chosen = np.zeros(len(test), dtype=bool)
     chosen[np.flatnonzero(candidates)[rank < n_probes]] = True
     return chosen
@@ -74,6 +72,7 @@ def probe_random(
     test: Comparisons,
     n_probes: int,
     candidates: np.ndarray,
+    *,
     model=None,
     embeddings: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -97,7 +96,7 @@ def probe_random(
     rows = np.flatnonzero(candidates)
     rng = np.random.default_rng(random_state)
     order = np.lexsort((rng.random(len(rows)), test.query[rows]))
-    rank = _rank_within_query(test.query[rows][order])
+    rank = rank_within_query(test.query[rows][order])
     chosen = np.zeros(len(test), dtype=bool)
     chosen[rows[order][rank < n_probes]] = True
     return chosen
@@ -107,6 +106,7 @@ def probe_active(
     test: Comparisons,
     n_probes: int,
     candidates: np.ndarray,
+    *,
     model=None,
     embeddings: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -136,7 +136,10 @@ def probe_active(
     if model is None or not hasattr(model, "temperature") or n_probes < 1:
         return probe_first(test, n_probes, candidates)
     chosen = np.zeros(len(test), dtype=bool)
-    for rows in active_steps(test, candidates, model, embeddings, labels, n_probes, criterion):
+    steps = active_steps(
+        test, candidates, model, embeddings, labels, n_probes=n_probes, criterion=criterion
+    )
+    for rows in steps:
         chosen[rows] = True
     return chosen
 
@@ -181,6 +184,7 @@ def resolve_probe_strategy(strategy: str | ProbeStrategy) -> ProbeStrategy:
 def select_probes(
     data: ProtocolData,
     model,
+    *,
     n_probes: int = 1,
     score_from: int | None = None,
     probe_strategy: str | ProbeStrategy = "first",
@@ -224,7 +228,7 @@ def select_probes(
     scored_mask : ndarray of bool
         Over the rows of ``data.test``.
     """
-    candidates, scored_mask = probe_candidate_rows(data, n_probes, score_from)
+    candidates, scored_mask = probe_candidate_rows(data, n_probes=n_probes, score_from=score_from)
     scored = data.test.take(scored_mask)
     if n_probes == 0:
         return None, scored, np.zeros(len(data.test), bool), scored_mask
@@ -235,8 +239,8 @@ def select_probes(
                 model,
                 data.scores[data.test_mask],
                 data.test,
-                n_probes,
-                probe_strategy,
+                n_probes=n_probes,
+                strategy=probe_strategy,
                 embeddings=data.x_test,
                 labels=data.labels_test,
                 random_state=random_state,
@@ -267,6 +271,7 @@ def probe_responsibilities(
     model,
     embeddings: np.ndarray | None,
     probe: Comparisons | None,
+    *,
     mode: str = "both",
     labels: np.ndarray | None = None,
     probe_evidence: str = "mean",

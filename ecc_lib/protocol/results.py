@@ -27,12 +27,9 @@ import pandas as pd
 
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.dars import DARSResult, RoutingRecord, run_dars
-from ecc_lib.protocol.ecc_protocol import (
-    ECCEvaluation,
-    ProtocolData,
-    default_methods,
-    prototype_parameters,
-)
+from ecc_lib.protocol.data import ProtocolData
+from ecc_lib.protocol.methods import default_methods, prototype_parameters
+from ecc_lib.protocol.scoring import ECCEvaluation
 from ecc_lib.protocol.seeds import (
     MultiSeedEvaluation,
     clustering_routing_table,
@@ -128,7 +125,7 @@ class ECCResult:
         Returns
         -------
         dict
-            The first seed's :meth:`~ecc_lib.protocol.ecc_protocol.ECCEvaluation.to_dict`; with several
+            The first seed's :meth:`~ecc_lib.protocol.scoring.ECCEvaluation.to_dict`; with several
             seeds the over-seeds summary; with routing the ``routing`` block; ``ecc_cv`` (the
             settings cross-validation chose per seed), ``probe_strategy_comparison``,
             ``soft_evidence`` and ``human_skipped`` where they apply.
@@ -267,7 +264,7 @@ def ecc_beyond_metrics(
     probe_strategies : dict, optional
         :func:`~ecc_lib.protocol.experiments.probe_strategies.probe_strategy_comparison`.
     soft_evidence : dict, optional
-        :func:`~ecc_lib.ecc.soft_evidence.soft_evidence_comparison`.
+        :func:`~ecc_lib.protocol.experiments.soft_evidence.soft_evidence_comparison`.
 
     Returns
     -------
@@ -331,7 +328,7 @@ def run_ecc(
         The unfitted ECC prototype; its K, lam, T and other parameters configure ECC and the
         baselines (default ``ECC()``). The protocol seeds its ``random_state``.
     methods : sequence of str, optional
-        Methods to evaluate (default :func:`~ecc_lib.protocol.ecc_protocol.default_methods` for the
+        Methods to evaluate (default :func:`~ecc_lib.protocol.methods.default_methods` for the
         queries: the paper's, ``ecc_labels`` with categories, and ``ecc_cv``).
     routing : bool, default False
         Also run the routing experiment on every seed.
@@ -366,10 +363,10 @@ def run_ecc(
             queries,
             outcomes,
             embeddings,
+            protocol=protocol,
+            estimator=estimator,
             methods=methods,
             routing=routing,
-            estimator=estimator,
-            **protocol.run_seeds_options(),
         )
     result = ECCResult(
         protocol=protocol,
@@ -379,31 +376,23 @@ def run_ecc(
         routing=routing,
         human_skipped=human_skipped,
     )
-    options = {
-        "n_clusters": params["n_clusters"],
-        "lam": params["lam"],
-        "temperature": params["temperature"],
-        "n_pairs": protocol.n_pairs,
-        "test_size": protocol.test_size,
-    }
     if protocol.probe_strategy != "first":
         from ecc_lib.protocol.experiments.probe_strategies import probe_strategy_over_seeds
 
         result.probe_strategy_comparison = probe_strategy_over_seeds(
+            queries, outcomes, embeddings, protocol=protocol, estimator=estimator
+        )
+    if protocol.evidence == "soft":
+        from ecc_lib.protocol.experiments.soft_evidence import soft_evidence_comparison
+
+        result.soft_evidence = soft_evidence_comparison(
             queries,
             outcomes,
             embeddings,
-            protocol.seeds,
-            protocol.probe_strategy,
-            n_probes=protocol.n_probes,
-            evidence=protocol.evidence,
-            **options,
-        )
-    if protocol.evidence == "soft":
-        from ecc_lib.ecc.soft_evidence import soft_evidence_comparison
-
-        result.soft_evidence = soft_evidence_comparison(
-            queries, outcomes, embeddings, random_state=protocol.seed, **options
+            random_state=protocol.seed,
+            n_pairs=protocol.n_pairs,
+            test_size=protocol.test_size,
+            **params,  # the prototype's K, lam, T and every other non-default parameter
         )
     return result
 

@@ -1,8 +1,10 @@
 """Routing with the ECC clusterings: the paper's routing experiment, with and without the probe.
 
-Each fitted clustering of :mod:`ecc_lib.protocol.ecc_protocol` routes a test query to
+Each fitted clustering of :mod:`ecc_lib.protocol.methods` routes a test query to
 ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')`` among the models with an outcome on the
-query (Wu, Silwal & Zhang 2026; ``DESIGN.md`` section 3) and is scored by that model's mean score.
+query (Wu, Silwal & Zhang 2026; ``DESIGN.md`` section 3) and is scored by that model's mean score
+(and mean cost) on the query, through :func:`ecc_lib.routing_evaluation.evaluate_choices`, the one
+place routing is scored (:func:`routed_values`).
 Settings (:data:`ROUTING_SETTINGS`): ``no_probe`` (embedding and label only), ``probe`` (with the
 query's probe, beside ``probe_winner``, the probe's winner alone), ``probe_outside`` (the choice
 restricted to models outside the probe pair, so no router is judged on an outcome it has read) and
@@ -17,10 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ecc_lib.dars.distributions import CapabilityDistributions
 from ecc_lib.data.comparisons import Comparisons, score_matrix
 from ecc_lib.data.splits import probe_models
-from ecc_lib.protocol.ecc_protocol import ProtocolData
+from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.probes import ProbeStrategy, probe_responsibilities, select_probes
+from ecc_lib.routing_evaluation import HeldOut, evaluate_choices
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
@@ -30,6 +34,75 @@ from ecc_lib.stats import (
 )
 
 ROUTING_SETTINGS: tuple[str, ...] = ("no_probe", "probe", "probe_outside", "probe_cost")
+
+
+def held_out_means(data: ProtocolData, costs: np.ndarray | None = None) -> HeldOut:
+    """The test queries' mean score (and mean cost) per model as held-out truth of
+    :mod:`ecc_lib.routing_evaluation` (one summary per (query, model), no spread).
+
+    Parameters
+    ----------
+    data : ProtocolData
+        The train/test split (``data.scores`` holds the mean score per (query, model)).
+    costs : ndarray, shape (n_test, M), optional
+        Mean cost per (test query, model); 0 (and ``cost_available`` false) without.
+
+    Returns
+    -------
+    HeldOut
+        ``both.mu_q`` the test queries' mean scores (NaN where a model has no outcome),
+        ``both.mu_c`` their mean costs; no rewrite or decode subsets.
+    """
+    scores = data.scores[data.test_mask]
+    means = CapabilityDistributions(
+        query_ids=np.asarray(data.test.query_ids),
+        models=tuple(data.models),
+        n_obs=np.isfinite(scores).astype(np.int64),
+        mu_q=scores,
+        sigma_q=np.zeros_like(scores),
+        mu_c=np.zeros_like(scores) if costs is None else costs,
+        cost_available=costs is not None,
+        kind="dars",
+    )
+    return HeldOut(query_ids=means.query_ids, both=means, rewrites=None, decodes=None)
+
+
+def routed_values(truth: HeldOut, choice: np.ndarray, *, metric: str = "score") -> np.ndarray:
+    """Per test query, ``metric`` of the routed model (NaN where the choice is -1, no model).
+
+    Parameters
+    ----------
+    truth : HeldOut
+        :func:`held_out_means` of the split.
+    choice : ndarray of int, shape (n_test,)
+        Model index per test query; -1 where no model was allowed.
+    metric : str, default "score"
+        A metric of :func:`ecc_lib.routing_evaluation.evaluate_choices` (``"score"``,
+        ``"cost"`` ...).
+
+    Returns
+    -------
+    ndarray, shape (n_test,)
+    """
+    choice = np.asarray(choice)
+    values = evaluate_choices(np.maximum(choice, 0), truth, cost_weight=0.0, beta=0.0)[metric]
+    return np.where(choice >= 0, values, np.nan)
+
+
+def routed_scores(data: ProtocolData, choice: np.ndarray) -> np.ndarray:
+    """Per test query, the mean score of the routed model (NaN where the choice is -1).
+
+    Parameters
+    ----------
+    data : ProtocolData
+    choice : ndarray of int, shape (n_test,)
+
+    Returns
+    -------
+    ndarray, shape (n_test,)
+        :func:`routed_values` of :func:`held_out_means`.
+    """
+    return routed_values(held_out_means(data), choice)
 
 
 def _cost_matrix(outcomes: pd.DataFrame | None, data: ProtocolData) -> np.ndarray | None:
@@ -77,6 +150,7 @@ def probe_winner(probe: Comparisons | None, n_queries: int, n_models: int) -> np
 def route_choices(
     data: ProtocolData,
     fitted: dict,
+    *,
     setting: str = "no_probe",
     n_probes: int = 1,
     probe_evidence: str = "mean",
@@ -130,7 +204,13 @@ def route_choices(
     if setting != "no_probe":
         if n_probes < 1:
             raise ValueError(f"the {setting!r} setting needs n_probes >= 1")
-        reference_probe = select_probes(data, None, n_probes, None, probe_strategy, random_state)[0]
+        reference_probe = select_probes(
+            data,
+            None,
+            n_probes=n_probes,
+            probe_strategy=probe_strategy,
+            random_state=random_state,
+        )[0]
     observed = allowed
     constant = {}
     if setting == "probe_outside":
@@ -140,12 +220,28 @@ def route_choices(
         own_allowed = allowed
         if setting == "no_probe":
             resp = probe_responsibilities(
-                model, data.x_test, None, "embedding", data.labels_test, probe_evidence
+                model,
+                data.x_test,
+                None,
+                mode="embedding",
+                labels=data.labels_test,
+                probe_evidence=probe_evidence,
             )
         else:
-            probe = select_probes(data, model, n_probes, None, probe_strategy, random_state)[0]
+            probe = select_probes(
+                data,
+                model,
+                n_probes=n_probes,
+                probe_strategy=probe_strategy,
+                random_state=random_state,
+            )[0]
             resp = probe_responsibilities(
-                model, data.x_test, probe, "both", data.labels_test, probe_evidence
+                model,
+                data.x_test,
+                probe,
+                mode="both",
+                labels=data.labels_test,
+                probe_evidence=probe_evidence,
             )
             if setting == "probe_outside":  # outside the pair(s) this method itself has read
                 own_allowed = observed & ~probe_models(probe)
@@ -220,6 +316,7 @@ class RoutingResult:
 def routing_experiment(
     data: ProtocolData,
     fitted: dict,
+    *,
     outcomes: pd.DataFrame | None = None,
     n_probes: int = 1,
     probe_evidence: str = "mean",
@@ -255,7 +352,7 @@ def routing_experiment(
     outcomes : DataFrame, optional
         Long outcomes with a ``cost`` column, for the costs (NaN without).
     n_probes, probe_evidence, probe_strategy
-        As in :func:`ecc_lib.protocol.ecc_protocol.score_methods`.
+        As in :func:`ecc_lib.protocol.scoring.score_methods`.
     n_boot, confidence, random_state
         Bootstrap over test queries (the same resamples for every row).
 
@@ -295,15 +392,22 @@ def routing_experiment(
             }
         )
 
-    def picked(matrix, choice):
-        if matrix is None:
+    truth = held_out_means(data, costs)
+
+    def picked(metric, choice):
+        if metric == "cost" and costs is None:
             return None
-        safe = np.maximum(choice, 0)
-        return np.where(choice >= 0, matrix[np.arange(n_test), safe], np.nan)
+        return routed_values(truth, choice, metric=metric)
 
     for setting in settings:
         choices = route_choices(
-            data, fitted, setting, n_probes, probe_evidence, probe_strategy, random_state
+            data,
+            fitted,
+            setting=setting,
+            n_probes=n_probes,
+            probe_evidence=probe_evidence,
+            probe_strategy=probe_strategy,
+            random_state=random_state,
         )
         allowed = choices.pop("_allowed")
         probe = choices.pop("_probe")
@@ -316,7 +420,7 @@ def routing_experiment(
         def charged(choice, charge=charge, in_probe=in_probe, setting=setting):
             if costs is None:
                 return None
-            own = picked(costs, choice)
+            own = picked("cost", choice)
             if setting != "probe_cost":
                 return own
             already = in_probe[np.arange(n_test), np.maximum(choice, 0)] & (choice >= 0)
@@ -327,7 +431,12 @@ def routing_experiment(
             # e.g. comp_only without a probe: nothing tells its queries apart, it routes as global
             same = name != "global" and np.array_equal(choice, choices["global"])
             add(
-                setting, name, picked(scores, choice), charged(choice), same, fixed.get(name, False)
+                setting,
+                name,
+                picked("score", choice),
+                charged(choice),
+                same,
+                fixed.get(name, False),
             )
         with np.errstate(invalid="ignore"):
             masked = np.where(allowed, scores, np.nan)
@@ -344,7 +453,7 @@ def routing_experiment(
         add(setting, "random", random_score, random_cost)
         oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
         if setting != "probe_cost":
-            add(setting, "oracle", picked(scores, oracle), picked(costs, oracle))
+            add(setting, "oracle", picked("score", oracle), picked("cost", oracle))
     differences = {}
     for setting, arms in replicates.items():
         if "ecc" not in arms:
@@ -379,5 +488,8 @@ __all__ = [
     "RoutingResult",
     "probe_winner",
     "route_choices",
+    "routed_scores",
+    "routed_values",
     "routing_experiment",
+    "held_out_means",
 ]

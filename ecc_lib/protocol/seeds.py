@@ -19,21 +19,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.ecc.estimator import ECC
-from ecc_lib.protocol.ecc_protocol import (
-    METHODS,
-    PAPER_N_PAIRS,
-    PAPER_SEED,
-    PAPER_TEST_SIZE,
-    ECCEvaluation,
-    ProtocolData,
-    _run_seed,
-)
-from ecc_lib.protocol.probes import ProbeStrategy
+from ecc_lib.protocol.data import ProtocolData
+from ecc_lib.protocol.ecc_protocol import run_seed
+from ecc_lib.protocol.methods import METHODS
 from ecc_lib.protocol.routing import ROUTING_SETTINGS, routing_experiment
+from ecc_lib.protocol.scoring import ECCEvaluation
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.serialization import to_jsonable
-from ecc_lib.stats import DEFAULT_N_BOOT
 
 # --------------------------------------------------------------------------------------------------
 # the protocol over seeds
@@ -175,7 +168,7 @@ class MultiSeedEvaluation:
         Returns
         -------
         DataFrame
-            Each seed's :meth:`~ecc_lib.protocol.ecc_protocol.ECCEvaluation.table` with ``seed`` and
+            Each seed's :meth:`~ecc_lib.protocol.scoring.ECCEvaluation.table` with ``seed`` and
             ``probe_leak_share`` columns added.
         """
         frames = []
@@ -222,7 +215,7 @@ class MultiSeedEvaluation:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
-        """The first seed's :meth:`~ecc_lib.protocol.ecc_protocol.ECCEvaluation.to_dict` plus
+        """The first seed's :meth:`~ecc_lib.protocol.scoring.ECCEvaluation.to_dict` plus
         :meth:`summary`.
 
         Returns
@@ -239,80 +232,52 @@ def run_seeds(
     queries: pd.DataFrame,
     outcomes: pd.DataFrame,
     embeddings: np.ndarray,
-    seeds: Sequence[int] = (PAPER_SEED,),
-    n_clusters: int = 30,
-    lam: float = 3.0,
-    temperature: float = 0.1,
-    n_pairs: int = PAPER_N_PAIRS,
-    n_probes: int = 1,
-    test_size: float = PAPER_TEST_SIZE,
-    mode: str = "both",
-    methods: tuple[str, ...] = METHODS,
-    n_boot: int = DEFAULT_N_BOOT,
-    probe_evidence: str = "mean",
-    probe_strategy: str | ProbeStrategy = "first",
-    leak_free: bool = False,
-    routing: bool = False,
-    evidence: str = "sampled",
-    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+    *,
+    protocol: Protocol | None = None,
     estimator: ECC | None = None,
-    **ecc_params,
+    methods: tuple[str, ...] = METHODS,
+    routing: bool = False,
 ) -> MultiSeedEvaluation:
-    """The protocol over several protocol seeds: each seed redraws the pairs, the split and the
+    """The protocol over its protocol seeds: each seed redraws the pairs, the split and the
     EM start (``random_state = seed``); the bootstrap over test queries and a randomised probe
     strategy use ``random_state = 0``, so the first seed reproduces
-    :func:`~ecc_lib.protocol.ecc_protocol.run_protocol` exactly (both run the same code for one seed).
+    :func:`~ecc_lib.protocol.ecc_protocol.run_protocol` exactly (both run
+    :func:`~ecc_lib.protocol.ecc_protocol.run_seed`).
 
     Parameters
     ----------
     queries, outcomes, embeddings
         As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
-    seeds : sequence of int
-        Protocol seeds (the CLI's ``--seed, --seed + 1, ...``).
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``); ``protocol.seeds`` are the protocol seeds (the
+        CLI's ``--seed, --seed + 1, ...``).
+    estimator : ECC, optional
+        An unfitted ECC prototype (default ``ECC()``): ECC is its clone and the baselines are built
+        from its parameters (:func:`~ecc_lib.protocol.methods.methods_from_prototype`).
+    methods : tuple of str
+        Methods to evaluate.
     routing : bool, default False
         Also run :func:`ecc_lib.protocol.routing.routing_experiment` on every seed.
-    tie_tolerance : float, default 1e-4
-        As in :func:`~ecc_lib.protocol.ecc_protocol.prepare_protocol`.
-    estimator : ECC, optional
-        An unfitted ECC prototype: ECC is its clone and the baselines are built from its
-        parameters (:func:`~ecc_lib.protocol.ecc_protocol.methods_from_prototype`), which then replace
-        ``n_clusters``, ``lam``, ``temperature`` and ``**ecc_params``.
-    Other parameters
-        As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
 
     Returns
     -------
     MultiSeedEvaluation
     """
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("run_seeds needs at least one seed")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, got {seeds}")
+    protocol = Protocol() if protocol is None else protocol
+    if not isinstance(protocol, Protocol):
+        raise TypeError(f"protocol must be an ecc_lib Protocol, got {type(protocol).__name__}")
+    seeds = list(protocol.seeds)
     wall, cpu = time.perf_counter(), time.process_time()
     results, routes = [], []
     for i, seed in enumerate(seeds):
-        data, result = _run_seed(
+        data, result = run_seed(
             queries,
             outcomes,
             embeddings,
-            seed,
-            n_clusters=n_clusters,
-            lam=lam,
-            temperature=temperature,
-            n_pairs=n_pairs,
-            n_probes=n_probes,
-            test_size=test_size,
-            mode=mode,
-            methods=methods,
-            n_boot=n_boot,
-            probe_evidence=probe_evidence,
-            probe_strategy=probe_strategy,
-            leak_free=leak_free,
-            evidence=evidence,
-            tie_tolerance=tie_tolerance,
+            seed=seed,
+            protocol=protocol,
             estimator=estimator,
-            **ecc_params,
+            methods=methods,
         )
         if routing:
             routes.append(
@@ -321,9 +286,9 @@ def run_seeds(
                     result.fitted,
                     outcomes=outcomes,
                     n_probes=result.n_probes,  # 0 on two-model data (single_pair_settings)
-                    probe_evidence=probe_evidence,
-                    probe_strategy=probe_strategy,
-                    n_boot=n_boot,
+                    probe_evidence=protocol.probe_evidence,
+                    probe_strategy=protocol.probe_strategy,
+                    n_boot=protocol.n_boot,
                     random_state=0,
                 ).to_dict()
             )

@@ -4,7 +4,7 @@ Everything :func:`~ecc_lib.protocol.seeds.run_seeds` and :func:`~ecc_lib.protoco
 take besides the data and the estimator's own parameters lives in one frozen dataclass. The
 estimator's parameters (ECC's ``n_clusters``, ``lam``, ``temperature``, ``max_iter`` ...) live only
 in the estimator prototype (an unfitted :class:`~ecc_lib.ecc.estimator.ECC`); the baselines are built from
-its parameters (:func:`ecc_lib.protocol.ecc_protocol.methods_from_prototype`). The CLI (``ecc-lab ecc``) and
+its parameters (:func:`ecc_lib.protocol.methods.methods_from_prototype`). The CLI (``ecc-lab ecc``) and
 notebook 03 build the same :class:`Protocol`, and :func:`ecc_lib.protocol.results.run_ecc` runs it.
 
 Examples
@@ -21,7 +21,7 @@ from typing import Any
 
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.ecc.validation import MODES
-from ecc_lib.protocol.ecc_protocol import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE
+from ecc_lib.protocol.data import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE
 from ecc_lib.protocol.probes import PROBE_EVIDENCE, ProbeStrategy
 from ecc_lib.stats import DEFAULT_N_BOOT
 
@@ -138,27 +138,6 @@ class Protocol:
         """
         return replace(self, **changes)
 
-    def run_seeds_options(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`~ecc_lib.protocol.seeds.run_seeds` these settings fix.
-
-        Returns
-        -------
-        dict
-        """
-        return {
-            "seeds": self.seeds,
-            "n_pairs": self.n_pairs,
-            "n_probes": self.n_probes,
-            "test_size": self.test_size,
-            "mode": self.mode,
-            "n_boot": self.n_boot,
-            "probe_evidence": self.probe_evidence,
-            "probe_strategy": self.probe_strategy,
-            "leak_free": self.leak_free,
-            "evidence": self.evidence,
-            "tie_tolerance": self.tie_tolerance,
-        }
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings (a callable probe strategy by its name).
 
@@ -166,11 +145,20 @@ class Protocol:
         -------
         dict
         """
-        options = self.run_seeds_options()
         strategy = self.probe_strategy
-        options["probe_strategy"] = strategy if isinstance(strategy, str) else strategy.__name__
-        options["seeds"] = list(self.seeds)
-        return options
+        return {
+            "seeds": list(self.seeds),
+            "n_pairs": self.n_pairs,
+            "n_probes": self.n_probes,
+            "test_size": self.test_size,
+            "mode": self.mode,
+            "n_boot": self.n_boot,
+            "probe_evidence": self.probe_evidence,
+            "probe_strategy": strategy if isinstance(strategy, str) else strategy.__name__,
+            "leak_free": self.leak_free,
+            "evidence": self.evidence,
+            "tie_tolerance": self.tie_tolerance,
+        }
 
 
 __all__ = ["EVIDENCE", "Protocol"]

@@ -89,9 +89,8 @@ class ECCRouter(Router):
         self.intercept_ = float(u.mean() - self.slope_ * s.mean())
 
     def _strength(self, x):
-        r = self.ecc_.predict_responsibilities(x.astype(np.float32), mode="embedding")
-        theta = self.ecc_.theta_
-        return r @ (theta - theta.mean(axis=1, keepdims=True))
+        # the ECC routing score sum_k r_qk (theta_km - mean_m' theta_km'), embedding only
+        return self.ecc_.routing_scores(x.astype(np.float32), mode="embedding")
 
     def _predict(self, x):
         return self.intercept_ + self.slope_ * self._strength(x)

@@ -1,4 +1,4 @@
-"""Experiments on top of the ECC protocol: sweeps and diagnostics, probe strategies, the new-model experiment and the synthetic tour.
+"""Experiments on top of the ECC protocol: sweeps and diagnostics, probe strategies, the new-model experiment, soft against sampled evidence and the synthetic tour.
 
 The names below are imported from their modules on first use.
 """
@@ -10,6 +10,7 @@ _EXPORTS = {
     "sweep_clusters": "ecc_lib.protocol.experiments.sweeps",
     "probe_strategy_comparison": "ecc_lib.protocol.experiments.probe_strategies",
     "new_model_experiment": "ecc_lib.protocol.experiments.new_model",
+    "soft_evidence_comparison": "ecc_lib.protocol.experiments.soft_evidence",
 }
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

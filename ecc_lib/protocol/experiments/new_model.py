@@ -15,18 +15,12 @@ from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons, score_matrix, snap_ties
 from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import comparison_nll
-from ecc_lib.protocol.ecc_protocol import (
-    PAPER_N_PAIRS,
-    PAPER_SEED,
-    PAPER_TEST_SIZE,
-    fit_methods,
-    make_methods,
-    prepare_protocol,
-)
+from ecc_lib.protocol.data import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE, prepare_protocol
+from ecc_lib.protocol.methods import fit_methods, make_methods
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
     bootstrap_indices,
-    finite_interval,
+    mean_ratio,
     paired_difference,
     ratio_gain,
 )
@@ -60,6 +54,7 @@ def new_model_experiment(
     outcomes: pd.DataFrame,
     embeddings: np.ndarray,
     new_model: str,
+    *,
     budgets: tuple[int, ...] = (10, 30, 100, 300),
     n_clusters: int = 30,
     lam: float = 3.0,
@@ -142,16 +137,22 @@ def new_model_experiment(
         raise ValueError("the new-model experiment needs at least 2 old models")
     old_outcomes = outcomes[outcomes["model"].astype(str) != new_model]
     data = prepare_protocol(
-        queries, old_outcomes, embeddings, n_pairs, test_size, random_state, models=old_models
+        queries,
+        old_outcomes,
+        embeddings,
+        n_pairs=n_pairs,
+        test_size=test_size,
+        random_state=random_state,
+        models=old_models,
     )
     fitted, _ = fit_methods(
         data,
         make_methods(
-            n_clusters,
-            lam,
-            temperature,
-            random_state,
-            ("global", "ecc", "emb_only"),
+            n_clusters=n_clusters,
+            lam=lam,
+            temperature=temperature,
+            random_state=random_state,
+            methods=("global", "ecc", "emb_only"),
             **ecc_params,
         ),
     )
@@ -256,10 +257,8 @@ def new_model_experiment(
             }
         row = {"new_model": new_model, "budget": int(len(chosen))}
         for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
-            reps = nll[arm][""][index].sum(axis=1) / np.bincount(tq[~touches], minlength=n_test)[
-                has
-            ][index].sum(axis=1)
-            low, high = finite_interval(reps, confidence=0.95)
+            disjoint_counts = np.bincount(tq[~touches], minlength=n_test)[has]
+            _, (low, high), _ = mean_ratio(nll[arm][""], disjoint_counts, index, confidence=0.95)
             n_disjoint = float((~touches).sum())
             row[f"nll_{column}_opponent"] = (
                 float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")

@@ -6,16 +6,26 @@ from __future__ import annotations
 import numpy as np
 
 from ecc_lib.data.splits import probe_models, split_probe
-from ecc_lib.ecc.estimator import comparison_nll
+from ecc_lib.ecc.estimator import ECC, comparison_nll
 from ecc_lib.protocol.active_probes import probes_from_scores
+from ecc_lib.protocol.data import prepare_protocol
+from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
 from ecc_lib.protocol.probes import PROBE_STRATEGIES
-from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, paired_difference, ratio_gain
+from ecc_lib.protocol.settings import Protocol
+from ecc_lib.stats import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    gain_percent,
+    paired_difference,
+    ratio_gain,
+)
 
 
 def compare_probe_strategies(
     data,
     model,
     reference,
+    *,
     strategies: tuple[str, ...] = PROBE_STRATEGIES,
     n_probes: tuple[int, ...] = (1, 2, 3),
     score_from: int | None = None,
@@ -31,7 +41,7 @@ def compare_probe_strategies(
 
     Parameters
     ----------
-    data : ecc_lib.protocol.ecc_protocol.ProtocolData
+    data : ecc_lib.protocol.data.ProtocolData
     model : fitted ECC-like estimator
     reference : fitted estimator
         The gain reference (the global BT model).
@@ -63,12 +73,12 @@ def compare_probe_strategies(
                 model,
                 scores,
                 test,
-                n,
-                s,
-                score_from,
-                data.x_test,
-                labels,
-                random_state,
+                n_probes=n,
+                strategy=s,
+                score_from=score_from,
+                embeddings=data.x_test,
+                labels=labels,
+                random_state=random_state,
                 criterion=criterion,
             )
             for s in strategies
@@ -93,9 +103,7 @@ def compare_probe_strategies(
                     "n_shared_pairs": int(len(shared)),
                     "nll": float(loss.mean()) if len(loss) else float("nan"),
                     "nll_reference": float(ref.mean()) if len(ref) else float("nan"),
-                    "gain": float(100.0 * (ref.sum() - loss.sum()) / ref.sum())
-                    if len(ref)
-                    else float("nan"),
+                    "gain": gain_percent(ref, loss),
                     "loss_by_query": np.bincount(
                         shared.query, weights=loss, minlength=test.n_queries
                     ),
@@ -109,6 +117,7 @@ def probe_strategy_comparison(
     data,
     model,
     reference,
+    *,
     strategy: str = "active",
     n_probes: int = 1,
     curve: tuple[int, ...] = (1, 2, 3),
@@ -120,7 +129,7 @@ def probe_strategy_comparison(
 
     Parameters
     ----------
-    data : ecc_lib.protocol.ecc_protocol.ProtocolData
+    data : ecc_lib.protocol.data.ProtocolData
     model, reference : fitted estimators
         The method whose probes are chosen (e.g. ECC) and the gain reference (global BT).
     strategy : {"random", "active"}
@@ -147,8 +156,8 @@ def probe_strategy_comparison(
         data,
         model,
         reference,
-        ("first", strategy),
-        (n_probes,),
+        strategies=("first", strategy),
+        n_probes=(n_probes,),
         score_from=n_probes,
         random_state=random_state,
         criterion=criterion,
@@ -176,8 +185,8 @@ def probe_strategy_comparison(
             data,
             model,
             reference,
-            PROBE_STRATEGIES,
-            tuple(curve),
+            strategies=tuple(PROBE_STRATEGIES),
+            n_probes=tuple(curve),
             score_from=max(curve),
             random_state=random_state,
             criterion=criterion,
@@ -192,50 +201,51 @@ def probe_strategy_over_seeds(
     queries,
     outcomes,
     embeddings,
-    seeds,
-    strategy: str = "active",
-    n_probes: int = 1,
+    *,
+    protocol: Protocol,
+    estimator: ECC | None = None,
     method: str = "ecc",
-    n_clusters: int = 30,
-    lam: float = 3.0,
-    temperature: float = 0.1,
-    n_pairs: int = 7,
-    test_size: float = 0.2,
-    evidence: str = "sampled",
     criterion: str = "entropy",
-    **ecc_params,
 ) -> dict:
     """:func:`probe_strategy_comparison` for each protocol seed, summarised over seeds.
 
-    Each seed redraws pairs, split and EM start (:func:`ecc_lib.protocol.ecc_protocol.prepare_protocol`),
-    fits ``method`` and the global reference, and compares ``strategy`` with ``"first"``.
+    Each seed of ``protocol`` redraws pairs, split and EM start
+    (:func:`ecc_lib.protocol.data.prepare_protocol` with the protocol's pairs, test size,
+    evidence and tie tolerance), fits ``method`` and the global reference from the ``estimator`` prototype, and
+    compares ``protocol.probe_strategy`` with ``"first"`` at ``protocol.n_probes`` probes.
 
     Parameters
     ----------
     queries, outcomes, embeddings
-        As :func:`ecc_lib.protocol.ecc_protocol.prepare_protocol`.
-    seeds : sequence of int
-    strategy : {"random", "active"}
-    n_probes : int
+        As :func:`ecc_lib.protocol.data.prepare_protocol`.
+    protocol : Protocol
+        The settings; ``probe_strategy`` must be ``"random"`` or ``"active"``.
+    estimator : ECC, optional
+        The unfitted ECC prototype (default ``ECC()``).
     method : str
         The method whose probes are chosen (default ``"ecc"``).
-    n_clusters, lam, temperature, n_pairs, test_size, evidence, criterion, **ecc_params
-        Protocol and estimator parameters.
+    criterion : {"entropy", "predictive"}
+        Criterion of the ``"active"`` strategy.
 
     Returns
     -------
     dict
         :func:`summarise_probe_strategy` of the per-seed results.
     """
-    from ecc_lib.protocol.ecc_protocol import fit_methods, make_methods, prepare_protocol
-
     per_seed = []
-    for seed in seeds:
+    for seed in protocol.seeds:
         data = prepare_protocol(
-            queries, outcomes, embeddings, n_pairs, test_size, int(seed), evidence=evidence
+            queries,
+            outcomes,
+            embeddings,
+            n_pairs=protocol.n_pairs,
+            test_size=protocol.test_size,
+            random_state=int(seed),
+            evidence=protocol.evidence,
+            tie_tolerance=protocol.tie_tolerance,
         )
-        estimators = make_methods(
-            n_clusters, lam, temperature, int(seed), ("global", method), **ecc_params
+        estimators = methods_from_prototype(
+            estimator, methods=("global", method), random_state=int(seed)
         )
         fitted, _ = fit_methods(data, estimators)
         per_seed.append(
@@ -243,9 +253,9 @@ def probe_strategy_over_seeds(
                 data,
                 fitted[method],
                 fitted["global"],
-                strategy,
-                n_probes=n_probes,
-                curve=tuple(range(1, min(3, n_pairs - 1) + 1)),
+                strategy=protocol.probe_strategy,
+                n_probes=protocol.n_probes,
+                curve=tuple(range(1, min(3, protocol.n_pairs - 1) + 1)),
                 criterion=criterion,
                 random_state=int(seed),
             )

@@ -1,10 +1,10 @@
 """Experiments on fitted clusterings: inference modes, probe and K sweeps, cluster diagnostics.
 
-Each function takes a :class:`~ecc_lib.protocol.ecc_protocol.ProtocolData` (and fitted methods where it
-needs them) from :mod:`ecc_lib.protocol.ecc_protocol` and returns plain objects (dicts, DataFrames) usable
+Each function takes a :class:`~ecc_lib.protocol.data.ProtocolData` (and fitted methods where it
+needs them, :mod:`ecc_lib.protocol.methods`) and returns plain objects (dicts, DataFrames) usable
 from the command line and from notebooks. The other experiments built on the protocol have their
 own modules: routing with the clusterings (:mod:`ecc_lib.protocol.routing`), ranking a new model
-(:mod:`ecc_lib.protocol.experiments.new_model`) and probe strategies (:mod:`ecc_lib.protocol.active_probes`).
+(:mod:`ecc_lib.protocol.experiments.new_model`) and probe strategies (:mod:`ecc_lib.protocol.experiments.probe_strategies`).
 """
 
 from __future__ import annotations
@@ -18,16 +18,10 @@ import pandas as pd
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.estimator import evidence
-from ecc_lib.ecc.validation import labels_to_str
-from ecc_lib.protocol.ecc_protocol import (
-    MODES,
-    PAPER_SEED,
-    ECCEvaluation,
-    ProtocolData,
-    fit_methods,
-    make_methods,
-    score_methods,
-)
+from ecc_lib.ecc.validation import MODES, labels_to_str
+from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
+from ecc_lib.protocol.methods import fit_methods, make_methods
+from ecc_lib.protocol.scoring import ECCEvaluation, score_methods
 from ecc_lib.stats import DEFAULT_N_BOOT
 
 logger = logging.getLogger(__name__)
@@ -58,7 +52,7 @@ def _long_rows(result: ECCEvaluation, **extra) -> list[dict]:
 
 def _score_settings(data: ProtocolData, fitted: dict, settings: list[dict], **kwargs):
     """Score the fitted methods once per setting (``mode``, ``n_probes`` and any other keyword
-    argument of :func:`~ecc_lib.protocol.ecc_protocol.score_methods`) and stack the rows of each."""
+    argument of :func:`~ecc_lib.protocol.scoring.score_methods`) and stack the rows of each."""
     rows = []
     for setting in settings:
         result = score_methods(data, fitted, **setting, **kwargs)
@@ -69,6 +63,7 @@ def _score_settings(data: ProtocolData, fitted: dict, settings: list[dict], **kw
 def evaluate_modes(
     data: ProtocolData,
     fitted: dict,
+    *,
     modes: tuple[str, ...] = MODES,
     n_probes: int = 1,
     **kwargs,
@@ -78,15 +73,15 @@ def evaluate_modes(
     Parameters
     ----------
     data : ProtocolData
-        Comparisons, embeddings and split (:func:`~ecc_lib.protocol.ecc_protocol.prepare_protocol`).
+        Comparisons, embeddings and split (:func:`~ecc_lib.protocol.data.prepare_protocol`).
     fitted : dict
-        Fitted estimators by method name (:func:`~ecc_lib.protocol.ecc_protocol.fit_methods`).
+        Fitted estimators by method name (:func:`~ecc_lib.protocol.methods.fit_methods`).
     modes : tuple of str
         Inference modes.
     n_probes : int, default 1
         Probe comparisons per test query.
     **kwargs
-        Passed to :func:`~ecc_lib.protocol.ecc_protocol.score_methods`.
+        Passed to :func:`~ecc_lib.protocol.scoring.score_methods`.
 
     Returns
     -------
@@ -99,13 +94,14 @@ def evaluate_modes(
 def sweep_probes(
     data: ProtocolData,
     fitted: dict,
+    *,
     n_probes: tuple[int, ...] = (1, 2, 3),
     mode: str = "both",
     **kwargs,
 ) -> pd.DataFrame:
     """Gain versus the number of probes. All values score the same pairs (those after
     ``max(n_probes)``), so rows are comparable. Keyword arguments go to
-    :func:`~ecc_lib.protocol.ecc_protocol.score_methods`, among them ``probe_evidence="mean"`` (the
+    :func:`~ecc_lib.protocol.scoring.score_methods`, among them ``probe_evidence="mean"`` (the
     authors' code: probe log-likelihoods averaged) or ``"sum"`` (added: the Bayesian choice), and
     ``probe_strategy``.
 
@@ -143,6 +139,7 @@ def sweep_probes(
 
 def sweep_clusters(
     data: ProtocolData,
+    *,
     ks: tuple[int, ...] = (5, 10, 20, 30, 50),
     methods: tuple[str, ...] = ("global", "ecc", "emb_only"),
     lam: float = 3.0,
@@ -156,19 +153,19 @@ def sweep_clusters(
     """Gain versus the number of clusters ``K`` (methods refitted for each K).
 
     ``ecc_params`` (``max_iter``, ``n_init``, ``tol`` ...) go to
-    :func:`~ecc_lib.protocol.ecc_protocol.make_methods`; other keyword arguments (``n_boot``,
-    ``confidence`` ...) to :func:`~ecc_lib.protocol.ecc_protocol.score_methods`.
+    :func:`~ecc_lib.protocol.methods.make_methods`; other keyword arguments (``n_boot``,
+    ``confidence`` ...) to :func:`~ecc_lib.protocol.scoring.score_methods`.
 
     Parameters
     ----------
     data : ProtocolData
-        Comparisons, embeddings and split (:func:`~ecc_lib.protocol.ecc_protocol.prepare_protocol`).
+        Comparisons, embeddings and split (:func:`~ecc_lib.protocol.data.prepare_protocol`).
     ks : tuple of int
         Cluster counts.
     methods : tuple of str
         Methods refitted for each K.
     lam, temperature, random_state
-        As in :func:`~ecc_lib.protocol.ecc_protocol.make_methods`.
+        As in :func:`~ecc_lib.protocol.methods.make_methods`.
     n_probes : int, default 1
         Probe comparisons per test query.
     mode : str, default "both"
@@ -176,7 +173,7 @@ def sweep_clusters(
     ecc_params : dict, optional
         EM settings.
     **kwargs
-        Passed to :func:`~ecc_lib.protocol.ecc_protocol.score_methods`.
+        Passed to :func:`~ecc_lib.protocol.scoring.score_methods`.
 
     Returns
     -------
@@ -185,7 +182,14 @@ def sweep_clusters(
     """
     rows = []
     for k in ks:
-        estimators = make_methods(k, lam, temperature, random_state, methods, **(ecc_params or {}))
+        estimators = make_methods(
+            n_clusters=k,
+            lam=lam,
+            temperature=temperature,
+            random_state=random_state,
+            methods=methods,
+            **(ecc_params or {}),
+        )
         fitted, seconds = fit_methods(data, estimators)
         result = score_methods(
             data, fitted, n_probes=n_probes, mode=mode, fit_seconds=seconds, **kwargs
@@ -216,6 +220,7 @@ def _kendall_tau_b(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def within_cluster_consistency(
     model,
     comparisons: Comparisons,
+    *,
     n_folds: int = 5,
     responsibilities: np.ndarray | None = None,
     alpha: float = 1.0,
@@ -285,7 +290,7 @@ def within_cluster_consistency(
 
 
 def cross_cluster_nll_gap(
-    model, comparisons: Comparisons, responsibilities: np.ndarray | None = None
+    model, comparisons: Comparisons, *, responsibilities: np.ndarray | None = None
 ) -> dict:
     """How much worse a query's comparisons are explained by other clusters' profiles.
 
@@ -328,6 +333,7 @@ def cluster_summary(
     texts: np.ndarray,
     categories: np.ndarray | None = None,
     responsibilities: np.ndarray | None = None,
+    *,
     n_top_models: int = 3,
     n_top_categories: int = 3,
     n_examples: int = 3,
@@ -405,7 +411,7 @@ def _shorten(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-def diagnostics(data: ProtocolData, fitted: dict, n_folds: int = 5, random_state: int = 0):
+def diagnostics(data: ProtocolData, fitted: dict, *, n_folds: int = 5, random_state: int = 0):
     """Within-cluster consistency and cross-cluster NLL gap of every fitted clustering, on the
     training queries. Returns a DataFrame with ``method, n_clusters, mean_tau, own_nll,
     other_nll, nll_gap``.
@@ -469,7 +475,7 @@ def score_label_informed(
     result : ECCEvaluation
         The scored protocol whose settings are reused.
     n_clusters, lam, temperature, random_state, **ecc_params
-        Of the label-informed estimator (as :func:`~ecc_lib.protocol.ecc_protocol.make_methods`).
+        Of the label-informed estimator (as :func:`~ecc_lib.protocol.methods.make_methods`).
 
     Returns
     -------
@@ -479,7 +485,12 @@ def score_label_informed(
     params = result.params
     labelled = dict(fitted)
     estimators = make_methods(
-        n_clusters, lam, temperature, random_state, ("ecc_labels",), **ecc_params
+        n_clusters=n_clusters,
+        lam=lam,
+        temperature=temperature,
+        random_state=random_state,
+        methods=("ecc_labels",),
+        **ecc_params,
     )
     new, seconds = fit_methods(data, estimators)
     labelled.update(new)

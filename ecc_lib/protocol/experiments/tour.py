@@ -52,7 +52,7 @@ def profile_table(data: CapabilityData) -> pd.DataFrame:
 
 
 def fit_clusterings(
-    data: CapabilityData, n_clusters: int, n_init: int = 4, random_state: int = 0
+    data: CapabilityData, *, n_clusters: int, n_init: int = 4, random_state: int = 0
 ) -> dict[str, np.ndarray]:
     """Hard cluster labels of ECC, of embedding-only clusters and of the topic labels.
 
@@ -85,6 +85,7 @@ def fit_clusterings(
 def recovery_table(
     truth: np.ndarray,
     labelings: dict[str, np.ndarray],
+    *,
     reference: str = "emb_only",
     n_boot: int = 1000,
     random_state: int = 0,
@@ -134,7 +135,7 @@ def recovery_table(
 
 
 def label_truth_table(
-    data: RepeatedOutcomesData, n_boot: int = 1000, random_state: int = 0
+    data: RepeatedOutcomesData, *, n_boot: int = 1000, random_state: int = 0
 ) -> pd.DataFrame:
     """How often labels name the planted best model, and how often single-shot labels flip.
 

@@ -1,0 +1,178 @@
+"""Soft-evidence ECC against ECC on sampled comparisons, on held-out queries (an experiment).
+
+Beyond the ECC paper (``DESIGN.md`` section 5). Where a (query, model) pair has several
+observations (rewrites, decodes), soft-evidence ECC is ECC fitted on comparisons whose outcome is
+the probability that ``b`` beats ``a`` under the two empirical score distributions
+(:func:`ecc_lib.ecc.soft_evidence.soft_outcomes`, the estimator-side maths).
+:func:`soft_evidence_comparison` splits the queries, fits soft-evidence ECC and ECC on one sampled
+observation per (query, model) (several draws, :func:`ecc_lib.ecc.soft_evidence.sampled_outcomes`)
+and scores both by the log-loss against the test queries' empirical win probabilities, with paired
+bootstrap intervals over test queries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.data.comparisons import Comparisons, make_comparisons
+from ecc_lib.data.splits import split_queries
+from ecc_lib.ecc.estimator import ECC, comparison_nll
+from ecc_lib.ecc.soft_evidence import has_repeats, sampled_outcomes, soft_outcomes
+from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, mean_ratio, percentile_interval
+
+
+def soft_evidence_comparison(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    embeddings: np.ndarray,
+    *,
+    n_draws: int = 5,
+    n_clusters: int = 10,
+    test_size: float = 0.2,
+    mode: str = "embedding",
+    truth: np.ndarray | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    random_state: int = 0,
+    n_pairs: int | None = None,
+    **ecc_params,
+) -> dict:
+    """Soft-evidence ECC against ECC on sampled comparisons, on held-out queries.
+
+    Every pair of models observed on a query is used (at most ``n_pairs`` per query, drawn
+    seeded, when given). Training queries give the fits; on test
+    queries each pair's target is its empirical win probability (:func:`~ecc_lib.ecc.soft_evidence.soft_outcomes`) and the
+    score is the mean log-loss ``-(y log p + (1 - y) log(1 - p))``.
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id`` (row order of ``embeddings``).
+    outcomes : DataFrame
+        Long outcomes with repeated observations.
+    embeddings : ndarray, shape (len(queries), d)
+    n_draws : int, default 5
+        Sampled-evidence fits (one sampled observation per (query, model) each).
+    n_clusters : int, default 10
+    test_size : float, default 0.2
+    mode : {"embedding", "both"}
+        Inference on test queries: embedding only (default), or with the first comparison of
+        each test query as a probe carrying the evidence kind of the fit (soft or sampled).
+    truth : ndarray, shape (len(queries), M, M), optional
+        True ``P(i beats j)`` per query (synthetic data): adds the log-loss against the truth.
+    n_boot : int
+    random_state : int
+        Seeds the split, the draws, the EM starts and the bootstrap.
+    n_pairs : int, optional
+        Pairs per query (default: all observed pairs).
+    **ecc_params
+        Passed to :class:`ecc_lib.ecc.estimator.ECC` (``lam``, ``temperature``, ``max_iter`` ...).
+
+    Returns
+    -------
+    dict
+        ``n_train, n_test, n_test_pairs``, ``logloss`` (``soft``, ``sampled_mean``,
+        ``sampled_sd``, ``sampled`` per draw, ``target_entropy``), ``difference`` (sampled mean
+        minus soft, with a paired bootstrap ``ci95``), and the same under ``vs_truth`` when
+        ``truth`` is given.
+    """
+    if mode not in ("embedding", "both"):
+        raise ValueError(f"mode must be 'embedding' or 'both', got {mode!r}")
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
+    if not has_repeats(outcomes):
+        raise ValueError(
+            "soft evidence needs repeated observations of some (query, model) pair; these "
+            "outcomes hold one observation per pair"
+        )
+    query_ids = queries["query_id"].astype(str).to_numpy()
+    pairs = make_comparisons(
+        outcomes,
+        n_pairs=n_pairs,
+        ties="half",
+        min_pairs=1,
+        query_ids=query_ids,
+        random_state=random_state,
+    )
+    rows = pd.Index(query_ids).get_indexer(pairs.query_ids)
+    x = np.asarray(embeddings, dtype=np.float32)[rows]
+    soft = soft_outcomes(outcomes, pairs)
+    train_mask, test_mask = split_queries(
+        pairs.n_queries, test_size=test_size, random_state=random_state
+    )
+    rng = np.random.default_rng(random_state)
+    test_soft = soft.select_queries(test_mask)
+    n_test = test_soft.n_queries
+    if mode == "both":
+        first = np.ones(len(test_soft), dtype=bool)
+        first[1:] = test_soft.query[1:] != test_soft.query[:-1]
+        scored = test_soft.take(~first)
+    else:
+        first = np.zeros(len(test_soft), dtype=bool)
+        scored = test_soft
+
+    def fit_and_score(train: Comparisons, probe: Comparisons | None) -> np.ndarray:
+        model = ECC(n_clusters=n_clusters, random_state=random_state, **ecc_params)
+        model.fit(x[train_mask], train)
+        p = model.predict_proba(scored, embeddings=x[test_mask], probe=probe, mode="both")
+        return p
+
+    def per_query(losses: np.ndarray) -> np.ndarray:
+        return np.bincount(scored.query, weights=losses, minlength=n_test)
+
+    results = {}
+    p_soft = fit_and_score(
+        soft.select_queries(train_mask), test_soft.take(first) if mode == "both" else None
+    )
+    results["soft"] = p_soft
+    sampled_p = []
+    for _ in range(int(n_draws)):
+        draw = sampled_outcomes(outcomes, pairs, rng)
+        probe = draw.select_queries(test_mask).take(first) if mode == "both" else None
+        sampled_p.append(fit_and_score(draw.select_queries(train_mask), probe))
+    index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
+    counts = np.bincount(scored.query, minlength=n_test).astype(float)
+
+    def summary(target: np.ndarray) -> dict:
+        soft_q = per_query(comparison_nll(p_soft, target))
+        sampled_q = np.array([per_query(comparison_nll(p, target)) for p in sampled_p])
+        floor_q = per_query(comparison_nll(target, target))
+        mean_sampled_q = sampled_q.mean(axis=0)
+        n = counts.sum()
+        reps_diff = (mean_sampled_q[index].sum(1) - soft_q[index].sum(1)) / counts[index].sum(1)
+        soft_ci = mean_ratio(soft_q, counts, index)[1]
+        sampled_ci = mean_ratio(mean_sampled_q, counts, index)[1]
+        per_draw = sampled_q.sum(axis=1) / n
+        return {
+            "soft": float(soft_q.sum() / n),
+            "soft_ci95": soft_ci,
+            "sampled": [float(v) for v in per_draw],
+            "sampled_mean": float(per_draw.mean()),
+            "sampled_sd": float(per_draw.std(ddof=1)) if len(per_draw) > 1 else float("nan"),
+            "sampled_mean_ci95": sampled_ci,
+            "target_entropy": float(floor_q.sum() / n),
+            "sampled_minus_soft": float((mean_sampled_q.sum() - soft_q.sum()) / n),
+            "sampled_minus_soft_ci95": percentile_interval(reps_diff),
+        }
+
+    out = {
+        "n_queries": int(pairs.n_queries),
+        "n_train": int(train_mask.sum()),
+        "n_test": int(n_test),
+        "n_test_pairs": int(len(scored)),
+        "n_draws": int(n_draws),
+        "mode": mode,
+        "n_clusters": int(n_clusters),
+        "n_pairs": n_pairs,
+        "test_size": float(test_size),
+        "ecc_params": dict(ecc_params),
+        "logloss": summary(scored.y),
+    }
+    if truth is not None:
+        t = np.asarray(truth, dtype=float)[rows][test_mask]
+        target = t[scored.query, scored.model_b, scored.model_a]
+        out["vs_truth"] = summary(target)
+    return out
+
+
+__all__ = ["soft_evidence_comparison"]

@@ -1,0 +1,251 @@
+"""The methods of the ECC protocol: the registry of estimators, built from one ECC prototype.
+
+:data:`METHOD_FACTORIES` maps a method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
+``human``, ``ecc_labels``, ``ecc_cv``) to a factory of an unfitted estimator;
+:func:`methods_from_prototype` builds them all from one unfitted :class:`~ecc_lib.ecc.estimator.ECC`
+(ECC's K, lam and T live only in ``ECC.__init__``); :func:`fit_methods` fits them on the training
+queries of a :class:`~ecc_lib.protocol.data.ProtocolData` split.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from ecc_lib.data import protocol_policy
+from ecc_lib.ecc.baselines import (
+    ComparisonOnlyECC,
+    EmbeddingClusters,
+    GlobalBT,
+    HumanLabelClusters,
+)
+from ecc_lib.ecc.cv import ECCCV
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
+
+logger = logging.getLogger(__name__)
+
+METHODS: tuple[str, ...] = ("global", "ecc", "emb_only", "comp_only", "human")
+LABEL_METHODS: tuple[str, ...] = ("human", "ecc_labels")  # need query categories
+
+
+def _ecc_family(cls, drop_lam: bool = False):
+    def factory(n_clusters, lam, temperature, random_state, **ecc_params):
+        kwargs = {} if drop_lam else {"lam": lam}
+        return cls(
+            n_clusters=n_clusters,
+            temperature=temperature,
+            random_state=random_state,
+            **kwargs,
+            **ecc_params,
+        )
+
+    return factory
+
+
+_ECC_CV_PASSED = ("max_iter", "tol", "n_init", "dtype", "n_jobs")
+
+
+def _ecc_cv_factory(n_clusters, lam, temperature, random_state, **ecc_params):
+    """:class:`~ecc_lib.ecc.cv.ECCCV` over its default grid plus the configured ECC point (so the
+    paper's settings are always a candidate)."""
+    point = {"family": "ecc", "n_clusters": n_clusters, "temperature": temperature, "lam": lam}
+    passed = {k: v for k, v in ecc_params.items() if k in _ECC_CV_PASSED}
+    return ECCCV(extra_candidates=(point,), random_state=random_state, **passed)
+
+
+METHOD_FACTORIES: dict[str, Callable] = {
+    "global": lambda n_clusters, lam, temperature, random_state, **ecc_params: GlobalBT(),
+    "ecc": _ecc_family(ECC),
+    "emb_only": _ecc_family(EmbeddingClusters),
+    "comp_only": _ecc_family(ComparisonOnlyECC, drop_lam=True),
+    "human": lambda n_clusters, lam, temperature, random_state, **ecc_params: HumanLabelClusters(
+        lam=lam, temperature=temperature
+    ),
+    "ecc_labels": _ecc_family(LabelInformedECC),
+    "ecc_cv": _ecc_cv_factory,
+}
+"""Estimator factory by method name. Each is called as ``factory(n_clusters, lam, temperature,
+random_state, **ecc_params)`` and returns an unfitted estimator with ``fit(embeddings,
+comparisons, labels=None)``, ``predict_responsibilities``, ``predict_proba`` and
+``routing_scores``; a new method (label-informed ECC, say) is added here and then works in every
+protocol, seed, leak and routing function."""
+
+
+def make_methods(
+    *,
+    n_clusters: int = 30,
+    lam: float = 3.0,
+    temperature: float = 0.1,
+    random_state: int | None = PAPER_SEED,
+    methods: tuple[str, ...] = METHODS,
+    **ecc_params,
+) -> dict:
+    """Unfitted estimators by method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
+    ``human`` and any other name in :data:`METHOD_FACTORIES`). Extra keyword arguments
+    (``max_iter``, ``n_init``, ``tol`` ...) go to the EM-based methods.
+
+    Parameters
+    ----------
+    n_clusters, lam, temperature : ECC parameters (paper: 30, 3, 0.1)
+    random_state : int, optional
+        Seed of the EM initialisations.
+    methods : tuple of str
+        Method names.
+
+    Returns
+    -------
+    dict
+        ``{name: estimator}`` in the order of ``methods``.
+    """
+    unknown = [m for m in methods if m not in METHOD_FACTORIES]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHOD_FACTORIES)}")
+    return {
+        name: METHOD_FACTORIES[name](n_clusters, lam, temperature, random_state, **ecc_params)
+        for name in methods
+    }
+
+
+_PROTOTYPE_SETTINGS = ("n_clusters", "lam", "temperature")
+
+
+def prototype_parameters(estimator: ECC | None = None) -> dict:
+    """The parameters of an ECC prototype as :func:`make_methods` takes them.
+
+    ``n_clusters``, ``lam`` and ``temperature`` always; every other parameter only where it
+    differs from :class:`~ecc_lib.ecc.estimator.ECC`'s default (so a default prototype passes no
+    ``**ecc_params`` and the baselines keep their own defaults). ``random_state`` is left out:
+    the protocol seeds each fit.
+
+    Parameters
+    ----------
+    estimator : ECC, optional
+        The unfitted prototype (default ``ECC()``, the paper's K = 30, lam = 3, T = 0.1).
+
+    Returns
+    -------
+    dict
+        ``{"n_clusters", "lam", "temperature", **ecc_params}``.
+    """
+    estimator = ECC() if estimator is None else estimator
+    if type(estimator) is not ECC:
+        raise TypeError(
+            f"the estimator prototype must be an unfitted ecc_lib.ECC, got {type(estimator).__name__}"
+            " (the baselines are built from its parameters)"
+        )
+    params = estimator.get_params(deep=False)
+    defaults = ECC().get_params(deep=False)
+    out = {name: params[name] for name in _PROTOTYPE_SETTINGS}
+    for name, value in params.items():
+        if name in _PROTOTYPE_SETTINGS or name == "random_state":
+            continue
+        if value != defaults[name]:
+            out[name] = value
+    return out
+
+
+def methods_from_prototype(
+    estimator: ECC | None = None,
+    *,
+    methods: tuple[str, ...] = METHODS,
+    random_state: int | None = PAPER_SEED,
+) -> dict:
+    """Unfitted estimators by method name, all built from one ECC prototype.
+
+    ``ecc`` is ``sklearn.base.clone(estimator)`` with the protocol seed; the baselines come from
+    :data:`METHOD_FACTORIES` with the prototype's parameters (:func:`prototype_parameters`), so
+    ECC's K, lam and T are set in one place, ``ECC.__init__``.
+
+    Parameters
+    ----------
+    estimator : ECC, optional
+        The unfitted prototype (default ``ECC()``).
+    methods : tuple of str
+        Method names (see :data:`METHOD_FACTORIES`).
+    random_state : int, optional
+        Seed of the EM initialisations (the protocol seed).
+
+    Returns
+    -------
+    dict
+        ``{name: estimator}`` in the order of ``methods``.
+    """
+    from sklearn.base import clone
+
+    params = prototype_parameters(estimator)
+    built = make_methods(random_state=random_state, methods=methods, **params)
+    if "ecc" in built and estimator is not None:
+        built["ecc"] = clone(estimator).set_params(random_state=random_state)
+    return built
+
+
+def default_methods(has_labels: bool) -> tuple[str, ...]:
+    """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
+    (``human`` and ``ecc_labels`` are left out without categories), plus ``ecc_cv`` (issue 26).
+
+    Parameters
+    ----------
+    has_labels : bool
+
+    Returns
+    -------
+    tuple of str
+    """
+    if has_labels:
+        return (*METHODS, "ecc_labels", "ecc_cv")
+    return (*(m for m in METHODS if m not in LABEL_METHODS), "ecc_cv")
+
+
+def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
+    """Fit every estimator on the training queries; returns ``(fitted, fit_seconds)``.
+
+    ``human`` and ``ecc_labels`` are skipped (with a log line) when the data have no labels.
+
+    Parameters
+    ----------
+    data : ProtocolData
+        Comparisons, embeddings and split (:func:`prepare_protocol`).
+    methods : dict
+        Unfitted estimators by name (:func:`make_methods`).
+
+    Returns
+    -------
+    fitted : dict
+        Fitted estimators by name.
+    fit_seconds : dict
+        Wall seconds of each fit.
+    """
+    protocol_policy.check_protocol_sizes(
+        data.train.n_queries,
+        data.test.n_queries,
+        embedding_dim=data.embeddings.shape[1],
+        n_clusters=[
+            m.n_clusters for m in methods.values() if getattr(m, "n_clusters", None) is not None
+        ],
+    )
+    fitted, seconds = {}, {}
+    for name, estimator in methods.items():
+        reason = protocol_policy.human_baseline_reason(data.labels, train_mask=data.train_mask)
+        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and reason:
+            logger.info("%s (%s skipped)", reason, name)
+            continue
+        start = time.perf_counter()
+        estimator.fit(data.x_train, data.train, labels=data.labels_train)
+        seconds[name] = time.perf_counter() - start
+        fitted[name] = estimator
+    return fitted, seconds
+
+
+__all__ = [
+    "LABEL_METHODS",
+    "METHODS",
+    "METHOD_FACTORIES",
+    "default_methods",
+    "fit_methods",
+    "make_methods",
+    "methods_from_prototype",
+    "prototype_parameters",
+]
