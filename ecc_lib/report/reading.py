@@ -84,10 +84,23 @@ class MetricsReader(Mapping):
             return MetricsReader(value, full)
         return value
 
-    def items(self):  # noqa: D102 (Mapping.items, unchecked: the keys come from the run)
+    def items(self):
+        """The recorded keys and values (not checked: the keys come from the run, not from the
+        report's code); a value the schema describes is a reader of its own.
+
+        Returns
+        -------
+        list of (str, object)
+        """
         return [(name, self._child(name, value)) for name, value in self._values.items()]
 
-    def values(self):  # noqa: D102 (Mapping.values, unchecked: the keys come from the run)
+    def values(self):
+        """The recorded values, as :meth:`items` gives them.
+
+        Returns
+        -------
+        list of object
+        """
         return [self._child(name, value) for name, value in self._values.items()]
 
     def get(self, name: str, default: Any = None) -> Any:
