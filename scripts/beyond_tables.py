@@ -22,8 +22,8 @@ import pandas as pd
 
 from ecc_lib.data.sources import load_bundled
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
-from ecc_lib.ecc.estimator import comparison_nll
 from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.soft_evidence import true_win_probability
 from ecc_lib.embed.encode import embed_texts
 from ecc_lib.protocol.data import prepare_protocol

@@ -24,7 +24,8 @@ from ecc_lib.ecc.baselines import (
     GlobalBT,
     HumanLabelClusters,
 )
-from ecc_lib.ecc.estimator import ECC, evidence
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.mixture import evidence
 from ecc_lib.ecc.validation import with_defaults
 from ecc_lib.synthetic.capability import make_capability_data
 

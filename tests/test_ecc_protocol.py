@@ -12,7 +12,8 @@ import pytest
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, probe_models, split_probe, touching_probe
 from ecc_lib.ecc.baselines import GlobalBT
-from ecc_lib.ecc.estimator import ECC, comparison_nll, evidence
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.mixture import comparison_nll, evidence
 from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.ecc_protocol import run_protocol
 from ecc_lib.protocol.experiments.new_model import new_model_experiment

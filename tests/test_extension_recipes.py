@@ -9,9 +9,17 @@ import pandas as pd
 import pytest
 
 from ecc_lib.data import sources, tables
+from ecc_lib.ecc.engine import fit_profiles, normalise_rows
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.mixture import ProfileMixture
+from ecc_lib.ecc.validation import check_embeddings
+from ecc_lib.protocol.methods import METHOD_FACTORIES
+from ecc_lib.protocol.results import run_ecc
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.routers import ROUTER_FAMILIES, Router
 from ecc_lib.routers.base import router_parameters
 from ecc_lib.routing_evaluation import routing_table
+from ecc_lib.synthetic.capability import make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 
@@ -87,3 +95,65 @@ def test_every_writer_is_read_back(tmp_path):
         back = tables.read_table(path)
         assert back["query_id"].tolist() == ["001", "1e1"], suffix
         assert back["score"].tolist() == [1.0, 0.5], suffix
+
+
+class KMeansClusters(ProfileMixture):
+    """Hard k-means clusters of the embeddings, one BT profile each (the baseline recipe)."""
+
+    def __init__(self, n_clusters=30, lam=3.0, temperature=0.1, alpha=1.0, random_state=None):
+        self.n_clusters, self.lam, self.temperature = n_clusters, lam, temperature
+        self.alpha, self.random_state = alpha, random_state
+
+    def fit(self, embeddings, comparisons, labels=None):
+        from sklearn.cluster import KMeans
+
+        x = check_embeddings(embeddings, comparisons.n_queries, np.float32)
+        km = KMeans(self.n_clusters, n_init=1, random_state=self.random_state).fit(x)
+        resp = np.eye(self.n_clusters)[km.labels_]
+        self.theta_ = fit_profiles(comparisons, resp, self.alpha)
+        self.centroids_ = normalise_rows(km.cluster_centers_)
+        self.responsibilities_, self.models_ = resp, tuple(comparisons.models)
+        return self
+
+
+def test_a_new_clustering_baseline_is_one_factory_entry(monkeypatch):
+    def factory(n_clusters, lam, temperature, random_state, **_):
+        return KMeansClusters(n_clusters, lam, temperature, random_state=random_state)
+
+    monkeypatch.setitem(METHOD_FACTORIES, "kmeans", factory)
+    data = make_capability_data(n_queries=240, random_state=3)
+    result = run_ecc(
+        data.queries,
+        data.outcomes,
+        data.embeddings,
+        protocol=Protocol(n_boot=100),
+        estimator=ECC(n_clusters=4, max_iter=30),
+        methods=("global", "ecc", "kmeans"),
+    )
+    metrics = result.to_metrics(dataset="planted")
+    gain = metrics["ranking_quality_gain"]["kmeans"]
+    assert np.isfinite(gain)
+    assert "kmeans" in metrics["ranking_quality_gain_disjoint"]  # the leak-aware reading too
+    low, high = metrics["ranking_quality_gain_ci95"]["kmeans"]
+    assert low <= gain <= high
+
+
+def test_a_new_report_section_is_one_registry_record(monkeypatch, tmp_path):
+    from ecc_lib import report
+    from ecc_lib.report import build, registry
+    from ecc_lib.report.document import ReportSection
+    from ecc_lib.runs import folder as run_folder
+    from ecc_lib.runs import metrics as run_metrics
+
+    def planted_section(run, metrics):
+        n = metrics["tour"]["n_queries"]
+        return ReportSection(findings=f"The planted data hold {n} queries.")
+
+    sections = tuple(s for s in registry.SECTIONS if s.key != "tour")
+    sections += (registry.Section("tour", planted_section, order=9, appendix=True),)
+    monkeypatch.setattr(build, "SECTIONS", sections)
+    run = run_folder.run_context(tmp_path / "run")
+    run_metrics.record_metrics(run, "tour", {"n_queries": 123})
+    document = report.build_report(run)
+    html = "\n".join(document.section_html() + document.appendix_sections_html())
+    assert "The planted data hold 123 queries." in html

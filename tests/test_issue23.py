@@ -17,8 +17,9 @@ from ecc_lib.cli import main
 from ecc_lib.cli.ecc import format_result
 from ecc_lib.data.comparisons import make_comparisons
 from ecc_lib.data.splits import probe_models, split_probe
-from ecc_lib.ecc.estimator import ECC, comparison_nll
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.soft_evidence import soft_outcomes
 from ecc_lib.protocol.active_probes import candidate_pairs
 from ecc_lib.protocol.active_probes import probes_from_scores as select_from_matrix

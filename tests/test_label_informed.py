@@ -12,8 +12,9 @@ from sklearn.exceptions import ConvergenceWarning
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe, split_queries
 from ecc_lib.ecc.baselines import GlobalBT
-from ecc_lib.ecc.estimator import ECC, comparison_nll
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.synthetic.capability import make_capability_data
 
 

@@ -19,7 +19,8 @@ from ecc_lib.bradley_terry import (
     pair_log_probs,
 )
 from ecc_lib.data.comparisons import Comparisons, sample_pairs
-from ecc_lib.ecc.estimator import ECC, log_prob_table
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.mixture import log_prob_table
 
 # ---------------------------------------------------------------- sampling
 

@@ -16,7 +16,8 @@ import numpy as np
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.engine import fit_profiles, normalise_rows
-from ecc_lib.ecc.estimator import ECC, ProfileMixture
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.mixture import ProfileMixture
 from ecc_lib.ecc.validation import (
     check_comparisons,
     check_embeddings,

@@ -54,8 +54,9 @@ from ecc_lib.ecc.engine import (
     row_blocks,
     run_em,
 )
-from ecc_lib.ecc.estimator import ECC, ProfileMixture, comparison_nll
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
+from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
 from ecc_lib.ecc.validation import check_comparisons, check_embeddings, labels_to_str
 
 logger = logging.getLogger(__name__)

@@ -36,14 +36,8 @@ from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
 from ecc_lib.ecc.backends import backend_requested, in_memory_fits, is_backend_array
-from ecc_lib.ecc.estimator import (
-    CENTROID_TOL,
-    ECC,
-    KL_TOL,
-    OBJECTIVE_PATIENCE,
-    OBJECTIVE_TOL,
-    comparison_nll,
-)
+from ecc_lib.ecc.estimator import CENTROID_TOL, ECC, KL_TOL, OBJECTIVE_PATIENCE, OBJECTIVE_TOL
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.validation import labels_to_str, log_missing_labels
 
 logger = logging.getLogger(__name__)

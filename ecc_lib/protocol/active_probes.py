@@ -38,7 +38,7 @@ from scipy.special import expit, log_softmax
 from ecc_lib.bradley_terry import log_sigmoid
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE, Comparisons, snap_ties
 from ecc_lib.data.splits import probe_models, split_probe
-from ecc_lib.ecc.estimator import evidence
+from ecc_lib.ecc.mixture import evidence
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ecc_lib.data.comparisons import Comparisons
-from ecc_lib.ecc.estimator import evidence
+from ecc_lib.ecc.mixture import evidence
 from ecc_lib.protocol.active_probes import active_steps, probes_from_scores
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.leak_free import probe_candidate_rows, rank_within_query

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.data.splits import touching_probe
-from ecc_lib.ecc.estimator import comparison_nll
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.validation import check_mode
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.leak_free import probe_candidate_rows

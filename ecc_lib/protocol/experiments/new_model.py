@@ -14,7 +14,7 @@ import pandas as pd
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons, score_matrix, snap_ties
 from ecc_lib.data.splits import probe_models, split_probe
-from ecc_lib.ecc.estimator import comparison_nll
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.protocol.data import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE, prepare_protocol
 from ecc_lib.protocol.methods import fit_methods, make_methods
 from ecc_lib.stats import (

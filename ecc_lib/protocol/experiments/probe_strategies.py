@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ecc_lib.data.splits import probe_models, split_probe
-from ecc_lib.ecc.estimator import ECC, comparison_nll
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.protocol.active_probes import probes_from_scores
 from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.methods import fit_methods, methods_from_prototype

@@ -17,7 +17,8 @@ import pandas as pd
 
 from ecc_lib.data.comparisons import Comparisons, make_comparisons
 from ecc_lib.data.splits import split_queries
-from ecc_lib.ecc.estimator import ECC, comparison_nll
+from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.soft_evidence import has_repeats, sampled_outcomes, soft_outcomes
 from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, mean_ratio, percentile_interval
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons
-from ecc_lib.ecc.estimator import evidence
+from ecc_lib.ecc.mixture import evidence
 from ecc_lib.ecc.validation import MODES, labels_to_str
 from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
 from ecc_lib.protocol.methods import fit_methods, make_methods
