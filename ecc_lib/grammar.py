@@ -316,3 +316,25 @@ def level_text(
         text += f" {PM} {spread} (mean {PM} sd over {int(n)} seeds)"
     ci_text = interval(ci, code)
     return text + (f" {ci_text}" if ci_text else "")
+
+
+__all__ = [
+    "BETTER_WORSE",
+    "Comparison",
+    "DASH",
+    "DIFFERENCE_OF",
+    "HIGHER_LOWER",
+    "PM",
+    "UNITS",
+    "Unit",
+    "comparison_sentence",
+    "difference_text",
+    "direction",
+    "finite",
+    "interval",
+    "level_text",
+    "number",
+    "t_interval",
+    "unit",
+    "verdict",
+]

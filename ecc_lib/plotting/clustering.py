@@ -503,3 +503,18 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     ax.set_title(title or "Ranking quality gain and the probe's leak")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)
     return fig
+
+
+__all__ = [
+    "LEAK_READING_COLORS",
+    "LEAK_READING_LABELS",
+    "METHOD_COLORS",
+    "cluster_names",
+    "plot_cluster_category",
+    "plot_cluster_profiles",
+    "plot_gain_curve",
+    "plot_gains",
+    "plot_leak_gains",
+    "plot_query_map",
+    "project_2d",
+]

@@ -257,3 +257,13 @@ def plot_observations_per_pair(outcomes: pd.DataFrame, *, title: str | None = No
     ax.margins(y=0.15)
     _dataset_legend(ax, datasets)
     return fig
+
+
+__all__ = [
+    "model_score_table",
+    "plot_model_scores",
+    "plot_observations_per_pair",
+    "plot_scores_by_category",
+    "pooled_column_name",
+    "scores_by_category_table",
+]

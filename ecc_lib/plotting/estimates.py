@@ -72,3 +72,8 @@ def plot_estimates(
     ax.set_ylabel(label)
     ax.set_title(title or "Estimates with 95% intervals")
     return fig
+
+
+__all__ = [
+    "plot_estimates",
+]

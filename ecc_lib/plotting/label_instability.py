@@ -329,3 +329,15 @@ def plot_label_disagreement(
         text += f"\n(they disagree on {rate:.1%} of queries)"
     ax.set_title(text)
     return fig
+
+
+__all__ = [
+    "READING_LABELS",
+    "SIDE_LABELS",
+    "TIE_LABEL",
+    "flip_rate_table",
+    "label_confusion",
+    "plot_flip_rates",
+    "plot_label_disagreement",
+    "plot_sigma_distribution",
+]

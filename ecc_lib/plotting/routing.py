@@ -373,3 +373,13 @@ def plot_routing_cost_quality(
     ax.set_title(title or "Routing with each clustering: cost and quality")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)
     return fig
+
+
+__all__ = [
+    "REFERENCE_ROUTERS",
+    "ROUTING_KIND_COLORS",
+    "plot_cost_quality",
+    "plot_routing_cost_quality",
+    "plot_routing_settings",
+    "plot_routing_table",
+]

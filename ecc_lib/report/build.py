@@ -366,3 +366,14 @@ def appendix_html(metrics: Mapping[str, Any], run) -> str:
         frame = pd.DataFrame(rows)
         parts.append(table_html(frame, caption="Dataset files (sha256)"))
     return "\n".join(parts)
+
+
+__all__ = [
+    "SHARED_KEYS",
+    "appendix_html",
+    "build_report",
+    "degenerate_figures",
+    "record_summary",
+    "report_title",
+    "summary_html",
+]

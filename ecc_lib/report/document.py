@@ -246,3 +246,14 @@ def figure_html(figure: Figure, number: int) -> str:
         f"<figcaption><b>Figure {number}</b> (<code>{html.escape(figure.name)}</code>). "
         f"{caption}</figcaption></figure>"
     )
+
+
+__all__ = [
+    "Figure",
+    "HeadlineTable",
+    "Report",
+    "ReportSection",
+    "figure_html",
+    "report_table_name",
+    "table_html",
+]

@@ -153,3 +153,12 @@ def humanise(key: str) -> str:
     ]
     words = [w.replace("_", " ") for w in words]
     return words[0] + (": " + ", ".join(words[1:]) if len(words) > 1 else "")
+
+
+__all__ = [
+    "UNIT_TEXT",
+    "format_interval",
+    "format_mean_sd",
+    "format_number",
+    "humanise",
+]

@@ -317,3 +317,12 @@ def save_latex_table(
     path = context.tables_dir / f"{name}.tex"
     path.write_text(latex_table(table, caption=caption, label=f"tab:{name}"), encoding="utf-8")
     return path
+
+
+__all__ = [
+    "latex_escape",
+    "latex_problems",
+    "latex_table",
+    "save_headline_tables",
+    "save_latex_table",
+]

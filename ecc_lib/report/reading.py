@@ -393,3 +393,18 @@ def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFr
 
     # model and dataset names stay text: a model named NA, a dataset named 2024
     return read_csv_keeping_text(path)
+
+
+__all__ = [
+    "MetricsReader",
+    "SCHEMA_UNIT_CODES",
+    "ci_of",
+    "flatten",
+    "generic_rows",
+    "measure_frame",
+    "measure_row",
+    "read_metrics",
+    "read_table",
+    "skip_reasons",
+    "unit_code",
+]

@@ -576,3 +576,16 @@ def summary_to_metrics(summary: Mapping[str, list[SummaryLine]]) -> dict[str, li
     return json.loads(
         json.dumps({name: [asdict(line) for line in lines] for name, lines in summary.items()})
     )
+
+
+__all__ = [
+    "MAX_LINES",
+    "MIN_QUERIES_PER_CLUSTER",
+    "PRIORITY",
+    "SummaryLine",
+    "build_summary",
+    "ecc_lines",
+    "flip_lines",
+    "routing_lines",
+    "summary_to_metrics",
+]

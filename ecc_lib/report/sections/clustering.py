@@ -283,3 +283,10 @@ def cluster_summary_html(run, *, max_rows: int = 8, n_examples: int = 2) -> str:
         "training queries. Examples are the queries the cluster is surest of; GPQA questions are never shown.</p>"
         + table_html(pd.DataFrame(rows))
     )
+
+
+__all__ = [
+    "GAIN_METHODS",
+    "cluster_summary_html",
+    "ecc_section",
+]

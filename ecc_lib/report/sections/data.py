@@ -142,3 +142,8 @@ def data_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     section.notes += data_notes(metrics.get("data_policy") or {})
     add_checks(section, metrics.get("checks"))
     return section
+
+
+__all__ = [
+    "data_section",
+]

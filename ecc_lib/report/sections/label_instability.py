@@ -142,3 +142,8 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         )
     section.findings = text
     return section
+
+
+__all__ = [
+    "dars_section",
+]

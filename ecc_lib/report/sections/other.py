@@ -102,3 +102,10 @@ def other_section(key: str, values: Any) -> ReportSection:
             )
         section.findings = f"This run recorded {len(leaves)} value{'s' if len(leaves) != 1 else ''} without intervals; the table lists them."
     return section
+
+
+__all__ = [
+    "SECTION_TITLES",
+    "data_notes",
+    "other_section",
+]

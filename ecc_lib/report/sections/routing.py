@@ -215,3 +215,8 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
             )
     section.findings = " ".join(text) or f"No routing result was recorded for {dataset}."
     return section
+
+
+__all__ = [
+    "routing_section",
+]

@@ -125,3 +125,8 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         )
     section.findings = " ".join(text) or "The tour recorded no numbers."
     return section
+
+
+__all__ = [
+    "tour_section",
+]
