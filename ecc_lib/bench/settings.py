@@ -58,24 +58,6 @@ class BenchSettings:
         """The protocol seeds ``seed, seed + 1, ...``."""
         return list(range(self.seed, self.seed + self.n_seeds))
 
-    def protocol_options(self) -> dict:
-        """Keyword arguments of :func:`ecc_lib.protocol.seeds.run_seeds` (as ``ecc-lab ecc`` passes
-        them).
-
-        Returns
-        -------
-        dict
-        """
-        return {
-            "n_clusters": self.n_clusters,
-            "lam": self.lam,
-            "temperature": self.temperature,
-            "n_pairs": self.n_pairs,
-            "n_probes": self.n_probes,
-            "test_size": self.test_size,
-            "evidence": "sampled",
-        }
-
     def key(self) -> dict:
         """What a cached seed depends on (everything but the number of seeds).
 
