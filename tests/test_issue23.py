@@ -473,7 +473,7 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
     row must be the main table's (same probe evidence, same bootstrap resamples)."""
     from ecc_lib import plotting
     from ecc_lib.protocol import ecc_protocol
-    from ecc_lib.protocol.experiments import sweeps as ecc_experiments
+    from ecc_lib.protocol.experiments import sweeps
 
     settings = {"n_clusters": 3, "lam": 3.0, "temperature": 0.1, "max_iter": 30}
     data = prepare_protocol(planted.queries, planted.outcomes, planted.embeddings)
@@ -504,7 +504,7 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
         "label": "planted",
         "run": None,
         "ecc_protocol": ecc_protocol,
-        "ecc_experiments": ecc_experiments,
+        "sweeps": sweeps,
         "plotting": SimpleNamespace(plot_gains=lambda *a, **k: None),
         "run_artifacts": SimpleNamespace(
             save_table=lambda *a, **k: saved.append(a[2]), save_figure=lambda *a, **k: None
@@ -512,7 +512,7 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
         "display": lambda *a, **k: None,
     }
     del plotting
-    exec(_notebook_cell("result_labels = ecc_experiments.score_label_informed("), namespace)  # noqa: S102
+    exec(_notebook_cell("result_labels = sweeps.score_label_informed("), namespace)  # noqa: S102
     # issue 22: the cell keeps the evaluation; ecc_lib.protocol.results writes the metrics of it
     from ecc_lib.protocol.results import ecc_beyond_metrics
 
