@@ -20,8 +20,7 @@ the package itself; the heavier ones are imported on first use.
 
 from __future__ import annotations
 
-import importlib
-
+from ecc_lib._optional import lazy_exports
 from ecc_lib.data.comparisons import Comparisons, make_comparisons
 from ecc_lib.data.schema import DataValidationError, validate_outcomes, validate_queries
 from ecc_lib.data.splits import split_probe, split_queries
@@ -42,7 +41,7 @@ _LAZY = {
     "run_protocol": "ecc_lib.protocol.ecc_protocol",
     "Protocol": "ecc_lib.protocol.settings",
     "run_ecc": "ecc_lib.protocol.results",
-    "run_dars": "ecc_lib.protocol.results",
+    "run_dars": "ecc_lib.protocol.dars",
     "capability_distributions": "ecc_lib.dars.distributions",
     "label_instability": "ecc_lib.dars.label_instability",
     "make_router": "ecc_lib.routers",
@@ -61,8 +60,4 @@ __all__ = [
     *_LAZY,
 ]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'ecc_lib' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -38,7 +38,6 @@ from ecc_lib.distributed.scheduler import (
     DEFAULT_PARTITION_ROWS,
     active,
     dask_client,
-    in_memory,
     scheduler_context,
     use_dask,
 )
@@ -56,7 +55,6 @@ __all__ = [
     "dask_client",
     "fit_partitioned",
     "flip_rate_agreement",
-    "in_memory",
     "partitions_from_arrays",
     "scheduler_context",
     "use_dask",

@@ -121,24 +121,6 @@ def scheduler_context(scheduler: str = "", *, partition_rows: int | None = None)
         yield client
 
 
-@contextlib.contextmanager
-def in_memory() -> Iterator[None]:
-    """Run the fits inside the block in memory, even within :func:`use_dask`.
-
-    For estimators whose fit is not partitioned (``LabelInformedECC``): their fit is the
-    in-memory one, while the rest of a ``--scheduler`` run stays on Dask.
-
-    Yields
-    ------
-    None
-    """
-    token = _ACTIVE.set(None)
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
-
-
 def active(embeddings=None) -> bool:
     """Whether an ECC fit should run partitioned: inside :func:`use_dask`, or on a dask array.
 
@@ -170,7 +152,7 @@ def is_dask_array(x) -> bool:
 
 def active_settings() -> dict | None:
     """The settings :func:`use_dask` made active (``client``, ``partition_rows``), or None outside
-    it (or inside :func:`in_memory`).
+    it.
 
     Returns
     -------
@@ -186,7 +168,6 @@ __all__ = [
     "active",
     "active_settings",
     "dask_client",
-    "in_memory",
     "is_dask_array",
     "scheduler_context",
     "use_dask",
