@@ -23,33 +23,16 @@ The package holds one job per module, and every public name of them is importabl
 - :mod:`ecc_lib.report.reading`: what is read from the run (metrics through the schema, units,
   flattened metrics, intervals, skips, tables);
 - :mod:`ecc_lib.report.formatting`: numbers, intervals and metric keys as text;
-- :mod:`ecc_lib.grammar`: the one comparison grammar and how units are written;
 - :mod:`ecc_lib.report.summary`: the quotable summary lines (also ``metrics.json["summary"]``);
 - :mod:`ecc_lib.report.sections`: one findings-and-tables builder per notebook;
 - :mod:`ecc_lib.report.document`: the report's classes and their HTML;
 - :mod:`ecc_lib.report.latex`: the headline tables as LaTeX.
+
+The sentences and units come from the one grammar below the report, :mod:`ecc_lib.grammar`.
 """
 
 from __future__ import annotations
 
-from ecc_lib.grammar import (
-    BETTER_WORSE,
-    DIFFERENCE_OF,
-    HIGHER_LOWER,
-    UNITS,
-    Comparison,
-    Unit,
-    comparison_sentence,
-    difference_text,
-    direction,
-    finite,
-    interval,
-    level_text,
-    number,
-    t_interval,
-    unit,
-    verdict,
-)
 from ecc_lib.report.build import (
     SHARED_KEYS,
     appendix_html,
@@ -131,22 +114,6 @@ __all__ = [
     "registered_section",
     "report_table_name",
     "unit_code",
-    "BETTER_WORSE",
-    "DIFFERENCE_OF",
-    "HIGHER_LOWER",
-    "UNITS",
-    "Comparison",
-    "Unit",
-    "comparison_sentence",
-    "difference_text",
-    "direction",
-    "finite",
-    "interval",
-    "level_text",
-    "number",
-    "t_interval",
-    "unit",
-    "verdict",
     "MAX_LINES",
     "MIN_QUERIES_PER_CLUSTER",
     "PRIORITY",
