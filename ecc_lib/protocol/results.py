@@ -200,8 +200,6 @@ class ECCResult:
         dict
             JSON-ready.
         """
-        from ecc_lib.data.protocol_policy import human_baseline_reason
-
         result, data, multi = self.first, self.data, self.multi
         summary = multi.summary()
         check = (
@@ -211,7 +209,7 @@ class ECCResult:
         out = {
             "dataset": dataset,
             "warnings": data.params.get("warnings", []),
-            "human_skipped": human_baseline_reason(data.labels, train_mask=data.train_mask),
+            "human_skipped": self.human_skipped,
             "embedding_check": check,
             "ranking_quality_gain": result.gain,
             "ranking_quality_gain_ci95": result.ci95,
@@ -368,6 +366,8 @@ def run_ecc(
             methods=methods,
             routing=routing,
         )
+    if not human_skipped and multi.data is not None:  # one rule for the CLI JSON and metrics.json
+        human_skipped = human_baseline_reason(multi.data.labels, train_mask=multi.data.train_mask)
     result = ECCResult(
         protocol=protocol,
         estimator=estimator,
