@@ -436,10 +436,18 @@ class DeployedRouter:
 
             lam = self._search_lambda(mean_cost, target, budget)
             self.cost_weight = lam
-            meaning = (
-                f"cost weight lambda = {lam:.6g}: the smallest lambda whose routes cost at most "
-                f"{budget:g} per query on average on the {len(rows)} calibration queries"
-            )
+            if lam == 0.0:
+                spent = float(self.raw_cost(mean_cost(0.0)))
+                meaning = (
+                    f"cost weight lambda = 0: the budget {budget:g} does not bind (routing for "
+                    f"quality alone costs {spent:.4g} per query on the {len(rows)} calibration "
+                    "queries)"
+                )
+            else:
+                meaning = (
+                    f"cost weight lambda = {lam:.6g}: the smallest lambda whose routes cost at "
+                    f"most {budget:g} per query on average on the {len(rows)} calibration queries"
+                )
             kind = {"budget": budget}
         else:
             self.offsets = self._search_offsets(u0 - self.cost_weight * cost, dict(max_share))
@@ -518,7 +526,11 @@ class DeployedRouter:
         Returns
         -------
         dict
+            Exact floats for everything routing reads (the descriptions are rounded by
+            :func:`ecc_lib.serialization.to_jsonable`).
         """
+        from ecc_lib.serialization import to_jsonable
+
         return {
             "family": self.family,
             "embedder": self.embedder,
@@ -536,8 +548,8 @@ class DeployedRouter:
             "model_score": [float(v) for v in self.model_score],
             "operating_cost_weight": float(self.cost_weight),
             "operating_offsets": [float(v) for v in self.offsets],
-            "operating_point": self.operating_point,
-            "report": self.report,
+            "operating_point": to_jsonable(self.operating_point),
+            "report": to_jsonable(self.report),
         }
 
     def save(self, folder: str | Path) -> Path:
@@ -551,9 +563,7 @@ class DeployedRouter:
         -------
         Path
         """
-        from ecc_lib.serialization import to_jsonable
-
-        folder = io.save_router(self.router, folder, metadata=to_jsonable(self.metadata()))
+        folder = io.save_router(self.router, folder, metadata=self.metadata())
         if self.calibration is not None:
             tmp = folder / f".{CALIBRATION_FILE}.tmp.npz"
             np.savez(tmp, **self.calibration.arrays())
