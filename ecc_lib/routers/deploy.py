@@ -309,18 +309,40 @@ class DeployedRouter:
             ``model, predicted_score, predicted_cost, utility``; the cost is in the dataset's
             units; the score is NaN for routers that predict only the utility.
         """
+        choice, score, cost, utility = self.decisions(x)
+        return pd.DataFrame(
+            {
+                "model": np.asarray(self.models, dtype=object)[choice],
+                "predicted_score": score,
+                "predicted_cost": cost,
+                "utility": utility,
+            }
+        )
+
+    def decisions(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays behind :meth:`route_embeddings` (no table is built).
+
+        Parameters
+        ----------
+        x : ndarray, shape (n, d)
+
+        Returns
+        -------
+        choice : ndarray of int, shape (n,)
+            Index of the chosen model.
+        score, cost, utility : ndarray, shape (n,)
+            Its predicted score (NaN when not predicted), cost in the dataset's units and utility.
+        """
         x = base.as_features(x)
         u0, cost, score = self._parts(x)
         utility = u0 - self.cost_weight * cost - self.offsets
         choice = np.argmax(utility, axis=1)
         rows = np.arange(len(x))
-        return pd.DataFrame(
-            {
-                "model": np.asarray(self.models, dtype=object)[choice],
-                "predicted_score": score[rows, choice] if score is not None else np.nan,
-                "predicted_cost": self.raw_cost(cost[rows, choice]),
-                "utility": utility[rows, choice],
-            }
+        return (
+            choice,
+            score[rows, choice] if score is not None else np.full(len(x), np.nan),
+            self.raw_cost(cost[rows, choice]),
+            utility[rows, choice],
         )
 
     def route(self, texts: Sequence[str]) -> pd.DataFrame:

@@ -24,6 +24,8 @@ is given; :func:`read_decisions` reads them back as a queries table and a decisi
 
 Standard library HTTP server (:class:`http.server.ThreadingHTTPServer`), one thread per
 connection, HTTP/1.1 keep-alive; the upstream calls run on one asyncio loop in a background thread.
+Routing one query at a time runs with BLAS and OpenMP limited to one thread while the server runs
+(waking their thread pools per request costs more than it saves).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from ecc_lib.collect.client import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -232,6 +235,7 @@ class RouterServer:
         self._clients: dict[str, ChatClient] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._thread_limits = None
         self.n_requests = 0
         self.n_failed = 0
 
@@ -254,6 +258,8 @@ class RouterServer:
         """
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
+        # one query at a time: thread pools of BLAS / OpenMP cost more to wake than they save
+        self._thread_limits = threadpool_limits(limits=1)
         if not self.dry_run:
             self._loop = asyncio.new_event_loop()
             self._loop_thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -302,6 +308,9 @@ class RouterServer:
                 self._loop_thread.join(timeout=10)
             self._loop.close()
             self._loop = None
+        if self._thread_limits is not None:
+            self._thread_limits.restore_original_limits()
+            self._thread_limits = None
 
     def serve_forever(self) -> None:
         """Start and block until interrupted (Ctrl-C)."""
@@ -333,13 +342,12 @@ class RouterServer:
             ``utility``.
         """
         with self._route_lock:
-            row = self.deployed.route_embeddings(self.deployed.embed([text])).iloc[0]
-        score = float(row["predicted_score"])
+            choice, score, cost, utility = self.deployed.decisions(self.deployed.embed([text]))
         return {
-            "model": str(row["model"]),
-            "predicted_score": score if np.isfinite(score) else None,
-            "predicted_cost": float(row["predicted_cost"]),
-            "utility": float(row["utility"]),
+            "model": self.deployed.models[int(choice[0])],
+            "predicted_score": float(score[0]) if np.isfinite(score[0]) else None,
+            "predicted_cost": float(cost[0]),
+            "utility": float(utility[0]),
         }
 
     def handle(self, body: dict) -> tuple[int, dict]:
