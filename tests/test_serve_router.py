@@ -193,3 +193,21 @@ def test_every_model_needs_an_upstream(deployed_and_texts):
         RouterServer(deployed, {CHEAP: "http://127.0.0.1:9/v1"})
     with pytest.raises(ValueError, match="not NAME=URL"):
         parse_upstreams(["just-a-url"])
+
+
+def test_serve_router_command_line_errors_are_one_line(deployed_and_texts, tmp_path, capsys):
+    from ecc_lib.cli import main
+
+    deployed, _ = deployed_and_texts
+    deployed.save(tmp_path / "router")
+    status = main(["serve-router", "--router", str(tmp_path / "router"), "--upstream", "x"])
+    assert status == 1
+    assert capsys.readouterr().err.strip() == (
+        "ecc-lab serve-router: error: upstream 'x' is not NAME=URL"
+    )
+    status = main(
+        ["serve-router", "--router", str(tmp_path / "router"),
+         "--upstream", f"{CHEAP}=http://127.0.0.1:9/v1"]
+    )  # fmt: skip
+    assert status == 1
+    assert "have no --upstream NAME=URL" in capsys.readouterr().err

@@ -97,7 +97,9 @@ def format_operating_point(deployed) -> str:
     if point.get("meaning"):
         lines.append(f"operating point: {point['meaning']}")
     else:
-        lines.append(f"operating point: cost weight lambda = {deployed.cost_weight:.6g} (as trained)")
+        lines.append(
+            f"operating point: cost weight lambda = {deployed.cost_weight:.6g} (as trained)"
+        )
     lines.append(
         f"on {point['n_calibration']} calibration queries: expected quality {q[0]:.3f} "
         f"[{q[1]:.3f}, {q[2]:.3f}], expected cost per query {c[0]:.4g} [{c[1]:.4g}, {c[2]:.4g}] "
@@ -114,22 +116,48 @@ def format_operating_point(deployed) -> str:
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
     from ecc_lib.routers.deploy import TARGET_CHOICES
 
-    parser.add_argument("--dataset", required=True, metavar="FOLDER", help="dataset folder "
-                        "(queries.* and outcomes.*) or a bundled dataset name")
-    parser.add_argument("--family", required=True, metavar="NAME", help="router family "
-                        "(kNN, MLP, EmbedLLM-MF, MIRT, Avengers-Pro, ECC, Softmax-ranking, "
-                        "GraphRouter)")
-    parser.add_argument("--targets", choices=TARGET_CHOICES, default="dars",
-                        help="DARS distributions or one single-shot draw per pair (default dars)")
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        metavar="FOLDER",
+        help="dataset folder (queries.* and outcomes.*) or a bundled dataset name",
+    )
+    parser.add_argument(
+        "--family",
+        required=True,
+        metavar="NAME",
+        help="router family "
+        "(kNN, MLP, EmbedLLM-MF, MIRT, Avengers-Pro, ECC, Softmax-ranking, "
+        "GraphRouter)",
+    )
+    parser.add_argument(
+        "--targets",
+        choices=TARGET_CHOICES,
+        default="dars",
+        help="DARS distributions or one single-shot draw per pair (default dars)",
+    )
     parser.add_argument("--out", required=True, metavar="DIR", help="router folder to write")
-    parser.add_argument("--embedder", default="minilm", metavar="NAME",
-                        help="embedder of the query texts: 'minilm' (default) or 'static'")
-    parser.add_argument("--lambda", dest="cost_weight", type=float, default=0.05,
-                        help="cost weight lambda of the training utility (default 0.05)")
+    parser.add_argument(
+        "--embedder",
+        default="minilm",
+        metavar="NAME",
+        help="embedder of the query texts: 'minilm' (default) or 'static'",
+    )
+    parser.add_argument(
+        "--lambda",
+        dest="cost_weight",
+        type=float,
+        default=0.05,
+        help="cost weight lambda of the training utility (default 0.05)",
+    )
     parser.add_argument("--beta", type=float, default=0.2, help="risk weight beta (default 0.2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the router (default 0)")
-    parser.add_argument("--param", action="append", metavar="KEY=VALUE",
-                        help="a constructor argument of the family (JSON value), repeatable")
+    parser.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a constructor argument of the family (JSON value), repeatable",
+    )
     _operating_point_flags(parser)
 
 
@@ -188,10 +216,15 @@ def _jsonable(value):
 
 def _route_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--router", required=True, metavar="DIR", help="router folder")
-    parser.add_argument("--queries", required=True, metavar="FILE",
-                        help="queries table (query_id, text) as CSV, Parquet or JSONL")
-    parser.add_argument("--out", required=True, metavar="FILE",
-                        help="output table (.csv, .parquet or .jsonl)")
+    parser.add_argument(
+        "--queries",
+        required=True,
+        metavar="FILE",
+        help="queries table (query_id, text) as CSV, Parquet or JSONL",
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="FILE", help="output table (.csv, .parquet or .jsonl)"
+    )
     _operating_point_flags(parser)
 
 
@@ -223,21 +256,48 @@ def _route(args: argparse.Namespace) -> int:
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--router", required=True, metavar="DIR", help="router folder")
-    parser.add_argument("--upstream", action="append", default=[], metavar="NAME=URL",
-                        help="base URL (with /v1) of the endpoint serving model NAME, repeatable")
-    parser.add_argument("--dry-run", dest="dry_run", action="store_true",
-                        help="answer with the choice only; forward nothing")
+    parser.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="base URL (with /v1) of the endpoint serving model NAME, repeatable",
+    )
+    parser.add_argument(
+        "--dry-run",
+        dest="dry_run",
+        action="store_true",
+        help="answer with the choice only; forward nothing",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    parser.add_argument("--api-key-env", dest="api_key_env", action="append", metavar="NAME=ENV",
-                        help="send the key in environment variable ENV to model NAME's upstream "
-                        "(default: OPENAI_API_KEY to https://api.openai.com only)")
-    parser.add_argument("--timeout", type=float, default=60.0,
-                        help="deadline of one upstream attempt in seconds (default 60)")
-    parser.add_argument("--max-retries", dest="max_retries", type=int, default=2,
-                        help="retries of a failed upstream call (default 2)")
-    parser.add_argument("--log-dir", dest="log_dir", metavar="DIR",
-                        help="append every decision to DIR/decisions.jsonl")
+    parser.add_argument(
+        "--api-key-env",
+        dest="api_key_env",
+        action="append",
+        metavar="NAME=ENV",
+        help="send the key in environment variable ENV to model NAME's upstream "
+        "(default: OPENAI_API_KEY to https://api.openai.com only)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="deadline of one upstream attempt in seconds (default 60)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        dest="max_retries",
+        type=int,
+        default=2,
+        help="retries of a failed upstream call (default 2)",
+    )
+    parser.add_argument(
+        "--log-dir",
+        dest="log_dir",
+        metavar="DIR",
+        help="append every decision to DIR/decisions.jsonl",
+    )
     _operating_point_flags(parser)
 
 

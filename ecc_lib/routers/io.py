@@ -154,9 +154,7 @@ class _Encoder:
             }
         if type(value).__name__ in NETWORK_CLASSES:
             return {"__network__": type(value).__name__, **self.network(value, where)}
-        raise RouterFileError(
-            f"{where}: a {type(value).__name__} cannot be written without pickle"
-        )
+        raise RouterFileError(f"{where}: a {type(value).__name__} cannot be written without pickle")
 
     def network(self, net: Any, where: str) -> dict:
         from ecc_lib.routers import networks as nw

@@ -149,9 +149,7 @@ def last_user_message(messages: Any) -> str:
         if isinstance(message, dict) and message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, list):  # text parts
-                content = "".join(
-                    str(p.get("text", "")) for p in content if isinstance(p, dict)
-                )
+                content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
             if isinstance(content, str) and content.strip():
                 return content
     raise ValueError("the request has no user message with text to route")
@@ -223,9 +221,7 @@ class RouterServer:
         self.max_request_bytes = int(max_request_bytes)
         self.max_response_bytes = int(max_response_bytes)
         self.max_connections = int(max_connections)
-        self._keys = {
-            m: upstream_key(m, u, api_key_envs) for m, u in self.upstreams.items()
-        }
+        self._keys = {m: upstream_key(m, u, api_key_envs) for m, u in self.upstreams.items()}
         self._secrets = [k for k in self._keys.values() if k]
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self._route_lock = threading.Lock()
@@ -471,7 +467,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if urlsplit(self.path).path.rstrip("/") == "/v1/models":
             names = list(self.app.deployed.models)
-            self._send(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
+            self._send(
+                200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
+            )
         else:
             self._send(404, _error(f"no route {urlsplit(self.path).path}", "not_found"))
 

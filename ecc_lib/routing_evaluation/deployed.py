@@ -102,7 +102,8 @@ def format_report(report: dict) -> str:
     lines.append(f"{'':<{width}}" + "".join(f"{name:>18}" for name in report["rows"]))
     for m in models:
         lines.append(
-            f"{m:<{width}}" + "".join(f"{row['share'][m]:>18.3f}" for row in report["rows"].values())
+            f"{m:<{width}}"
+            + "".join(f"{row['share'][m]:>18.3f}" for row in report["rows"].values())
         )
     return "\n".join(lines)
 
