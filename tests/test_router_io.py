@@ -146,3 +146,18 @@ def test_another_embedder_is_refused_and_another_version_warned(tmp_path, bundle
 def test_an_unfitted_router_cannot_be_saved(tmp_path):
     with pytest.raises(RouterFileError, match="not fitted"):
         save_router(make_router("kNN"), tmp_path)
+
+
+def test_non_finite_numbers_and_numpy_scalars_round_trip(tmp_path, bundled):
+    x_fit, targets, x_new = bundled
+    router = _fit("kNN", x_fit, targets)
+    router.notes_ = {"nan": float("nan"), "inf": np.float64(-np.inf), "count": np.int32(3)}
+    save_router(router, tmp_path)
+
+    def refuse(constant):
+        raise AssertionError(f"router.json holds the non-JSON constant {constant}")
+
+    json.loads((tmp_path / META_FILE).read_text(), parse_constant=refuse)
+    loaded, _ = load_router(tmp_path)
+    assert np.isnan(loaded.notes_["nan"]) and loaded.notes_["inf"] == -np.inf
+    assert loaded.notes_["count"] == 3 and loaded.notes_["count"].dtype == np.int32

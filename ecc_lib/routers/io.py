@@ -118,7 +118,11 @@ class _Encoder:
 
         if value is None or isinstance(value, (bool, str)):
             return value
-        if isinstance(value, (int, float)):
+        if isinstance(value, np.generic) and value.dtype.kind not in "biuf":
+            raise RouterFileError(f"{where}: a {value.dtype} scalar cannot be written")
+        if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+            return {"__float__": str(float(value))}  # nan, inf, -inf: not JSON numbers
+        if isinstance(value, (int, float)) and not isinstance(value, np.generic):
             return value
         if isinstance(value, np.generic):
             return {"__scalar__": value.item(), "dtype": value.dtype.str}
@@ -219,8 +223,15 @@ class _Decoder:
         tag = next(iter(node))
         if tag in ("__array__", "__strings__"):
             return self.array(node)
+        if tag == "__float__":
+            if node["__float__"] not in ("nan", "inf", "-inf"):
+                raise RouterFileError(f"router.json holds a bad float {node['__float__']!r}")
+            return float(node["__float__"])
         if tag == "__scalar__":
-            return np.dtype(node["dtype"]).type(node["__scalar__"])
+            dtype = np.dtype(str(node["dtype"]))
+            if dtype.kind not in "biuf":
+                raise RouterFileError(f"router.json holds a scalar of dtype {dtype}")
+            return dtype.type(node["__scalar__"])
         if tag == "__tuple__":
             return tuple(self.value(v) for v in node["__tuple__"])
         if tag == "__dict__":
