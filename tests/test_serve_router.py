@@ -87,7 +87,7 @@ def _client_calls(base_url: str, texts: list[str], n_threads: int = 8) -> list[t
 
 
 @pytest.mark.parametrize(
-    "n_requests", [200, pytest.param(1000, marks=pytest.mark.slow)], ids=["200", "1000"]
+    "n_requests", [100, pytest.param(1000, marks=pytest.mark.slow)], ids=["100", "1000"]
 )
 def test_routes_requests_as_route_does_and_keeps_keys_home(
     deployed_and_texts, monkeypatch, tmp_path, n_requests
@@ -135,6 +135,8 @@ def test_an_upstream_that_times_out_fails_one_request_cleanly(deployed_and_texts
     deployed, texts = deployed_and_texts
     choices = deployed.route(texts[:40])["model"].tolist()
     first_strong = choices.index(STRONG)
+    n = first_strong + 6  # requests before and after the one that times out
+    texts, choices = texts[:n], choices[:n]
     with (
         FakeOpenAIServer() as upstream_a,
         FakeOpenAIServer(faults={0: "hang"}) as upstream_b,  # its first call never answers
@@ -145,11 +147,11 @@ def test_an_upstream_that_times_out_fails_one_request_cleanly(deployed_and_texts
             max_retries=0,
         ) as server,
     ):
-        replies = _client_calls(server.base_url, texts[:40], n_threads=1)
+        replies = _client_calls(server.base_url, texts, n_threads=1)
     statuses = [status for status, _ in replies]
     assert statuses[first_strong] == 502
     assert "upstream for" in replies[first_strong][1]["error"]["message"]
-    assert statuses[:first_strong] + statuses[first_strong + 1 :] == [200] * 39
+    assert statuses[:first_strong] + statuses[first_strong + 1 :] == [200] * (n - 1)
     assert [reply["model"] for _, reply in replies if "model" in reply] == (
         choices[:first_strong] + choices[first_strong + 1 :]
     )

@@ -359,7 +359,8 @@ class RouterServer:
         status : int
         reply : dict
         """
-        self.n_requests += 1
+        with self._log_lock:
+            self.n_requests += 1
         if body.get("stream"):
             return 400, _error("streaming is not supported by serve-router", "invalid_request")
         try:
@@ -388,20 +389,23 @@ class RouterServer:
             return 200, reply
         sampling = {k: body[k] for k in SAMPLING_FIELDS if k in body}
         extra = {k: v for k, v in body.items() if k not in DROPPED_FIELDS}
+        future = asyncio.run_coroutine_threadsafe(
+            self._clients[model].chat(
+                model,
+                body["messages"],
+                temperature=float(sampling.get("temperature", 0.7)),
+                top_p=float(sampling.get("top_p", 1.0)),
+                max_tokens=sampling.get("max_tokens"),
+                extra_body=extra or None,
+            ),
+            self._loop,
+        )
         try:
-            result = asyncio.run_coroutine_threadsafe(
-                self._clients[model].chat(
-                    model,
-                    body["messages"],
-                    temperature=float(sampling.get("temperature", 0.7)),
-                    top_p=float(sampling.get("top_p", 1.0)),
-                    max_tokens=sampling.get("max_tokens"),
-                    extra_body=extra or None,
-                ),
-                self._loop,
-            ).result(timeout=(self.max_retries + 1) * (self.timeout + 2.0) + 5.0)
+            result = future.result(timeout=(self.max_retries + 1) * (self.timeout + 2.0) + 5.0)
         except (CollectError, TimeoutError) as error:
-            self.n_failed += 1
+            future.cancel()
+            with self._log_lock:
+                self.n_failed += 1
             message = redact(str(error) or type(error).__name__, self._secrets)
             self._log(request_id, text, decision, 502)
             reply = _error(f"upstream for {model} failed: {message}", "upstream_error")
