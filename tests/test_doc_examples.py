@@ -49,6 +49,8 @@ SLOW_MARKERS = (
     "run_seeds(",
     "run_ecc(",
     "ECCCV(",
+    "ecc-lab train-router",
+    "train_deployed(",
 )
 
 

@@ -14,7 +14,17 @@ import logging
 
 from ecc_lib.cli.subcommand import run_handler
 
-SUBCOMMAND_MODULES = ("datasets", "ecc", "dars", "collect", "run", "init", "check", "bench")
+SUBCOMMAND_MODULES = (
+    "datasets",
+    "ecc",
+    "dars",
+    "collect",
+    "run",
+    "init",
+    "check",
+    "bench",
+    "router",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

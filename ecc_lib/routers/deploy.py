@@ -1,0 +1,820 @@
+"""A router you can take away: trained once, saved, routing new texts at a calibrated operating point.
+
+:class:`DeployedRouter` bundles a fitted router (:mod:`ecc_lib.routers`) with what routing new
+queries needs: the embedder that made its features, the model list, the utility settings, the
+dataset's cost scale, a digest of the training data and a held-out *calibration* set (its
+embeddings and the observed score and cost of every model on each of its queries). It
+
+- routes texts (:meth:`DeployedRouter.route`): the chosen model per query with the predicted score,
+  cost (in the dataset's cost units) and utility;
+- picks its operating point on the calibration set (:meth:`DeployedRouter.calibrate`): a budget
+  (mean cost per query) sets the cost weight ``lambda`` of ``U = mu_q - lambda mu_c - beta
+  sigma_q``; a maximum share of a model sets a per-model offset subtracted from that model's
+  utility. The point is described by what it means on the calibration queries: expected quality
+  and cost with bootstrap intervals (:func:`ecc_lib.stats.bootstrap_mean_ci`), and the share of
+  each model;
+- saves to and loads from a folder (:meth:`DeployedRouter.save`, :func:`load_deployed`) through
+  :mod:`ecc_lib.routers.io` (arrays and JSON, no pickle).
+
+Routers that learn the utility at one cost weight (ECC, softmax ranking) have no cost prediction:
+their utility at another weight is ``U_fit - (lambda - lambda_fit) c_m``, with ``c_m`` the mean
+normalised training cost of model ``m``, and their predicted score is not available (NaN).
+
+:func:`train_deployed` fits one family on a dataset (``(queries, outcomes)`` in the data model of
+:mod:`ecc_lib.data.schema`) with the routing evaluation's split (docs/design.md, section 4): 20 %
+test queries (seed 42), and a quarter of the remaining queries held out for calibration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ecc_lib.dars.distributions import (
+    DEFAULT_BETA,
+    DEFAULT_LAMBDA,
+    CapabilityDistributions,
+    capability_distributions,
+    single_shot_distributions,
+)
+from ecc_lib.data.observations import RepeatedObservations, repeated_observations, rescale_cost
+from ecc_lib.data.splits import split_queries
+from ecc_lib.routers import base, io
+from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_mean_ci
+
+CALIBRATION_FILE = "calibration.npz"
+TARGET_CHOICES = ("dars", "single")
+"""``--targets`` of ``ecc-lib train-router``: DARS distributions or one single-shot draw."""
+MAX_LAMBDA = 1e6
+"""Largest cost weight a budget search tries."""
+
+
+def data_digest(queries: pd.DataFrame, outcomes: pd.DataFrame) -> str:
+    """sha256 of the training tables' content (row order does not matter).
+
+    Parameters
+    ----------
+    queries, outcomes : DataFrame
+        The dataset.
+
+    Returns
+    -------
+    str
+        ``"sha256:<hex>"``.
+    """
+    digest = hashlib.sha256()
+    for frame in (queries, outcomes):
+        frame = frame.reindex(sorted(frame.columns), axis=1)
+        rows = np.sort(pd.util.hash_pandas_object(frame, index=False).to_numpy())
+        digest.update(json.dumps(list(frame.columns)).encode())
+        digest.update(rows.tobytes())
+    return f"sha256:{digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Held-out truth of the calibration queries, aligned with their embeddings.
+
+    Attributes
+    ----------
+    query_ids : ndarray of str, shape (n,)
+    embeddings : ndarray, shape (n, d)
+    mu_q, mu_c, sigma_q : ndarray, shape (n, n_models)
+        Observed mean score, mean normalised cost (training cost scale) and score spread.
+    """
+
+    query_ids: np.ndarray
+    embeddings: np.ndarray
+    mu_q: np.ndarray
+    mu_c: np.ndarray
+    sigma_q: np.ndarray
+
+    @classmethod
+    def from_distributions(
+        cls, dist: CapabilityDistributions, embeddings: np.ndarray
+    ) -> Calibration:
+        """Calibration data of held-out distributions and their embeddings (same row order).
+
+        Parameters
+        ----------
+        dist : CapabilityDistributions
+            Held-out truth.
+        embeddings : ndarray, shape (n, d)
+
+        Returns
+        -------
+        Calibration
+        """
+        return cls(
+            query_ids=np.asarray(dist.query_ids, dtype=str),
+            embeddings=np.asarray(embeddings, dtype=np.float32),
+            mu_q=np.asarray(dist.mu_q, float),
+            mu_c=np.asarray(dist.mu_c, float),
+            sigma_q=np.asarray(dist.sigma_q, float),
+        )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays written to ``calibration.npz``.
+
+        Returns
+        -------
+        dict of str to ndarray
+        """
+        return {
+            "query_ids": self.query_ids.astype(str),
+            "embeddings": self.embeddings,
+            "mu_q": self.mu_q,
+            "mu_c": self.mu_c,
+            "sigma_q": self.sigma_q,
+        }
+
+
+@dataclass
+class DeployedRouter:
+    """A fitted router with its embedder, models, utility settings, cost scale and calibration set.
+
+    Parameters
+    ----------
+    router : Router
+        Fitted.
+    family : str
+        Display name of its family (a key of :data:`ecc_lib.routers.ROUTER_FAMILIES`).
+    embedder : str
+        Canonical name of the embedder of its features (:func:`ecc_lib.embed.embed_texts`).
+    cost_scale : tuple of float
+        ``(low, high)`` of the training pair mean raw costs: cost ``c`` normalised is
+        ``low + c (high - low)`` in the dataset's units.
+    model_cost, model_score : ndarray, shape (n_models,)
+        Mean normalised training cost and mean training score of each model.
+    calibration : Calibration, optional
+        Held-out queries the operating point is calibrated on.
+    training_digest : str, optional
+        :func:`data_digest` of the training data.
+    targets : str, default "dars"
+        The training targets (``"dars"`` or ``"single"``).
+    cost_weight : float, optional
+        Operating cost weight ``lambda`` (default: the router's).
+    offsets : ndarray, shape (n_models,), optional
+        Subtracted from each model's utility (default zeros).
+    operating_point : dict
+        What the operating point means (set by :meth:`calibrate`).
+    report : dict
+        The held-out report of the training (see :func:`ecc_lib.routing_evaluation.deployed`).
+    """
+
+    router: base.Router
+    family: str
+    embedder: str
+    cost_scale: tuple[float, float]
+    model_cost: np.ndarray
+    model_score: np.ndarray
+    calibration: Calibration | None = None
+    training_digest: str | None = None
+    targets: str = "dars"
+    cost_weight: float | None = None
+    offsets: np.ndarray | None = None
+    operating_point: dict = field(default_factory=dict)
+    report: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        m = self.router.n_models_
+        if self.cost_weight is None:
+            self.cost_weight = float(self.router.cost_weight)
+        self.offsets = (
+            np.zeros(m) if self.offsets is None else np.asarray(self.offsets, float).reshape(m)
+        )
+        self.model_cost = np.asarray(self.model_cost, float).reshape(m)
+        self.model_score = np.asarray(self.model_score, float).reshape(m)
+        self.cost_scale = (float(self.cost_scale[0]), float(self.cost_scale[1]))
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Model names, in the router's column order."""
+        return tuple(self.router.models_)
+
+    @property
+    def beta(self) -> float:
+        """Weight of the score spread in the utility."""
+        return float(self.router.beta)
+
+    def raw_cost(self, normalised: np.ndarray) -> np.ndarray:
+        """Normalised costs in the dataset's cost units.
+
+        Parameters
+        ----------
+        normalised : ndarray
+            Costs on the training min-max scale.
+
+        Returns
+        -------
+        ndarray
+        """
+        low, high = self.cost_scale
+        return low + np.asarray(normalised, float) * (high - low if high > low else 1.0)
+
+    def normalised_cost(self, raw: float) -> float:
+        """A cost in the dataset's units on the training min-max scale.
+
+        Parameters
+        ----------
+        raw : float
+
+        Returns
+        -------
+        float
+        """
+        low, high = self.cost_scale
+        return (float(raw) - low) / (high - low if high > low else 1.0)
+
+    # -- prediction ---------------------------------------------------------------------------
+    def embed(self, texts: Sequence[str], *, use_cache: bool = False) -> np.ndarray:
+        """Features of ``texts`` with the recorded embedder.
+
+        Parameters
+        ----------
+        texts : sequence of str
+        use_cache : bool, default False
+            Read and write the embedding disk cache.
+
+        Returns
+        -------
+        ndarray, shape (len(texts), d)
+        """
+        from ecc_lib.embed.encode import embed_texts
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*longer than.*")
+            return embed_texts(
+                list(texts), model_name=self.embedder, use_cache=use_cache, show_progress=False
+            )
+
+    def _parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(base utility at lambda = 0 and no offset, predicted normalised cost, score)``."""
+        router = self.router
+        n = len(x)
+        if router.fitted_target_ == "components":
+            pred = router.predict(x)
+            u0 = pred["mu_q"] - self.beta * pred["sigma_q"]
+            return u0, pred["mu_c"], pred["mu_q"]
+        cost = np.broadcast_to(self.model_cost, (n, len(self.model_cost)))
+        u_fit = router.predict_utility(x)
+        return u_fit + router.fit_cost_weight_ * cost, cost, None
+
+    def predict_utility(self, x: np.ndarray) -> np.ndarray:
+        """Utility of every model at the operating point.
+
+        Parameters
+        ----------
+        x : ndarray, shape (n, d)
+            Query embeddings.
+
+        Returns
+        -------
+        ndarray, shape (n, n_models)
+        """
+        u0, cost, _ = self._parts(base.as_features(x))
+        return u0 - self.cost_weight * cost - self.offsets
+
+    def choose(self, x: np.ndarray) -> np.ndarray:
+        """Index of the chosen model per query at the operating point.
+
+        Parameters
+        ----------
+        x : ndarray, shape (n, d)
+
+        Returns
+        -------
+        ndarray of int, shape (n,)
+        """
+        return np.argmax(self.predict_utility(x), axis=1)
+
+    def route_embeddings(self, x: np.ndarray) -> pd.DataFrame:
+        """The chosen model per query with its predicted score, cost and utility.
+
+        Parameters
+        ----------
+        x : ndarray, shape (n, d)
+
+        Returns
+        -------
+        DataFrame
+            ``model, predicted_score, predicted_cost, utility``; the cost is in the dataset's
+            units; the score is NaN for routers that predict only the utility.
+        """
+        choice, score, cost, utility = self.decisions(x)
+        return pd.DataFrame(
+            {
+                "model": np.asarray(self.models, dtype=object)[choice],
+                "predicted_score": score,
+                "predicted_cost": cost,
+                "utility": utility,
+            }
+        )
+
+    def decisions(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays behind :meth:`route_embeddings` (no table is built).
+
+        Parameters
+        ----------
+        x : ndarray, shape (n, d)
+
+        Returns
+        -------
+        choice : ndarray of int, shape (n,)
+            Index of the chosen model.
+        score, cost, utility : ndarray, shape (n,)
+            Its predicted score (NaN when not predicted), cost in the dataset's units and utility.
+        """
+        x = base.as_features(x)
+        u0, cost, score = self._parts(x)
+        utility = u0 - self.cost_weight * cost - self.offsets
+        choice = np.argmax(utility, axis=1)
+        rows = np.arange(len(x))
+        return (
+            choice,
+            score[rows, choice] if score is not None else np.full(len(x), np.nan),
+            self.raw_cost(cost[rows, choice]),
+            utility[rows, choice],
+        )
+
+    def route(self, texts: Sequence[str]) -> pd.DataFrame:
+        """Route texts: embed them with the recorded embedder, then :meth:`route_embeddings`.
+
+        Parameters
+        ----------
+        texts : sequence of str
+
+        Returns
+        -------
+        DataFrame
+            As :meth:`route_embeddings`.
+        """
+        texts = [str(t) for t in texts]
+        if not texts:
+            raise ValueError("route needs at least one text")
+        return self.route_embeddings(self.embed(texts))
+
+    # -- calibration ---------------------------------------------------------------------------
+    def _need_calibration(self) -> Calibration:
+        if self.calibration is None or len(self.calibration.query_ids) == 0:
+            raise ValueError("this router holds no calibration queries; retrain it to calibrate")
+        return self.calibration
+
+    def describe(
+        self, *, n_boot: int = DEFAULT_N_BOOT, random_state: int | None = 0
+    ) -> dict[str, object]:
+        """What the current operating point means on the calibration queries.
+
+        Parameters
+        ----------
+        n_boot : int, default 1000
+            Bootstrap replicates of the intervals.
+        random_state : int, optional
+            Seed of the bootstrap.
+
+        Returns
+        -------
+        dict
+            ``cost_weight``, ``offsets`` (per model), ``expected_quality`` and ``expected_cost``
+            (``[estimate, low, high]``, 95 % percentile bootstrap over calibration queries; cost in
+            the dataset's units), ``share`` per model and ``n_calibration``.
+        """
+        cal = self._need_calibration()
+        choice = self.choose(cal.embeddings)
+        rows = np.arange(len(choice))
+        quality = cal.mu_q[rows, choice]
+        cost = self.raw_cost(cal.mu_c[rows, choice])
+        share = np.bincount(choice, minlength=len(self.models)) / len(choice)
+        return {
+            "cost_weight": float(self.cost_weight),
+            "beta": self.beta,
+            "offsets": {m: float(v) for m, v in zip(self.models, self.offsets, strict=True)},
+            "expected_quality": list(
+                bootstrap_mean_ci(quality, n_boot=n_boot, random_state=random_state)
+            ),
+            "expected_cost": list(
+                bootstrap_mean_ci(cost, n_boot=n_boot, random_state=random_state)
+            ),
+            "share": {m: float(s) for m, s in zip(self.models, share, strict=True)},
+            "n_calibration": int(len(choice)),
+        }
+
+    def _calibration_parts(self) -> tuple[np.ndarray, np.ndarray, Calibration]:
+        cal = self._need_calibration()
+        u0, cost, _ = self._parts(base.as_features(cal.embeddings))
+        return u0, cost, cal
+
+    def calibrate(
+        self,
+        *,
+        budget: float | None = None,
+        max_share: Mapping[str, float] | None = None,
+        n_boot: int = DEFAULT_N_BOOT,
+        random_state: int | None = 0,
+    ) -> DeployedRouter:
+        """Set the operating point on the calibration queries.
+
+        Parameters
+        ----------
+        budget : float, optional
+            Mean cost per query, in the dataset's cost units: the smallest cost weight ``lambda
+            >= 0`` whose routes cost at most ``budget`` on average on the calibration queries (by
+            bisection; ``lambda = 0`` when even that stays within the budget).
+        max_share : mapping of str to float, optional
+            Largest share of queries per named model: the smallest offset subtracted from that
+            model's utility that brings its share down to the limit (the other offsets fixed;
+            repeated until every limit holds).
+        n_boot, random_state
+            Bootstrap of the description (:meth:`describe`).
+
+        Returns
+        -------
+        DeployedRouter
+            ``self``, with ``cost_weight``, ``offsets`` and ``operating_point`` set.
+        """
+        if (budget is None) == (max_share is None):
+            raise ValueError("calibrate with exactly one of budget or max_share")
+        u0, cost, cal = self._calibration_parts()
+        rows = np.arange(len(u0))
+        true_cost = cal.mu_c
+        if budget is not None:
+            budget = float(budget)
+            if not np.isfinite(budget):
+                raise ValueError(f"budget must be a finite number, got {budget}")
+            target = self.normalised_cost(budget)
+            offsets = self.offsets
+
+            def mean_cost(lam: float) -> float:
+                choice = np.argmax(u0 - lam * cost - offsets, axis=1)
+                return float(true_cost[rows, choice].mean())
+
+            lam = self._search_lambda(mean_cost, target, budget)
+            self.cost_weight = lam
+            if lam == 0.0:
+                spent = float(self.raw_cost(mean_cost(0.0)))
+                meaning = (
+                    f"cost weight lambda = 0: the budget {budget:g} does not bind (routing for "
+                    f"quality alone costs {spent:.4g} per query on the {len(rows)} calibration "
+                    "queries)"
+                )
+            else:
+                meaning = (
+                    f"cost weight lambda = {lam:.6g}: the smallest lambda whose routes cost at "
+                    f"most {budget:g} per query on average on the {len(rows)} calibration queries"
+                )
+            kind = {"budget": budget}
+        else:
+            self.offsets = self._search_offsets(u0 - self.cost_weight * cost, dict(max_share))
+            limits = ", ".join(f"{m} <= {s:g}" for m, s in max_share.items())
+            meaning = (
+                f"per-model utility offsets (cost weight lambda = {self.cost_weight:.6g}): the "
+                f"smallest offsets that keep the share of {limits} on the {len(rows)} "
+                "calibration queries"
+            )
+            kind = {"max_share": {m: float(s) for m, s in max_share.items()}}
+        point = self.describe(n_boot=n_boot, random_state=random_state)
+        self.operating_point = {**kind, "meaning": meaning, **point}
+        return self
+
+    @staticmethod
+    def _search_lambda(mean_cost, target: float, budget: float) -> float:
+        """Smallest ``lambda`` in ``[0, MAX_LAMBDA]`` with ``mean_cost(lambda) <= target``."""
+        if mean_cost(0.0) <= target:
+            return 0.0
+        high = 1.0
+        while mean_cost(high) > target:
+            high *= 4.0
+            if high > MAX_LAMBDA:
+                raise ValueError(
+                    f"budget {budget:g} is below the cheapest routes' mean cost on the "
+                    "calibration queries; raise it"
+                )
+        low = 0.0
+        for _ in range(60):
+            mid = 0.5 * (low + high)
+            if mean_cost(mid) <= target:
+                high = mid
+            else:
+                low = mid
+            if high - low <= 1e-9 * max(high, 1.0):
+                break
+        return float(high)
+
+    def _search_offsets(self, utility: np.ndarray, max_share: dict[str, float]) -> np.ndarray:
+        """Per-model offsets that keep each named model's share at most its limit."""
+        index = {m: i for i, m in enumerate(self.models)}
+        for model, share in max_share.items():
+            if model not in index:
+                raise ValueError(f"unknown model {model!r}; the router's models are {self.models}")
+            if not 0.0 <= float(share) <= 1.0:
+                raise ValueError(f"max share of {model} must lie in [0, 1], got {share}")
+        if sum(float(s) for s in max_share.values()) < 1.0 and len(max_share) == len(index):
+            raise ValueError("the max shares of all models add up to less than 1")
+        offsets = np.zeros(len(self.models))
+        n = len(utility)
+
+        def share_of(i: int) -> float:
+            return float(np.mean(np.argmax(utility - offsets, axis=1) == i))
+
+        for _ in range(20):  # coordinate rounds until every limit holds
+            changed = False
+            for model, limit in max_share.items():
+                i = index[model]
+                if share_of(i) <= float(limit) + 1e-12:
+                    continue
+                others = np.delete(utility - offsets, i, axis=1).max(axis=1)
+                # the share of model i at offset d is the share of queries with u_i - d > others
+                margin = np.sort(utility[:, i] - others)[::-1]
+                keep = int(np.floor(float(limit) * n + 1e-9))
+                level = max(float(margin[keep]), 0.0) if keep < n else float(offsets[i])
+                offsets[i] = level + 1e-9 * (1.0 + abs(level))
+                changed = True
+            if not changed:
+                break
+        return offsets
+
+    # -- files -------------------------------------------------------------------------------
+    def metadata(self) -> dict:
+        """The JSON metadata written beside the router.
+
+        Returns
+        -------
+        dict
+            Exact floats for everything routing reads (the descriptions are rounded by
+            :func:`ecc_lib.serialization.to_jsonable`).
+        """
+        from ecc_lib.serialization import to_jsonable
+
+        return {
+            "family": self.family,
+            "embedder": self.embedder,
+            "embedding_dim": int(self.router.n_features_in_),
+            "models": list(self.models),
+            "utility": {
+                "cost_weight": float(self.router.cost_weight),
+                "beta": self.beta,
+                "fitted_target": self.router.fitted_target_,
+            },
+            "targets": self.targets,
+            "training_digest": self.training_digest,
+            "cost_scale": list(self.cost_scale),
+            "model_cost": [float(v) for v in self.model_cost],
+            "model_score": [float(v) for v in self.model_score],
+            "operating_cost_weight": float(self.cost_weight),
+            "operating_offsets": [float(v) for v in self.offsets],
+            "operating_point": to_jsonable(self.operating_point),
+            "report": to_jsonable(self.report),
+        }
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the router, its metadata and its calibration set to ``folder``.
+
+        Parameters
+        ----------
+        folder : str or Path
+
+        Returns
+        -------
+        Path
+        """
+        folder = io.save_router(self.router, folder, metadata=self.metadata())
+        if self.calibration is not None:
+            tmp = folder / f".{CALIBRATION_FILE}.tmp.npz"
+            np.savez(tmp, **self.calibration.arrays())
+            tmp.replace(folder / CALIBRATION_FILE)
+        return folder
+
+    def with_operating_point(self, **changes) -> DeployedRouter:
+        """A copy with other operating settings (``cost_weight``, ``offsets``).
+
+        Parameters
+        ----------
+        **changes
+            Fields to replace.
+
+        Returns
+        -------
+        DeployedRouter
+        """
+        return replace(self, **changes)
+
+
+def load_deployed(
+    folder: str | Path, *, embedder: str | None = None, strict_version: bool = False
+) -> DeployedRouter:
+    """Read a router folder written by :meth:`DeployedRouter.save`.
+
+    Parameters
+    ----------
+    folder : str or Path
+    embedder : str, optional
+        The embedder the caller means to use; refused when it is not the recorded one.
+    strict_version : bool, default False
+        Refuse (rather than warn about) a file of another ecc_lib version.
+
+    Returns
+    -------
+    DeployedRouter
+    """
+    router, meta = io.load_router(folder, embedder=embedder, strict_version=strict_version)
+    for key in ("family", "embedder", "cost_scale", "model_cost", "model_score"):
+        if key not in meta:
+            raise io.RouterFileError(f"{folder}: router.json lacks the deployment field {key!r}")
+    if list(meta.get("models", [])) != list(router.models_):
+        raise io.RouterFileError(f"{folder}: the recorded models differ from the router's")
+    calibration = None
+    path = Path(folder) / CALIBRATION_FILE
+    if path.is_file():
+        arrays = io.read_arrays(path)
+        calibration = Calibration(
+            query_ids=arrays["query_ids"].astype(str),
+            embeddings=arrays["embeddings"],
+            mu_q=arrays["mu_q"],
+            mu_c=arrays["mu_c"],
+            sigma_q=arrays["sigma_q"],
+        )
+    return DeployedRouter(
+        router=router,
+        family=meta["family"],
+        embedder=meta["embedder"],
+        cost_scale=tuple(meta["cost_scale"]),
+        model_cost=np.asarray(meta["model_cost"], float),
+        model_score=np.asarray(meta["model_score"], float),
+        calibration=calibration,
+        training_digest=meta.get("training_digest"),
+        targets=meta.get("targets", "dars"),
+        cost_weight=meta.get("operating_cost_weight"),
+        offsets=np.asarray(meta["operating_offsets"], float)
+        if meta.get("operating_offsets") is not None
+        else None,
+        operating_point=meta.get("operating_point") or {},
+        report=meta.get("report") or {},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingSplit:
+    """The three parts of a :func:`train_deployed` run.
+
+    Attributes
+    ----------
+    train, calibration, test : RepeatedObservations
+        Observations of each part (costs on the training scale).
+    x_train, x_calibration, x_test : ndarray
+        Their embeddings, in the parts' query order.
+    train_targets : CapabilityDistributions
+        The targets the router was fitted on.
+    """
+
+    train: RepeatedObservations
+    calibration: RepeatedObservations
+    test: RepeatedObservations
+    x_train: np.ndarray
+    x_calibration: np.ndarray
+    x_test: np.ndarray
+    train_targets: CapabilityDistributions
+
+
+def train_deployed(
+    queries: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    *,
+    family: str,
+    targets: str = "dars",
+    embedder: str = "static",
+    embeddings: np.ndarray | None = None,
+    router_kwargs: Mapping | None = None,
+    cost_weight: float = DEFAULT_LAMBDA,
+    beta: float = DEFAULT_BETA,
+    test_size: float = 0.2,
+    calibration_size: float = 0.25,
+    split_seed: int = 42,
+    random_state: int = 0,
+) -> tuple[DeployedRouter, TrainingSplit]:
+    """Fit one router family on a dataset, keeping calibration and test queries aside.
+
+    Parameters
+    ----------
+    queries, outcomes : DataFrame
+        The dataset (``query_id, text`` and the long outcomes).
+    family : str
+        A key of :func:`ecc_lib.routers.router_families`.
+    targets : {"dars", "single"}, default "dars"
+        DARS distributions of the training queries, or one single-shot draw per pair
+        (seed ``random_state``).
+    embedder : str, default "static"
+        Embedder of the query texts (recorded with the router).
+    embeddings : ndarray, optional
+        Precomputed embeddings aligned with the rows of ``queries`` (made by ``embedder``).
+    router_kwargs : mapping, optional
+        Further constructor arguments of the family.
+    cost_weight, beta : float
+        Utility weights of the training targets and the default operating point.
+    test_size : float, default 0.2
+        Share of test queries (split seed ``split_seed``, the routing evaluation's split).
+    calibration_size : float, default 0.25
+        Share of the remaining queries held out for calibration.
+    split_seed, random_state : int
+        Seeds of the splits and of the router.
+
+    Returns
+    -------
+    deployed : DeployedRouter
+        At the operating point ``lambda = cost_weight``, no offsets.
+    split : TrainingSplit
+        The parts, for the held-out report.
+    """
+    from ecc_lib.embed.models import canonical_model_name
+    from ecc_lib.routers import make_router
+
+    if targets not in TARGET_CHOICES:
+        raise ValueError(f"targets must be one of {TARGET_CHOICES}, got {targets!r}")
+    obs = repeated_observations(outcomes)
+    text_by_id = queries.set_index(queries["query_id"].astype(str))["text"]
+    missing = ~pd.Index(obs.query_ids.astype(str)).isin(text_by_id.index)
+    if missing.any():
+        raise ValueError(
+            f"{int(missing.sum())} outcome queries have no text; first: "
+            f"{obs.query_ids[missing][0]!r}"
+        )
+    if embeddings is None:
+        texts = text_by_id.loc[obs.query_ids.astype(str)].astype(str).tolist()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*longer than.*")
+            from ecc_lib.embed.encode import embed_texts
+
+            x_all = embed_texts(texts, model_name=embedder, show_progress=False)
+    else:
+        position = pd.Index(queries["query_id"].astype(str)).get_indexer(obs.query_ids.astype(str))
+        x_all = np.asarray(embeddings)[position]
+    x_all = np.asarray(x_all, dtype=float)
+    rest, test = split_queries(obs.n_queries, test_size=test_size, random_state=split_seed)
+    rest_idx = np.flatnonzero(rest)
+    fit_part, cal_part = split_queries(
+        len(rest_idx), test_size=calibration_size, random_state=split_seed + 1
+    )
+    train_mask = np.zeros(obs.n_queries, bool)
+    cal_mask = np.zeros(obs.n_queries, bool)
+    train_mask[rest_idx[fit_part]] = True
+    cal_mask[rest_idx[cal_part]] = True
+    train_obs = rescale_cost(obs.select_queries(train_mask))
+    cal_obs = rescale_cost(obs.select_queries(cal_mask), train_obs)
+    test_obs = rescale_cost(obs.select_queries(test), train_obs)
+    dars_train = capability_distributions(train_obs)
+    train_targets = (
+        dars_train
+        if targets == "dars"
+        else single_shot_distributions(train_obs, random_state=random_state)
+    )
+    kwargs = {"cost_weight": cost_weight, "beta": beta, **dict(router_kwargs or {})}
+    router = make_router(family, random_state=random_state, **kwargs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
+        router.fit(x_all[train_mask], train_targets)
+    cal_truth = capability_distributions(cal_obs)
+    deployed = DeployedRouter(
+        router=router,
+        family=family,
+        embedder=canonical_model_name(embedder),
+        cost_scale=tuple(train_obs.cost_scale),
+        model_cost=dars_train.mu_c.mean(axis=0),
+        model_score=dars_train.mu_q.mean(axis=0),
+        calibration=Calibration.from_distributions(cal_truth, x_all[cal_mask]),
+        training_digest=data_digest(queries, outcomes),
+        targets=targets,
+    )
+    split = TrainingSplit(
+        train=train_obs,
+        calibration=cal_obs,
+        test=test_obs,
+        x_train=x_all[train_mask],
+        x_calibration=x_all[cal_mask],
+        x_test=x_all[test],
+        train_targets=dars_train,
+    )
+    return deployed, split
+
+
+__all__ = [
+    "CALIBRATION_FILE",
+    "Calibration",
+    "DeployedRouter",
+    "TARGET_CHOICES",
+    "TrainingSplit",
+    "data_digest",
+    "load_deployed",
+    "train_deployed",
+]
