@@ -1,6 +1,6 @@
 """ecc_lib: capability-aware LLM evaluation and routing (ECC clustering, DARS supervision).
 
-The packages follow the data flow, bottom to top (``DESIGN.md`` section 8; ``lint-imports``
+The packages follow the data flow, bottom to top (``docs/design.md`` section 8; ``lint-imports``
 checks that no package imports one above it):
 
 - :mod:`~ecc_lib.data`: schema, table readers and sources, comparisons, repeated observations,

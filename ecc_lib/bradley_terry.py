@@ -2,7 +2,7 @@
 
 Model: each model ``m`` has a score ``theta_m`` and ``P(w beats l) = sigmoid(theta_w - theta_l)``.
 Data enter as (weighted) win counts ``wins[w, l]`` = how often ``w`` beat ``l``; a tie adds 0.5 to
-both directions (ECC, Wu, Silwal & Zhang 2026, arXiv 2605.17110, section 3; ``DESIGN.md`` section 3).
+both directions (ECC, Wu, Silwal & Zhang 2026, arXiv 2605.17110, section 3; ``docs/design.md`` section 3).
 
 Fits minimise the negative log-likelihood plus an L2 prior,
 

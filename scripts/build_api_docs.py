@@ -4,7 +4,7 @@ Usage::
 
     python scripts/build_api_docs.py
 
-Each page lists its packages bottom-up, as in ``DESIGN.md`` section 8: a heading per package, the
+Each page lists its packages bottom-up, as in ``docs/design.md`` section 8: a heading per package, the
 package's docstring, then an ``automodule`` per module. Run it after moving, adding or
 removing a module; ``tests/test_api_docs.py`` fails while a public module has no place here.
 """

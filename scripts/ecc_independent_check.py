@@ -4,7 +4,7 @@ Usage::
 
     python scripts/ecc_independent_check.py --seeds 5            # dcrouter, seeds 0..4
 
-Written from DESIGN.md section 3 without ecc_lib's comparisons, BT, EM or scoring code (only the
+Written from docs/design.md section 3 without ecc_lib's comparisons, BT, EM or scoring code (only the
 data loader and the embedding cache are shared): its own pair draw (per query, up to 7 non-tie
 pairs among all model pairs, uniformly), its own 80/20 split, ECC's EM with a plain L-BFGS fit of
 each cluster's weighted BT profile (scipy), the global BT model, the first pair of a test query as

@@ -8,7 +8,7 @@ Contract::
 reads a generic long CSV/Parquet (``query_id,model,score[,cost,variant_id,decode_id,
 observation_type]``), prints a table and optionally writes a JSON summary.
 
-The winner flip rate has three readings (``shared/DESIGN.md`` section 4), each with ``_ci95``:
+The winner flip rate has three readings (``docs/design.md`` section 4), each with ``_ci95``:
 ``winner_flip_rate`` (pairwise: two draws name different winners), ``winner_flip_rate_strict``
 (the two draws' top sets are disjoint) and ``winner_change_rate`` (the winner is not the same in
 all of ``winner_change_rate_r`` draws); ``flip_rate_chance`` holds the same three statistics for

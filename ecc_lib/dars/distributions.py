@@ -2,7 +2,7 @@
 
 Implements the supervision side of DARS (Lai, Hu, Chen, Li, Ye 2026, "From Sampled Outcomes to
 Capability Distributions: Rethinking Supervision for LLM Routing", arXiv 2606.06924; see also
-``shared/DESIGN.md`` section 4).
+``docs/design.md`` section 4).
 
 For every (query, model) pair with repeated observations (rewrites x decodes) we summarise
 

@@ -1,10 +1,10 @@
 """DARS label-instability diagnostics: per-subset summaries of the winner flip rates.
 
 How unstable is a label learned from one sampled answer per (query, model)? (Lai, Hu, Chen, Li, Ye
-2026, arXiv 2606.06924; ``shared/DESIGN.md`` section 4.) The single-shot winner of a query is the
+2026, arXiv 2606.06924; ``docs/design.md`` section 4.) The single-shot winner of a query is the
 model with the highest drawn score, ties broken uniformly at random. From the probability ``w_m``
 that model ``m`` is that winner we report the three readings of the winner flip rate
-(``shared/DESIGN.md`` section 4), each beside its chance level:
+(``docs/design.md`` section 4), each beside its chance level:
 
 - *pairwise*: two independent draws name different winners, ``1 - sum_m w_m^2`` (on binary scores
   it mostly counts random tie-breaks among several correct models);
@@ -196,7 +196,7 @@ def label_instability(
 
     - outcome instability: share of (query, model) pairs whose observations disagree, and mean
       ``sigma_q`` (both over pairs with two or more observations);
-    - the three readings of the winner flip rate (DARS paper, section 4; ``shared/DESIGN.md``
+    - the three readings of the winner flip rate (DARS paper, section 4; ``docs/design.md``
       section 4): pairwise ``winner_flip_rate`` (two draws name different winners), strict
       ``winner_flip_rate_strict`` (their top sets are disjoint) and ``winner_change_rate`` (the
       winner is not the same in all of ``winner_change_rate_r`` draws), with ``flip_rate_chance``

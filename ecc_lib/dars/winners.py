@@ -1,4 +1,4 @@
-"""Single-shot winners of DARS (``shared/DESIGN.md`` section 4): the probability that each model is
+"""Single-shot winners of DARS (``docs/design.md`` section 4): the probability that each model is
 a query's winner on one sampled answer per (query, model), exact for binary scores
 (:func:`winner_probabilities_exact`) and seeded Monte Carlo otherwise
 (:func:`single_shot_winners`), and the flip-rate readings of those probabilities (pairwise,
@@ -22,7 +22,7 @@ DEFAULT_N_DRAWS = 1000
 """Monte Carlo draw pairs per query for the flip rate."""
 FLIP_METHODS = ("auto", "exact", "monte_carlo")
 FLIP_READINGS = ("pairwise", "strict", "change")
-"""The three readings of the winner flip rate (``shared/DESIGN.md`` section 4)."""
+"""The three readings of the winner flip rate (``docs/design.md`` section 4)."""
 _MC_CHUNK_ELEMENTS = 1 << 18
 
 

@@ -12,7 +12,7 @@ holds their :meth:`~ecc_lib.data.check_result.CheckResult.to_dict`.
 - ``item_alignment``: across a benchmark, item difficulty makes every pair of real models correlate
   positively on item-level scores. Blocks of models that correlate within but not across
   (``r ~ 0``) mean that the item columns were permuted between groups of models: **fail**, with the
-  blocks listed (``shared/DESIGN.md`` section 8).
+  blocks listed (``docs/design.md`` section 8).
 - ``near_identical_models``: pairs with item-level correlation above 0.98, or identical score
   vectors (a model listed twice, or its own copy).
 - ``constant_models``: a model with the same score on every query.

@@ -4,7 +4,7 @@ Importing this package registers it as a data backend of the EM engine
 (:func:`ecc_lib.ecc.backends.register_data_backend`); :mod:`ecc_lib.ecc.backends` never imports it, except when a
 dask array is passed to a fit. Dask itself is imported on first use (the ``[dask]`` extra).
 
-Both EM steps are sums over queries (``DESIGN.md`` section 5): the E-step of a partition needs
+Both EM steps are sums over queries (``docs/design.md`` section 5): the E-step of a partition needs
 only its own embeddings and comparisons plus the current profiles and centroids, and the M-step
 needs only the sums over partitions of ``C_p^T R_p`` (weighted win counts per observed pair) and
 ``X_p^T R_p`` (centroid sums). So a fit sends the profiles (as a ``log P / T`` table over the

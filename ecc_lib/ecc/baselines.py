@@ -1,6 +1,6 @@
 """The baselines of ECC, behind the same interface as :class:`ecc_lib.ecc.estimator.ECC`.
 
-The ECC paper (Wu, Silwal & Zhang 2026, arXiv 2605.17110; ``DESIGN.md`` section 3) compares ECC
+The ECC paper (Wu, Silwal & Zhang 2026, arXiv 2605.17110; ``docs/design.md`` section 3) compares ECC
 with one global BT model (:class:`GlobalBT`, the reference of the ranking quality gain),
 embedding-only clusters (:class:`EmbeddingClusters`: soft spherical k-means on embeddings, then one
 weighted BT per cluster), comparison-only clusters (:class:`ComparisonOnlyECC`: ECC without the

@@ -4,7 +4,7 @@ Measured on the scored pairs that the probe does not decide, the paper's ECC (K 
 lam = 3) is not a safe default (issue 26): where one quality axis dominates or training queries are
 few, thirty clusters at a low temperature overfit and the probe dominates the posterior; where
 capability structure exists ECC wins by a wide margin. :class:`ECCCV` (after scikit-learn's
-``LassoCV``; ``DESIGN.md`` section 8) chooses among the ECC family by K-fold cross-validation on
+``LassoCV``; ``docs/design.md`` section 8) chooses among the ECC family by K-fold cross-validation on
 the *training* queries only:
 
 - the grid holds one global BT model (``K = 1``, so the choice can fall back to it), ECC over the

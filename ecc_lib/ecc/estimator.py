@@ -1,7 +1,7 @@
 """Evidence-calibrated clustering (ECC) as a scikit-learn-style estimator.
 
 ECC (Wu, Silwal & Zhang 2026, "Capturing LLM Capabilities via Evidence-Calibrated Query Clustering",
-arXiv 2605.17110; restated precisely in ``DESIGN.md`` section 3) groups queries by the capability
+arXiv 2605.17110; restated precisely in ``docs/design.md`` section 3) groups queries by the capability
 they demand. Cluster ``k`` has a unit centroid ``c_k`` and Bradley-Terry scores ``theta_k`` over
 the ``M`` models. With ``l_qk`` the per-comparison average log-likelihood of query ``q``'s
 comparisons under profile ``k`` (the *evidence*) and ``cos_qk = e_q . c_k``:

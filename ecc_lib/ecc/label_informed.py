@@ -1,6 +1,6 @@
 """Label-informed ECC: human categories as a learned prior over capability clusters.
 
-Beyond the ECC paper (``DESIGN.md`` section 5). Where queries carry a human category ``c(q)``
+Beyond the ECC paper (``docs/design.md`` section 5). Where queries carry a human category ``c(q)``
 (benchmark, subject), the category enters ECC's responsibilities through a per-category
 distribution over clusters ``pi_c``, learned in the M-step:
 

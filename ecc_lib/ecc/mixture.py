@@ -6,7 +6,7 @@ comparisons, win probabilities, per-query win matrices, routing scores and ranki
 (:mod:`ecc_lib.ecc.baselines`); a new clustering method subclasses it and only fits ``theta_``,
 ``centroids_``, ``responsibilities_`` and ``models_`` (see ``docs/guide/extending.md``).
 :func:`comparison_nll` and :func:`evidence` are the per-comparison log-loss and the probe
-evidence ``l_qk`` of ``DESIGN.md`` section 3.
+evidence ``l_qk`` of ``docs/design.md`` section 3.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """ECC on score distributions: soft comparisons from repeated observations.
 
-Beyond the ECC paper (``DESIGN.md`` section 5). Where a (query, model) pair has several
+Beyond the ECC paper (``docs/design.md`` section 5). Where a (query, model) pair has several
 observations (rewrites, decodes), the evidence of a model pair is the probability that ``b`` beats
 ``a`` under the two empirical score distributions, ties counting half:
 

@@ -1,6 +1,6 @@
 """Active probes: choose which comparison a new query spends its probe on.
 
-Beyond the ECC paper (``DESIGN.md`` section 5). The paper's protocol reveals the *first* sampled
+Beyond the ECC paper (``docs/design.md`` section 5). The paper's protocol reveals the *first* sampled
 (non-tie) pair of a test query as its probe. Here a probe strategy picks the pair:
 
 - ``"first"``: the protocol's first sampled comparisons (today's behaviour);

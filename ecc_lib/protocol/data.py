@@ -1,6 +1,6 @@
 """The data of the ECC paper's protocol: sampled comparisons, the split by query, the defaults.
 
-Protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110, as in the authors' code; ``DESIGN.md``
+Protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110, as in the authors' code; ``docs/design.md``
 section 3): per query up to 7 non-tie pairs sampled with a seed, queries with fewer than 2 dropped;
 an 80/20 split by query (seed 42). :func:`prepare_protocol` builds :class:`ProtocolData` (the kept
 queries' comparisons, embeddings, labels and split), :func:`left_out_reasons` says why the other

@@ -1,6 +1,6 @@
 """The ECC paper's evaluation protocol in one call: sample pairs, split, fit every method, score.
 
-Protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110, as in the authors' code; ``DESIGN.md``
+Protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110, as in the authors' code; ``docs/design.md``
 section 3): per query up to 7 non-tie pairs sampled with a seed, queries with fewer than 2 dropped;
 an 80/20 split by query (seed 42); on a test query the first pair is the probe and the others are
 scored. Every method is fitted on the training queries and predicts ``P(b beats a)`` on the scored

@@ -1,6 +1,6 @@
 """Probe and scored pairs of the test queries, and the probe's leak.
 
-In the ECC paper's protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110; ``DESIGN.md`` section 3) a
+In the ECC paper's protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110; ``docs/design.md`` section 3) a
 test query's first sampled comparison is its probe and the others are scored
 (:func:`probe_candidate_rows`). Pairs are drawn among non-tie pairs, so with binary scores a probe
 "A beat B" decides every scored pair that contains A or B: the probe *leaks* (issue 16). This

@@ -1,6 +1,6 @@
 """Which comparison of a test query is revealed as its probe, and how its evidence counts.
 
-In the ECC paper's protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110; ``DESIGN.md`` section 3)
+In the ECC paper's protocol (Wu, Silwal & Zhang 2026, arXiv 2605.17110; ``docs/design.md`` section 3)
 a test query's first sampled comparison is its probe. Here the choice is a pluggable function
 (:data:`PROBE_STRATEGIES`, signature of :func:`probe_first`): ``"first"`` (the paper),
 ``"random"`` (uniform among the candidates, seeded) and ``"active"`` (the candidate whose outcome

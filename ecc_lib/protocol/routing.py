@@ -2,7 +2,7 @@
 
 Each fitted clustering of :mod:`ecc_lib.protocol.methods` routes a test query to
 ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')`` among the models with an outcome on the
-query (Wu, Silwal & Zhang 2026; ``DESIGN.md`` section 3) and is scored by that model's mean score
+query (Wu, Silwal & Zhang 2026; ``docs/design.md`` section 3) and is scored by that model's mean score
 (and mean cost) on the query, through :func:`ecc_lib.routing_evaluation.evaluate_choices`, the one
 place routing is scored (:func:`routed_values`).
 Settings (:data:`ROUTING_SETTINGS`): ``no_probe`` (embedding and label only), ``probe`` (with the

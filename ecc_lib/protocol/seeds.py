@@ -1,7 +1,7 @@
 """The ECC protocol over several protocol seeds, and summaries over seeds.
 
 A bootstrap interval over test queries ignores the pair draw, the split and the EM start, which
-move the gain by a few points (``DESIGN.md`` section 3, issue 10). :func:`run_seeds` repeats the
+move the gain by a few points (``docs/design.md`` section 3, issue 10). :func:`run_seeds` repeats the
 protocol of :mod:`ecc_lib.protocol.ecc_protocol` over protocol seeds (each redraws the pairs, the split and
 the EM start, and optionally runs the routing experiment of :mod:`ecc_lib.protocol.routing`);
 :class:`MultiSeedEvaluation` reports mean +- sd (ddof = 1, :func:`mean_sd`) beside every per-seed

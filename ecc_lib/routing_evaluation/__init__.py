@@ -1,6 +1,6 @@
 """Routing evaluation: held-out quality, cost and utility of routers; cost-quality curves.
 
-Protocol (DARS, Lai et al. 2026, arXiv 2606.06924, section 4; ``shared/DESIGN.md`` section 4):
+Protocol (DARS, Lai et al. 2026, arXiv 2606.06924, section 4; ``docs/design.md`` section 4):
 queries are split into train and test (80/20, seed 42); routers learn from the training queries'
 targets, either DARS distributions (all observations) or single-shot draws (one observation per
 pair, repeated over ``n_runs`` seeds and reported as mean +- std); on each test query the chosen

@@ -1,6 +1,6 @@
 """Ranking a new model from a small budget of comparisons, with ECC clusters.
 
-The paper's new-model experiment (Wu, Silwal & Zhang 2026; ``DESIGN.md`` section 3): cluster with
+The paper's new-model experiment (Wu, Silwal & Zhang 2026; ``docs/design.md`` section 3): cluster with
 the old models, spend a budget of ``B`` comparisons of the new model against the median-ranked old
 model of each query's cluster, refit the profiles, and score the new model's pairs on test queries
 against a budget spent against the global median model (:func:`new_model_experiment`).
@@ -73,7 +73,7 @@ def new_model_experiment(
     The clusterings are fitted on the old models (paper protocol without ``new_model``). For a
     budget ``B``, ``B`` random training queries each get one comparison of the new model against
     an opponent, and the arm refits its cluster profiles with the new model (responsibilities held
-    fixed). The three arms (the paper's new-model experiment, ``DESIGN.md`` section 3):
+    fixed). The three arms (the paper's new-model experiment, ``docs/design.md`` section 3):
 
     - ``ecc``: ECC clusters; the opponent is the median-ranked old model of the query's (most
       responsible) ECC cluster;

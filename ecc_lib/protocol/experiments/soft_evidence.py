@@ -1,6 +1,6 @@
 """Soft-evidence ECC against ECC on sampled comparisons, on held-out queries (an experiment).
 
-Beyond the ECC paper (``DESIGN.md`` section 5). Where a (query, model) pair has several
+Beyond the ECC paper (``docs/design.md`` section 5). Where a (query, model) pair has several
 observations (rewrites, decodes), soft-evidence ECC is ECC fitted on comparisons whose outcome is
 the probability that ``b`` beats ``a`` under the two empirical score distributions
 (:func:`ecc_lib.ecc.soft_evidence.soft_outcomes`, the estimator-side maths).
