@@ -14,7 +14,7 @@ import logging
 
 from ecc_lib.cli.subcommand import run_handler
 
-SUBCOMMAND_MODULES = ("datasets", "ecc", "dars", "collect", "run", "init", "check", "bench")
+SUBCOMMAND_MODULES = ("datasets", "ecc", "map", "dars", "collect", "run", "init", "check", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

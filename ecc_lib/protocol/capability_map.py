@@ -297,21 +297,25 @@ def _grouping_estimator(fitted: dict | None, method: str | None):
 
 
 def _method_detail(method: str, estimator) -> str:
-    """The grouping in words."""
+    """The grouping in words (``"ECC-CV, which chose human labels (alpha 0.1)"``)."""
+    from ecc_lib.labels import method_name
+
     if estimator is None:
         return "human categories"
     best = getattr(estimator, "best_params_", None)
     if isinstance(best, dict):
-        parts = [str(best.get("family", "?"))]
-        for key, short in (("n_clusters", "K"), ("temperature", "T"), ("lam", "lam")):
-            value = best.get(key)
-            if value is not None:
-                parts.append(f"{short}={value:g}")
+        family = str(best.get("family", "?"))
+        parts = [
+            f"{short} {best[key]:g}"
+            for key, short in (("n_clusters", "K"), ("temperature", "T"), ("lam", "lam"))
+            if best.get(key) is not None
+        ]
         if best.get("alpha") is not None:
-            parts.append(f"alpha={best['alpha']:g}")
-        return f"{method} (chose {' '.join(parts)})"
+            parts.append(f"BT prior {best['alpha']:g}")
+        settings = f" ({', '.join(parts)})" if parts else ""
+        return f"{method_name(method)}, which chose {method_name(family)}{settings}"
     k = getattr(estimator, "theta_", np.zeros((1, 1))).shape[0]
-    return f"{method} ({k} groups)"
+    return f"{method_name(method)}, {k} clusters"
 
 
 def _estimator_alpha(estimator) -> float:
