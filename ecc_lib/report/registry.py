@@ -113,7 +113,7 @@ SECTIONS: tuple[Section, ...] = (
         capability_map_section,
         order=0,
         headline_figures=(CAPABILITY_MAP_FIGURE,),
-        recorded_by="03",
+        recorded_by=notebook_of("ecc"),  # notebook 03 records it
         heading="Which model for which queries",
         figure_names=(CAPABILITY_MAP_FIGURE,),
     ),
