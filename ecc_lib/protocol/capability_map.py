@@ -59,6 +59,9 @@ CATEGORIES = "categories"
 DEFAULT_MAP_BOOT = 200
 """Bootstrap draws of the per-group BT fits (P(best) in steps of 1/200)."""
 _TOKEN_PATTERN = r"(?u)\b[^\W\d_]{3,}\b"
+REPLICATE_TOL = 1e-6
+"""Newton step size at which a bootstrap replicate's BT fit stops (the point fits use the library's
+tighter default): replicates only give percentiles and the top model."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -568,19 +571,32 @@ def capability_map(
         sub = matrix[members]
         cols = np.unique(sub.indices)
         sub = sub[:, cols].tocsc()
-        winner, loser = counts.winner[cols], counts.loser[cols]
         seen = np.zeros(m, dtype=bool)
-        seen[winner] = seen[loser] = True
+        seen[counts.winner[cols]] = seen[counts.loser[cols]] = True
         observed[i] = seen
-        point = fit_bt_pairs(winner, loser, np.asarray(sub.sum(axis=0)).ravel(), m, alpha=alpha)
+        # the fit over the group's observed models only: an unobserved model's score is the
+        # prior's 0 and moves no other score, so this is the same fit in fewer dimensions
+        local = np.cumsum(seen) - 1
+        winner, loser, m_g = local[counts.winner[cols]], local[counts.loser[cols]], int(seen.sum())
+        point_g = fit_bt_pairs(winner, loser, np.asarray(sub.sum(axis=0)).ravel(), m_g, alpha=alpha)
         n_g = len(members)
         draws = rng.integers(0, n_g, size=(n_boot, n_g))
         flat = (np.arange(n_boot)[:, None] * n_g + draws).ravel()
         multiplicity = np.bincount(flat, minlength=n_boot * n_g).reshape(n_boot, n_g)
         weights = np.asarray((sub.T @ multiplicity.T.astype(float)).T)
-        reps = fit_bt_pairs(
-            winner, loser, weights, m, alpha=alpha, theta0=np.broadcast_to(point, (n_boot, m))
+        reps_g = fit_bt_pairs(
+            winner,
+            loser,
+            weights,
+            m_g,
+            alpha=alpha,
+            theta0=np.broadcast_to(point_g, (n_boot, m_g)),
+            tol=REPLICATE_TOL,
         )
+        point = np.zeros(m)
+        point[seen] = point_g
+        reps = np.zeros((n_boot, m))
+        reps[:, seen] = reps_g
         best = int(np.argmax(np.where(seen, point, -np.inf)))
         best_of[g] = best
         top = np.argmax(np.where(seen, reps, -np.inf), axis=1)
