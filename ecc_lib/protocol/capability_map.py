@@ -212,9 +212,11 @@ class GroupView:
 
     Attributes
     ----------
-    group : int
+    group : int or str
+        The group's number (a cluster) or category.
     name : str
     n_train, n_test : int
+    best_model : str
     table : DataFrame
         The group's models, best first: BT score with its interval, P(best), distinguishable.
     examples : DataFrame
@@ -227,7 +229,7 @@ class GroupView:
         Queries of the group never quoted (hidden categories).
     """
 
-    group: int
+    group: int | str
     name: str
     n_train: int
     n_test: int
