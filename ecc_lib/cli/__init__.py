@@ -17,6 +17,7 @@ from ecc_lib.cli.subcommand import run_handler
 SUBCOMMAND_MODULES = (
     "datasets",
     "ecc",
+    "map",
     "dars",
     "collect",
     "run",

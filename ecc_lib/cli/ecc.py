@@ -371,6 +371,26 @@ def protocol_from_args(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
+    return _printed(args, *ecc_result_from_args(args))
+
+
+def ecc_result_from_args(args: argparse.Namespace):
+    """Read the inputs the flags of ``ecc-lab ecc`` name, apply the data policy and run the
+    protocol (shared by ``ecc-lab ecc`` and ``ecc-lab map``).
+
+    Parameters
+    ----------
+    args : Namespace
+        Parsed flags of ``ecc-lab ecc`` (``--queries`` and ``--outcomes`` set).
+
+    Returns
+    -------
+    found : ECCResult
+    report : DataPolicyReport
+        What the data policy left out.
+    check : EmbeddingCheck or None
+        The embedding check when the texts were embedded here.
+    """
     from ecc_lib.protocol.results import run_ecc
 
     if args.seed < 0:
@@ -413,6 +433,11 @@ def _run(args: argparse.Namespace) -> int:
         routing=args.routing,
         scheduler=getattr(args, "scheduler", None) or "",
     )
+    return found, report, check
+
+
+def _printed(args: argparse.Namespace, found, report, check) -> int:
+    """Print what ``ecc-lab ecc`` prints and write its ``--json``."""
     multi = found.multi
     print(format_result(found.first))
     choices = found.ecc_cv_choices()
@@ -500,6 +525,7 @@ SUBCOMMANDS = (
 
 __all__ = [
     "SUBCOMMANDS",
+    "ecc_result_from_args",
     "format_result",
     "format_routing",
     "format_seeds",

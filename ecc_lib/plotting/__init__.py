@@ -10,6 +10,7 @@ One module per subject, all drawing through :mod:`ecc_lib.plotting.style`:
 - :mod:`ecc_lib.plotting.data`: scores per model and category, observations per pair (01);
 - :mod:`ecc_lib.plotting.label_instability`: flip rates, spread sigma, label disagreement (02);
 - :mod:`ecc_lib.plotting.clustering`: ECC gains, cluster profiles, query map, the probe's leak (03);
+- :mod:`ecc_lib.plotting.capability_map`: which model for which queries (03, the report);
 - :mod:`ecc_lib.plotting.routing`: router tables, cost-quality fronts, routing settings (03, 04).
 
 Every public name of these modules is importable from :mod:`ecc_lib.plotting` itself.
@@ -21,6 +22,7 @@ from ecc_lib._optional import require
 
 require("matplotlib", extra="plot", purpose="ecc_lib.plotting")  # before any figure module
 
+from ecc_lib.plotting.capability_map import capability_map_matrix, plot_capability_map
 from ecc_lib.plotting.clustering import (
     LEAK_READING_COLORS,
     LEAK_READING_LABELS,
@@ -85,6 +87,8 @@ from ecc_lib.plotting.style import (
 )
 
 __all__ = [
+    "capability_map_matrix",
+    "plot_capability_map",
     "clean_errors",
     "error_bars",
     "figure_axes",

@@ -14,6 +14,8 @@ _EXPORTS = {
     "run_protocol": "ecc_lib.protocol.ecc_protocol",
     "prepare_protocol": "ecc_lib.protocol.data",
     "ProtocolData": "ecc_lib.protocol.data",
+    "CapabilityMap": "ecc_lib.protocol.capability_map",
+    "show_group": "ecc_lib.protocol.capability_map",
     "PROBE_STRATEGIES": "ecc_lib.protocol.probes",
     "select_probes": "ecc_lib.protocol.probes",
 }
@@ -21,6 +23,7 @@ _EXPORTS = {
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
+    "CapabilityMap",
     "DARSResult",
     "ECCResult",
     "PROBE_STRATEGIES",
@@ -31,4 +34,5 @@ __all__ = [
     "run_ecc",
     "run_protocol",
     "select_probes",
+    "show_group",
 ]

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.ecc.estimator import ECC
+from ecc_lib.protocol.capability_map import CapabilityMap, capability_map
 from ecc_lib.protocol.dars import DARSResult, RoutingRecord, run_dars
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.methods import default_methods, prototype_parameters
@@ -167,6 +168,25 @@ class ECCResult:
         return to_jsonable(
             [r.params.get("best_params", {}).get("ecc_cv") for r in self.multi.results]
         )
+
+    def capability_map(self, method: str | None = None, **kwargs) -> CapabilityMap:
+        """Which model for which queries, on the first seed (issue 37).
+
+        Parameters
+        ----------
+        method : str, optional
+            The grouping: a method of this result, or ``"categories"``; default ``"ecc_cv"`` (the
+            method ECC-CV chose) where it ran, else ``"ecc"``.
+        **kwargs
+            As :func:`~ecc_lib.protocol.capability_map.capability_map` (``random_state`` defaults
+            to the protocol's seed).
+
+        Returns
+        -------
+        CapabilityMap
+        """
+        kwargs.setdefault("random_state", self.seeds[0] if self.seeds else 0)
+        return capability_map(self.data, self.first.fitted, method=method, **kwargs)
 
     def to_metrics(
         self,
@@ -398,6 +418,7 @@ def run_ecc(
 
 
 __all__ = [
+    "CapabilityMap",
     "DARSResult",
     "ECCResult",
     "RoutingRecord",

@@ -18,7 +18,8 @@ from ecc_lib.report.document import Figure, Report, ReportSection, table_html
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.reading import read_metrics, skip_reasons
 from ecc_lib.report.registry import SECTIONS, Section, registered_section
-from ecc_lib.report.sections import other_section
+from ecc_lib.report.sections import CAPABILITY_MAP_FIGURE, other_section
+from ecc_lib.report.sections.capability_map import no_other_model
 from ecc_lib.report.summary import build_summary, summary_to_metrics
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
@@ -149,19 +150,24 @@ def _section(
 ) -> ReportSection:
     """One registered section: its builder's findings, tables and notes, with what every section
     shares (number, title, figures, the sentences on what is left out)."""
-    number, key = spec.notebook, spec.key
-    shown = figures[figures["notebook"] == number]
+    number, key = spec.number, spec.key
+    if spec.figure_names:  # a section that shows named figures only (the capability map)
+        shown = figures[figures["name"].isin(spec.owned_figures)]
+    else:
+        owned = {name for other in SECTIONS for name in other.owned_figures}
+        shown = figures[(figures["notebook"] == spec.notebook) & ~figures["name"].isin(owned)]
     kept = [Figure(f.name, f.png, f.caption) for f in shown.itertuples() if f.name not in dropped]
-    notes = [dropped[f.name] for f in shown.itertuples() if f.name in dropped]
+    # an empty sentence: the section's own findings say why the figure is left out
+    notes = [dropped[f.name] for f in shown.itertuples() if dropped.get(f.name)]
     values = metrics.get(key)
     reasons = skip_reasons(values) if values is not None else {}
     skipped = ""
     if values is None:
-        notebook_ran = any(n.startswith(number) for n in ran)
+        notebook_ran = any(n.startswith(spec.notebook) for n in ran)
         skipped = (
-            f"This section is left out: notebook {number} ran but recorded no {key!r} metrics."
+            f"This section is left out: notebook {spec.notebook} ran but recorded no {key!r} metrics."
             if notebook_ran
-            else f"This section is left out: notebook {number} was not run in this run."
+            else f"This section is left out: notebook {spec.notebook} was not run in this run."
         )
     elif "" in reasons or "skipped" in reasons:
         skipped = "This section is left out: " + (reasons.get("") or reasons["skipped"])
@@ -182,7 +188,9 @@ def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
 
     - ``01_observations_per_pair`` when every dataset has one observation per pair (one bar);
     - ``04_routing_utility`` when the routing data has no cost and no repeats (utility equals
-      score, the figure repeats ``04_routing_scores``).
+      score, the figure repeats ``04_routing_scores``);
+    - ``03_capability_map`` when every group's best model is the global best (an empty sentence:
+      the section's findings say so).
 
     Parameters
     ----------
@@ -201,6 +209,10 @@ def degenerate_figures(metrics: Mapping[str, Any]) -> dict[str, str]:
             "Every (query, model) pair has one observation, so the figure of observations per pair "
             "(one bar) is left out."
         )
+    cmap = metrics.get("capability_map")
+    if isinstance(cmap, Mapping) and no_other_model(cmap):
+        # the section's findings say that no group needs another model
+        out[registered_section("capability_map").figure(CAPABILITY_MAP_FIGURE)] = ""
     info = (metrics.get("routing") or {}).get("info") or {}
     if (
         info
@@ -218,10 +230,10 @@ def _arrange(sections: list[ReportSection]) -> list[ReportSection]:
     """Main sections in the registry's order, each with its headline table and figure; the rest
     of each (further tables, figures, the cluster summary) and the appendix sections (the tour)
     after them."""
-    by_number = {s.number: s for s in sections}
+    by_number = {(s.number, s.title): s for s in sections}
     main, appendix = [], []
     for spec in sorted((s for s in SECTIONS if not s.appendix), key=lambda s: s.order):
-        section = by_number.pop(spec.notebook, None)
+        section = by_number.pop((spec.number, spec.title), None)
         if section is None:
             continue
         main.append(section)
@@ -240,7 +252,7 @@ def _arrange(sections: list[ReportSection]) -> list[ReportSection]:
                 "",
                 f"More on: {section.title}",
                 appendix=True,
-                findings=f"Further tables and figures of section {spec.notebook}.",
+                findings=f"Further tables and figures of section {spec.number or spec.title}.",
             )
             more.figures, more.tables, more.extra_html = (
                 rest_figures,

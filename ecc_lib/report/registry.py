@@ -20,6 +20,8 @@ from typing import Any
 
 from ecc_lib.report.document import ReportSection
 from ecc_lib.report.sections import (
+    CAPABILITY_MAP_FIGURE,
+    capability_map_section,
     dars_section,
     data_section,
     ecc_section,
@@ -50,6 +52,15 @@ class Section:
         number: ``"leak_gains"``); the others go to the appendix. Empty: the section's first.
     appendix : bool, default False
         The whole section goes to the appendix (the tour).
+    recorded_by : str, default ""
+        For a section no notebook is named for (the capability map): the number of the notebook
+        that records it (``"03"``). Such a section has no number of its own and shows only its
+        ``figure_names``.
+    heading : str, default ""
+        Its title, where the notebook's does not apply.
+    figure_names : tuple of str, default ()
+        The figures it shows (without the notebook number); the section of their notebook then
+        leaves them out.
     """
 
     key: str
@@ -57,16 +68,30 @@ class Section:
     order: int
     headline_figures: tuple[str, ...] = ()
     appendix: bool = False
+    recorded_by: str = ""
+    heading: str = ""
+    figure_names: tuple[str, ...] = ()
 
     @property
     def notebook(self) -> str:
         """The number of the notebook that records the section (``"03"``)."""
-        return notebook_of(self.key)
+        return self.recorded_by or notebook_of(self.key)
+
+    @property
+    def number(self) -> str:
+        """The section's number in the report: its notebook's, ``""`` for a section no notebook
+        is named for."""
+        return "" if self.recorded_by else self.notebook
 
     @property
     def title(self) -> str:
-        """The section's title (the notebook's)."""
-        return NOTEBOOK_TITLES.get(self.notebook, self.key)
+        """The section's title (the notebook's unless it has a heading)."""
+        return self.heading or NOTEBOOK_TITLES.get(self.notebook, self.key)
+
+    @property
+    def owned_figures(self) -> tuple[str, ...]:
+        """File names of the figures only this section shows (``"03_capability_map"``)."""
+        return tuple(self.figure(n) for n in self.figure_names)
 
     def figure(self, name: str) -> str:
         """The file name of one of the notebook's figures (``"03_gains"`` for ``"gains"``).
@@ -83,13 +108,23 @@ class Section:
 
 
 SECTIONS: tuple[Section, ...] = (
+    Section(
+        "capability_map",
+        capability_map_section,
+        order=0,
+        headline_figures=(CAPABILITY_MAP_FIGURE,),
+        recorded_by=notebook_of("ecc"),  # notebook 03 records it
+        heading="Which model for which queries",
+        figure_names=(CAPABILITY_MAP_FIGURE,),
+    ),
     Section("data", data_section, order=1, headline_figures=("model_scores",)),
     Section("ecc", ecc_section, order=2, headline_figures=("leak_gains", "gains")),
     Section("dars", dars_section, order=3, headline_figures=("flip_rates",)),
     Section("routing", routing_section, order=4, headline_figures=("routing_scores",)),
     Section("tour", tour_section, order=5, appendix=True),
 )
-"""Every section of the report, in the order a reader needs: data, clustering, label instability,
+"""Every section of the report, in the order a reader needs: which model for which queries (right
+after the summary), data, clustering, label instability,
 routing; the synthetic tour in the appendix (the summary comes first)."""
 
 

@@ -6,6 +6,11 @@ and plainly when a result is negative), its headline tables and notes.
 
 from __future__ import annotations
 
+from ecc_lib.report.sections.capability_map import (
+    CAPABILITY_MAP_FIGURE,
+    CAPABILITY_MAP_TABLE,
+    capability_map_section,
+)
 from ecc_lib.report.sections.clustering import GAIN_METHODS, cluster_summary_html, ecc_section
 from ecc_lib.report.sections.data import data_section
 from ecc_lib.report.sections.label_instability import dars_section
@@ -14,7 +19,10 @@ from ecc_lib.report.sections.routing import routing_section
 from ecc_lib.report.sections.tour import tour_section
 
 __all__ = [
+    "CAPABILITY_MAP_FIGURE",
+    "CAPABILITY_MAP_TABLE",
     "SECTION_TITLES",
+    "capability_map_section",
     "GAIN_METHODS",
     "cluster_summary_html",
     "dars_section",
