@@ -25,6 +25,7 @@ file is left behind.
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
 import json
 import os
@@ -404,11 +405,13 @@ def csv_safe_cell(value: object) -> object:
 def _safe_labels(labels: pd.Index) -> pd.Index:
     if isinstance(labels, pd.MultiIndex):
         return pd.MultiIndex.from_tuples(
-            [tuple(csv_safe_cell(v) for v in item) for item in labels], names=labels.names
+            [tuple(csv_safe_cell(v) for v in item) for item in labels],
+            names=[csv_safe_cell(n) for n in labels.names],
         )
+    name = csv_safe_cell(labels.name)
     if labels.dtype.kind in "biufcmM":
-        return labels
-    return pd.Index([csv_safe_cell(v) for v in labels], name=labels.name, dtype=object)
+        return labels.rename(name)
+    return pd.Index([csv_safe_cell(v) for v in labels], name=name, dtype=object)
 
 
 def csv_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -439,7 +442,11 @@ def csv_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
             values.loc[risky[risky].index] = CSV_QUOTE + strings[risky]
             changed[position] = values
     columns, index = _safe_labels(frame.columns), _safe_labels(frame.index)
-    if not changed and list(columns) == list(frame.columns) and list(index) == list(frame.index):
+    same_names = list(columns.names) == list(frame.columns.names) and list(index.names) == list(
+        frame.index.names
+    )
+    same_labels = list(columns) == list(frame.columns) and list(index) == list(frame.index)
+    if not changed and same_names and same_labels:
         return frame
     safe = frame.copy()
     for position, values in changed.items():
@@ -476,9 +483,25 @@ def write_csv(
     Path
     """
     safe = csv_safe_frame(frame)
+    # a carriage return inside a cell is not quoted by the csv module (its line ends are "\n"):
+    # readers would split the row there, so such a table has every cell quoted
+    quoting = csv.QUOTE_ALL if _holds_carriage_return(safe) else csv.QUOTE_MINIMAL
     with atomic_path(path, root=root) as temporary:
-        safe.to_csv(temporary, index=index, float_format=float_format)
+        safe.to_csv(temporary, index=index, float_format=float_format, quoting=quoting)
     return Path(path)
+
+
+def _holds_carriage_return(frame: pd.DataFrame) -> bool:
+    """Whether a text cell, column name or index label of ``frame`` holds a carriage return."""
+    labels = [*map(str, frame.columns), *(str(v) for v in frame.index if isinstance(v, str))]
+    if any("\r" in label for label in labels):
+        return True
+    for _, column in frame.items():
+        if column.dtype.kind not in "biufcmM":
+            values = column.astype(object)
+            if values.map(lambda v: isinstance(v, str) and "\r" in v).any():
+                return True
+    return False
 
 
 __all__ = [
