@@ -49,7 +49,7 @@ import pandas as pd
 
 from ecc_lib.collect.client import redact, utc_now
 from ecc_lib.collect.errors import StoreError
-from ecc_lib.safe_output import OutputError, open_no_follow, refuse_links, write_bytes
+from ecc_lib.safe_output import OutputError, refuse_links
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,8 @@ QUERY_IDENTITY_FIELDS: tuple[str, ...] = ("text", "answer", "choices", "passage"
 """Fields of a stored query that a rerun must not change (the records depend on them)."""
 
 RecordKey = tuple[str, str, int, int]
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+"""Opening a store file never follows a symbolic link (where the OS can say so)."""
 
 
 def observation_type(variant_id: int, decode_id: int) -> str:
@@ -252,7 +254,7 @@ class _AppendFile:
         self.fsync = fsync
         refuse_links(path)  # before the tail is cut: never through a link
         self._repair_tail()
-        self.fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NO_FOLLOW, 0o644)
 
     def _repair_tail(self) -> None:
         if not self.path.exists():
@@ -491,7 +493,8 @@ class CollectionStore:
     def _lock(self) -> None:
         path = self.path(LOCK_FILE)
         try:
-            fd = open_no_follow(path, os.O_RDWR | os.O_CREAT, 0o644)  # held until close()
+            refuse_links(path)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o644)  # held until close()
         except OSError as error:
             raise StoreError(os_error_message(error, self.directory, path)) from None
         except OutputError as error:
@@ -646,15 +649,29 @@ class CollectionStore:
 
     def _write_manifest(self, manifest: dict) -> None:
         data = to_json_line(manifest, secrets=self.secrets)
+        final = self.path(MANIFEST_FILE)
+        temporary = self.path(MANIFEST_FILE + ".tmp")
         try:  # atomic (temporary file, fsync, rename) and never through a link
-            write_bytes(self.path(MANIFEST_FILE), data)
+            refuse_links(final)
         except OutputError as error:
-            cause = error.__cause__
-            if isinstance(cause, OSError):
-                message = os_error_message(cause, self.directory, self.path(MANIFEST_FILE))
-            else:
-                message = f"store {self.directory}: {error}"
-            raise StoreError(message) from None
+            raise StoreError(f"store {self.directory}: {error}") from None
+        try:
+            if temporary.is_symlink():  # a stale link: removed, never followed
+                os.unlink(temporary)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NO_FOLLOW
+            fd = os.open(temporary, flags, 0o644)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, final)
+        except OSError as error:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise StoreError(os_error_message(error, self.directory, final)) from None
 
     def close_stale_runs(self, current_run_id: str) -> int:
         """Mark runs still "started" (their process was killed: the lock is ours now) as
