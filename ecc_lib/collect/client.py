@@ -542,6 +542,7 @@ class ChatClient:
         self._reached = False  # some call got an HTTP response from the endpoint
         self._rng = np.random.default_rng(random_state)
         self._secrets = tuple(s for s in (raw_key, api_key, *url_secrets(self.base_url)) if s)
+        self.public_url = redact(self.public_url, self._secrets)  # a key in the URL's path too
         headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
