@@ -86,9 +86,18 @@ def looks_like_credential(value: str) -> bool:
     return len(text) >= 32 and re.fullmatch(r"[0-9a-fA-F]+", text) is not None
 
 
+DIGEST_PARAMETER = re.compile(r"(rev|commit|sha|hash|digest|etag|checksum|version)", re.IGNORECASE)
+"""Query parameter names whose values are digests or versions (``revision=<git sha>``): kept, unless
+the name also reads as a credential (:data:`SECRET_PARAMETER`)."""
+
+
 def _is_secret(name: str, value: str) -> bool:
     """Whether a query parameter ``name=value`` carries a credential."""
-    return bool(value) and (bool(SECRET_PARAMETER.search(name)) or looks_like_credential(value))
+    if not value:
+        return False
+    if SECRET_PARAMETER.search(name):
+        return True
+    return not DIGEST_PARAMETER.search(name) and looks_like_credential(value)
 
 
 def url_secrets(url: str) -> list[str]:
@@ -258,6 +267,7 @@ __all__ = [
     "MIN_BARE_SECRET",
     "REDACTED",
     "REDACTED_USER",
+    "DIGEST_PARAMETER",
     "MIN_RANDOM_SECRET",
     "SECRET_PARAMETER",
     "looks_like_credential",

@@ -110,6 +110,10 @@ def test_index_labels_are_quoted_and_a_safe_table_is_written_unchanged(tmp_path)
         ("http://h/v1?x=0123456789abcdef0123456789abcdef", "http://h/v1?x=[REDACTED]"),  # hex
         ("http://h/v1?api-version=2024-06-01&model=gpt-4o-mini&design=a",
          "http://h/v1?api-version=2024-06-01&model=gpt-4o-mini&design=a"),
+        ("https://h/d?revision=0123456789abcdef0123456789abcdef01234567",  # a git commit
+         "https://h/d?revision=0123456789abcdef0123456789abcdef01234567"),
+        ("https://h/d?sha_sig=0123456789abcdef0123456789abcdef", "https://h/d?sha_sig=[REDACTED]"),
+        ("https://h/d?rev=1&u=sk-proj-abcdef0123456789", "https://h/d?rev=1&u=[REDACTED]"),
     ],
 )  # fmt: skip
 def test_credentials_named_or_shaped_like_one_are_redacted(url, expected):
