@@ -40,7 +40,10 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 """First characters that make a spreadsheet read a CSV cell as a formula."""
 CSV_QUOTE = "'"
 """Prefix that makes a spreadsheet show such a cell as text."""
-_FORMULA = re.compile(r"^[=+\-@\t\r]")
+_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+"""A formula start, after any single quotes (so that a name that itself starts with ``'=`` gets one
+more quote and :func:`csv_restore_frame` gives back exactly what was written)."""
+_QUOTED = re.compile(r"^'+[=+\-@\t\r]")
 _NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$|^\s*[-+]?(inf|nan)\s*$", re.I)
 
 
@@ -402,6 +405,51 @@ def csv_safe_cell(value: object) -> object:
     return value
 
 
+def csv_restore_cell(value: object) -> object:
+    """The cell :func:`csv_safe_cell` was given: one leading ``'`` removed from a quoted formula.
+
+    Parameters
+    ----------
+    value : object
+        A cell read back from a spreadsheet-safe CSV.
+
+    Returns
+    -------
+    object
+
+    Examples
+    --------
+    >>> csv_restore_cell("'=1+2"), csv_restore_cell("''=x"), csv_restore_cell("'abc")
+    ('=1+2', "'=x", "'abc")
+    """
+    if isinstance(value, str) and _QUOTED.match(value):
+        return value[1:]
+    return value
+
+
+def csv_restore_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` read from a spreadsheet-safe CSV with its names as they were before quoting
+    (:func:`csv_restore_cell` on every text cell, column name and index label).
+
+    Parameters
+    ----------
+    frame : DataFrame
+
+    Returns
+    -------
+    DataFrame
+    """
+    restored = frame.copy()
+    for position, (_, column) in enumerate(frame.items()):
+        if column.dtype.kind in "biufcmM":
+            continue
+        values = column.astype(object)
+        if values.map(lambda v: isinstance(v, str) and _QUOTED.match(v) is not None).any():
+            restored.isetitem(position, values.map(csv_restore_cell).astype(column.dtype))
+    restored.columns = [csv_restore_cell(c) for c in frame.columns]
+    return restored
+
+
 def _safe_labels(labels: pd.Index) -> pd.Index:
     if isinstance(labels, pd.MultiIndex):
         return pd.MultiIndex.from_tuples(
@@ -516,6 +564,8 @@ __all__ = [
     "claim_output_folder",
     "is_marked_folder",
     "mark_folder",
+    "csv_restore_cell",
+    "csv_restore_frame",
     "csv_safe_cell",
     "csv_safe_frame",
     "open_no_follow",

@@ -81,6 +81,20 @@ def test_formula_like_names_are_quoted_in_tables_and_exact_in_metrics(tmp_path):
     assert json.loads(run.metrics_path.read_text())["ecc"]["models"] == names  # names exact
 
 
+def test_the_report_reads_the_quoted_names_back_exactly(tmp_path):
+    from ecc_lib.report.reading import read_table
+
+    run = run_folder.run_context(tmp_path / "run")
+    names = [*FORMULAS[:5], "'=already quoted", "'plain", *PLAIN]
+    table = pd.DataFrame({"model": names, "gain": range(len(names))})
+    artifacts.save_table(table, run, "03_models")
+    raw = (run.tables_dir / "03_models.csv").read_text()
+    assert "\n'=1+2," in raw and "\n''=already quoted," in raw and "\n'plain," in raw
+    back = read_table(run, "ecc", "models")
+    assert back["model"].tolist() == names
+    assert back["gain"].tolist() == list(range(len(names)))
+
+
 def test_index_labels_are_quoted_and_a_safe_table_is_written_unchanged(tmp_path):
     from ecc_lib.safe_output import csv_safe_frame
 
