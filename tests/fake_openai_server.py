@@ -36,6 +36,10 @@ Modes for the safety tests (network tests use 127.0.0.1 only):
 - ``oversize_bytes``: the answer's content is padded to that many bytes and the body sent
   gzip-compressed (``Content-Encoding: gzip``), so that a few hundred KB on the wire decode to
   many MB; the compressed body is built chunk by chunk, never held decoded;
+- ``echo_key`` (issue 36): the server echoes the bearer key of each request and its query string,
+  encoded as ``"plain"``, ``"percent"`` (``quote(..., safe="")``), ``"base64"`` (of the key alone)
+  or ``"bearer64"`` (base64 of the whole ``Bearer KEY`` header, as a debugging proxy shows it): in
+  the answer (status 200), or in the error message of a reply with ``echo_status`` (say 400);
 - proxy: the server also accepts absolute request targets (``POST http://api.example.com/v1/...``)
   as an HTTP proxy receives them, so a client given ``HTTP_PROXY=<server.proxy_url>`` can "reach"
   any host name while only 127.0.0.1 is contacted; every request records the ``host`` it was
@@ -45,6 +49,7 @@ Modes for the safety tests (network tests use 127.0.0.1 only):
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import re
@@ -55,15 +60,30 @@ import zlib
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 LETTERS = "ABCDEFGHIJ"
+ECHO_ENCODINGS: tuple[str, ...] = ("plain", "percent", "base64", "bearer64")
 FAULTS: tuple[str, ...] = ("hang", "close", "null", "empty", "object", "negative_usage")
 Responder = Callable[[str, list, dict], str]
 
 
 def _digest(*parts: str) -> int:
     return int(hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12], 16)
+
+
+def _echo(encoding: str | None, authorization: str, query: str) -> str:
+    """The request's bearer key and query string as a careless server echoes them (``echo_key``)."""
+    if encoding is None:
+        return ""
+    key = authorization.removeprefix("Bearer ")
+    if encoding == "plain":
+        return f"key={key} query={query}"
+    if encoding == "percent":
+        return f"key={quote(key, safe='')} query={quote(query, safe='')}"
+    if encoding == "base64":
+        return f"key={base64.b64encode(key.encode()).decode()} query={base64.b64encode(query.encode()).decode()}"
+    return f"header={base64.b64encode(authorization.encode()).decode()}"
 
 
 def _user_text(messages: list) -> str:
@@ -165,6 +185,8 @@ class FakeOpenAIServer:
         redirect_to: str | None = None,
         redirect_status: int = 307,
         oversize_bytes: int = 0,
+        echo_key: str | None = None,
+        echo_status: int = 200,
         port: int = 0,
     ) -> None:
         self.api_key = api_key
@@ -193,6 +215,10 @@ class FakeOpenAIServer:
         self.redirect_to = redirect_to
         self.redirect_status = redirect_status
         self.oversize_bytes = int(oversize_bytes)
+        if echo_key not in (None, *ECHO_ENCODINGS):
+            raise ValueError(f"unknown echo_key {echo_key!r}; one of {ECHO_ENCODINGS}")
+        self.echo_key = echo_key
+        self.echo_status = int(echo_status)
         self.requests: list[dict[str, Any]] = []
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -292,6 +318,13 @@ class FakeOpenAIServer:
 
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
             return error(401, "Incorrect API key provided.", "invalid_request_error")
+        echo = _echo(
+            self.echo_key, headers.get("authorization") or "", (target or {}).get("query", "")
+        )
+        if echo and self.echo_status != 200:
+            return error(
+                self.echo_status, f"request refused; it carried {echo}", "invalid_request_error"
+            )
         if self.models is not None and model not in self.models:
             return error(404, f"The model `{model}` does not exist.", "invalid_request_error")
         status = self.status_plan.get(index)
@@ -326,6 +359,8 @@ class FakeOpenAIServer:
         content = self.responder(model, messages, body)
         if is_rewrite_request(messages) and response_format is None:
             content = restyle_rewrites(content, self.rewrite_style)
+        if echo:
+            content = f"{content}\n(debug: this request carried {echo})"
         finish_reason = "stop"
         if fault == "null":
             content, finish_reason = None, "length"

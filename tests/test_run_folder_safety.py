@@ -72,11 +72,9 @@ def test_a_run_folder_carries_the_marker_and_is_reused(tmp_path, notebooks):
     _run(notebooks, out, only="01")
     assert run_folder.is_run_folder(out, legacy=False)
     pipeline.check_out_folder(out.resolve())  # reused: no refusal
-    # a folder of an older ecc_lib (run.json, no marker) is still recognised
+    # issue 36 item 6: a run.json with the right keys is not enough, only the marker is
     (out / run_folder.MARKER_FILE).unlink()
-    assert run_folder.is_run_folder(out) and not run_folder.is_run_folder(out, legacy=False)
-    pipeline.check_out_folder(out.resolve())
-    (out / run_folder.RUN_FILE).write_text('{"mine": 1}')  # a run.json ecc_lib did not write
+    assert not run_folder.is_run_folder(out) and run_folder.is_run_folder(out, legacy=True)
     with pytest.raises(pipeline.OutFolderError, match="not an earlier run folder"):
         pipeline.check_out_folder(out.resolve())
 

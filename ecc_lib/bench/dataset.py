@@ -15,15 +15,14 @@ import pandas as pd
 from ecc_lib.bench.seed import bench_seed
 from ecc_lib.bench.settings import BenchSettings, bench_methods
 from ecc_lib.bench.summary import summarise_seeds
+from ecc_lib.safe_output import write_text
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import DEFAULT_N_BOOT
 
 
 def _write_json(path: Path, payload) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(to_jsonable(payload), indent=1, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(to_jsonable(payload), indent=1, allow_nan=False))
 
 
 def _read_json(path: Path):

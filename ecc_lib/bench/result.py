@@ -14,6 +14,7 @@ import pandas as pd
 from ecc_lib.bench.dataset import bench_dataset, dataset_label
 from ecc_lib.bench.settings import BenchSettings
 from ecc_lib.grammar import BETTER_WORSE
+from ecc_lib.safe_output import claim_output_folder
 from ecc_lib.serialization import to_jsonable
 
 
@@ -232,6 +233,9 @@ def run_bench(
         Bundled names, public names or folders (distinct labels).
     settings : BenchSettings
     out_dir : path
+        The output folder: new, empty or one ecc_lib marked
+        (:func:`ecc_lib.safe_output.claim_output_folder`); a user's non-empty folder is refused
+        before anything is computed.
     progress : callable, optional
         One line per step.
     show_progress : bool
@@ -240,12 +244,18 @@ def run_bench(
     Returns
     -------
     BenchResult
+
+    Raises
+    ------
+    ecc_lib.safe_output.OutputFolderError
+        ``out_dir`` is a file or a non-empty folder without ecc_lib's marker.
     """
     if not datasets:
         raise ValueError("the bench needs at least one dataset")
     labels = [dataset_label(d) for d in datasets]
     if len(set(labels)) != len(labels):
         raise ValueError(f"dataset labels must be distinct, got {labels}")
+    claim_output_folder(out_dir)
     start = time.perf_counter()
     entries = {}
     for name, label in zip(datasets, labels, strict=True):

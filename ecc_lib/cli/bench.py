@@ -3,7 +3,8 @@ several datasets, in one table (:mod:`ecc_lib.bench`, :mod:`ecc_lib.report.bench
 
 Writes ``bench.json``, ``bench.csv``, ``bench.tex``, ``bench_gains.png|pdf`` and ``bench.html``
 into ``--out``; a dataset already done there (same settings and seeds) is not recomputed, nor is a
-seed already done.
+seed already done. ``--out`` must be new, empty or an earlier bench folder (marked by ecc_lib, as run
+folders are): a user's folder is never written into.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=3,
         help="number of protocol seeds --seed, --seed+1, ... (default 3)",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="folder of the outputs")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="folder of the outputs: new, empty or an earlier bench folder (a non-empty folder "
+        "ecc_lib did not write is refused)",
+    )
     parser.add_argument("--seed", type=int, default=42, help="first protocol seed (default 42)")
     parser.add_argument("--k", type=int, default=30, help="number of clusters (default 30)")
     parser.add_argument("--pairs", type=int, default=7, help="non-tie pairs per query (default 7)")

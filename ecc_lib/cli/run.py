@@ -34,6 +34,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "is refused, so that the report never mixes two runs); its other outputs are kept",
     )
     parser.add_argument(
+        "--replace-damaged",
+        action="store_true",
+        help="start a new run.json when the --out folder's is damaged (not readable JSON); by "
+        "default such a folder is refused, since run.json records which datasets it holds",
+    )
+    parser.add_argument(
         "--dataset",
         metavar="NAME",
         help="set the 'dataset' parameter of every notebook that declares it "
@@ -71,6 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         timeout=args.timeout,
         append=args.append,
+        replace_damaged=args.replace_damaged,
     )
     print(f"run folder: {result.run_dir}")
     if result.metrics_path is not None:

@@ -24,6 +24,7 @@ USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("ecc_lib.runs.folder", "RunFolderBusyError"),
     ("ecc_lib.data.schema", "DataValidationError"),
     ("ecc_lib.cli.init", "InitError"),
+    ("ecc_lib.safe_output", "OutputError"),
     ("ecc_lib.distributed.scheduler", "SchedulerError"),
     ("builtins", "FileNotFoundError"),
     ("builtins", "FileExistsError"),
@@ -154,8 +155,9 @@ def write_json(path: str, payload: dict, *, sort_keys: bool = False) -> None:
     sort_keys : bool, default False
         Sort the keys of every mapping.
     """
-    with open(path, "w", encoding="utf-8") as stream:
-        json.dump(payload, stream, indent=2, sort_keys=sort_keys)
+    from ecc_lib.safe_output import write_text
+
+    write_text(path, json.dumps(payload, indent=2, sort_keys=sort_keys))  # atomic, no link
 
 
 def add_scheduler_option(parser: argparse.ArgumentParser, what: str) -> None:

@@ -37,14 +37,16 @@ Behaviour
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
+import re
 import time
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -144,9 +146,42 @@ def origin(url: str | httpx.URL) -> tuple[str, str, int | None]:
     return scheme, (parts.hostname or "").lower(), port
 
 
+def _base64_forms(value: str) -> set[str]:
+    """``value``'s UTF-8 bytes in base64 (standard and URL-safe, with and without padding), and the
+    part of its encoding that is the same wherever it sits inside a longer base64 text (after
+    ``Bearer ``, ``user:``...): the characters that encode its bytes alone, at each of the three
+    byte alignments."""
+    raw = value.encode("utf-8")
+    forms: set[str] = set()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode("ascii")
+        forms |= {whole, whole.rstrip("=")}
+        for offset in range(3):
+            encoded = encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
+            start = 4 if offset else 0  # the first group mixes the bytes before it
+            end = len(encoded) - (len(encoded) % 4 or 4) if (offset + len(raw)) % 3 else None
+            core = encoded[start:end]
+            if len(core) >= MIN_ENCODED_CORE:
+                forms.add(core)
+    return forms
+
+
+def _percent_forms(value: str) -> set[str]:
+    """``value`` percent-encoded as URLs and forms write it (upper- and lower-case escapes)."""
+    forms = {quote(value, safe=""), quote(value), quote_plus(value), quote_plus(value, safe="")}
+    lower = {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), form) for form in forms}
+    return {form for form in forms | lower if form != value}
+
+
+MIN_ENCODED_CORE = 8
+"""Shortest piece of a secret's base64 encoding replaced on its own (inside a longer base64 text)."""
+
+
 def secret_forms(secrets: tuple[str, ...] | list[str]) -> list[str]:
-    """Every way a secret can show up in text: as is, stripped, JSON-escaped and ``repr``-escaped
-    (longest first, so that a longer form is replaced before a part of it).
+    """Every way a secret can show up in text: as is, stripped, JSON-escaped and ``repr``-escaped,
+    percent-encoded (``%2F`` and ``%2f``, ``+`` for spaces) and base64-encoded (standard and
+    URL-safe, alone or inside a longer base64 text such as an encoded ``Bearer KEY`` header),
+    longest first, so that a longer form is replaced before a part of it.
 
     Parameters
     ----------
@@ -171,6 +206,7 @@ def secret_forms(secrets: tuple[str, ...] | list[str]) -> list[str]:
                     repr(value)[1:-1],
                     value.encode("unicode_escape").decode("ascii"),
                 }
+                forms |= _percent_forms(value) | _base64_forms(value)
     return sorted((f for f in forms if f), key=len, reverse=True)
 
 
@@ -506,6 +542,7 @@ class ChatClient:
         self._reached = False  # some call got an HTTP response from the endpoint
         self._rng = np.random.default_rng(random_state)
         self._secrets = tuple(s for s in (raw_key, api_key, *url_secrets(self.base_url)) if s)
+        self.public_url = redact(self.public_url, self._secrets)  # a key in the URL's path too
         headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -643,10 +680,12 @@ class ChatClient:
                 if response.has_redirect_location:
                     target = response.url.join(response.headers["location"])
                     status = response.status_code
+                    # the Location is the server's text: it may quote the key (in any form)
+                    shown = redact(public_url(str(target)), self._secrets)
                     if origin(target) != self.origin:
                         raise EndpointRedirectError(
                             f"{status} redirect from {self.public_url} to another host "
-                            f"({public_url(str(target))}) refused for model '{model}': prompts "
+                            f"({shown}) refused for model '{model}': prompts "
                             "and the API key go only to the base URL; if you trust that host, "
                             "give its URL as the base URL",
                             status=status,
@@ -656,7 +695,7 @@ class ChatClient:
                     if status not in (307, 308):
                         raise EndpointError(
                             f"{status} redirect from {self.public_url} to "
-                            f"{public_url(str(target))} for model '{model}' would turn the POST "
+                            f"{shown} for model '{model}' would turn the POST "
                             "into a GET; give the target's URL as the base URL",
                             status=status,
                             url=self.public_url,

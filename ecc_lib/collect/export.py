@@ -21,6 +21,7 @@ from ecc_lib.collect.store import QUERY_FIELDS, RECORDS_FILE, CollectionStore
 from ecc_lib.collect.summary import without_final_answer_sentence
 from ecc_lib.data.schema import OBSERVATION_KEY, OUTCOME_COLUMNS
 from ecc_lib.data.tables import WRITE_SUFFIXES, is_table_file, write_table
+from ecc_lib.safe_output import atomic_path, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -248,9 +249,12 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
             )
     folder.mkdir(parents=True, exist_ok=True)
     queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
-    queries.to_parquet(folder / "queries.parquet", index=False)
-    outcomes.to_parquet(folder / "outcomes.parquet", index=False)
-    (folder / COLLECTION_FILE).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
+    # each file whole or not at all (a full disk keeps the earlier one), never through a link
+    with atomic_path(folder / "queries.parquet") as temporary:
+        queries.to_parquet(temporary, index=False)
+    with atomic_path(folder / "outcomes.parquet") as temporary:
+        outcomes.to_parquet(temporary, index=False)
+    write_text(folder / COLLECTION_FILE, json.dumps(status, indent=2) + "\n")
     logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
     return queries, outcomes
 

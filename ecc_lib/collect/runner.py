@@ -70,6 +70,7 @@ from ecc_lib.collect.scorers import Scorer
 from ecc_lib.collect.store import CollectionStore
 from ecc_lib.collect.summary import CollectionSummary, log_summary, warn_on_changed_settings
 from ecc_lib.collect.workers import Progress, run_coroutine, run_pool
+from ecc_lib.redaction import MIN_BARE_SECRET, url_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +282,15 @@ async def acollect(
     )
     run_id = f"{utc_now()}-{os.getpid()}"
     store = CollectionStore(
-        store_dir, secrets=[s for s in (raw_key, api_key) if s], fsync=fsync, read=False
+        store_dir,
+        # the key, and any credential of the base URL a server might echo back
+        secrets=[
+            s
+            for s in (raw_key, api_key, *url_secrets(str(base_url)))
+            if s and (s in (raw_key, api_key) or len(s) >= MIN_BARE_SECRET)
+        ],
+        fsync=fsync,
+        read=False,
     )
     from ecc_lib import __version__
 

@@ -30,6 +30,8 @@ Guarantees
 - A store that cannot be written (read-only, permission denied, a full disk) or a store path that is
   a file raise :class:`~ecc_lib.collect.errors.StoreError` with the reason; a line whose write fails
   half-way is taken back, so every line on disk stays valid.
+- Nothing is written through a symbolic link: a store file (``records.jsonl``, the lock, the
+  manifest...) that is a link is refused with :class:`~ecc_lib.collect.errors.StoreError`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import pandas as pd
 
 from ecc_lib.collect.client import redact, utc_now
 from ecc_lib.collect.errors import StoreError
+from ecc_lib.safe_output import OutputError, refuse_links
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,8 @@ QUERY_IDENTITY_FIELDS: tuple[str, ...] = ("text", "answer", "choices", "passage"
 """Fields of a stored query that a rerun must not change (the records depend on them)."""
 
 RecordKey = tuple[str, str, int, int]
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+"""Opening a store file never follows a symbolic link (where the OS can say so)."""
 
 
 def observation_type(variant_id: int, decode_id: int) -> str:
@@ -247,8 +252,9 @@ class _AppendFile:
         self.path = path
         self.secrets = secrets
         self.fsync = fsync
+        refuse_links(path)  # before the tail is cut: never through a link
         self._repair_tail()
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NO_FOLLOW, 0o644)
 
     def _repair_tail(self) -> None:
         if not self.path.exists():
@@ -476,6 +482,9 @@ class CollectionStore:
             raise StoreError(
                 os_error_message(error, self.directory, Path(error.filename or self.directory))
             ) from None
+        except OutputError as error:  # a store file is a symbolic link
+            self.close()
+            raise StoreError(f"store {self.directory}: {error}") from None
         except BaseException:
             self.close()
             raise
@@ -484,9 +493,12 @@ class CollectionStore:
     def _lock(self) -> None:
         path = self.path(LOCK_FILE)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # held until close()
+            refuse_links(path)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o644)  # held until close()
         except OSError as error:
             raise StoreError(os_error_message(error, self.directory, path)) from None
+        except OutputError as error:
+            raise StoreError(f"store {self.directory}: {error}") from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no cross-process lock
@@ -637,23 +649,29 @@ class CollectionStore:
 
     def _write_manifest(self, manifest: dict) -> None:
         data = to_json_line(manifest, secrets=self.secrets)
+        final = self.path(MANIFEST_FILE)
         temporary = self.path(MANIFEST_FILE + ".tmp")
+        try:  # atomic (temporary file, fsync, rename) and never through a link
+            refuse_links(final)
+        except OutputError as error:
+            raise StoreError(f"store {self.directory}: {error}") from None
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            if temporary.is_symlink():  # a stale link: removed, never followed
+                os.unlink(temporary)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NO_FOLLOW
+            fd = os.open(temporary, flags, 0o644)
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(temporary, self.path(MANIFEST_FILE))
+            os.replace(temporary, final)
         except OSError as error:
             try:
                 os.unlink(temporary)
             except OSError:
                 pass
-            raise StoreError(
-                os_error_message(error, self.directory, self.path(MANIFEST_FILE))
-            ) from None
+            raise StoreError(os_error_message(error, self.directory, final)) from None
 
     def close_stale_runs(self, current_run_id: str) -> int:
         """Mark runs still "started" (their process was killed: the lock is ours now) as

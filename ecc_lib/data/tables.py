@@ -27,6 +27,7 @@ from ecc_lib.data.schema import (
     validate_outcomes,
     validate_queries,
 )
+from ecc_lib.safe_output import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +237,8 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     if writer is None:
         raise ValueError(f"{path}: write {', '.join(WRITE_SUFFIXES[:-1])} or {WRITE_SUFFIXES[-1]}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    writer(frame, path)
+    with atomic_path(path) as temporary:  # a full disk keeps an earlier file whole
+        writer(frame, temporary)
     return path
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ecc_lib.bench import BenchResult
 from ecc_lib.report.latex import latex_escape
+from ecc_lib.safe_output import atomic_path, claim_output_folder, write_bytes, write_csv, write_text
 
 PM = "\u00b1"
 FIGURE_NAME = "bench_gains"
@@ -347,39 +348,48 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike) -> dict
     ----------
     result : BenchResult
     out_dir : path
+        New, empty or marked by ecc_lib (:func:`ecc_lib.safe_output.claim_output_folder`): a
+        user's ``bench.tex`` in a folder ecc_lib did not write is never overwritten. Every file is
+        written atomically (a full disk keeps the earlier file whole) and never through a link;
+        ``bench.csv`` is spreadsheet-safe (:func:`ecc_lib.safe_output.write_csv`).
 
     Returns
     -------
     dict
         ``{kind: path}``.
+
+    Raises
+    ------
+    ecc_lib.safe_output.OutputFolderError
+        ``out_dir`` is a file or a non-empty folder without ecc_lib's marker.
+    ecc_lib.safe_output.OutputError
+        A file cannot be written (disk full, read-only, a link): one line.
     """
     import matplotlib.pyplot as plt
 
     from ecc_lib.plotting.bench import plot_bench_gains
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_folder(out_dir)
     paths = {
         "json": out / "bench.json",
         "csv": out / "bench.csv",
         "tex": out / "bench.tex",
         "html": out / "bench.html",
     }
-    paths["json"].write_text(
-        json.dumps(result.to_metrics(), indent=1, allow_nan=False), encoding="utf-8"
-    )
-    result.numeric_table().to_csv(paths["csv"], index=False)
-    paths["tex"].write_text(bench_tex(result), encoding="utf-8")
+    write_text(paths["json"], json.dumps(result.to_metrics(), indent=1, allow_nan=False))
+    write_csv(result.numeric_table(), paths["csv"])
+    write_text(paths["tex"], bench_tex(result))
     png = None
     if result.included:
         fig = plot_bench_gains(result)
         png = _figure_png(fig)
         paths["png"] = out / f"{FIGURE_NAME}.png"
-        paths["png"].write_bytes(png)
+        write_bytes(paths["png"], png)
         paths["pdf"] = out / f"{FIGURE_NAME}.pdf"
-        fig.savefig(paths["pdf"], bbox_inches="tight")
+        with atomic_path(paths["pdf"]) as temporary:
+            fig.savefig(temporary, format="pdf", bbox_inches="tight")
         plt.close(fig)
-    paths["html"].write_text(bench_html(result, png), encoding="utf-8")
+    write_text(paths["html"], bench_html(result, png))
     return paths
 
 

@@ -13,6 +13,7 @@ from ecc_lib.report.document import Report
 from ecc_lib.report.formatting import DASH, PM
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
+from ecc_lib.safe_output import write_text
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -315,7 +316,7 @@ def save_latex_table(
     context = run_folder.run_context(run_dir)
     run_folder.check_name(name)
     path = context.tables_dir / f"{name}.tex"
-    path.write_text(latex_table(table, caption=caption, label=f"tab:{name}"), encoding="utf-8")
+    write_text(path, latex_table(table, caption=caption, label=f"tab:{name}"), root=context.run_dir)
     return path
 
 

@@ -390,9 +390,11 @@ def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFr
     if not path.exists():
         return None
     from ecc_lib.data.tables import read_csv_keeping_text
+    from ecc_lib.safe_output import csv_restore_frame
 
-    # model and dataset names stay text: a model named NA, a dataset named 2024
-    return read_csv_keeping_text(path)
+    # model and dataset names stay text: a model named NA, a dataset named 2024; a name quoted
+    # against spreadsheet formulas (=1+2 written '=1+2) is shown as it is
+    return csv_restore_frame(read_csv_keeping_text(path))
 
 
 __all__ = [

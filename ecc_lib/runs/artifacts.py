@@ -15,6 +15,7 @@ import pandas as pd
 
 from ecc_lib._optional import require
 from ecc_lib.runs.folder import RunContext, check_name, read_json, run_context, write_json
+from ecc_lib.safe_output import atomic_path, write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,8 @@ def save_figure(
             path = context.figures_dir / f"{name}.{fmt}"
             # no creation date in the PDF: the same run gives the same file
             metadata = {"CreationDate": None} if fmt == "pdf" else None
-            fig.savefig(path, dpi=dpi, bbox_inches=bbox, metadata=metadata)
+            with atomic_path(path, root=context.run_dir) as temporary:
+                fig.savefig(temporary, format=fmt, dpi=dpi, bbox_inches=bbox, metadata=metadata)
             written.append(path)
     index = captions.get(name, {}).get("index", len(captions))
     captions[name] = {"caption": caption or _figure_title(fig) or name, "index": index}
@@ -118,6 +120,12 @@ def save_table(
 ) -> Path:
     """Write ``table`` as ``tables/NAME.csv`` of the run and return the path.
 
+    The CSV is spreadsheet-safe (:func:`ecc_lib.safe_output.write_csv`): a text cell (a model,
+    category or cluster name) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return is written with a leading ``'``, so that a spreadsheet shows it rather than running it
+    as a formula; numbers are written as numbers and ``metrics.json`` keeps the names exact. The
+    file is written atomically and never through a symbolic link.
+
     Parameters
     ----------
     table : DataFrame
@@ -138,8 +146,7 @@ def save_table(
     if not isinstance(table, pd.DataFrame):
         table = pd.DataFrame(table)
     path = context.tables_dir / f"{name}.csv"
-    table.to_csv(path, index=index, float_format="%.10g")
-    return path
+    return write_csv(table, path, index=index, float_format="%.10g", root=context.run_dir)
 
 
 def list_figures(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ecc_lib._optional import require
+from ecc_lib.safe_output import refuse_links, write_text
 
 logger = logging.getLogger(__name__)
 REPORT_NOTEBOOK_PREFIX = "05"
@@ -161,7 +162,7 @@ def mark_interrupted(executed: str | os.PathLike, reason: str) -> int | None:
     note.metadata["tags"] = [INTERRUPTED_TAG]
     nb.cells = [note, *cells]
     nb.metadata["ecc_lib"] = {"status": "interrupted", "reason": reason, "stopped_at_cell": stopped}
-    nbformat.write(nb, executed)
+    write_text(executed, nbformat.writes(nb))
     return stopped
 
 
@@ -197,9 +198,7 @@ def scrub_credentials(executed: str | os.PathLike, parameters: Mapping[str, Any]
         count += text.count(raw)
         text = text.replace(raw, clean)
     if count:
-        temporary = executed.with_name(f".{executed.name}.scrub")
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, executed)
+        write_text(executed, text)
     return count
 
 
@@ -331,6 +330,7 @@ def execute_notebook(
         Re-raised after marking the copy as interrupted (also :class:`RunInterrupted`).
     """
     notebook, output = Path(notebook), Path(output)
+    refuse_links(output)  # papermill would write through a link
     try:
         _execute(notebook, output, parameters, cwd, timeout, start_timeout, blas_threads)
     finally:
@@ -509,7 +509,7 @@ def export_report(
         "<body>\n<main>\n" + "\n".join(parts) + "\n</main>\n</body>\n</html>\n"
     )
     html_path = Path(html_path)
-    html_path.write_text(body, encoding="utf-8")
+    write_text(html_path, body)  # atomic: a full disk keeps the earlier report whole
     return html_path
 
 

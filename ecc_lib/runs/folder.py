@@ -50,6 +50,15 @@ from typing import Any
 
 from ecc_lib import paths
 from ecc_lib.redaction import redact_urls_in
+from ecc_lib.safe_output import (
+    OUTPUT_MARKER,
+    OUTPUT_MARKER_FORMAT,
+    is_marked_folder,
+    mark_folder,
+    open_no_follow,
+    refuse_links,
+    write_text,
+)
 from ecc_lib.serialization import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -61,9 +70,10 @@ PROVENANCE = "provenance"
 METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 REPORT_FILE = "report.html"
-MARKER_FILE = ".ecc_lib-run"
-"""Marker of a run folder written by ecc_lib (a small JSON object, :data:`MARKER_FORMAT`)."""
-MARKER_FORMAT = "ecc_lib run folder"
+MARKER_FILE = OUTPUT_MARKER
+"""Marker of a run folder written by ecc_lib (a small JSON object, :data:`MARKER_FORMAT`); the
+marker of every ecc_lib output folder (:func:`ecc_lib.safe_output.claim_output_folder`)."""
+MARKER_FORMAT = OUTPUT_MARKER_FORMAT
 LOCK_FILE = ".ecc_lib-run.lock"
 """Held (an OS file lock) while ``ecc-lab run`` writes into the folder."""
 MAX_FILE_LABEL = 80
@@ -117,7 +127,10 @@ class RunContext:
         fresh = not self.run_dir.exists() or (
             self.run_dir.is_dir() and not any(self.run_dir.iterdir())
         )
-        for folder in (self.figures_dir, self.tables_dir, self.metrics_dir, self.provenance_dir):
+        folders = (self.figures_dir, self.tables_dir, self.metrics_dir, self.provenance_dir)
+        for folder in folders:  # a sub-folder that is a link would take the outputs elsewhere
+            refuse_links(folder)
+        for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
         if fresh:  # a folder ecc_lib made (a user's non-empty folder is never marked here)
             write_run_marker(self.run_dir)
@@ -190,11 +203,7 @@ def write_run_marker(run_dir: str | os.PathLike) -> Path:
     Path
         The marker file (left as it is when it is already there).
     """
-    path = Path(run_dir) / MARKER_FILE
-    if not is_run_folder(run_dir, legacy=False):
-        payload = {"format": MARKER_FORMAT, "version": 1}
-        path.write_text(json.dumps(payload, sort_keys=True) + "\n", encoding="utf-8")
-    return path
+    return mark_folder(run_dir)
 
 
 def _ecc_lib_run_json(path: Path) -> bool:
@@ -208,31 +217,27 @@ def _ecc_lib_run_json(path: Path) -> bool:
     )
 
 
-def is_run_folder(run_dir: str | os.PathLike, *, legacy: bool = True) -> bool:
+def is_run_folder(run_dir: str | os.PathLike, *, legacy: bool = False) -> bool:
     """Whether ``run_dir`` is a run folder ecc_lib wrote.
 
     Parameters
     ----------
     run_dir : path
         The folder.
-    legacy : bool, default True
+    legacy : bool, default False
         Also accept a folder of an older ecc_lib without the marker, recognised by its
         ``run.json`` (an object with the keys ``started``, ``notebooks``, ``durations_s`` and
-        ``status``). A ``metrics/`` folder alone never makes a run folder.
+        ``status``). Off by default: a ``run.json`` with the right keys is easily written by
+        anyone, so only the marker makes a run folder (``ecc-lab run --out`` and
+        ``ecc-lab bench --out`` reuse nothing else). A ``metrics/`` folder alone never does.
 
     Returns
     -------
     bool
     """
     run_dir = Path(run_dir)
-    marker = run_dir / MARKER_FILE
-    if marker.is_file() and not marker.is_symlink():
-        try:
-            payload = json.loads(marker.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            payload = None
-        if isinstance(payload, dict) and payload.get("format") == MARKER_FORMAT:
-            return True
+    if is_marked_folder(run_dir):
+        return True
     return legacy and _ecc_lib_run_json(run_dir / RUN_FILE)
 
 
@@ -261,9 +266,12 @@ def lock_run_folder(run_dir: str | os.PathLike):
     ------
     RunFolderBusyError
         Another process holds the lock; the message names its process id.
+    ecc_lib.safe_output.LinkedOutputError
+        The lock file is a symbolic link (never opened through it).
     """
     path = Path(run_dir) / LOCK_FILE
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held while the block runs
+    fd = open_no_follow(path, os.O_RDWR | os.O_CREAT)  # never through a link
+    handle = os.fdopen(fd, "r+", encoding="utf-8")  # held while the block runs
     try:
         try:
             _lock_file(handle)
@@ -349,7 +357,9 @@ def check_name(name: str) -> str:
 def write_json(path: str | os.PathLike, payload: Any) -> None:
     """Write ``payload`` as sorted, indented JSON (converted by
     :func:`ecc_lib.serialization.to_jsonable`, URLs redacted, NaN refused), the one JSON writer of
-    the run folder.
+    the run folder: written atomically (a temporary file renamed over ``path``, so a crash or a
+    full disk never leaves a torn file) and never through a symbolic link
+    (:func:`ecc_lib.safe_output.write_text`).
 
     Parameters
     ----------
@@ -360,7 +370,7 @@ def write_json(path: str | os.PathLike, payload: Any) -> None:
     """
     payload = redact_urls_in(to_jsonable(payload))  # no credentials in a recorded URL
     text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    write_text(path, text + "\n")
 
 
 def read_json(path: str | os.PathLike) -> Any:

@@ -41,7 +41,12 @@ from ecc_lib.runs.execute import (
 )
 from ecc_lib.runs.folder import (
     FIGURES,
+    LOCK_FILE,
     MARKER_FILE,
+    METRICS,
+    METRICS_FILE,
+    PROVENANCE,
+    REPORT_FILE,
     RUN_FILE,
     TABLES,
     RunFolderBusyError,  # noqa: F401 - raised by run_pipeline, caught by callers
@@ -54,6 +59,7 @@ from ecc_lib.runs.folder import (
     write_run_marker,
 )
 from ecc_lib.runs.provenance import write_metrics
+from ecc_lib.safe_output import refuse_links
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +70,11 @@ class OutFolderError(ValueError):
 
 class DatasetMixError(OutFolderError):
     """``--out`` holds another dataset's run and ``--append`` was not given."""
+
+
+class DamagedRunRecordError(OutFolderError):
+    """``run.json`` of ``--out`` is not readable JSON and ``--replace-damaged`` was not given: it
+    records which datasets the folder holds, so going on could mix two datasets silently."""
 
 
 KILLED_REASON = "the run stopped without finishing (killed?); found by the next run into the folder"
@@ -141,16 +152,37 @@ def notebook_datasets(parameters: Mapping[str, Any]) -> list[str]:
     return [_dataset_identity(d) for d in parameters.get("datasets") or []]
 
 
-def _previous_record(run_json: Path) -> dict[str, Any]:
-    """The earlier ``run.json`` of the folder (empty when absent or unreadable)."""
-    if not run_json.is_file():
+def _previous_record(run_json: Path, *, replace_damaged: bool = False) -> dict[str, Any]:
+    """The earlier ``run.json`` of the folder (empty when absent).
+
+    A damaged one (not JSON, not an object) is refused (:class:`DamagedRunRecordError`) unless
+    ``replace_damaged``: it is the only record of which datasets the folder holds.
+    """
+    if not run_json.exists() and not run_json.is_symlink():
         return {}
+    refuse_links(run_json)
     try:
         record = read_json(run_json)
-    except (OSError, ValueError):
-        logger.warning("%s is not readable JSON; it is replaced", run_json)
-        return {}
-    return record if isinstance(record, dict) else {}
+        problem = None if isinstance(record, dict) else f"a JSON {type(record).__name__}"
+    except UnicodeDecodeError:
+        problem = "not UTF-8 text"
+    except ValueError as error:
+        problem = f"not readable JSON ({error})"
+    except OSError as error:
+        problem = f"unreadable ({error.strerror or error})"
+    if problem is None:
+        return record
+    if not replace_damaged:
+        raise DamagedRunRecordError(
+            f"{run_json} is damaged: {problem}; it records the datasets and notebooks of this run "
+            "folder, so nothing was run. Restore it, choose another --out, or pass "
+            "--replace-damaged to start a new record (the folder's earlier datasets are then not "
+            "checked)"
+        )
+    logger.warning(
+        "%s is damaged (%s); replaced by a new record (--replace-damaged)", run_json, problem
+    )
+    return {}
 
 
 def _recorded_datasets(record: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -208,7 +240,7 @@ def _clear_notebook_outputs(run_dir: Path, stem: str) -> None:
     rerun never leaves another run's files beside its own."""
     prefix = stem.split("_", 1)[0] + "_"
     for folder in (run_dir / FIGURES, run_dir / TABLES):
-        if not folder.is_dir():
+        if folder.is_symlink() or not folder.is_dir():  # never delete through a link
             continue
         for path in folder.glob(f"{prefix}*"):
             if path.is_file() and not path.is_symlink():
@@ -282,6 +314,7 @@ def run_pipeline(
     timeout: float | None = None,
     blas_threads: int | None = 1,
     append: bool = False,
+    replace_damaged: bool = False,
 ) -> RunResult:
     """Execute the notebooks in order into a run folder (``ecc-lab run``).
 
@@ -314,6 +347,10 @@ def run_pipeline(
         (:func:`kernel_environment`).
     append : bool, default False
         ``--append``: allow datasets the run folder does not hold yet, keeping its other outputs.
+    replace_damaged : bool, default False
+        ``--replace-damaged``: start a new ``run.json`` when the folder's is damaged (not
+        readable JSON); without it such a folder is refused (:class:`DamagedRunRecordError`).
+        ``run.json`` is always written atomically, so only an outside hand damages it.
 
     Returns
     -------
@@ -325,9 +362,12 @@ def run_pipeline(
         Before anything runs.
     NotebookExecutionError
         When a notebook fails; the run stops there (metrics.json holds what ran before).
-    OutFolderError, DatasetMixError, RunFolderBusyError
-        Before anything runs: the folder is not a run folder, holds another dataset, or another
-        run is writing into it.
+    OutFolderError, DatasetMixError, DamagedRunRecordError, RunFolderBusyError
+        Before anything runs: the folder is not a run folder, holds another dataset, has a
+        damaged ``run.json``, or another run is writing into it.
+    ecc_lib.safe_output.LinkedOutputError
+        Before anything runs: an output of the folder (``run.json``, ``metrics.json``,
+        ``report.html``, the lock file, ``tables/``, an executed copy...) is a symbolic link.
     """
     require("papermill", extra="notebooks", purpose="ecc-lab run")  # fail before anything runs
     all_notebooks = discover_notebooks(notebooks_dir)
@@ -352,21 +392,51 @@ def run_pipeline(
         for nb in selected
     }
     planned = {stem: notebook_datasets(params) for stem, params in effective.items()}
+    _refuse_linked_outputs(context, selected)
     with lock_run_folder(context.run_dir):
         return _run_locked(
-            context, selected, resolved, planned, progress, timeout, blas_threads, append
+            context,
+            selected,
+            resolved,
+            planned,
+            progress,
+            timeout,
+            blas_threads,
+            append,
+            replace_damaged,
         )
 
 
+def _refuse_linked_outputs(context, selected) -> None:
+    """Refuse, before anything runs, a run folder whose outputs are symbolic links."""
+    run_dir = context.run_dir
+    names = [RUN_FILE, METRICS_FILE, REPORT_FILE, LOCK_FILE, *(nb.name for nb in selected)]
+    for path in [*(run_dir / name for name in names)]:
+        refuse_links(path)
+    for folder in (FIGURES, TABLES, METRICS, PROVENANCE):
+        refuse_links(run_dir / folder)
+        if (run_dir / folder).is_dir():
+            for path in (run_dir / folder).iterdir():
+                refuse_links(path)
+
+
 def _run_locked(
-    context, selected, resolved, planned, progress, timeout, blas_threads, append
+    context,
+    selected,
+    resolved,
+    planned,
+    progress,
+    timeout,
+    blas_threads,
+    append,
+    replace_damaged=False,
 ) -> RunResult:
     """The body of :func:`run_pipeline`, run while the folder's lock is held."""
     tqdm = require("tqdm.auto", extra="notebooks", purpose="ecc-lab run").tqdm
 
     result = RunResult(run_dir=context.run_dir)
     run_json = context.run_dir / RUN_FILE
-    previous = _previous_record(run_json)
+    previous = _previous_record(run_json, replace_damaged=replace_damaged)
     killed = _mark_killed_copy(context.run_dir, previous)
     datasets = _recorded_datasets(previous)
     check_datasets(context.run_dir, datasets, planned, append)
@@ -451,6 +521,7 @@ def _run_locked(
 
 
 __all__ = [
+    "DamagedRunRecordError",
     "DatasetMixError",
     "KILLED_REASON",
     "OutFolderError",
