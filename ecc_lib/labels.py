@@ -108,9 +108,29 @@ _TOKEN = re.compile(r"([-_/ ]+)")
 _ELLIPSIS = "\u2026"
 
 
+_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
+
+
 def _tokens(label: str) -> list[str]:
-    """``label`` as alternating tokens and separators (``["llama", "-", "3.1", ...]``)."""
-    return [t for t in _TOKEN.split(str(label)) if t != ""]
+    """``label`` as alternating segments and separators (``["llama-3.1", "-", "8b", ...]``).
+
+    A bare version number belongs to the word before it (``Qwen-2.5``, ``gemma-2``): the two are
+    one segment, kept or dropped together, so a name is never cut between them.
+    """
+    parts = [t for t in _TOKEN.split(str(label)) if t != ""]
+    out: list[str] = []
+    for part in parts:
+        if (
+            _VERSION.fullmatch(part)
+            and len(out) >= 2
+            and out[-1] == "-"
+            and not _TOKEN.fullmatch(out[-2])
+            and not any(ch.isdigit() for ch in out[-2])
+        ):
+            out[-2:] = [out[-2] + "-" + part]
+        else:
+            out.append(part)
+    return out
 
 
 def _join(parts: list[str], dropped: set[int]) -> str:

@@ -10,7 +10,6 @@ from typing import Any
 import pandas as pd
 
 from ecc_lib.grammar import BETTER_WORSE, Comparison, difference_text, finite, verdict
-from ecc_lib.labels import short_model_names
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
     format_interval,
@@ -164,7 +163,7 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
     text = []
     if learned and finite(score.get(ref)):
         text.append(
-            f"On {dataset}, the best fixed model ({short_model_names([str(best_fixed)]).get(str(best_fixed), best_fixed)}) "
+            f"On {dataset}, the best fixed model ({best_fixed}) "
             f"scores {format_interval(score[ref], score_ci.get(ref))} on held-out queries and the per-query oracle "
             f"{format_interval(score.get('Oracle (reference)'), score_ci.get('Oracle (reference)'))}."
         )
