@@ -52,3 +52,27 @@ def test_routing_prose_names_the_best_fixed_model_in_full(tmp_path):
     }
     section = routing_section(run, {"routing": {"headline": headline}})
     assert f"the best fixed model ({FUSECHAT})" in section.findings
+
+
+def test_pareto_area_sentence_names_routers_alone_with_its_unit(tmp_path):
+    from ecc_lib.report.sections.routing import routing_section
+
+    run = run_folder.run_context(tmp_path / "run")
+    routing = {
+        "headline": {
+            "dataset": "foreign",
+            "pareto_area": {
+                "kNN (DARS)": 0.61,
+                "Best fixed model (reference)": 0.58,
+                "Oracle (reference)": 0.8,
+            },
+        },
+        "cost_info": {"has_rewrites": False, "has_decodes": False},
+        "cost_dataset": "dcrouter",
+    }
+    section = routing_section(run, {"routing": routing})
+    assert "(DARS)" not in section.findings
+    assert "Pareto front is kNN's 0.610" in section.findings
+    assert "score x normalised price" in section.findings
+    rows = [t for t in section.tables if "Pareto" in t.frame.to_string()]
+    assert rows and "(DARS)" not in rows[0].frame.to_string()
