@@ -76,3 +76,29 @@ def test_pareto_area_sentence_names_routers_alone_with_its_unit(tmp_path):
     assert "score x normalised price" in section.findings
     rows = [t for t in section.tables if "Pareto" in t.frame.to_string()]
     assert rows and "(DARS)" not in rows[0].frame.to_string()
+
+
+@pytest.mark.parametrize("repeats", [False, True])
+def test_the_summary_says_what_the_utility_is_as_the_figure_notes_do(repeats):
+    """Without cost and repeats the utility equals the score (the note on the left-out utility
+    figure says so too); with repeats it is the score minus the spread penalty."""
+    from ecc_lib.report.build import degenerate_figures
+    from ecc_lib.report.summary import routing_lines
+
+    info = {"cost_available": False, "has_rewrites": repeats, "has_decodes": False}
+    headline = {
+        "dataset": "foreign",
+        "best_router": "kNN (DARS)",
+        "best_fixed_model": "m1",
+        "best_router_utility_minus_fixed": 0.02,
+        "best_router_utility_minus_fixed_ci95": [0.01, 0.03],
+    }
+    metrics = {"routing": {"headline": headline, "info": info}}
+    text = " ".join(line.text for _, line in routing_lines(metrics))
+    notes = " ".join(degenerate_figures(metrics).values())
+    if repeats:
+        assert "score minus the spread penalty" in text and "equals the score" not in text
+        assert not notes
+    else:
+        assert "utility equals the score" in text and "spread penalty" not in text
+        assert "utility equals the score" in notes

@@ -79,6 +79,7 @@ from ecc_lib.report.reading import (
     read_table,
     skip_reasons,
     unit_code,
+    utility_meaning,
 )
 from ecc_lib.report.registry import SECTIONS, Section, SectionBuilder, registered_section
 from ecc_lib.report.sections import (
@@ -114,6 +115,7 @@ __all__ = [
     "registered_section",
     "report_table_name",
     "unit_code",
+    "utility_meaning",
     "MAX_LINES",
     "MIN_QUERIES_PER_CLUSTER",
     "PRIORITY",
