@@ -481,7 +481,9 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
             # the label sits beyond the end of the bar, its whisker and its seed dots, on the
             # bar's side of 0 (never on a dot)
             negative = mean[i] < 0
-            ends = np.concatenate([[mean[i] - err[0, i] if negative else mean[i] + err[1, i]], dots])
+            ends = np.concatenate(
+                [[mean[i] - err[0, i] if negative else mean[i] + err[1, i]], dots]
+            )
             ends = ends[np.isfinite(ends)]
             ax.annotate(
                 f"{mean[i]:+.1f}",
