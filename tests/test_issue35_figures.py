@@ -139,3 +139,19 @@ def test_routing_headline_names_routers_alone_without_repeats():
         headline = routing_headline(result)
         assert headline["best_router"] == ("MLP (DARS)" if repeats else "MLP")
         assert ("(DARS)" in headline["sentence"]) is repeats
+
+
+def test_routing_value_labels_stay_inside_the_axes():
+    """Wide intervals (few test queries): a label beside a whisker is not cut by the axes' edge
+    or hidden under the legend."""
+    table = _routing_table(repeats=False)
+    table = table.assign(score_ci_low=table["score"] - 0.17, score_ci_high=table["score"] + 0.17)
+    fig = plotting.plot_routing_table(table)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    for text in ax.texts:
+        box = text.get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, text.get_text()
+    plt.close(fig)

@@ -243,10 +243,11 @@ def plot_routing_table(
     ax.invert_yaxis()
     finite = values[np.isfinite(values)]
     if len(finite):
-        span = finite.max() - finite.min()
-        ax.set_xlim(
-            max(0.0, finite.min() - max(span, 0.02) * 0.6), finite.max() + max(span, 0.02) * 0.45
-        )
+        # the whiskers and the value labels beside them stay inside the axes
+        left = values if xerr is None else values - xerr[0]
+        low, high = np.nanmin(left[np.isfinite(left)]), np.nanmax(right[np.isfinite(right)])
+        span = high - low
+        ax.set_xlim(max(0.0, low - max(span, 0.02) * 0.1), high + max(span, 0.02) * 0.3)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("router (supervision)" if repeats else "router")
     ax.set_title(title or "Routers against the best fixed model and the oracle")
