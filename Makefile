@@ -11,6 +11,10 @@ STAMP := $(VENV)/.ecc_lib-installed
 # Elsewhere, add your CPU wheel index, e.g. TORCH_PIP_ARGS="--index-url <PyTorch CPU wheel index>".
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
+# The rest (ecc_lib[all,dev] and its dependencies): auto = uv (installed from the package index into
+# the venv; several times faster than pip) where it works, else pip; or force one: INSTALLER=pip.
+# torch always comes from pip, which sees the CPU wheel index or local wheels configured for pip.
+INSTALLER ?= auto
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
@@ -19,13 +23,30 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
+# Says first what it installs and how long that usually takes (scripts/install_message.py), then
+# each step as it starts, and the seconds it took.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ecc_lib)" >/dev/null
-	touch $(STAMP)
+	@$(PYTHON) scripts/install_message.py --torch "$(TORCH_SPEC)" --installer $(INSTALLER)
+	@set -e; start=$$(date +%s); \
+	echo "[1/4] virtual environment $(VENV)"; \
+	$(PYTHON) -m venv $(VENV); \
+	$(BIN)/python -m pip install --quiet --upgrade pip; \
+	echo "[2/4] $(TORCH_SPEC) (CPU build) with pip"; \
+	$(BIN)/python -m pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"; \
+	echo "[3/4] ecc_lib[all,dev] and its dependencies"; \
+	if [ "$(INSTALLER)" != pip ] && $(BIN)/python -m pip install --quiet uv >/dev/null 2>&1 && \
+		$(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e ".[all,dev]"; then \
+		echo "      installed with uv"; \
+	elif [ "$(INSTALLER)" = uv ]; then \
+		echo "make install: uv could not install ecc_lib[all,dev] (INSTALLER=pip uses pip)" >&2; exit 1; \
+	else \
+		echo "      with pip$$( [ "$(INSTALLER)" = pip ] || echo ' (uv is not available here, or failed)' )"; \
+		$(BIN)/python -m pip install --quiet -e ".[all,dev]"; \
+	fi; \
+	echo "[4/4] Jupyter kernel \"Python 3 (ecc_lib)\""; \
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ecc_lib)" >/dev/null; \
+	touch $(STAMP); \
+	echo "make install: done in $$(( $$(date +%s) - start )) s"
 
 run: install
 	$(BIN)/ecc-lab run $(RUN_ARGS)

@@ -72,6 +72,37 @@ ROUTING_SETTING_LABELS = {
 """Display names of the routing settings of the clustering routers."""
 
 
+SUPERVISION_SUFFIXES = (" (DARS)", " (single-shot)")
+"""How a router key (``kNN (DARS)``) names the supervision it was trained on."""
+
+
+def router_name(key: str, *, repeats: bool) -> str:
+    """A router as figures and sentences name it.
+
+    With repeated observations a router key keeps its supervision (``kNN (DARS)`` against
+    ``kNN (single-shot)``); without them the DARS targets are the observed outcomes and there is
+    no single-shot arm, so the router is named alone (``kNN``).
+
+    Parameters
+    ----------
+    key : str
+        ``router (supervision)``, as the routing headline keys, or a reference.
+    repeats : bool
+        Whether the routed data has repeated observations (rewrites or decodes).
+
+    Returns
+    -------
+    str
+    """
+    key = str(key)
+    if repeats:
+        return key
+    for suffix in SUPERVISION_SUFFIXES:
+        if key.endswith(suffix):
+            return key[: -len(suffix)]
+    return key
+
+
 def method_label(name: str) -> str:
     """Display name of a clustering method in figures and tables (:data:`METHOD_LABELS`).
 
@@ -108,9 +139,29 @@ _TOKEN = re.compile(r"([-_/ ]+)")
 _ELLIPSIS = "\u2026"
 
 
+_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
+
+
 def _tokens(label: str) -> list[str]:
-    """``label`` as alternating tokens and separators (``["llama", "-", "3.1", ...]``)."""
-    return [t for t in _TOKEN.split(str(label)) if t != ""]
+    """``label`` as alternating segments and separators (``["llama-3.1", "-", "8b", ...]``).
+
+    A bare version number belongs to the word before it (``Qwen-2.5``, ``gemma-2``): the two are
+    one segment, kept or dropped together, so a name is never cut between them.
+    """
+    parts = [t for t in _TOKEN.split(str(label)) if t != ""]
+    out: list[str] = []
+    for part in parts:
+        if (
+            _VERSION.fullmatch(part)
+            and len(out) >= 2
+            and out[-1] == "-"
+            and not _TOKEN.fullmatch(out[-2])
+            and not any(ch.isdigit() for ch in out[-2])
+        ):
+            out[-2:] = [out[-2] + "-" + part]
+        else:
+            out.append(part)
+    return out
 
 
 def _join(parts: list[str], dropped: set[int]) -> str:
@@ -232,10 +283,12 @@ __all__ = [
     "PLURAL",
     "ROUTING_METHOD_LABELS",
     "ROUTING_SETTING_LABELS",
+    "SUPERVISION_SUFFIXES",
     "TOUR_METHOD_NAMES",
     "method_label",
     "method_name",
     "model_name_legend",
+    "router_name",
     "short_model_names",
     "shorten_name",
 ]

@@ -1,7 +1,8 @@
 """Write the README's generated blocks: measured times and the defaults, never typed by hand.
 
 * ``times``: from ``benchmarks/results/two_commands.json`` (``benchmarks/two_commands_time.py``:
-  ``make test`` and ``make run`` from a fresh clone) and ``benchmarks/results/make_run.json``
+  ``make install``, ``make run`` and ``make test`` from a fresh clone with empty package caches,
+  so the fresh-machine time includes the install) and ``benchmarks/results/make_run.json``
   (``benchmarks/make_run_time.py``: the main job once installed);
 * ``defaults``: ECC's and the protocol's defaults read from the code.
 
@@ -32,7 +33,8 @@ def minutes_seconds(seconds: float) -> str:
 
 
 def times_block() -> str:
-    """The measured times of the two commands."""
+    """The measured times of the two commands: from a fresh machine (the install included) and
+    once installed."""
     fresh_file, main_file = RESULTS / "two_commands.json", RESULTS / "make_run.json"
     if not fresh_file.exists() or not main_file.exists():
         return (
@@ -44,13 +46,27 @@ def times_block() -> str:
     notebooks = main_job["notebooks_s"]
     slowest = sorted(notebooks, key=notebooks.get, reverse=True)[:2]
     slow_text = " and ".join(f"{name} {notebooks[name]:.0f} s" for name in slowest)
+    installed = (
+        f"Once installed, the main job takes {minutes_seconds(main_job['wall_s'])} (slowest "
+        f"notebooks: {slow_text}; `benchmarks/make_run_time.py`)."
+    )
+    if "install_s" not in fresh:  # format 1: make test built the venv, make run came after it
+        return (
+            f"Measured on a {fresh['cpus']}-core machine from a fresh clone (`{fresh['commit']}`): "
+            f"`make test` {minutes_seconds(fresh['make_test_s'])} (building the venv included; "
+            f"{fresh['n_passed']} tests), then `make run` {minutes_seconds(fresh['make_run_s'])} "
+            "on that venv; `make run` first on a fresh machine also installs (not measured at "
+            f"this commit: `python benchmarks/two_commands_time.py`). {installed}"
+        )
     return (
-        f"Measured on a {fresh['cpus']}-core machine from a fresh clone (`{fresh['commit']}`): "
-        f"`make test` {minutes_seconds(fresh['make_test_s'])} "
-        f"(building the venv included; {fresh['n_passed']} tests), then `make run` "
-        f"{minutes_seconds(fresh['make_run_s'])}. Once installed, the main job takes "
-        f"{minutes_seconds(main_job['wall_s'])} (slowest notebooks: {slow_text}; "
-        "`benchmarks/make_run_time.py`)."
+        f"Measured on a fresh {fresh['cpus']}-core machine (a fresh clone of `{fresh['commit']}`, "
+        f"empty package caches): `make run` {minutes_seconds(fresh['make_run_fresh_s'])}, of "
+        f"which installing the venv {minutes_seconds(fresh['install_s'])} (with "
+        f"{fresh['installer']}; `make run` says what it installs first) and the main job "
+        f"{minutes_seconds(fresh['make_run_s'])}; then `make test` "
+        f"{minutes_seconds(fresh['make_test_s'])} on that venv ({fresh['n_passed']} tests; "
+        f"{minutes_seconds(fresh['make_test_fresh_s'])} when it comes first and installs). "
+        f"{installed}"
     )
 
 

@@ -53,6 +53,10 @@ def _literal_text(node: ast.expr | None, unknown: str | None = None) -> str | No
                 fallback = unknown if unknown is not None else ast.unparse(value.value).upper()
                 parts.append(known[0] if known else fallback)
         return "".join(parts)
+    if isinstance(node, ast.IfExp):  # a caption that depends on the data: both wordings
+        body, orelse = _literal_text(node.body, unknown), _literal_text(node.orelse, unknown)
+        if body is not None and orelse is not None:
+            return f"{body} [or: {orelse}]"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _literal_text(node.left, unknown), _literal_text(node.right, unknown)
         if left is not None and right is not None:

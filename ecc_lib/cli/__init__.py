@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import sys
 
 from ecc_lib.cli.subcommand import run_handler
 
@@ -53,6 +54,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class OwnLineHandler(logging.StreamHandler):
+    """Log records on stderr, each on a line of its own.
+
+    What the command printed on stdout is flushed first: stdout is block-buffered when it is a
+    pipe or a file, so without the flush a warning written to stderr lands before, or inside, a
+    result line when both streams go to one place (``2>&1``, a CI log).
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Flush stdout, then write the record (on stderr) and flush it.
+
+        Parameters
+        ----------
+        record : logging.LogRecord
+        """
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):  # a closed or broken stdout
+            pass
+        super().emit(record)
+
+
+def configure_output(*, verbose: bool = False) -> None:
+    """Line-buffered stdout and one log handler on stderr (:class:`OwnLineHandler`).
+
+    Parameters
+    ----------
+    verbose : bool, default False
+        Log INFO records too (``-v``); otherwise WARNING and above.
+    """
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(line_buffering=True)
+        except (OSError, ValueError):
+            pass
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        handlers=[OwnLineHandler(sys.stderr)],
+    )  # a no-op where the root logger already has handlers (an application's, pytest's)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``ecc-lab``.
 
@@ -68,10 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    configure_output(verbose=args.verbose)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
@@ -80,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
 
 __all__ = [
     "SUBCOMMAND_MODULES",
+    "OwnLineHandler",
     "build_parser",
+    "configure_output",
     "main",
 ]

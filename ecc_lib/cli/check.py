@@ -33,6 +33,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=42,
         help="protocol seed whose train/test split the duplicate-text check reads (default 42)",
     )
+    parser.add_argument(
+        "--tie-tolerance",
+        type=float,
+        default=None,
+        metavar="TOL",
+        help="mean scores of a query closer than this tie, as in the protocol (default 1e-4, "
+        "ecc-lab ecc --tie-tolerance); read by the all_ties and score_type checks",
+    )
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
 
 
@@ -95,8 +103,14 @@ def _run(args: argparse.Namespace) -> int:
     train_ids = test_ids = None
     if queries is not None:
         train_ids, test_ids = protocol_split(kept, kept_outcomes, args.seed)
+    tolerance = {} if args.tie_tolerance is None else {"tie_tolerance": args.tie_tolerance}
     results = checks.run_checks(
-        outcomes, queries, embeddings=embeddings, train_ids=train_ids, test_ids=test_ids
+        outcomes,
+        queries,
+        embeddings=embeddings,
+        train_ids=train_ids,
+        test_ids=test_ids,
+        **tolerance,
     )
     print(checks.format_checks(results, label=str(args.outcomes)))
     if args.json:

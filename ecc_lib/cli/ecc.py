@@ -50,6 +50,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "--probes", type=int, default=1, help="probe comparisons per test query (default 1)"
     )
     parser.add_argument(
+        "--tie-tolerance",
+        type=float,
+        default=None,
+        metavar="TOL",
+        help="mean scores of a query closer than this tie: such a pair is no comparison "
+        "(default 1e-4; ecc-lab check --tie-tolerance shows how many score gaps it ties)",
+    )
+    parser.add_argument(
         "--test-size", type=float, default=0.2, help="share of test queries (default 0.2)"
     )
     parser.add_argument(
@@ -364,6 +372,7 @@ def protocol_from_args(args: argparse.Namespace):
         probe_strategy=args.probe_strategy,
         leak_free=args.leak_free,
         evidence=args.evidence,
+        **({} if args.tie_tolerance is None else {"tie_tolerance": args.tie_tolerance}),
     )
     estimator = ECC(n_clusters=args.k, lam=args.lam, temperature=args.temperature)
     return protocol, estimator

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ecc_lib.data.check_result import STATUSES, CheckResult, score_table
 from ecc_lib.data.table_checks import (
+    DECISIVE_TOLERANCE,
     check_all_ties,
     check_constant_models,
     check_item_alignment,
@@ -54,6 +55,8 @@ TABLE_CHECKS = {
     "score_type": check_score_type,
 }
 """The checks of the outcome table, by name, in report order."""
+TIE_TOLERANCE_CHECKS = ("all_ties", "score_type")
+"""The checks that read the protocol's tie tolerance (``run_checks(tie_tolerance=...)``)."""
 CHECK_NAMES: tuple[str, ...] = (*TABLE_CHECKS, "texts", "text_length", "embedding_collapse")
 """Every check, in report order."""
 
@@ -67,6 +70,7 @@ def run_checks(
     test_ids: Sequence[str] | None = None,
     model_name: str | None = None,
     text_length: bool = True,
+    tie_tolerance: float = DECISIVE_TOLERANCE,
 ) -> dict[str, CheckResult]:
     """Every check that the inputs allow.
 
@@ -84,6 +88,10 @@ def run_checks(
         The embedder for ``text_length``.
     text_length : bool, default True
         Run ``text_length`` (it tokenises the long texts).
+    tie_tolerance : float, default :data:`~ecc_lib.data.table_checks.DECISIVE_TOLERANCE`
+        Mean scores of a query closer than this tie, as in the protocol
+        (``Protocol(tie_tolerance=...)``, ``ecc-lab check --tie-tolerance``); read by
+        :data:`TIE_TOLERANCE_CHECKS`.
 
     Returns
     -------
@@ -91,7 +99,14 @@ def run_checks(
         ``{check name: CheckResult}`` in :data:`CHECK_NAMES` order.
     """
     table = score_table(outcomes, queries)
-    results = {name: check(table) for name, check in TABLE_CHECKS.items()}
+    if not (np.isfinite(tie_tolerance) and tie_tolerance >= 0):
+        raise ValueError(f"tie_tolerance must be a finite number >= 0, got {tie_tolerance}")
+    results = {
+        name: check(table, tie_tolerance=tie_tolerance)
+        if name in TIE_TOLERANCE_CHECKS
+        else check(table)
+        for name, check in TABLE_CHECKS.items()
+    }
     if queries is not None and "text" in queries.columns:
         results["texts"] = check_texts(queries, train_ids=train_ids, test_ids=test_ids)
         if text_length:
@@ -178,6 +193,7 @@ def format_checks(results: dict[str, CheckResult], *, label: str = "") -> str:
 __all__ = [
     "CHECK_NAMES",
     "TABLE_CHECKS",
+    "TIE_TOLERANCE_CHECKS",
     "checks_to_dict",
     "failures",
     "format_checks",

@@ -24,6 +24,11 @@ ALIGNED_Z = 4.0
 """Noise multiple for the alignment link: ``r > ALIGNED_Z / sqrt(n_items)``."""
 ALL_TIES_WARN_SHARE = 0.5
 """Share of all-tie queries above which ``all_ties`` warns."""
+TIE_TOLERANCE_HOW = (
+    "set another tolerance with --tie-tolerance (ecc-lab check, ecc-lab ecc) or "
+    "Protocol(tie_tolerance=...)"
+)
+"""How a warning about the tie tolerance says to change it."""
 DECISIVE_TOLERANCE = DEFAULT_TIE_TOLERANCE
 """Tolerance of a decisive pair, the protocol's (``prepare_protocol(tie_tolerance=1e-4)``): mean
 scores of a query closer than this tie (:func:`ecc_lib.data.comparisons.snap_ties`)."""
@@ -463,7 +468,7 @@ def check_score_type(
             name,
             "warn",
             text + f"; {100 * near:.1f}% of the nonzero score gaps within a query are at most "
-            f"{tie_tolerance:g}, so the protocol reads them as ties, not wins",
+            f"{tie_tolerance:g}, so the protocol reads them as ties, not wins; {TIE_TOLERANCE_HOW}",
             numbers,
         )
     return CheckResult(name, "ok", text, numbers)
@@ -475,6 +480,7 @@ __all__ = [
     "ALL_TIES_WARN_SHARE",
     "DECISIVE_TOLERANCE",
     "GRADED_MAX_LEVELS",
+    "TIE_TOLERANCE_HOW",
     "MIN_PROTOCOL_PAIRS",
     "NEAR_IDENTICAL_R",
     "check_all_ties",

@@ -472,21 +472,22 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
             label=LEAK_READING_LABELS[reading],
         )
         for i, seeds in enumerate(part["per_seed"]):
+            dots = np.array([], dtype=float)
             if isinstance(seeds, list) and len(seeds) > 1:
-                ax.plot(
-                    [s[1] for s in seeds],
-                    [y[i]] * len(seeds),
-                    "o",
-                    color="black",
-                    markersize=2.5,
-                )
+                dots = np.array([s[1] for s in seeds], dtype=float)
+                ax.plot(dots, [y[i]] * len(seeds), "o", color="black", markersize=2.5)
             if not np.isfinite(mean[i]):
                 continue
-            # the label sits beyond the end of the bar and its whisker, on the bar's side of 0
+            # the label sits beyond the end of the bar, its whisker and its seed dots, on the
+            # bar's side of 0 (never on a dot)
             negative = mean[i] < 0
+            ends = np.concatenate(
+                [[mean[i] - err[0, i] if negative else mean[i] + err[1, i]], dots]
+            )
+            ends = ends[np.isfinite(ends)]
             ax.annotate(
                 f"{mean[i]:+.1f}",
-                (mean[i] - err[0, i] if negative else mean[i] + err[1, i], y[i]),
+                (ends.min() if negative else ends.max(), y[i]),
                 xytext=(-4 if negative else 4, 0),
                 textcoords="offset points",
                 va="center",

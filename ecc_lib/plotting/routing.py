@@ -8,7 +8,12 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib import routing_evaluation
-from ecc_lib.labels import ROUTING_METHOD_LABELS, ROUTING_SETTING_LABELS, method_label
+from ecc_lib.labels import (
+    ROUTING_METHOD_LABELS,
+    ROUTING_SETTING_LABELS,
+    method_label,
+    router_name,
+)
 from ecc_lib.plotting.style import (
     FONT_SIZE,
     PAGE_WIDTH,
@@ -148,6 +153,15 @@ def _label_lambdas(ax, front: pd.DataFrame, color, below: bool = True, gap: floa
 
 
 ROUTING_KIND_COLORS = {"reference": "tab:gray", "single-shot": "tab:orange", "DARS": "tab:blue"}
+_OBSERVED_OUTCOMES = "observed outcomes"
+"""The legend's name of the DARS targets without repeated observations (they are the outcomes)."""
+
+
+def _has_repeats(table: pd.DataFrame, repeats: bool | None) -> bool:
+    """``repeats``, or whether the table has a single-shot arm when it is None."""
+    if repeats is not None:
+        return bool(repeats)
+    return "supervision" in table and bool((table["supervision"] == "single-shot").any())
 
 
 @styled
@@ -157,6 +171,7 @@ def plot_routing_table(
     value: str = "score",
     xlabel: str = "mean held-out score of the chosen model (0-1)",
     title: str | None = None,
+    repeats: bool | None = None,
     ax=None,
 ):
     """Horizontal bars of routers by supervision, beside the references (oracle, best fixed model).
@@ -168,6 +183,10 @@ def plot_routing_table(
         ``value``; optional ``<value>_ci_low`` / ``<value>_ci_high`` (95% CI, drawn as error bars)
         and ``<value>_std`` (shown in the bar label), as in
         :attr:`ecc_lib.routing_evaluation.RoutingTable.table`.
+    repeats : bool, optional
+        Whether the data has repeated observations (default: whether the table has single-shot
+        rows). Without them a router is named alone (``kNN``, not ``kNN (DARS)``) and its
+        supervision is the observed outcomes (:func:`ecc_lib.labels.router_name`).
 
     Returns
     -------
@@ -177,8 +196,9 @@ def plot_routing_table(
     table = table.reset_index(drop=True).copy()
     if "supervision" not in table:
         table["supervision"] = "router"
+    repeats = _has_repeats(table, repeats)
     names = [
-        str(r) if s == "reference" else f"{r} ({s})"
+        str(r) if s == "reference" else router_name(f"{r} ({s})", repeats=repeats)
         for r, s in zip(table["router"], table["supervision"], strict=True)
     ]
     fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.4, 0.22 * len(table) + 1.2)))
@@ -223,16 +243,23 @@ def plot_routing_table(
     ax.invert_yaxis()
     finite = values[np.isfinite(values)]
     if len(finite):
-        span = finite.max() - finite.min()
-        ax.set_xlim(
-            max(0.0, finite.min() - max(span, 0.02) * 0.6), finite.max() + max(span, 0.02) * 0.45
-        )
+        # the whiskers and the value labels beside them stay inside the axes
+        left = values if xerr is None else values - xerr[0]
+        low, high = np.nanmin(left[np.isfinite(left)]), np.nanmax(right[np.isfinite(right)])
+        span = high - low
+        ax.set_xlim(max(0.0, low - max(span, 0.02) * 0.1), high + max(span, 0.02) * 0.3)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("router (supervision)")
+    ax.set_ylabel("router (supervision)" if repeats else "router")
     ax.set_title(title or "Routers against the best fixed model and the oracle")
     present = list(dict.fromkeys(table["supervision"]))
     handles = [
-        plt.Rectangle((0, 0), 1, 1, color=ROUTING_KIND_COLORS.get(s, "tab:green"), label=s)
+        plt.Rectangle(
+            (0, 0),
+            1,
+            1,
+            color=ROUTING_KIND_COLORS.get(s, "tab:green"),
+            label=_OBSERVED_OUTCOMES if s == "DARS" and not repeats else s,
+        )
         for s in present
     ]
     ax.legend(

@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -97,6 +98,10 @@ class Protocol:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if int(self.n_boot) < 1:
             raise ValueError(f"n_boot must be >= 1, got {self.n_boot}")
+        if not (math.isfinite(float(self.tie_tolerance)) and float(self.tie_tolerance) >= 0):
+            raise ValueError(
+                f"tie_tolerance must be a finite number >= 0, got {self.tie_tolerance}"
+            )
 
     @classmethod
     def from_seed(cls, seed: int = PAPER_SEED, *, n_seeds: int = 1, **settings: Any) -> Protocol:

@@ -26,7 +26,9 @@ The package holds one job per module, and every public name of them is importabl
 - :mod:`ecc_lib.report.summary`: the quotable summary lines (also ``metrics.json["summary"]``);
 - :mod:`ecc_lib.report.sections`: one findings-and-tables builder per notebook;
 - :mod:`ecc_lib.report.document`: the report's classes and their HTML;
-- :mod:`ecc_lib.report.latex`: the headline tables as LaTeX.
+- :mod:`ecc_lib.report.latex`: the headline tables as LaTeX;
+- :mod:`ecc_lib.report.glossary`: every term the report uses, defined once (the guide's glossary
+  page and the report's).
 
 The sentences and units come from the one grammar below the report, :mod:`ecc_lib.grammar`.
 """
@@ -60,6 +62,16 @@ from ecc_lib.report.formatting import (
     format_number,
     humanise,
 )
+from ecc_lib.report.glossary import (
+    GLOSSARY,
+    GUIDE_PAGE,
+    glossary_html,
+    glossary_markdown,
+    glossary_terms,
+    term_anchor,
+    terms_html,
+    used_terms,
+)
 from ecc_lib.report.latex import (
     latex_escape,
     latex_problems,
@@ -79,6 +91,7 @@ from ecc_lib.report.reading import (
     read_table,
     skip_reasons,
     unit_code,
+    utility_meaning,
 )
 from ecc_lib.report.registry import SECTIONS, Section, SectionBuilder, registered_section
 from ecc_lib.report.sections import (
@@ -114,6 +127,15 @@ __all__ = [
     "registered_section",
     "report_table_name",
     "unit_code",
+    "utility_meaning",
+    "GLOSSARY",
+    "GUIDE_PAGE",
+    "glossary_html",
+    "glossary_markdown",
+    "glossary_terms",
+    "term_anchor",
+    "terms_html",
+    "used_terms",
     "MAX_LINES",
     "MIN_QUERIES_PER_CLUSTER",
     "PRIORITY",

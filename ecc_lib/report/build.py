@@ -16,6 +16,7 @@ import pandas as pd
 from ecc_lib.labels import method_name
 from ecc_lib.report.document import Figure, Report, ReportSection, table_html
 from ecc_lib.report.formatting import DASH
+from ecc_lib.report.glossary import glossary_html
 from ecc_lib.report.reading import read_metrics, skip_reasons
 from ecc_lib.report.registry import SECTIONS, Section, registered_section
 from ecc_lib.report.sections import CAPABILITY_MAP_FIGURE, other_section
@@ -131,10 +132,12 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
     )
     document.appendix_html = (
         '<details class="appendix" id="appendix"><summary>Appendix: the synthetic tour, further '
-        "figures and tables, parameters and provenance</summary>\n"
+        "figures and tables, parameters, provenance and the glossary</summary>\n"
         + "\n".join(document.appendix_sections_html())
         + "\n"
         + appendix_html(metrics, run)
+        + "\n"
+        + glossary_html()
         + "\n</details>"
     )
     return document

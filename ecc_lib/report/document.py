@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ecc_lib.report.formatting import DASH
+from ecc_lib.report.glossary import GUIDE_PAGE, terms_html
 from ecc_lib.runs.execute import REPORT_NOTEBOOK_PREFIX
 
 
@@ -126,6 +127,7 @@ class ReportSection:
         parts.append(self.extra_html)
         for i, figure in enumerate(self.figures, start=figure_start):
             parts.append(figure_html(figure, i))
+        parts.append(terms_html("\n".join(parts)))  # links to the glossary of the appendix
         parts.append("</section>")
         return "\n".join(p for p in parts if p)
 
@@ -200,7 +202,11 @@ class Report:
         -------
         str
         """
-        return f"<h1>{html.escape(self.title)}</h1>\n<p>{html.escape(self.intro)}</p>"
+        return (
+            f"<h1>{html.escape(self.title)}</h1>\n<p>{html.escape(self.intro)}</p>\n"
+            '<p class="glossary-link">Every term is defined in the <a href="#glossary">glossary</a> '
+            f"at the end of the appendix ({html.escape(GUIDE_PAGE)} in the guide).</p>"
+        )
 
 
 def table_html(frame: pd.DataFrame, *, caption: str = "") -> str:

@@ -342,6 +342,33 @@ def generic_rows(
     return rows
 
 
+def utility_meaning(info: Mapping[str, Any]) -> str:
+    """What the routing utility ``U = mu_q - lambda mu_c - beta sigma_q`` is on this data.
+
+    One wording for the summary, the routing section and the figure notes: the spread term is 0
+    with one observation per pair, and the cost term without recorded costs.
+
+    Parameters
+    ----------
+    info : mapping
+        ``metrics.json["routing"]["info"]`` (``cost_available``, ``has_rewrites``,
+        ``has_decodes``).
+
+    Returns
+    -------
+    str
+    """
+    cost = bool(info.get("cost_available"))
+    repeats = bool(info.get("has_rewrites") or info.get("has_decodes"))
+    if cost and repeats:
+        return "utility is the score minus the cost and spread penalties"
+    if cost:
+        return "one observation per pair: utility is the score minus the cost penalty"
+    if repeats:
+        return "no cost recorded: utility is the score minus the spread penalty"
+    return "no cost recorded and one observation per pair: utility equals the score"
+
+
 def measure_row(dataset: str, measure: str, estimate: str, unit: str = "") -> dict[str, str]:
     """One row of a measurements table.
 
@@ -405,6 +432,7 @@ __all__ = [
     "generic_rows",
     "measure_frame",
     "measure_row",
+    "utility_meaning",
     "read_metrics",
     "read_table",
     "skip_reasons",

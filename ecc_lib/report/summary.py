@@ -28,7 +28,7 @@ from ecc_lib.grammar import (
     t_interval,
 )
 from ecc_lib.labels import PLURAL, method_name
-from ecc_lib.report.reading import read_metrics
+from ecc_lib.report.reading import read_metrics, utility_meaning
 
 MAX_LINES = 8
 """Most summary lines per dataset."""
@@ -422,7 +422,7 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
         cost = (
             "at the same cost weight"
             if info.get("cost_available")
-            else "(no cost recorded: utility is score minus the spread penalty)"
+            else f"({utility_meaning(info)})"
         )
         text = comparison_sentence(
             c,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ecc_lib.labels import router_name
 from ecc_lib.routing_evaluation.table import RoutingTable
 
 
@@ -23,7 +24,8 @@ def routing_headline(result: RoutingTable) -> dict:
     dict
         ``no_router_beats_best_fixed`` (bool: no router's 95 % interval of held-out utility
         minus the best fixed model's lies above 0), ``n_routers_beating_best_fixed``,
-        ``best_router`` (the router and supervision with the highest held-out utility),
+        ``best_router`` (the router and supervision with the highest held-out utility; the
+        router alone without repeated observations, :func:`ecc_lib.labels.router_name`),
         ``best_router_utility_minus_fixed`` with ``_ci95``, and ``sentence``.
     """
     versus = result.versus_fixed
@@ -39,7 +41,13 @@ def routing_headline(result: RoutingTable) -> dict:
         }
     best = versus.loc[versus["utility_minus_fixed"].idxmax()]
     beating = versus[versus["beats_best_fixed"]]
-    label = f"{best['router']} ({best['supervision']})"
+    # without repeated observations the DARS targets are the observed outcomes: no "(DARS)"
+    repeats = bool(
+        result.info.get("has_rewrites")
+        or result.info.get("has_decodes")
+        or (versus["supervision"] == "single-shot").any()
+    )
+    label = router_name(f"{best['router']} ({best['supervision']})", repeats=repeats)
     diff = float(best["utility_minus_fixed"])
     ci = [float(best["utility_minus_fixed_ci_low"]), float(best["utility_minus_fixed_ci_high"])]
     if len(beating) == 0:
@@ -51,7 +59,10 @@ def routing_headline(result: RoutingTable) -> dict:
             sentence += ", matching its utility on every test query"
         sentence += "."
     else:
-        names = [f"{r.router} ({r.supervision})" for r in beating.itertuples()]
+        names = [
+            router_name(f"{r.router} ({r.supervision})", repeats=repeats)
+            for r in beating.itertuples()
+        ]
         listed = f": {', '.join(names)}" if len(names) <= 4 else ""
         sentence = (
             f"{len(beating)} of {len(versus)} routers beat the best fixed model ({fixed_name}) "

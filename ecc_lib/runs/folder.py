@@ -125,16 +125,43 @@ class RunContext:
             ``self``.
         """
         fresh = not self.run_dir.exists() or (
-            self.run_dir.is_dir() and not any(self.run_dir.iterdir())
+            self.run_dir.is_dir()
+            and (not any(self.run_dir.iterdir()) or _papermill_copies_only(self.run_dir))
         )
         folders = (self.figures_dir, self.tables_dir, self.metrics_dir, self.provenance_dir)
         for folder in folders:  # a sub-folder that is a link would take the outputs elsewhere
             refuse_links(folder)
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
-        if fresh:  # a folder ecc_lib made (a user's non-empty folder is never marked here)
+        # a folder ecc_lib made, or one that held only the copy papermill is executing into it
+        # (a user's other non-empty folder is never marked here)
+        if fresh:
             write_run_marker(self.run_dir)
         return self
+
+
+def _papermill_copies_only(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds nothing but notebooks that papermill is executing into it.
+
+    ``papermill NB.ipynb RUN/NB.ipynb -p run_dir RUN`` writes its output copy into ``RUN`` before
+    the first cell runs, so the folder is not empty when the notebook makes its run context. A
+    copy is recognised by its ``metadata.papermill`` record, whose ``run_dir`` parameter names
+    this folder (relative to the working directory of the kernel, as the notebook reads it).
+    """
+    entries = list(run_dir.iterdir())
+    if not entries:
+        return False
+    for entry in entries:
+        if entry.suffix != ".ipynb" or not entry.is_file() or entry.is_symlink():
+            return False
+        try:
+            record = json.loads(entry.read_text(encoding="utf-8"))["metadata"]["papermill"]
+            named = record["parameters"]["run_dir"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if not isinstance(named, str) or not named or resolve_run_dir(named) != run_dir.resolve():
+            return False
+    return True
 
 
 def default_run_name(now: _dt.datetime | None = None) -> str:

@@ -78,18 +78,18 @@ def data_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         low, obs = _observations_range(summary)
         if obs <= 1:
             single.append(name)
-        best, best_text = None, DASH
+        best, best_text, best_prose = None, DASH, ""
         if scores is not None and {"model", "score"} <= set(scores.columns):
             part = scores[scores["dataset"] == name] if "dataset" in scores else scores
             if len(part):
                 top = part.sort_values("score", ascending=False).iloc[0]
                 best = str(top["model"])
-                best_text = f"{short.get(best, best)}: " + format_interval(
-                    top["score"], [top.get("low"), top.get("high")]
-                )
+                value = format_interval(top["score"], [top.get("low"), top.get("high")])
+                best_text, best_prose = f"{short.get(best, best)}: {value}", f"{best}: {value}"
         elif summary.get("mean_score"):
             best = max(summary["mean_score"], key=summary["mean_score"].get)
-            best_text = f"{short.get(best, best)}: {format_number(summary['mean_score'][best])}"
+            value = format_number(summary["mean_score"][best])
+            best_text, best_prose = f"{short.get(best, best)}: {value}", f"{best}: {value}"
         rows.append(
             {
                 "dataset": name,
@@ -109,7 +109,8 @@ def data_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 if obs <= 1
                 else f"{obs if low == obs else f'{low} to {obs}'} observations per pair"
             )
-            + (f"; its best model on average is {best_text}" if best else "")
+            # prose names a model in full (tables shorten it, with the legend below)
+            + (f"; its best model on average is {best_prose}" if best else "")
         )
     section.tables.append(
         HeadlineTable(

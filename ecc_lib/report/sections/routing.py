@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ecc_lib.grammar import BETTER_WORSE, Comparison, difference_text, finite, verdict
-from ecc_lib.labels import short_model_names
+from ecc_lib.labels import router_name
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
     format_interval,
@@ -139,12 +139,16 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
     cost_dataset = str(
         (parameters or {}).get("cost_dataset") or values.get("cost_dataset") or "the cost dataset"
     )
+    # the cost run has no single-shot arm: a router is named alone on data without repeats
+    cost_info = values.get("cost_info") or {}
+    cost_repeats = bool(cost_info.get("has_rewrites") or cost_info.get("has_decodes"))
     for name, value in (headline.get("pareto_area") or {}).items():
         if finite(value):
             extra.append(
                 measure_row(
                     cost_dataset,
-                    f"area under the cost-quality Pareto front: {name}",
+                    "area under the cost-quality Pareto front: "
+                    + router_name(name, repeats=cost_repeats),
                     format_number(value),
                     "score x normalised cost",
                 )
@@ -164,7 +168,7 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
     text = []
     if learned and finite(score.get(ref)):
         text.append(
-            f"On {dataset}, the best fixed model ({short_model_names([str(best_fixed)]).get(str(best_fixed), best_fixed)}) "
+            f"On {dataset}, the best fixed model ({best_fixed}) "
             f"scores {format_interval(score[ref], score_ci.get(ref))} on held-out queries and the per-query oracle "
             f"{format_interval(score.get('Oracle (reference)'), score_ci.get('Oracle (reference)'))}."
         )
@@ -206,12 +210,14 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
             position = "above" if learned_areas[top] > fixed else "not above"
             text.append(
                 f"On {cost_dataset} with model prices, the largest area under the cost-quality Pareto front is "
-                f"{top}'s {learned_areas[top]:.3f}, {position} the best fixed model's {fixed:.3f}"
+                f"{router_name(top, repeats=cost_repeats)}'s {learned_areas[top]:.3f}, {position} the best fixed model's {fixed:.3f}"
                 + (
-                    f" (oracle {areas['Oracle (reference)']:.3f})."
+                    f" (oracle {areas['Oracle (reference)']:.3f})"
                     if "Oracle (reference)" in areas
-                    else "."
+                    else ""
                 )
+                + " (area in score x normalised price over prices 0 to 1, i.e. the mean best score "
+                "within a price budget; one split, no interval)."
             )
     section.findings = " ".join(text) or f"No routing result was recorded for {dataset}."
     return section
