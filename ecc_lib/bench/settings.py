@@ -10,7 +10,7 @@ import numpy as np
 
 from ecc_lib.stats import DEFAULT_N_BOOT
 
-BENCH_VERSION = 2
+BENCH_VERSION = 3
 """Version of the cached per-seed and per-dataset records (a change recomputes them). 2: no
 "probe" routing reading on two-model data; checks with the protocol's tie tolerance."""
 REFERENCES = ("global", "human")

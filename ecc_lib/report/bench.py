@@ -254,7 +254,9 @@ def _routing_frame(result: BenchResult) -> pd.DataFrame:
                     "setting": setting,
                     "best router": r["best_router"],
                     "its score": f"{r['score'][0]:.3f}",
-                    "reference": r["reference"] if setting == "probe" else "best fixed model",
+                    "reference": "the probe's winner"
+                    if setting == "probe"
+                    else "the global BT's one model",
                     "reference score": f"{r['reference_score'][0]:.3f}",
                     "difference [95% CI]": f"{r['difference'][0]:+.3f} [{low:+.3f}, {high:+.3f}]",
                     "reading": f"{r['best_router']} is {r['verdict']} the reference",
@@ -288,8 +290,9 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         f"<p>{result.settings.n_seeds} protocol seed(s) {result.settings.seeds}; K = "
         f"{result.settings.n_clusters}, {result.settings.n_pairs} pairs and "
         f"{result.settings.n_probes} probe(s) per query, test share {result.settings.test_size}. "
-        "Gains in % of the global BT's held-out NLL, mean " + PM + " sd over seeds; intervals: "
-        "mean " + PM + " t sd / &radic;S over seeds (one seed: its bootstrap interval).</p>",
+        "Gains in % of the global BT's held-out NLL, mean " + PM + " sd over seeds. "
+        + html.escape(interval_description(result.settings.n_seeds))
+        + "</p>",
     ]
     left = result.left_out
     if left:
@@ -299,6 +302,9 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
             for k, v in left.items()
         ]
         parts.append("</ul>")
+    from ecc_lib.report.build import summary_html
+
+    parts.append(summary_html(bench_summary(result)))
     parts.append("<h2>Gain on disjoint pairs</h2>")
     table = headline_table(result)
     parts.append(_html_table(table) if len(table) else "<p>No dataset is in the table.</p>")
@@ -319,9 +325,9 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
     if len(routing):
         parts.append(
             "<h2>Routing</h2><p>Mean score of the routed model on test queries; the best "
-            "router (highest mean over seeds) minus the best fixed model without a probe "
-            "(both call one model per query) and minus the probe's winner with the probe "
-            "(both pay the probe).</p>"
+            "router (highest mean over seeds) minus the global BT's one model without a probe "
+            "and on the models outside the probe pair (no router reads an outcome it is "
+            "judged on), and minus the probe's winner with the probe (both read the probe).</p>"
         )
         parts.append(_html_table(routing))
     flips = _flips_frame(result)
@@ -383,6 +389,51 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike) -> dict
     return paths
 
 
+def bench_metrics(label: str, entry: dict) -> dict:
+    """One bench dataset as the ``metrics.json`` sections the report's summary reads.
+
+    Parameters
+    ----------
+    label : str
+    entry : dict
+        An included dataset of :class:`~ecc_lib.bench.BenchResult`.
+
+    Returns
+    -------
+    dict
+        ``ecc`` (dataset, seeds, the comparison records) and ``dars`` (the flip readings).
+    """
+    s = entry["summary"]
+    out: dict = {
+        "ecc": {"dataset": label, "seeds": list(s["seeds"]), "comparisons": s.get("comparisons") or []}
+    }
+    flips = entry.get("flips")
+    if flips:
+        out["dars"] = {"dataset": label, "winner_change_rate_r": flips.get("change_draws"), **flips}
+    return out
+
+
+def bench_summary(result: BenchResult) -> dict:
+    """Per included dataset the report's summary (:func:`ecc_lib.report.summary.build_summary`)
+    of the same comparison records: the bench and the report say the same thing.
+
+    Parameters
+    ----------
+    result : BenchResult
+
+    Returns
+    -------
+    dict
+        Dataset -> list of :class:`~ecc_lib.report.summary.SummaryLine`.
+    """
+    from ecc_lib.report.summary import build_summary
+
+    out: dict = {}
+    for label, entry in result.included.items():
+        out.update(build_summary(bench_metrics(label, entry)))
+    return out
+
+
 def format_bench(result: BenchResult) -> str:
     """The printed summary: the table, the sentences, what was left out.
 
@@ -402,9 +453,14 @@ def format_bench(result: BenchResult) -> str:
     if len(table):
         lines.append(table.to_string(index=False))
     lines += result.sentences()
+    from ecc_lib.report.summary import summary_text
+
+    text = summary_text(bench_summary(result))
+    if text:
+        lines.append(text)
     for label, reason in result.left_out.items():
         lines.append(f"left out: {label}: {reason}")
     return "\n".join(lines)
 
 
-__all__ = ["bench_html", "bench_tex", "format_bench", "headline_table", "write_bench_outputs"]
+__all__ = ["bench_html", "bench_metrics", "bench_summary", "bench_tex", "format_bench", "headline_table", "write_bench_outputs"]
