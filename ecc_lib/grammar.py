@@ -145,27 +145,6 @@ def interval(ci: Sequence[Any] | None, code: str = "plain") -> str:
     return f"[{number(ci[0], code, with_sign=False)}, {number(ci[1], code, with_sign=False)}]"
 
 
-def t_interval(mean: Any, sd: Any, n: Any) -> list[float] | None:
-    """95% Student-t interval of a mean over ``n`` seeds, ``mean +- t(0.975, n-1) sd / sqrt(n)``.
-
-    Parameters
-    ----------
-    mean, sd : float
-    n : int
-
-    Returns
-    -------
-    list of float or None
-        None when it cannot be formed (fewer than two seeds, a missing value).
-    """
-    if not (finite(mean) and finite(sd) and finite(n)) or int(n) < 2:
-        return None
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.975, int(n) - 1)) * float(sd) / math.sqrt(int(n))
-    return [float(mean) - half, float(mean) + half]
-
-
 BETTER_WORSE = ("better than", "worse than", "not distinguishable from")
 HIGHER_LOWER = ("higher than", "lower than", "not distinguishable from")
 
@@ -189,7 +168,8 @@ class Comparison:
     higher_is_better : bool, default True
         Whether a positive difference reads as the first word.
     interval_kind : str, default "95% CI"
-        How the interval was formed ("paired 95% bootstrap CI", "95% t-interval over 3 seeds").
+        How the interval was formed (:data:`ecc_lib.stats.INTERVAL_NAME` for every comparison of
+        the report and the bench).
     """
 
     a: str
@@ -334,7 +314,6 @@ __all__ = [
     "interval",
     "level_text",
     "number",
-    "t_interval",
     "unit",
     "verdict",
 ]

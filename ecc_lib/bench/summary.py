@@ -104,7 +104,10 @@ def bench_records(*, records_: list[dict]) -> list:
     methods = [m for m in records_[0]["gain"] if m != "global"]
     frames = [pd.DataFrame(r["per_query"]) for r in records_]
     routed = [
-        {s: {m: np.asarray(v, dtype=float) for m, v in arms.items()} for s, arms in r["routing_per_query"].items()}
+        {
+            s: {m: np.asarray(v, dtype=float) for m, v in arms.items()}
+            for s, arms in r["routing_per_query"].items()
+        }
         for r in records_
     ]
     return clustering_records(frames, methods=methods, n_boot=n_boot) + routing_records(
@@ -114,10 +117,13 @@ def bench_records(*, records_: list[dict]) -> list:
 
 def _summarise_routing(records: list[dict], comparisons: list) -> dict:
     """Best router minus its reference, in both settings, from the comparison records."""
-    from ecc_lib.protocol.comparisons import find
 
     out = {}
-    for setting, reference in (("no_probe", "global"), ("probe_outside", "global"), ("probe", "probe_winner")):
+    for setting, reference in (
+        ("no_probe", "global"),
+        ("probe_outside", "global"),
+        ("probe", "probe_winner"),
+    ):
         rec = [r for r in comparisons if r.question == "routing_pays" and r.reading == setting]
         if setting == "probe":  # the with-probe router only beside the probe's winner
             r = next((x.flipped() for x in rec if x.a == "probe_winner"), None)

@@ -90,7 +90,9 @@ class ComparisonRecord:
         if ci is not None and (len(ci) != 2 or not all(finite(b) for b in ci)):
             ci = None
         object.__setattr__(self, "ci", None if ci is None else (float(ci[0]), float(ci[1])))
-        object.__setattr__(self, "estimate", float(self.estimate) if finite(self.estimate) else float("nan"))
+        object.__setattr__(
+            self, "estimate", float(self.estimate) if finite(self.estimate) else float("nan")
+        )
 
     @property
     def has_interval(self) -> bool:
@@ -107,7 +109,13 @@ class ComparisonRecord:
         words = HIGHER_LOWER if self.question == "flip_reading" else None
         extra = {"words": words} if words else {}
         return Comparison(
-            a or self.a, b or self.b, self.estimate, self.ci, self.unit, interval_kind=self.interval, **extra
+            a or self.a,
+            b or self.b,
+            self.estimate,
+            self.ci,
+            self.unit,
+            interval_kind=self.interval,
+            **extra,
         )
 
     @property
@@ -123,7 +131,11 @@ class ComparisonRecord:
     def flipped(self) -> ComparisonRecord:
         """``b minus a``: the estimate and the interval negated."""
         ci = None if self.ci is None else (-self.ci[1], -self.ci[0])
-        levels = {"a": self.levels["b"], "b": self.levels["a"]} if {"a", "b"} <= set(self.levels) else dict(self.levels)
+        levels = (
+            {"a": self.levels["b"], "b": self.levels["a"]}
+            if {"a", "b"} <= set(self.levels)
+            else dict(self.levels)
+        )
         return replace(self, a=self.b, b=self.a, estimate=-self.estimate, ci=ci, levels=levels)
 
     def to_dict(self) -> dict:
@@ -254,7 +266,10 @@ def clustering_records(
         for m in methods:
             per_seed = []
             for frame, h, index in zip(frames, has, indices, strict=True):
-                glob, loss = _frame_losses(frame, "global", reading), _frame_losses(frame, m, reading)
+                glob, loss = (
+                    _frame_losses(frame, "global", reading),
+                    _frame_losses(frame, m, reading),
+                )
                 if glob is None or loss is None:
                     per_seed = None
                     break
@@ -263,7 +278,9 @@ def clustering_records(
             if per_seed is None:
                 arms[m] = None
                 out.append(
-                    ComparisonRecord("clustering_gain", m, "global", np.nan, None, "pp", reading, n_seeds)
+                    ComparisonRecord(
+                        "clustering_gain", m, "global", np.nan, None, "pp", reading, n_seeds
+                    )
                 )
                 continue
             estimate, ci, reps = seed_query_interval(
@@ -271,7 +288,9 @@ def clustering_records(
             )
             arms[m] = (estimate, reps)
             out.append(
-                ComparisonRecord("clustering_gain", m, "global", estimate, ci, "pp", reading, n_seeds)
+                ComparisonRecord(
+                    "clustering_gain", m, "global", estimate, ci, "pp", reading, n_seeds
+                )
             )
         for i, a in enumerate(methods):
             for b in methods[i + 1 :]:
@@ -281,7 +300,9 @@ def clustering_records(
                     estimate = arms[a][0] - arms[b][0]
                     ci = finite_interval(arms[a][1] - arms[b][1], confidence=confidence)
                 out.append(
-                    ComparisonRecord("method_difference", a, b, estimate, ci, "pp", reading, n_seeds)
+                    ComparisonRecord(
+                        "method_difference", a, b, estimate, ci, "pp", reading, n_seeds
+                    )
                 )
     return out
 
@@ -290,7 +311,10 @@ def _combined_level(
     per_seed: Sequence[np.ndarray], indices: Sequence[np.ndarray], confidence: float
 ) -> tuple[float, list[float], np.ndarray]:
     """Mean of per-query values within each seed, combined over seeds."""
-    parts = [mean_with_replicates(v, i, confidence=confidence) for v, i in zip(per_seed, indices, strict=True)]
+    parts = [
+        mean_with_replicates(v, i, confidence=confidence)
+        for v, i in zip(per_seed, indices, strict=True)
+    ]
     return seed_query_interval([p[0] for p in parts], [p[2] for p in parts], confidence=confidence)
 
 
@@ -335,7 +359,9 @@ def routing_records(
             continue
         names = [m for m in per_seed[0][setting] if all(m in s[setting] for s in per_seed)]
         levels = {
-            m: _combined_level([np.asarray(s[setting][m], float) for s in per_seed], indices, confidence)
+            m: _combined_level(
+                [np.asarray(s[setting][m], float) for s in per_seed], indices, confidence
+            )
             for m in names
         }
         routers = [m for m in names if m not in ROUTING_REFERENCES]
@@ -343,7 +369,9 @@ def routing_records(
             continue
         best = max(routers, key=lambda m: (levels[m][0], -routers.index(m)))
 
-        def record(a: str, b: str, setting: str = setting) -> ComparisonRecord:
+        def record(
+            a: str, b: str, setting: str = setting, levels: dict = levels, routers: list = routers
+        ) -> ComparisonRecord:
             ea, ca, ra = levels[a]
             eb, cb, rb = levels[b]
             return ComparisonRecord(

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.ecc.estimator import ECC
-from ecc_lib.protocol.dars import DARSResult, RoutingRecord, run_dars
 from ecc_lib.protocol.comparisons import records_to_metrics
+from ecc_lib.protocol.dars import DARSResult, RoutingRecord, run_dars
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.methods import default_methods, prototype_parameters
 from ecc_lib.protocol.scoring import ECCEvaluation

@@ -186,7 +186,9 @@ class MultiSeedEvaluation:
 
         n_boot = int(self.first.params.get("n_boot", 1000)) if n_boot is None else n_boot
         methods = [m for m in self.first.nll if m != "global"]
-        out = clustering_records([r.per_query for r in self.results], methods=methods, n_boot=n_boot)
+        out = clustering_records(
+            [r.per_query for r in self.results], methods=methods, n_boot=n_boot
+        )
         return out + routing_records(self.routing_scores, n_boot=n_boot)
 
     def table(self) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ecc_lib.bench import BenchResult
 from ecc_lib.report.latex import latex_escape
+from ecc_lib.stats import interval_description
 
 PM = "\u00b1"
 FIGURE_NAME = "bench_gains"
@@ -290,7 +291,9 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         f"<p>{result.settings.n_seeds} protocol seed(s) {result.settings.seeds}; K = "
         f"{result.settings.n_clusters}, {result.settings.n_pairs} pairs and "
         f"{result.settings.n_probes} probe(s) per query, test share {result.settings.test_size}. "
-        "Gains in % of the global BT's held-out NLL, mean " + PM + " sd over seeds. "
+        "Gains in % of the global BT's held-out NLL, mean "
+        + PM
+        + " sd over seeds. "
         + html.escape(interval_description(result.settings.n_seeds))
         + "</p>",
     ]
@@ -405,7 +408,11 @@ def bench_metrics(label: str, entry: dict) -> dict:
     """
     s = entry["summary"]
     out: dict = {
-        "ecc": {"dataset": label, "seeds": list(s["seeds"]), "comparisons": s.get("comparisons") or []}
+        "ecc": {
+            "dataset": label,
+            "seeds": list(s["seeds"]),
+            "comparisons": s.get("comparisons") or [],
+        }
     }
     flips = entry.get("flips")
     if flips:
@@ -463,4 +470,12 @@ def format_bench(result: BenchResult) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["bench_html", "bench_metrics", "bench_summary", "bench_tex", "format_bench", "headline_table", "write_bench_outputs"]
+__all__ = [
+    "bench_html",
+    "bench_metrics",
+    "bench_summary",
+    "bench_tex",
+    "format_bench",
+    "headline_table",
+    "write_bench_outputs",
+]

@@ -20,10 +20,10 @@ from ecc_lib.report.reading import read_metrics, skip_reasons
 from ecc_lib.report.registry import SECTIONS, Section, registered_section
 from ecc_lib.report.sections import other_section
 from ecc_lib.report.summary import build_summary, summary_to_metrics
-from ecc_lib.stats import interval_description
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics
+from ecc_lib.stats import interval_description
 
 SHARED_KEYS = ("parameters", "provenance", "data_policy", "summary", "checks")
 """Parts of ``metrics.json`` no section reports on its own (the appendix and the data section
@@ -316,7 +316,10 @@ def summary_table_html(line) -> str:
     has_note = any(r.get("note") for r in rows)
     head = ["method", "gain [95% interval]"]
     head += ["gain on all pairs [95% interval]"] if has_all else []
-    head += [f"against {reference}", f"against the best baseline ({method_name(best)})" if best else "against the best baseline"]
+    head += [
+        f"against {reference}",
+        f"against the best baseline ({method_name(best)})" if best else "against the best baseline",
+    ]
     head += ["note"] if has_note else []
     out = [
         '<table class="summary-table">',
@@ -326,7 +329,10 @@ def summary_table_html(line) -> str:
     for r in rows:
         cells = [r["name"], record_text(r["gain"])]
         cells += [record_text(r.get("gain_all"))] if has_all else []
-        cells += [r["verdict_reference"] or "(reference)", r["verdict_best_baseline"] or "(best baseline)"]
+        cells += [
+            r["verdict_reference"] or "(reference)",
+            r["verdict_best_baseline"] or "(best baseline)",
+        ]
         cells += [r.get("note") or ""] if has_note else []
         out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     out.append("</table>")

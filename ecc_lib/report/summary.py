@@ -110,16 +110,16 @@ def _legacy_records(ecc: Mapping[str, Any], n_seeds: int) -> list[ComparisonReco
             if m != "global" and finite(v):
                 ci = cis.get(m)
                 out.append(
-                    ComparisonRecord(
-                        "clustering_gain", m, "global", v, ci, "pp", reading, n_seeds
-                    )
+                    ComparisonRecord("clustering_gain", m, "global", v, ci, "pp", reading, n_seeds)
                 )
         if several:
             for name, d in (ecc.get(mean_diffs) or {}).items():
                 if isinstance(d, list | tuple) and " - " in name and finite(d[0]):
                     a, b = name.split(" - ", 1)
                     out.append(
-                        ComparisonRecord("method_difference", a, b, d[0], None, "pp", reading, n_seeds)
+                        ComparisonRecord(
+                            "method_difference", a, b, d[0], None, "pp", reading, n_seeds
+                        )
                     )
         else:
             for name, d in (ecc.get(diffs) or {}).items():
@@ -127,7 +127,14 @@ def _legacy_records(ecc: Mapping[str, Any], n_seeds: int) -> list[ComparisonReco
                     a, b = name.split("_minus_", 1)
                     out.append(
                         ComparisonRecord(
-                            "method_difference", a, b, d["estimate"], d.get("ci95"), "pp", reading, 1
+                            "method_difference",
+                            a,
+                            b,
+                            d["estimate"],
+                            d.get("ci95"),
+                            "pp",
+                            reading,
+                            1,
                         )
                     )
     return out
@@ -155,7 +162,9 @@ def ecc_records(metrics: Mapping[str, Any]) -> list[ComparisonRecord]:
     return _legacy_records(ecc, _n_seeds(ecc, metrics.get("parameters") or {}))
 
 
-def _gain(records: Sequence[ComparisonRecord], method: str, reading: str) -> ComparisonRecord | None:
+def _gain(
+    records: Sequence[ComparisonRecord], method: str, reading: str
+) -> ComparisonRecord | None:
     return find(records, "clustering_gain", method, "global", reading)
 
 
@@ -175,7 +184,11 @@ def _reading(records: Sequence[ComparisonRecord]) -> str:
 
 
 def _where(reading: str) -> str:
-    return "on pairs disjoint from the probe's models" if reading == "disjoint" else "on all held-out pairs"
+    return (
+        "on pairs disjoint from the probe's models"
+        if reading == "disjoint"
+        else "on all held-out pairs"
+    )
 
 
 def _name(method: str) -> str:
@@ -211,7 +224,9 @@ def _sentence(
         head = f"{subject} {verb} {verdict(c)} {obj}"
     else:
         head = f"{subject} against {obj}, without an interval"
-    text = _capital(head) + (f" {context}" if context else "") + ": " + _difference(record, c.a, c.b)
+    text = (
+        _capital(head) + (f" {context}" if context else "") + ": " + _difference(record, c.a, c.b)
+    )
     return text + (f"; {tail}" if tail else "") + "."
 
 
@@ -325,7 +340,12 @@ def record_text(record: ComparisonRecord | Mapping[str, Any] | None, unit: str =
     payload = record.to_dict() if isinstance(record, ComparisonRecord) else record
     estimate = payload.get("estimate")
     value = number(estimate, unit)
-    if unit == "pct_nll" and finite(estimate) and value[:1] not in "-\u2013" and float(estimate) > 0:
+    if (
+        unit == "pct_nll"
+        and finite(estimate)
+        and value[:1] not in "-\u2013"
+        and float(estimate) > 0
+    ):
         value = "+" + value
     ci = interval(payload.get("ci"), "pp" if unit == "pct_nll" else unit)
     return value + (f" {ci}" if ci else "")
@@ -392,7 +412,9 @@ def ecc_lines(
     ecc = metrics.get("ecc") or {}
     parameters = metrics.get("parameters") or {}
     records = ecc_records(metrics)
-    rows = summary_table(records, methods=methods, reference=reference, baselines=baselines, notes=notes)
+    rows = summary_table(
+        records, methods=methods, reference=reference, baselines=baselines, notes=notes
+    )
     if not rows:
         return []
     reading = _reading(records)
@@ -424,7 +446,11 @@ def ecc_lines(
         line = gain_sentence("ecc", "ecc")
         if line is not None:
             lines.append(line)
-    scored = {m: by_method[m]["gain"]["estimate"] for m in shown if finite(by_method[m]["gain"]["estimate"])}
+    scored = {
+        m: by_method[m]["gain"]["estimate"]
+        for m in shown
+        if finite(by_method[m]["gain"]["estimate"])
+    }
     best = max(scored, key=scored.get) if scored else None
     if best and best != "ecc" and "ecc" in by_method:
         r = _versus(records, best, "ecc", reading)
@@ -443,7 +469,9 @@ def ecc_lines(
         if line is not None:
             lines.append(line)
     with_interval = [
-        m for m in shown if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
+        m
+        for m in shown
+        if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
     ]
     if shown and not with_interval:
         lines.append(

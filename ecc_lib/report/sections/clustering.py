@@ -9,13 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.grammar import Comparison, comparison_sentence, finite
+from ecc_lib.grammar import comparison_sentence, finite
 from ecc_lib.labels import method_label, method_name, short_model_names
+from ecc_lib.protocol.comparisons import ComparisonRecord, find
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name, table_html
 from ecc_lib.report.formatting import (
     DASH,
-    format_interval,
-    format_mean_sd,
     format_number,
 )
 from ecc_lib.report.reading import (
@@ -26,10 +25,9 @@ from ecc_lib.report.reading import (
     read_metrics,
     read_table,
 )
-from ecc_lib.protocol.comparisons import ComparisonRecord, find
 from ecc_lib.report.summary import ecc_lines, ecc_records, record_text
-from ecc_lib.stats import interval_description
 from ecc_lib.runs.folder import RunContext
+from ecc_lib.stats import interval_description
 
 GAIN_METHODS = ("ecc", "emb_only", "comp_only", "human")
 
@@ -56,26 +54,23 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     section = ReportSection()
     flat = flatten(values)
     dataset = str(values.get("dataset", ""))
-    gain = values.get("ranking_quality_gain") or {}
-    gain_ci = values.get("ranking_quality_gain_ci95") or {}
+    gain = values.get("ranking_quality_gain") or values.get("gain_disjoint_mean") or {}
     nll, acc, tau = (
         values.get("nll") or {},
         values.get("accuracy") or {},
         values.get("within_cluster_tau") or {},
     )
-    disjoint_mean, disjoint_sd = (
-        values.get("gain_disjoint_mean") or {},
-        values.get("gain_disjoint_sd") or {},
-    )
-    disjoint = values.get("ranking_quality_gain_disjoint") or {}
-    disjoint_ci = values.get("ranking_quality_gain_disjoint_ci95") or {}
     seeds = values.get("seeds") if isinstance(values.get("seeds"), list) else []
     # issue 35: the gains and their intervals are the comparison records the summary reads
     records = ecc_records(metrics)
-    reading = "disjoint" if any(
-        r.question == "clustering_gain" and r.reading == "disjoint" and finite(r.estimate)
-        for r in records
-    ) else "all"
+    reading = (
+        "disjoint"
+        if any(
+            r.question == "clustering_gain" and r.reading == "disjoint" and finite(r.estimate)
+            for r in records
+        )
+        else "all"
+    )
     rows = []
     for method in [
         "global",
@@ -113,7 +108,6 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             headline,
         )
     )
-    differences = values.get("gain_differences") or {}
     diff_rows = [
         measure_row(
             dataset,
