@@ -434,9 +434,9 @@ def interval_description(n_seeds: int) -> str:
             "seed: they ignore the pair draw, the split and the EM start)."
         )
     return (
-        f"Intervals are 95% percentile intervals of a bootstrap that resamples the test queries "
-        f"within each of the {n_seeds} protocol seeds and averages the seed-level estimates, so "
-        "they cover the pair draw, the split, the EM start and the sampling of test queries."
+        f"Estimates are means over {n_seeds} protocol seeds (each redraws the pairs, the split "
+        "and the EM start); intervals are 95% percentile intervals of a bootstrap that resamples "
+        "the test queries within each seed and averages the seed-level estimates."
     )
 
 
@@ -479,8 +479,12 @@ def seed_query_interval(
     Replicate ``b`` of the combined statistic is the mean over seeds of each seed's replicate
     ``b`` (the test queries resampled within that seed, :func:`seed_bootstrap_indices`); the
     estimate is the mean of the seed-level estimates; the interval is the percentile interval of
-    the combined replicates. The spread of the seed-level estimates (pairs, split, EM start) and
-    the sampling of test queries both enter; with one seed it is the bootstrap over test queries.
+    the combined replicates. Each seed brings its own pairs, split, EM start and test queries, so
+    the estimate averages over the protocol and the interval reflects the sampling of every
+    seed's test queries; the seeds themselves are strata, not resampled (with 2-3 seeds a
+    resample of seeds says little), so a between-seed spread far above the query noise is not in
+    the interval (the report shows the seeds' sd beside it). With one seed it is exactly the
+    bootstrap over test queries.
     Two arms combined from replicates of the same indices pair seed by seed and query by query,
     so their difference (:func:`paired_difference`) is paired.
 

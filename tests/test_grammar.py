@@ -64,9 +64,7 @@ def test_units_of_levels_and_differences():
         grammar.level_text(10.72, "pct_nll", sd=1.5, n=3)
         == "10.7% \u00b1 1.5 (mean \u00b1 sd over 3 seeds)"
     )
-    lo, hi = grammar.t_interval(-3.85, 1.31, 3)
-    assert lo < -3.85 < hi < 0 and abs((hi - lo) / 2 - 4.303 * 1.31 / 3**0.5) < 1e-2
-    assert grammar.t_interval(1.0, 0.5, 1) is None
+    assert not hasattr(grammar, "t_interval")  # issue 35: one interval, defined in stats
 
 
 def test_probe_strategy_difference_is_in_points_of_gain():

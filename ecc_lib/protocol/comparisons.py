@@ -422,8 +422,8 @@ def flip_records(dars: Mapping[str, Any]) -> list[ComparisonRecord]:
     Parameters
     ----------
     dars : mapping
-        ``metrics.json["dars"]`` (``winner_flip_rate*`` with ``_ci95``, ``flip_rate_chance``)
-        or the bench's flips (``{reading: {"estimate", "ci95", "chance"}}``).
+        ``metrics.json["dars"]`` (``winner_flip_rate*`` with ``_ci95``, ``flip_rate_chance``;
+        :func:`ecc_lib.report.bench.bench_metrics` writes the bench's flips so).
 
     Returns
     -------
@@ -439,11 +439,7 @@ def flip_records(dars: Mapping[str, Any]) -> list[ComparisonRecord]:
     out = []
     chance_block = dars.get("flip_rate_chance") or {}
     for reading, key in keys.items():
-        if isinstance(dars.get(reading), Mapping):  # the bench's shape
-            cell = dars[reading]
-            value, ci, chance = cell.get("estimate"), cell.get("ci95"), cell.get("chance")
-        else:
-            value, ci, chance = dars.get(key), dars.get(key + "_ci95"), chance_block.get(reading)
+        value, ci, chance = dars.get(key), dars.get(key + "_ci95"), chance_block.get(reading)
         if not finite(value) or not finite(chance):
             continue
         shifted = [float(b) - float(chance) for b in ci] if ci and len(ci) == 2 else None

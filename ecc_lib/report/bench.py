@@ -416,7 +416,17 @@ def bench_metrics(label: str, entry: dict) -> dict:
     }
     flips = entry.get("flips")
     if flips:
-        out["dars"] = {"dataset": label, "winner_change_rate_r": flips.get("change_draws"), **flips}
+        keys = {
+            "pairwise": "winner_flip_rate",
+            "strict": "winner_flip_rate_strict",
+            "change": "winner_change_rate",
+        }
+        dars: dict = {"dataset": label, "winner_change_rate_r": flips.get("change_draws")}
+        for reading, key in keys.items():
+            dars[key] = flips[reading]["estimate"]
+            dars[key + "_ci95"] = flips[reading]["ci95"]
+        dars["flip_rate_chance"] = {r: flips[r]["chance"] for r in keys}
+        out["dars"] = dars
     return out
 
 

@@ -221,12 +221,10 @@ def _sentence(
     c = record.comparison(a or subject, b or obj)
     verb = "are" if plural else "is"
     if record.has_interval:
-        head = f"{subject} {verb} {verdict(c)} {obj}"
-    else:
-        head = f"{subject} against {obj}, without an interval"
-    text = (
-        _capital(head) + (f" {context}" if context else "") + ": " + _difference(record, c.a, c.b)
-    )
+        head = f"{subject} {verb} {verdict(c)} {obj}" + (f" {context}" if context else "")
+    else:  # no interval, no verdict word
+        head = f"{subject} against {obj}" + (f" {context}" if context else "") + " (no interval)"
+    text = _capital(head) + ": " + _difference(record, c.a, c.b)
     return text + (f"; {tail}" if tail else "") + "."
 
 
