@@ -213,7 +213,7 @@ def direction(c: Comparison) -> int:
 
 
 def verdict(c: Comparison) -> str:
-    """The direction word of a comparison (:attr:`Comparison.words`).
+    """The direction word of a comparison (:attr:`Comparison.words`); ``""`` without an interval.
 
     Parameters
     ----------
@@ -223,8 +223,24 @@ def verdict(c: Comparison) -> str:
     -------
     str
     """
+    if not has_interval(c):
+        return ""  # issue 35: a comparison without an interval gets no verdict word
     d = direction(c) * (1 if c.higher_is_better else -1)
     return c.words[0] if d > 0 else c.words[1] if d < 0 else c.words[2]
+
+
+def has_interval(c: Comparison) -> bool:
+    """Whether a comparison has a finite estimate and a finite interval (only then a verdict).
+
+    Parameters
+    ----------
+    c : Comparison
+
+    Returns
+    -------
+    bool
+    """
+    return finite(c.estimate) and c.ci is not None and all(finite(b) for b in c.ci)
 
 
 def difference_text(c: Comparison) -> str:
@@ -265,7 +281,12 @@ def comparison_sentence(
     str
         One sentence ending with a full stop.
     """
-    head = f"{subject or c.a} {verb} {verdict(c)} {obj or c.b}"
+    word = verdict(c)
+    if not word:  # no interval: the numbers without a verdict word
+        head = f"{subject or c.a} against {obj or c.b}" + (f" {context}" if context else "")
+        text = difference_text(c).removesuffix(" (no interval)")
+        return head[0].upper() + head[1:] + f" (no interval): {text}."
+    head = f"{subject or c.a} {verb} {word} {obj or c.b}"
     head = head[0].upper() + head[1:]
     return head + (f" {context}" if context else "") + f": {difference_text(c)}."
 
@@ -311,6 +332,7 @@ __all__ = [
     "difference_text",
     "direction",
     "finite",
+    "has_interval",
     "interval",
     "level_text",
     "number",

@@ -17,7 +17,8 @@ units = st.sampled_from(["pp", "pp_share", "score_diff", "signed"])
 
 def _parse(sentence: str) -> tuple[str, float, list[float] | None]:
     """Verdict word, estimate and interval read back from a sentence."""
-    word = re.search(r" is (better than|worse than|not distinguishable from) ", sentence).group(1)
+    found_word = re.search(r" is (better than|worse than|not distinguishable from) ", sentence)
+    word = found_word.group(1) if found_word else None
     found = re.search(
         r"= ([+-]?[\d,.]+)(?:%| pp)?(?: \[([+-]?[\d,.]+), ([+-]?[\d,.]+)\])?", sentence
     )
@@ -37,7 +38,9 @@ def test_direction_word_matches_sign_and_interval(d, below, above, code, has_ci)
         # the only percent sign is the interval's level ("95% CI")
         assert set(re.findall(r"[\d.]+%", sentence)) <= {"95%"} and " pp" in sentence
     # the word follows the numbers as printed: a bound written 0.0 covers 0
-    if shown_ci is None or shown_ci[0] <= 0 <= shown_ci[1] or shown == 0:
+    if not has_ci:  # issue 35: no interval, no verdict word
+        assert word is None and " against B (no interval): " in sentence
+    elif shown_ci is None or shown_ci[0] <= 0 <= shown_ci[1] or shown == 0:
         assert word == "not distinguishable from"
     elif d > 0:
         assert word == "better than" and shown >= 0 and shown_ci[0] >= 0

@@ -187,12 +187,12 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             f"On all scored pairs{counts}, the paper's reading, in which the probe decides part of "
             "the scored pairs (the paper's two comparisons; every difference is in the appendix):"
         )
-        for other in _PAPER_BASELINES:
-            r = find(records, "method_difference", "ecc", other, "all")
-            if r is None or not finite(r.estimate):
-                continue
-            c = r.comparison("ECC", method_name(other))
-            text.append(comparison_sentence(c, context="on all pairs"))
+    for other in _PAPER_BASELINES:  # the paper's two comparisons, on all pairs (its reading)
+        r = find(records, "method_difference", "ecc", other, "all")
+        if r is None or not finite(r.estimate):
+            continue
+        c = r.comparison("ECC", method_name(other))
+        text.append(comparison_sentence(c, context="on all held-out pairs"))
     if values.get("ecc_converged") is False:
         text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
     section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."
