@@ -77,7 +77,9 @@ def test_one_seed_reduces_exactly_to_the_bootstrap_over_test_queries():
         frame["nll_ecc"].to_numpy()[has],
         stats.bootstrap_indices(int(has.sum()), n_boot=200, random_state=0),
     )
-    record = find(clustering_records([frame], n_boot=200), "clustering_gain", "ecc", "global", "all")
+    record = find(
+        clustering_records([frame], n_boot=200), "clustering_gain", "ecc", "global", "all"
+    )
     assert record.estimate == plain[0] and list(record.ci) == plain[1]
     assert "over test queries" in stats.interval_description(1)
 
@@ -149,7 +151,9 @@ half = st.floats(min_value=0, max_value=20, allow_nan=False)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(g=gain, h=half, n_seeds=st.integers(1, 4))
 def test_a_gain_reads_higher_or_lower_by_its_sign_never_minus_lower(g, h, n_seeds):
-    r = ComparisonRecord("clustering_gain", "ecc", "global", g, (g - h, g + h), "pp", "disjoint", n_seeds)
+    r = ComparisonRecord(
+        "clustering_gain", "ecc", "global", g, (g - h, g + h), "pp", "disjoint", n_seeds
+    )
     lines = report_summary.build_summary(_metrics([r], n_seeds))["d"]
     (text,) = [t for t in _sentences(lines) if t.startswith("ECC")]
     assert not re.search(r"-\d[\d.]*% (lower|higher)", text), text
@@ -368,7 +372,9 @@ def test_bench_and_run_give_equal_numbers_and_verdicts(folder, tmp_path, monkeyp
     )
     metrics = {"ecc": run.to_metrics(dataset="agree")}
     ran = {(r["question"], r["a"], r["b"], r["reading"]): r for r in metrics["ecc"]["comparisons"]}
-    benched = {(r["question"], r["a"], r["b"], r["reading"]): r for r in entry["summary"]["comparisons"]}
+    benched = {
+        (r["question"], r["a"], r["b"], r["reading"]): r for r in entry["summary"]["comparisons"]
+    }
     assert set(ran) == set(benched) and len(ran) > 20
     for key, r in ran.items():  # equal up to the 10 digits JSON keeps of the bench's per-query sums
         b = benched[key]

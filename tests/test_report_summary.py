@@ -56,8 +56,9 @@ def assert_words_agree(lines) -> int:
     return checked
 
 
-def synthetic_frames(gains: dict, *, n_seeds: int = 3, n_test: int = 160, spread: float = 0.02,
-                     random_state: int = 0) -> list:
+def synthetic_frames(
+    gains: dict, *, n_seeds: int = 3, n_test: int = 160, spread: float = 0.02, random_state: int = 0
+) -> list:
     """Per-seed per-query NLL tables (``ECCEvaluation.per_query``'s columns) whose gain over the
     global model on every pair is about ``gains[method]`` percent."""
     import numpy as np

@@ -314,7 +314,7 @@ def summary_table_html(line) -> str:
     best = rows[0]["best_baseline"]
     has_all = any(r.get("gain_all") for r in rows)
     has_note = any(r.get("note") for r in rows)
-    head = ["method", "gain [95% interval]"]
+    head = ["method", "gain on disjoint pairs [95% interval]" if has_all else "gain [95% interval]"]
     head += ["gain on all pairs [95% interval]"] if has_all else []
     head += [
         f"against {reference}",
@@ -327,14 +327,19 @@ def summary_table_html(line) -> str:
         "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>",
     ]
     for r in rows:
-        cells = [r["name"], record_text(r["gain"])]
-        cells += [record_text(r.get("gain_all"))] if has_all else []
-        cells += [
+        numbers = [record_text(r["gain"])] + ([record_text(r.get("gain_all"))] if has_all else [])
+        words = [
             r["verdict_reference"] or "(reference)",
             r["verdict_best_baseline"] or "(best baseline)",
         ]
-        cells += [r.get("note") or ""] if has_note else []
-        out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        words += [r.get("note") or ""] if has_note else []
+        out.append(
+            "<tr>"
+            + f"<td>{html.escape(r['name'])}</td>"
+            + "".join(f'<td class="number">{html.escape(c)}</td>' for c in numbers)
+            + "".join(f"<td>{html.escape(str(c))}</td>" for c in words)
+            + "</tr>"
+        )
     out.append("</table>")
     return "\n".join(out)
 

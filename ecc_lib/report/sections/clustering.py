@@ -191,6 +191,11 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         r = find(records, "method_difference", "ecc", other, "all")
         if r is None or not finite(r.estimate):
             continue
+        if r.zero_width and r.estimate == 0:  # degenerate: one plain sentence
+            text.append(
+                f"ECC and {method_name(other)} have the same held-out NLL on every test query."
+            )
+            continue
         c = r.comparison("ECC", method_name(other))
         text.append(comparison_sentence(c, context="on all held-out pairs"))
     if values.get("ecc_converged") is False:
