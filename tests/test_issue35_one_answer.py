@@ -397,3 +397,29 @@ def test_bench_and_run_give_equal_numbers_and_verdicts(folder, tmp_path, monkeyp
     assert routing["reference_score"][0] == pytest.approx(record["levels"]["b"][0])
     printed = format_bench(result)
     assert all(x.text.splitlines()[-1] in printed for x in report_lines)
+
+
+def test_a_difference_that_prints_as_zero_is_said_plainly():
+    frames = _frames({"ecc": 8.0}, n_seeds=2)
+    for f in frames:  # a baseline that predicts as ECC does on every query
+        f["nll_emb_only"], f["nll_emb_only_touching"] = f["nll_ecc"], f["nll_ecc_touching"]
+    records = clustering_records(frames, n_boot=100)
+    assert find(records, "method_difference", "ecc", "emb_only", "disjoint").zero_as_printed
+    rows = {r["method"]: r for r in report_summary.summary_table(records)}
+    assert rows["ecc"]["verdict_best_baseline"] == report_summary.SAME_EVERYWHERE
+    assert "not distinguishable" not in report_summary.table_text(list(rows.values()))
+
+
+def test_ecc_lab_run_prints_the_recorded_summary(tmp_path):
+    import json
+
+    from ecc_lib.cli.run import _recorded_summary
+
+    records = clustering_records(_frames({"ecc": -9.0}, n_seeds=1), n_boot=100)
+    summary = report_summary.summary_to_metrics(report_summary.build_summary(_metrics(records, 1)))
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"summary": summary}))
+    printed = _recorded_summary(path)
+    for line in summary["d"]:
+        assert line["text"].splitlines()[-1] in printed
+    assert "ECC is worse than one global BT" in printed and "% higher" in printed

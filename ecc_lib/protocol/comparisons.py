@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ecc_lib.grammar import HIGHER_LOWER, Comparison, direction, finite, verdict
+from ecc_lib.grammar import HIGHER_LOWER, Comparison, direction, finite, number, verdict
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
     INTERVAL_NAME,
@@ -103,6 +103,17 @@ class ComparisonRecord:
     def zero_width(self) -> bool:
         """Whether the interval has width 0 (e.g. every router picks the same model)."""
         return self.has_interval and self.ci[0] == self.ci[1]
+
+    @property
+    def zero_as_printed(self) -> bool:
+        """Whether estimate and both bounds print as 0 in the record's unit (``0.0 pp [0.0,
+        0.0]``): a degenerate result, said in plain words rather than as a verdict."""
+        if not self.has_interval:
+            return False
+        shown = {
+            number(v, self.unit, with_sign=False).lstrip("+-") for v in (self.estimate, *self.ci)
+        }
+        return len(shown) == 1 and shown.pop().strip("0.,") == ""
 
     def comparison(self, a: str = "", b: str = "") -> Comparison:
         """The grammar's :class:`~ecc_lib.grammar.Comparison`, with display names ``a``, ``b``."""

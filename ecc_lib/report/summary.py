@@ -43,8 +43,8 @@ MAX_LINES = MAX_SENTENCES
 """Alias kept for older callers."""
 MIN_QUERIES_PER_CLUSTER = 50
 """Fewer training queries per cluster than this draws a warning that K is large."""
-SAME_EVERYWHERE = "the same on every test query"
-"""What a table cell says where the difference is 0 with an interval of width 0."""
+SAME_EVERYWHERE = "the same to the printed digit"
+"""What a table cell says where the difference and both bounds print as 0."""
 NO_VERDICT = "no interval"
 """What a table cell says where a comparison has no interval (never a verdict word)."""
 
@@ -318,7 +318,7 @@ def summary_table(
 def _cell_verdict(record: ComparisonRecord | None) -> str:
     if record is None:
         return ""
-    if record.zero_width and record.estimate == 0:
+    if record.zero_as_printed:
         return SAME_EVERYWHERE  # a degenerate result in plain words, not a template verdict
     return record.verdict or NO_VERDICT
 

@@ -191,9 +191,10 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         r = find(records, "method_difference", "ecc", other, "all")
         if r is None or not finite(r.estimate):
             continue
-        if r.zero_width and r.estimate == 0:  # degenerate: one plain sentence
+        if r.zero_as_printed:  # degenerate: one plain sentence, not a template verdict
             text.append(
-                f"ECC and {method_name(other)} have the same held-out NLL on every test query."
+                f"ECC and {method_name(other)} have the same gain on all held-out pairs to the "
+                f"printed digit ({_record_text(r, 'pp')})."
             )
             continue
         c = r.comparison("ECC", method_name(other))
