@@ -146,6 +146,7 @@ class ECCResult:
         if any(c is not None for c in chosen):  # issue 26: ecc_cv's settings per seed
             # the human-label candidate's label weight is infinite: null in JSON
             payload["ecc_cv"] = to_jsonable({"seeds": list(multi.seeds), "best_params": chosen})
+        payload["comparisons"] = records_to_metrics(multi.comparisons())  # issue 35
         if self.probe_strategy_comparison is not None:
             payload["probe_strategy_comparison"] = to_jsonable(self.probe_strategy_comparison)
         if self.soft_evidence is not None:
