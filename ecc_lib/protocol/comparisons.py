@@ -116,7 +116,17 @@ class ComparisonRecord:
         return len(shown) == 1 and shown.pop().strip("0.,") == ""
 
     def comparison(self, a: str = "", b: str = "") -> Comparison:
-        """The grammar's :class:`~ecc_lib.grammar.Comparison`, with display names ``a``, ``b``."""
+        """The grammar's :class:`~ecc_lib.grammar.Comparison` of the record.
+
+        Parameters
+        ----------
+        a, b : str, optional
+            Display names of the two sides (default the keys).
+
+        Returns
+        -------
+        Comparison
+        """
         words = HIGHER_LOWER if self.question == "flip_reading" else None
         extra = {"words": words} if words else {}
         return Comparison(
@@ -140,7 +150,12 @@ class ComparisonRecord:
         return verdict(self.comparison()) if self.has_interval else None
 
     def flipped(self) -> ComparisonRecord:
-        """``b minus a``: the estimate and the interval negated."""
+        """``b minus a``: the estimate and the interval negated, the levels swapped.
+
+        Returns
+        -------
+        ComparisonRecord
+        """
         ci = None if self.ci is None else (-self.ci[1], -self.ci[0])
         levels = (
             {"a": self.levels["b"], "b": self.levels["a"]}
@@ -150,7 +165,12 @@ class ComparisonRecord:
         return replace(self, a=self.b, b=self.a, estimate=-self.estimate, ci=ci, levels=levels)
 
     def to_dict(self) -> dict:
-        """JSON-ready, with ``verdict`` and ``direction`` (a stored record reads back equal)."""
+        """JSON-ready, with ``verdict`` and ``direction`` (a stored record reads back equal).
+
+        Returns
+        -------
+        dict
+        """
         out = asdict(self)
         out["ci"] = list(self.ci) if self.ci is not None else None
         out["verdict"] = self.verdict
@@ -159,7 +179,17 @@ class ComparisonRecord:
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> ComparisonRecord:
-        """The record of :meth:`to_dict` (``verdict`` and ``direction`` are recomputed)."""
+        """The record of :meth:`to_dict` (``verdict`` and ``direction`` are recomputed).
+
+        Parameters
+        ----------
+        payload : mapping
+            A :meth:`to_dict` output (as JSON holds it).
+
+        Returns
+        -------
+        ComparisonRecord
+        """
         ci = payload.get("ci")
         return cls(
             question=str(payload["question"]),
