@@ -423,3 +423,29 @@ def test_ecc_lab_run_prints_the_recorded_summary(tmp_path):
     for line in summary["d"]:
         assert line["text"].splitlines()[-1] in printed
     assert "ECC is worse than one global BT" in printed and "% higher" in printed
+
+
+def test_the_table_takes_its_methods_a_reference_and_a_note_per_method():
+    """The hooks for tuned baselines (the reference becomes a tuned global BT) and for ECC-CV's
+    choice in words."""
+    records = clustering_records(
+        _frames({"ecc": 5.0, "ecc_cv": 9.0, "global_tuned": 2.0, "emb_only": 1.0}, n_seeds=2),
+        n_boot=150,
+    )
+    notes = {"ecc_cv": "chose K = 10 on every seed"}
+    rows = report_summary.summary_table(
+        records, methods=["global_tuned", "ecc", "ecc_cv"], reference="global_tuned", notes=notes
+    )
+    assert [r["method"] for r in rows] == ["global_tuned", "ecc", "ecc_cv"]
+    by = {r["method"]: r for r in rows}
+    assert by["global_tuned"]["versus_reference"] is None
+    expected = find(records, "method_difference", "ecc_cv", "global_tuned", "disjoint")
+    assert by["ecc_cv"]["versus_reference"]["estimate"] == pytest.approx(expected.estimate)
+    assert by["ecc_cv"]["note"] == notes["ecc_cv"] and notes["ecc_cv"] in report_summary.table_text(
+        rows
+    )
+    lines = report_summary.build_summary(
+        _metrics(records, 2), methods=["global_tuned", "ecc", "ecc_cv"], reference="global_tuned"
+    )["d"]
+    first = _sentences(lines)[0]
+    assert first.startswith("ECC is better than global tuned") and "NLL" not in first

@@ -68,8 +68,8 @@ def headline_table(result: BenchResult) -> pd.DataFrame:
 
 
 def routing_table(result: BenchResult) -> pd.DataFrame:
-    """Routing per dataset plus the mean row: the best router minus the best fixed model (no
-    probe) and minus the probe's winner (with the probe), mean +- sd over seeds (score units).
+    """Routing per dataset plus the mean row: the best router minus the global BT's one model (no
+    probe) and minus the probe's winner (with the probe), mean over seeds (score units).
 
     Parameters
     ----------
@@ -177,9 +177,8 @@ def bench_tex(result: BenchResult) -> str:
         r"\caption{"
         + _tex(
             "Routing: mean score of the routed model, best router (by mean over seeds, named) "
-            "minus the best fixed model without a probe (both call one model per query) and "
-            "minus the probe's winner with the probe (both pay the probe), mean +- sd over "
-            f"{n_seeds} seeds; winner flip readings on all observations with their chance level "
+            "minus the global BT's one model without a probe and minus the probe's winner "
+            f"with the probe (both read the probe), mean over {n_seeds} seeds; winner flip readings on all observations with their chance level "
             "(datasets with repeated observations)."
         )
         + "}",
@@ -319,7 +318,8 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         parts.append(
             f"<figure><img alt='gain on disjoint pairs per method and dataset' "
             f"src='data:image/png;base64,{encoded}'><figcaption>Gain on pairs disjoint from the "
-            "probe per method and dataset; bars: 95% interval over seeds; dots: seeds."
+            "probe per method and dataset; bars: the 95% interval of every comparison (bootstrap "
+            "over test queries within each seed, seeds averaged); dots: seeds."
             "</figcaption></figure>"
         )
     parts.append("<h2>Gain on all scored pairs</h2>")

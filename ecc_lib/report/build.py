@@ -116,7 +116,8 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
         f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
         + interval_description(_seed_count(metrics))
-        + " Flip rates: 95% bootstrap over queries; 'mean \u00b1 sd' is over seeds. "
+        + " Flip rates and the routers of the routing dataset (one split): 95% bootstrap over "
+        "queries; 'mean \u00b1 sd' is over seeds. "
     )
     intro += _held_datasets_sentence(record)
     git = _run_provenance(run).get("git", {})
