@@ -20,7 +20,8 @@ def _parse(sentence: str) -> tuple[str, float, list[float] | None]:
     found_word = re.search(r" is (better than|worse than|not distinguishable from) ", sentence)
     word = found_word.group(1) if found_word else None
     found = re.search(
-        r"= ([+-]?[\d,.]+)(?:%| pp)?(?: \[([+-]?[\d,.]+), ([+-]?[\d,.]+)\])?", sentence
+        r"= ([+-]?\d[\d,]*(?:\.\d+)?)(?:%| pp)?(?: \[([+-]?[\d,.]+), ([+-]?[\d,.]+)\])?",
+        sentence,
     )
     ci = [float(found.group(2)), float(found.group(3))] if found.group(2) else None
     return word, float(found.group(1).replace(",", "")), ci
