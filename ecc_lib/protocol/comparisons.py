@@ -448,10 +448,11 @@ def routed_scores_by_setting(data: Any, routing: Any) -> dict[str, dict[str, np.
         ``{setting: {method: ndarray (n_test,)}}`` (``probe_cost`` left out: same choices as
         ``probe``).
     """
-    from ecc_lib.protocol.routing import routed_scores
+    from ecc_lib.protocol.routing import held_out_means, routed_values
 
+    truth = held_out_means(data)  # once: every choice reads the same held-out means
     return {
-        setting: {m: routed_scores(data, choice) for m, choice in choices.items()}
+        setting: {m: routed_values(truth, choice) for m, choice in choices.items()}
         for setting, choices in routing.choices.items()
         if setting != "probe_cost"
     }

@@ -20,7 +20,11 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.ecc.estimator import ECC
-from ecc_lib.protocol.comparisons import routed_scores_by_setting
+from ecc_lib.protocol.comparisons import (
+    clustering_records,
+    routed_scores_by_setting,
+    routing_records,
+)
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.ecc_protocol import run_seed
 from ecc_lib.protocol.methods import METHODS
@@ -182,8 +186,6 @@ class MultiSeedEvaluation:
             :func:`~ecc_lib.protocol.comparisons.clustering_records` then
             :func:`~ecc_lib.protocol.comparisons.routing_records`.
         """
-        from ecc_lib.protocol.comparisons import clustering_records, routing_records
-
         n_boot = int(self.first.params.get("n_boot", 1000)) if n_boot is None else n_boot
         methods = [m for m in self.first.nll if m != "global"]
         out = clustering_records(

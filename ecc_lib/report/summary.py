@@ -374,10 +374,18 @@ def table_text(rows: Sequence[Mapping[str, Any]]) -> str:
         cells = [f"{row['name']}: gain {record_text(row['gain'])}"]
         if row.get("gain_all"):
             cells.append(f"all pairs {record_text(row['gain_all'])}")
-        if row["verdict_reference"]:
-            cells.append(f"{row['verdict_reference']} {reference}")
-        if row["verdict_best_baseline"] and best:
-            cells.append(f"{row['verdict_best_baseline']} {_name(best)}")
+        for verdict_, other in (
+            (row["verdict_reference"], reference),
+            (row["verdict_best_baseline"], _name(best) if best else ""),
+        ):
+            if not verdict_ or not other:
+                continue
+            if verdict_ == SAME_EVERYWHERE:
+                cells.append(f"the same as {other} to the printed digit")
+            elif verdict_ == NO_VERDICT:
+                cells.append(f"no interval against {other}")
+            else:
+                cells.append(f"{verdict_} {other}")
         if row.get("note"):
             cells.append(row["note"])
         lines.append("; ".join(cells))
@@ -456,7 +464,7 @@ def ecc_lines(
     best = max(scored, key=scored.get) if scored else None
     if best and best != "ecc" and "ecc" in by_method:
         r = _versus(records, best, "ecc", reading)
-        if r is not None:
+        if r is not None and not r.zero_as_printed:  # a tie with ECC is in the table
             text = _sentence(
                 r,
                 _name(best),
