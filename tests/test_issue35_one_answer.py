@@ -457,3 +457,42 @@ def test_the_table_takes_its_methods_a_reference_and_a_note_per_method():
     )["d"]
     first = _sentences(lines)[0]
     assert first.startswith("ECC is better than global tuned") and "NLL" not in first
+
+
+@pytest.mark.slow
+def test_ecc_lab_run_and_ecc_lab_bench_agree_on_every_shared_question(folder, tmp_path, capsys):
+    """The commands themselves (notebook 03 through papermill, and the bench) on the same data,
+    K, seeds and bootstrap: every record both hold has the same estimate, interval and verdict,
+    and every summary line of the run is printed by the bench."""
+    import json
+
+    from ecc_lib.cli import main
+
+    config = tmp_path / "params.yaml"
+    config.write_text("03: {n_clusters: 3, n_seeds: 2}\n")
+    run_dir, bench_dir = tmp_path / "run", tmp_path / "bench"
+    args = ["--config", str(config), "--out", str(run_dir), "--only", "03,05", "--no-progress"]
+    assert main(["run", "--dataset", str(folder), *args]) == 0
+    capsys.readouterr()
+    assert main(["bench", str(folder), "--k", "3", "--seeds", "2", "--out", str(bench_dir)]) == 0
+    printed = capsys.readouterr().out
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    benched = json.loads((bench_dir / "bench.json").read_text())["datasets"]["agree"]
+
+    def keyed(records):
+        return {(r["question"], r["a"], r["b"], r["reading"]): r for r in records}
+
+    ran, bench_records = (
+        keyed(metrics["ecc"]["comparisons"]),
+        keyed(benched["summary"]["comparisons"]),
+    )
+    shared = set(ran) & set(bench_records)
+    assert len(shared) == len(ran) > 20  # the bench may run more methods (ecc_labels)
+    for key in shared:
+        a, b = ran[key], bench_records[key]
+        assert a["estimate"] == pytest.approx(b["estimate"], abs=1e-6), key
+        assert a["ci"] == pytest.approx(b["ci"], abs=1e-6) if a["ci"] else b["ci"] is None, key
+        assert a["verdict"] == b["verdict"], key
+    for line in metrics["summary"]["agree"]:
+        if line["topic"] in ("ecc", "routing", "k_warning", "no_clustering"):
+            assert line["text"] in printed, line["text"]

@@ -404,15 +404,19 @@ def bench_metrics(label: str, entry: dict) -> dict:
     Returns
     -------
     dict
-        ``ecc`` (dataset, seeds, the comparison records) and ``dars`` (the flip readings).
+        ``ecc`` (dataset, seeds, the comparison records, the first seed's training queries),
+        ``parameters`` (K) and ``dars`` (the flip readings).
     """
     s = entry["summary"]
+    first = (entry.get("per_seed") or [{}])[0]
     out: dict = {
         "ecc": {
             "dataset": label,
             "seeds": list(s["seeds"]),
             "comparisons": s.get("comparisons") or [],
-        }
+            "n_train": first.get("n_train"),
+        },
+        "parameters": {"ecc": {"n_clusters": (entry.get("settings") or {}).get("n_clusters")}},
     }
     flips = entry.get("flips")
     if flips:
