@@ -378,7 +378,10 @@ def test_bench_and_run_give_equal_numbers_and_verdicts(folder, tmp_path, monkeyp
         methods=METHODS,
         routing=True,
     )
-    metrics = {"ecc": run.to_metrics(dataset="agree")}
+    metrics = {
+        "ecc": run.to_metrics(dataset="agree"),
+        "parameters": {"ecc": {"n_clusters": settings_.n_clusters}},  # as notebook 03 records
+    }
     ran = {(r["question"], r["a"], r["b"], r["reading"]): r for r in metrics["ecc"]["comparisons"]}
     benched = {
         (r["question"], r["a"], r["b"], r["reading"]): r for r in entry["summary"]["comparisons"]
