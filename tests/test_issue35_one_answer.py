@@ -398,7 +398,12 @@ def test_bench_and_run_give_equal_numbers_and_verdicts(folder, tmp_path, monkeyp
     # the report's summary and the bench's say the same about every question both show
     report_lines = report_summary.build_summary(metrics)["agree"]
     bench_lines = [x for x in bench_summary(result)["agree"] if x.topic != "flips"]
-    assert [(x.topic, x.text) for x in report_lines] == [(x.topic, x.text) for x in bench_lines]
+    # (the bench's flip sentences may push the last, lowest-priority line out of its five)
+    topics = {x.topic for x in bench_lines}
+    assert [(x.topic, x.text) for x in report_lines if x.topic in topics] == [
+        (x.topic, x.text) for x in bench_lines
+    ]
+    assert len(bench_lines) >= 4 and {"table", "ecc", "routing"} <= topics
     # the bench's counts of verdicts are the table's verdicts
     table = {row["method"]: row for row in report_lines[0].rows}
     for m, cell in entry["summary"]["versus"]["global"].items():
