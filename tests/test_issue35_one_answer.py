@@ -412,7 +412,7 @@ def test_bench_and_run_give_equal_numbers_and_verdicts(folder, tmp_path, monkeyp
     record = ran[("routing_pays", routing["best_router"], "global", "no_probe")]
     assert routing["reference_score"][0] == pytest.approx(record["levels"]["b"][0])
     printed = format_bench(result)
-    assert all(x.text.splitlines()[-1] in printed for x in report_lines)
+    assert all(x.text.splitlines()[-1] in printed for x in bench_lines)
 
 
 def test_a_difference_that_prints_as_zero_is_said_plainly():
