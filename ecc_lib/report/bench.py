@@ -285,6 +285,8 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         "table{border-collapse:collapse;margin:.8rem 0 1.4rem;font-size:.85em}",
         "th,td{border-bottom:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}",
         "th{border-bottom:2px solid #333}img{max-width:100%}.fail{color:#b00}",
+        "table.summary-table caption{text-align:left;font-size:.9em;padding-bottom:.3rem}",
+        "td.number{white-space:nowrap}",
         "</style></head><body>",
         f"<h1>ecc_lib bench: {html.escape(', '.join(result.datasets))}</h1>",
         f"<p>{result.settings.n_seeds} protocol seed(s) {result.settings.seeds}; K = "
