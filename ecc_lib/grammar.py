@@ -145,27 +145,6 @@ def interval(ci: Sequence[Any] | None, code: str = "plain") -> str:
     return f"[{number(ci[0], code, with_sign=False)}, {number(ci[1], code, with_sign=False)}]"
 
 
-def t_interval(mean: Any, sd: Any, n: Any) -> list[float] | None:
-    """95% Student-t interval of a mean over ``n`` seeds, ``mean +- t(0.975, n-1) sd / sqrt(n)``.
-
-    Parameters
-    ----------
-    mean, sd : float
-    n : int
-
-    Returns
-    -------
-    list of float or None
-        None when it cannot be formed (fewer than two seeds, a missing value).
-    """
-    if not (finite(mean) and finite(sd) and finite(n)) or int(n) < 2:
-        return None
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.975, int(n) - 1)) * float(sd) / math.sqrt(int(n))
-    return [float(mean) - half, float(mean) + half]
-
-
 BETTER_WORSE = ("better than", "worse than", "not distinguishable from")
 HIGHER_LOWER = ("higher than", "lower than", "not distinguishable from")
 
@@ -189,7 +168,8 @@ class Comparison:
     higher_is_better : bool, default True
         Whether a positive difference reads as the first word.
     interval_kind : str, default "95% CI"
-        How the interval was formed ("paired 95% bootstrap CI", "95% t-interval over 3 seeds").
+        How the interval was formed (:data:`ecc_lib.stats.INTERVAL_NAME` for every comparison of
+        the report and the bench).
     """
 
     a: str
@@ -233,7 +213,7 @@ def direction(c: Comparison) -> int:
 
 
 def verdict(c: Comparison) -> str:
-    """The direction word of a comparison (:attr:`Comparison.words`).
+    """The direction word of a comparison (:attr:`Comparison.words`); ``""`` without an interval.
 
     Parameters
     ----------
@@ -243,8 +223,24 @@ def verdict(c: Comparison) -> str:
     -------
     str
     """
+    if not has_interval(c):
+        return ""  # issue 35: a comparison without an interval gets no verdict word
     d = direction(c) * (1 if c.higher_is_better else -1)
     return c.words[0] if d > 0 else c.words[1] if d < 0 else c.words[2]
+
+
+def has_interval(c: Comparison) -> bool:
+    """Whether a comparison has a finite estimate and a finite interval (only then a verdict).
+
+    Parameters
+    ----------
+    c : Comparison
+
+    Returns
+    -------
+    bool
+    """
+    return finite(c.estimate) and c.ci is not None and all(finite(b) for b in c.ci)
 
 
 def difference_text(c: Comparison) -> str:
@@ -285,7 +281,12 @@ def comparison_sentence(
     str
         One sentence ending with a full stop.
     """
-    head = f"{subject or c.a} {verb} {verdict(c)} {obj or c.b}"
+    word = verdict(c)
+    if not word:  # no interval: the numbers without a verdict word
+        head = f"{subject or c.a} against {obj or c.b}" + (f" {context}" if context else "")
+        text = difference_text(c).removesuffix(" (no interval)")
+        return head[0].upper() + head[1:] + f" (no interval): {text}."
+    head = f"{subject or c.a} {verb} {word} {obj or c.b}"
     head = head[0].upper() + head[1:]
     return head + (f" {context}" if context else "") + f": {difference_text(c)}."
 
@@ -331,10 +332,10 @@ __all__ = [
     "difference_text",
     "direction",
     "finite",
+    "has_interval",
     "interval",
     "level_text",
     "number",
-    "t_interval",
     "unit",
     "verdict",
 ]

@@ -1,8 +1,14 @@
-"""Summary statistics with bootstrap confidence intervals (percentile bootstrap over units)."""
+"""Summary statistics with bootstrap confidence intervals (percentile bootstrap over units).
+
+Every comparison the report and the bench state uses one interval (issue 35,
+:func:`seed_query_interval`): the test queries are resampled within each protocol seed and the
+seed-level estimates averaged per replicate, which reduces to the bootstrap over test queries with
+one seed.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -402,8 +408,111 @@ def paired_difference(
     }
 
 
+# --------------------------------------------------------------------------------------------------
+# the one interval of every comparison (issue 35): a bootstrap over test queries within each
+# protocol seed, the seed-level estimates averaged (docs/guide/report.md, "The interval")
+
+INTERVAL_NAME = "95% seed-and-query bootstrap"
+"""Short name of :func:`seed_query_interval`'s interval, as the report and the bench write it."""
+
+
+def interval_description(n_seeds: int) -> str:
+    """How the one interval is formed, in words, for ``n_seeds`` protocol seeds.
+
+    Parameters
+    ----------
+    n_seeds : int
+
+    Returns
+    -------
+    str
+        One sentence; with one seed it says that the interval is the bootstrap over test queries.
+    """
+    if n_seeds <= 1:
+        return (
+            "Intervals are 95% percentile-bootstrap intervals over test queries (one protocol "
+            "seed: they ignore the pair draw, the split and the EM start)."
+        )
+    return (
+        f"Estimates are means over {n_seeds} protocol seeds (each redraws the pairs, the split "
+        "and the EM start); intervals are 95% percentile intervals of a bootstrap that resamples "
+        "the test queries within each seed and averages the seed-level estimates."
+    )
+
+
+def seed_bootstrap_indices(
+    n_units: Sequence[int],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    random_state: int | np.random.Generator | None = 0,
+) -> list[np.ndarray]:
+    """One resample of units per protocol seed, replicate ``b`` of every seed drawn together.
+
+    The seeds are drawn in order from one generator, so with one seed this is exactly
+    :func:`bootstrap_indices` with the same ``random_state``.
+
+    Parameters
+    ----------
+    n_units : sequence of int
+        Units (test queries) of each seed, each at least 1.
+    n_boot : int, default 1000
+    random_state : int, Generator or None, default 0
+
+    Returns
+    -------
+    list of ndarray of int, shape (n_boot, n_units[s])
+    """
+    if len(n_units) == 0:
+        raise ValueError("a seed bootstrap needs at least one seed")
+    rng = np.random.default_rng(random_state)
+    return [bootstrap_indices(int(n), n_boot=n_boot, random_state=rng) for n in n_units]
+
+
+def seed_query_interval(
+    estimates: Sequence[float],
+    replicates: Sequence[np.ndarray],
+    *,
+    confidence: float = 0.95,
+) -> tuple[float, list[float], np.ndarray]:
+    """The one interval: seed-level estimates and their query-bootstrap replicates, averaged.
+
+    Replicate ``b`` of the combined statistic is the mean over seeds of each seed's replicate
+    ``b`` (the test queries resampled within that seed, :func:`seed_bootstrap_indices`); the
+    estimate is the mean of the seed-level estimates; the interval is the percentile interval of
+    the combined replicates. Each seed brings its own pairs, split, EM start and test queries, so
+    the estimate averages over the protocol and the interval reflects the sampling of every
+    seed's test queries; the seeds themselves are strata, not resampled (with 2-3 seeds a
+    resample of seeds says little), so a between-seed spread far above the query noise is not in
+    the interval (the report shows the seeds' sd beside it). With one seed it is exactly the
+    bootstrap over test queries.
+    Two arms combined from replicates of the same indices pair seed by seed and query by query,
+    so their difference (:func:`paired_difference`) is paired.
+
+    Parameters
+    ----------
+    estimates : sequence of float, length n_seeds
+    replicates : sequence of ndarray, each shape (n_boot,)
+        Replicates of each seed (e.g. from :func:`ratio_gain`).
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    estimate : float
+        Mean of the seed-level estimates (NaN if any is NaN: a quantity missing on one seed).
+    ci : list of float
+        ``[low, high]`` (NaN without finite replicates).
+    replicates : ndarray, shape (n_boot,)
+    """
+    if len(estimates) != len(replicates) or len(estimates) == 0:
+        raise ValueError("one estimate and one replicate array per seed, at least one seed")
+    estimate = float(np.mean(np.asarray(estimates, dtype=float)))
+    reps = np.mean(np.vstack([np.asarray(r, dtype=float) for r in replicates]), axis=0)
+    return estimate, finite_interval(reps, confidence=confidence), reps
+
+
 __all__ = [
     "DEFAULT_N_BOOT",
+    "INTERVAL_NAME",
     "adjusted_rand_ci",
     "adjusted_rand_index",
     "bootstrap_ci",
@@ -411,9 +520,12 @@ __all__ = [
     "bootstrap_mean_ci",
     "finite_interval",
     "gain_percent",
+    "interval_description",
     "mean_ratio",
     "mean_with_replicates",
     "paired_difference",
     "percentile_interval",
     "ratio_gain",
+    "seed_bootstrap_indices",
+    "seed_query_interval",
 ]

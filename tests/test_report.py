@@ -191,7 +191,9 @@ def test_report_sections_findings_and_skips(fake_run):
     assert "seed gain (mean over seeds)" in text and "\u00b1" in text
     assert not any(t.frame.isna().any().any() for t in ecc.tables + more[0].tables)
     html = "\n".join(document.section_html())
-    assert html.index('class="findings"') < html.index("<table")
+    # the summary's table first (issue 35), then in each section its findings before its tables
+    body = html[html.index("</section>") :]
+    assert body.index('class="findings"') < body.index("<table")
     assert 'alt="A line &quot;quoted&quot; &amp; plain"' in html
 
 

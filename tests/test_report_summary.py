@@ -56,6 +56,34 @@ def assert_words_agree(lines) -> int:
     return checked
 
 
+def synthetic_frames(
+    gains: dict, *, n_seeds: int = 3, n_test: int = 160, spread: float = 0.02, random_state: int = 0
+) -> list:
+    """Per-seed per-query NLL tables (``ECCEvaluation.per_query``'s columns) whose gain over the
+    global model on every pair is about ``gains[method]`` percent."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    frames = []
+    for _ in range(n_seeds):
+        n_scored = rng.integers(3, 7, n_test)
+        glob = n_scored * rng.uniform(0.5, 0.8, n_test)
+        frame = {"n_scored": n_scored, "nll_global": glob, "nll_global_touching": 0.3 * glob}
+        for m, g in gains.items():
+            loss = glob * (1 - g / 100) * rng.normal(1, spread, n_test)
+            frame[f"nll_{m}"], frame[f"nll_{m}_touching"] = loss, 0.3 * loss
+        frames.append(pd.DataFrame(frame))
+    return frames
+
+
+def synthetic_records(gains: dict, **kwargs) -> list:
+    """The comparison records notebook 03 would store for ``gains``."""
+    from ecc_lib.protocol.comparisons import clustering_records, records_to_metrics
+
+    return records_to_metrics(clustering_records(synthetic_frames(gains, **kwargs), n_boot=300))
+
+
 def _foreign_metrics(run) -> None:
     """What notebooks 03 and 02 record on a foreign leaderboard where every clustering is worse
     than one global BT (K = 30 on 644 training queries, three seeds)."""
@@ -85,22 +113,9 @@ def _foreign_metrics(run) -> None:
                 "comp_only": [-31.0, -19.0],
                 "human": [-14.0, -4.0],
             },
-            "gain_differences": {
-                "ecc_minus_emb_only": {"estimate": 2.3, "ci95": [0.0001, 4.5]},
-                "ecc_minus_human": {"estimate": -9.8, "ci95": [-14.0, -5.5]},
-            },
-            "gain_disjoint_mean": {
-                "ecc": -20.5,
-                "emb_only": -22.0,
-                "comp_only": -30.1,
-                "human": -3.0,
-            },
-            "gain_disjoint_sd": {"ecc": 2.0, "emb_only": 1.0, "comp_only": 3.0, "human": 2.5},
-            "difference_disjoint_mean_sd": {
-                "ecc - emb_only": [1.5, 2.5],
-                "ecc - human": [-17.5, 1.2],
-                "ecc - comp_only": [9.6, 1.0],
-            },
+            "comparisons": synthetic_records(
+                {"ecc": -20.5, "emb_only": -20.0, "comp_only": -30.1, "human": -3.0}
+            ),
             "gain_vs_k": {"ecc@5": -6.0, "ecc@10": -10.0, "ecc@30": -18.8},
         },
         parameters={"n_clusters": 30, "n_seeds": 3},
@@ -136,17 +151,17 @@ def foreign_run(tmp_path):
 def test_foreign_summary_says_no_clustering_beats_the_global_model(foreign_run):
     summary = report.build_summary(run_metrics.collect_metrics(foreign_run))
     lines = summary["outside"]
-    assert len(lines) <= report.MAX_LINES
-    texts = [line.text for line in lines]
-    assert assert_words_agree(lines) >= 4
-    # leak-aware first: ECC against the global model on disjoint pairs, worse
-    assert texts[0].startswith("ECC is worse than one global BT on held-out pairs disjoint")
-    assert "-20.5 pp" in texts[0] and "\u00b1 2.0 (mean \u00b1 sd over 3 seeds)" in texts[0]
-    # the all-pairs difference that once read "beats comparison-only by +2.3 [+0.0, +4.5]" is not
-    # quoted; on disjoint pairs ECC and embedding-only are not distinguishable
-    assert any(
-        t.startswith("ECC is not distinguishable from embedding-only clusters") for t in texts
-    )
+    sentences = [line for line in lines if line.topic != "table"]
+    assert lines[0].topic == "table" and len(sentences) <= report.summary.MAX_SENTENCES
+    texts = [line.text for line in sentences]
+    assert assert_words_agree(sentences) >= 3
+    # leak-aware first: ECC against the global model on disjoint pairs, worse, NLL higher
+    assert texts[0].startswith("ECC is worse than one global BT on pairs disjoint")
+    assert "-20." in texts[0] and "% higher" in texts[0] and "lower" not in texts[0]
+    rows = {row["method"]: row for row in lines[0].rows}
+    assert rows["ecc"]["verdict_reference"] == "worse than"
+    assert rows["ecc"]["best_baseline"] == "human"
+    assert rows["ecc"]["verdict_best_baseline"] == "worse than"
     no_clustering = [line for line in lines if line.topic == "no_clustering"]
     assert (
         len(no_clustering) == 1
@@ -154,10 +169,9 @@ def test_foreign_summary_says_no_clustering_beats_the_global_model(foreign_run):
     )
     warning = [line for line in lines if line.topic == "k_warning"]
     assert len(warning) == 1 and "K = 30 clusters for 644 training queries" in warning[0].text
-    assert "K = 5" in warning[0].text
-    # the tie caveat's number is the data's (0.4% of draws tie), the pairwise reading's word too
-    pairwise = next(t for t in texts if t.startswith("The pairwise reading"))
-    assert "lower than its chance level 97.5%" in pairwise and "0.4% of draws" in pairwise
+    # the flip readings beside chance, in the words of the data
+    flips = [t for t in texts if t.startswith("The strict flip rate")]
+    assert flips and "higher than chance" in flips[0]
 
 
 def test_foreign_report_words_agree_everywhere(foreign_run):
@@ -176,57 +190,50 @@ def test_foreign_report_words_agree_everywhere(foreign_run):
     assert [x["text"] for x in stored["outside"]] == [x["text"] for x in recorded["outside"]]
     assert {x["comparison"]["verdict"] for x in stored["outside"] if x["comparison"]} >= {
         "worse than",
-        "not distinguishable from",
     }
     assert_words_agree(recorded["outside"])
     assert all(k not in page for k in ("emb_only", "comp_only", "gain_disjoint", "ecc_minus"))
 
 
+def _routing_record(a, b, setting, estimate, ci, level_a, level_b):
+    from ecc_lib.protocol.comparisons import ComparisonRecord
+
+    return ComparisonRecord(
+        "routing_pays", a, b, estimate, ci, "score_diff", setting, 3,
+        levels={"a": [level_a, level_a - 0.01, level_a + 0.01], "b": [level_b] * 3},
+    ).to_dict()  # fmt: skip
+
+
 def test_bundled_shape_summary_quotes_leak_aware_readings(tmp_path):
-    """The bundled run's numbers (dcrouter seed 42-44, re2): ECC worse than embedding-only and
-    human labels on disjoint pairs, the probe's winner above every cluster router."""
+    """The bundled run's shape (dcrouter seeds 42-44): embedding-only and human labels above
+    ECC on disjoint pairs; routing read without the probe first, the probe's winner beside."""
     run = run_folder.run_context(tmp_path / "bundled")
+    records = synthetic_records(
+        {"comp_only": -7.42, "ecc": 10.72, "emb_only": 14.58, "human": 25.49}
+    )
+    records += [
+        _routing_record("ecc", "global", "no_probe", 0.0, [-0.021, 0.020], 0.708, 0.708),
+        _routing_record("probe_winner", "comp_only", "probe", 0.066, [0.05, 0.08], 0.985, 0.919),
+    ]
     run_metrics.record_metrics(
         run,
         "ecc",
-        {
-            "dataset": "dcrouter",
-            "seeds": [42, 43, 44],
-            "n_train": 3736,
-            "gain_disjoint_mean": {
-                "comp_only": -7.42,
-                "ecc": 10.72,
-                "emb_only": 14.58,
-                "human": 25.49,
-            },
-            "gain_disjoint_sd": {"comp_only": 1.82, "ecc": 1.51, "emb_only": 0.49, "human": 1.06},
-            "difference_disjoint_mean_sd": {
-                "ecc - comp_only": [18.14, 3.09],
-                "ecc - emb_only": [-3.85, 1.31],
-                "ecc - human": [-14.77, 1.78],
-            },
-            "routing": {
-                "probe": {
-                    "global": {"score_mean": 0.758, "score_sd": 0.016},
-                    "ecc": {"score_mean": 0.842, "score_sd": 0.013},
-                    "comp_only": {"score_mean": 0.919, "score_sd": 0.007},
-                    "probe_winner": {"score_mean": 0.985, "score_sd": 0.001},
-                    "oracle": {"score_mean": 0.992, "score_sd": 0.002},
-                }
-            },
-        },
+        {"dataset": "dcrouter", "seeds": [42, 43, 44], "n_train": 3736, "comparisons": records},
         parameters={"n_clusters": 30},
     )
     lines = report.build_summary(run_metrics.collect_metrics(run))["dcrouter"]
-    texts = [line.text for line in lines]
-    assert assert_words_agree(lines) == len([t for t in texts if " minus " in t])
-    assert "ECC minus embedding-only clusters = -3.9 pp [-7.1, -0.6]" in " ".join(texts)
-    assert any(t.startswith("ECC is worse than human labels") for t in texts)
+    sentences = [line for line in lines if line.topic != "table"]
+    texts = [line.text for line in sentences]
+    assert assert_words_agree(sentences) == len([t for t in texts if " minus " in t])
+    assert texts[0].startswith("ECC is better than one global BT")
     assert any(t.startswith("Human labels are better than ECC") for t in texts)
-    assert any(
-        line.topic == "probe_winner" and "is better than the best cluster router" in line.text
-        for line in lines
-    )
+    assert "the largest gain of the 4 methods in the table" in " ".join(texts)
+    assert len(lines[0].rows) == 4
+    routing = next(line for line in sentences if line.topic == "routing")
+    assert routing.text.startswith("Without the probe, routing by ECC is not distinguishable")
+    assert "with the probe" not in routing.text.lower()
+    winner = next(line for line in sentences if line.topic == "probe_winner")
+    assert "better than the best cluster router (comparison-only clusters)" in winner.text
     assert not any(line.topic in ("k_warning", "no_clustering") for line in lines)
 
 
@@ -239,16 +246,58 @@ def test_a_new_method_appears_without_code_changes(tmp_path):
             "dataset": "d",
             "seeds": [1, 2],
             "n_train": 5000,
-            "gain_disjoint_mean": {"ecc": 5.0, "ecc_cv": 9.0},
-            "gain_disjoint_sd": {"ecc": 0.5, "ecc_cv": 0.4},
-            "difference_disjoint_mean_sd": {"ecc - ecc_cv": [-4.0, 0.1]},
+            "comparisons": synthetic_records({"ecc": 5.0, "ecc_cv": 9.0}, n_seeds=2),
         },
     )
-    texts = [line.text for line in report.build_summary(run_metrics.collect_metrics(run))["d"]]
+    lines = report.build_summary(run_metrics.collect_metrics(run))["d"]
+    texts = [line.text for line in lines if line.topic != "table"]
     assert texts[0].startswith("ECC is better than one global BT")
     (best,) = [t for t in texts if t.startswith("ECC-CV")]
-    assert best.startswith("ECC-CV is better than ECC") and "+4.0 pp" in best
-    assert "largest gain of the 2 methods, held-out NLL 9.0% \u00b1 0.4" in best
+    assert best.startswith("ECC-CV is better than ECC") and "+4." in best
+    assert "the largest gain of the 2 methods in the table" in best
+    assert [row["method"] for row in lines[0].rows] == ["ecc", "ecc_cv"]
+
+
+def test_the_leak_free_coverage_is_not_appended_to_a_standard_protocol_number(tmp_path):
+    """Item 6: "13.9% of test queries have a probe" (leak-free protocol) was appended to ECC's
+    gain under the standard protocol."""
+    run = run_folder.run_context(tmp_path / "lf")
+    values = {
+        "dataset": "d",
+        "seeds": [1, 2],
+        "comparisons": synthetic_records({"ecc": 5.0}, n_seeds=2),
+        "leak_free": {"share_with_probe": 0.139},
+    }
+    run_metrics.record_metrics(run, "ecc", values)
+    lines = report.build_summary(run_metrics.collect_metrics(run))["d"]
+    assert not any("13.9%" in line.text or "leak-free" in line.text for line in lines)
+
+
+def test_metrics_of_several_seeds_without_records_get_no_verdict(tmp_path):
+    """Older metrics hold means over seeds and first-seed bootstraps, never one interval for
+    both: the summary quotes the means without a verdict word rather than mix the two."""
+    run = run_folder.run_context(tmp_path)
+    run_metrics.record_metrics(
+        run,
+        "ecc",
+        {
+            "dataset": "d",
+            "seeds": [0, 1, 2],
+            "gain_disjoint_mean": {"ecc": 13.0, "emb_only": 16.9, "human": 27.8},
+            "gain_disjoint_sd": {"ecc": 1.0, "emb_only": 0.5, "human": 1.0},
+            "gain_differences_disjoint": {
+                "ecc_minus_emb_only": {"estimate": -2.3, "ci95": [-5.7, 0.7]},
+            },
+            "difference_disjoint_mean_sd": {"ecc - emb_only": [-3.9, 0.5]},
+        },
+        parameters={"n_clusters": 30, "n_seeds": 3},
+    )
+    lines = report.summary.ecc_lines(run_metrics.collect_metrics(run))
+    text = " ".join(line.text for line in lines)
+    assert "-2.3" not in text and "better than" not in text and "worse than" not in text
+    assert "not distinguishable" not in text
+    assert any(line.topic == "no_interval" for line in lines)
+    assert {row["verdict_reference"] for row in lines[0].rows} == {"no interval"}
 
 
 FOREIGN_CONFIG = """\
@@ -308,57 +357,9 @@ def test_a_foreign_folder_without_cluster_structure_reads_as_negative(tmp_path):
     assert assert_words_agree(lines) >= 2
     topics = [line["topic"] for line in lines]
     assert "no_clustering" in topics and "k_warning" in topics
-    assert lines[0]["text"].startswith("ECC is worse than one global BT") or lines[0][
+    assert lines[0]["topic"] == "table"
+    assert lines[1]["text"].startswith("ECC is worse than one global BT") or lines[1][
         "text"
     ].startswith("ECC is not distinguishable from one global BT")
     page = (tmp_path / "run" / "report.html").read_text()
     assert 'id="summary"' in page and "by -" not in page and "<script" not in page
-
-
-def test_the_leak_free_share_with_a_probe_is_quoted_when_recorded(tmp_path):
-    run = run_folder.run_context(tmp_path / "lf")
-    values = {
-        "dataset": "d",
-        "seeds": [1, 2],
-        "gain_disjoint_mean": {"ecc": 5.0},
-        "gain_disjoint_sd": {"ecc": 0.5},
-    }
-    run_metrics.record_metrics(run, "ecc", values)
-    (line,) = report.build_summary(run_metrics.collect_metrics(run))["d"]
-    assert "leak-free" not in line.text
-    run_metrics.record_metrics(run, "ecc", {**values, "leak_free": {"share_with_probe": 0.139}})
-    (line,) = report.build_summary(run_metrics.collect_metrics(run))["d"]
-    assert "13.9% of test queries have a probe" in line.text
-
-
-def test_paired_differences_over_several_seeds_are_the_means_over_seeds(tmp_path):
-    """With 3 seeds the summary quotes the mean of the per-seed paired differences with its
-    t-interval over seeds, not the first seed's bootstrap beside means over seeds."""
-    run = run_folder.run_context(tmp_path)
-    run_metrics.record_metrics(
-        run,
-        "ecc",
-        {
-            "dataset": "d",
-            "seeds": [0, 1, 2],
-            "ranking_quality_gain": {"ecc": 20.0, "emb_only": 18.0, "human": 25.0},
-            "gain_disjoint_mean": {"ecc": 13.0, "emb_only": 16.9, "human": 27.8},
-            "gain_disjoint_sd": {"ecc": 1.0, "emb_only": 0.5, "human": 1.0},
-            # first seed's paired bootstrap: -2.3 [-5.7, +0.7] would read "not distinguishable"
-            "gain_differences_disjoint": {
-                "ecc_minus_emb_only": {"estimate": -2.3, "ci95": [-5.7, 0.7]},
-                "ecc_minus_human": {"estimate": -12.8, "ci95": [-16.6, -9.2]},
-            },
-            "difference_disjoint_mean_sd": {
-                "ecc - emb_only": [-3.9, 0.5],
-                "ecc - human": [-14.8, 1.0],
-            },
-        },
-        parameters={"n_clusters": 30, "n_seeds": 3},
-    )
-    metrics = run_metrics.collect_metrics(run)
-    lines = [line.text for line in report.summary.ecc_lines(metrics)]
-    versus = next(t for t in lines if "minus embedding-only" in t)
-    assert "-3.9 pp" in versus and "over 3 seeds" in versus and "worse than" in versus
-    assert "-2.3" not in versus
-    assert_words_agree(lines)

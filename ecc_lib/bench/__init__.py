@@ -51,7 +51,6 @@ from ecc_lib.bench.settings import (
     REFERENCES,
     BenchSettings,
     bench_methods,
-    seed_interval,
 )
 from ecc_lib.bench.summary import summarise_seeds
 
@@ -69,6 +68,5 @@ __all__ = [
     "flip_readings",
     "prepare_dataset",
     "run_bench",
-    "seed_interval",
     "summarise_seeds",
 ]

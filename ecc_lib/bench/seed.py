@@ -129,6 +129,7 @@ def bench_seed(
         experiment's cells) and ``routing_paired``, ``seconds``.
     """
     from ecc_lib.ecc.estimator import ECC
+    from ecc_lib.protocol.comparisons import routed_scores_by_setting
     from ecc_lib.protocol.routing import routing_experiment
     from ecc_lib.protocol.seeds import run_seeds
     from ecc_lib.protocol.settings import Protocol
@@ -164,6 +165,7 @@ def bench_seed(
     )
     record = {
         "seed": int(seed),
+        "n_boot": settings.n_boot,
         "n_queries": result.n_queries,
         "n_input_queries": result.n_input_queries,
         "n_models": result.n_models,
@@ -186,6 +188,16 @@ def bench_seed(
         "warnings": result.params.get("warnings", []),
         "routing": routing.to_dict(),
         "routing_paired": _paired_routing(data, routing, result.fitted, settings.n_boot),
+        # issue 35: what the one producer (ecc_lib.protocol.comparisons) combines over seeds
+        "per_query": {
+            c: result.per_query[c].tolist()
+            for c in result.per_query.columns
+            if c == "n_scored" or c.startswith("nll_")
+        },
+        "routing_per_query": {
+            setting: {m: v.tolist() for m, v in arms.items()}
+            for setting, arms in routed_scores_by_setting(data, routing).items()
+        },
         "train_ids": [str(q) for q in data.train.query_ids],
         "test_ids": [str(q) for q in data.test.query_ids],
     }

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-
-import numpy as np
 
 from ecc_lib.stats import DEFAULT_N_BOOT
 
-BENCH_VERSION = 2
+BENCH_VERSION = 3
 """Version of the cached per-seed and per-dataset records (a change recomputes them). 2: no
 "probe" routing reading on two-model data; checks with the protocol's tie tolerance."""
 REFERENCES = ("global", "human")
@@ -93,34 +89,4 @@ def bench_methods(has_labels: bool) -> tuple[str, ...]:
     return methods
 
 
-def seed_interval(
-    values: Sequence[float], bootstrap: Sequence[float] | None = None
-) -> tuple[float, float]:
-    """95% interval of a reading over seeds: mean +- t sd / sqrt(S), or the one seed's bootstrap
-    interval.
-
-    Parameters
-    ----------
-    values : sequence of float
-        The reading on each seed.
-    bootstrap : sequence of float, optional
-        ``[low, high]`` of the first seed (used when there is one seed).
-
-    Returns
-    -------
-    low, high : float
-        NaN when nothing is known.
-    """
-    from scipy.stats import t
-
-    v = np.asarray([x for x in values if x is not None], dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) >= 2:
-        half = float(t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-        return float(v.mean() - half), float(v.mean() + half)
-    if len(v) == 1 and bootstrap is not None and None not in bootstrap:
-        return float(bootstrap[0]), float(bootstrap[1])
-    return float("nan"), float("nan")
-
-
-__all__ = ["BENCH_VERSION", "REFERENCES", "BenchSettings", "bench_methods", "seed_interval"]
+__all__ = ["BENCH_VERSION", "REFERENCES", "BenchSettings", "bench_methods"]

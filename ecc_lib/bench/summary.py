@@ -1,18 +1,12 @@
-"""One dataset's seeds summarised: mean +- sd of every reading, the intervals over seeds with their
-verdicts (:func:`ecc_lib.grammar.verdict`) and the best router's paired readings."""
+"""One dataset's seeds summarised: mean +- sd of every reading and the typed comparison records of
+:mod:`ecc_lib.protocol.comparisons` (the one interval, the report's producer) with their verdicts."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib.bench.settings import seed_interval
-from ecc_lib.grammar import Comparison, verdict
+from ecc_lib.protocol.comparisons import find, records_to_metrics
 from ecc_lib.serialization import to_jsonable
-
-
-def _verdict(estimate: float, low: float, high: float, unit: str) -> str:
-    """The grammar's verdict of "A minus B = estimate [low, high]" in ``unit``."""
-    return verdict(Comparison("", "", estimate, (low, high), unit))
 
 
 def _num(value) -> float:
@@ -46,24 +40,22 @@ def summarise_seeds(records: list[dict]) -> dict:
     out["best_params"] = {m: [(r.get("best_params") or {}).get(m) for r in records] for m in chosen}
     for reading in ("gain", "gain_touching", "gain_disjoint"):
         out[reading] = {m: list(mean_sd([_num(r[reading][m]) for r in records])) for m in methods}
+    # issue 35: one producer of every comparison, with the one interval (as the report reads it)
+    records_list = bench_records(records_=records)
+    out["comparisons"] = records_to_metrics(records_list)
     versus: dict = {"global": {}, "human": {}}
     for m in methods:
-        values = [_num(r["gain_disjoint"][m]) for r in records]
-        mean = mean_sd(values)[0]
-        low, high = seed_interval(values, first["ci95_disjoint"][m])
-        versus["global"][m] = {
-            "estimate": mean,
-            "ci95": [low, high],
-            "verdict": _verdict(mean, low, high, "pp") if np.isfinite(mean) else None,
-        }
-        if m in first.get("disjoint_minus_human", {}):
-            values = [_num(r["disjoint_minus_human"][m]["estimate"]) for r in records]
-            mean = mean_sd(values)[0]
-            low, high = seed_interval(values, first["disjoint_minus_human"][m]["ci95"])
-            versus["human"][m] = {
-                "estimate": mean,
-                "ci95": [low, high],
-                "verdict": _verdict(mean, low, high, "pp") if np.isfinite(mean) else None,
+        for reference in versus:
+            if reference == m:
+                continue
+            question = "clustering_gain" if reference == "global" else "method_difference"
+            r = find(records_list, question, m, reference, "disjoint")
+            if r is None or (reference == "human" and "human" not in methods):
+                continue
+            versus[reference][m] = {
+                "estimate": r.estimate,
+                "ci95": list(r.ci) if r.ci else [np.nan, np.nan],
+                "verdict": r.verdict,
             }
     out["versus"] = versus
     differences: dict = {}
@@ -86,42 +78,74 @@ def summarise_seeds(records: list[dict]) -> dict:
             }
     out["differences"] = differences
     out["probe_leak_share"] = list(mean_sd([_num(r["probe_leak_share"]) for r in records]))
-    out["routing"] = _summarise_routing(records)
+    out["routing"] = _summarise_routing(records, records_list)
     return to_jsonable(out)
 
 
-def _summarise_routing(records: list[dict]) -> dict:
-    """Best router (by mean routed score over seeds) minus its reference, in both settings."""
-    from ecc_lib.protocol.seeds import mean_sd
+def bench_records(*, records_: list[dict]) -> list:
+    """The comparison records of one dataset's seeds (:mod:`ecc_lib.protocol.comparisons`).
+
+    Parameters
+    ----------
+    records_ : list of dict
+        :func:`bench_seed` records, in seed order (with ``per_query`` and ``routing_per_query``).
+
+    Returns
+    -------
+    list of ComparisonRecord
+    """
+    import pandas as pd
+
+    from ecc_lib.protocol.comparisons import clustering_records, routing_records
+
+    if any("per_query" not in r for r in records_):
+        raise ValueError("bench seed records without per-query losses: rerun the bench (version 3)")
+    n_boot = int(records_[0].get("n_boot") or 1000)
+    methods = [m for m in records_[0]["gain"] if m != "global"]
+    frames = [pd.DataFrame(r["per_query"]) for r in records_]
+    routed = [
+        {
+            s: {m: np.asarray(v, dtype=float) for m, v in arms.items()}
+            for s, arms in r["routing_per_query"].items()
+        }
+        for r in records_
+    ]
+    return clustering_records(frames, methods=methods, n_boot=n_boot) + routing_records(
+        routed, n_boot=n_boot
+    )
+
+
+def _summarise_routing(records: list[dict], comparisons: list) -> dict:
+    """Best router minus its reference, in both settings, from the comparison records."""
 
     out = {}
-    for setting in ("no_probe", "probe"):
-        if any(setting not in r["routing_paired"] for r in records):
-            continue  # not run (no probe on two-model data)
-        blocks = [r["routing_paired"][setting] for r in records]
-        methods = list(blocks[0]["methods"])
-        if not methods:
+    for setting, reference in (
+        ("no_probe", "global"),
+        ("probe_outside", "global"),
+        ("probe", "probe_winner"),
+    ):
+        rec = [r for r in comparisons if r.question == "routing_pays" and r.reading == setting]
+        if setting == "probe":  # the with-probe router only beside the probe's winner
+            r = next((x.flipped() for x in rec if x.a == "probe_winner"), None)
+        else:
+            r = next((x for x in rec if x.b == "global"), None)
+        if r is None:
             continue
-        mean_score = {m: mean_sd([b["methods"][m]["score"] for b in blocks])[0] for m in methods}
-        best = max(methods, key=lambda m: (mean_score[m], -methods.index(m)))
-        values = [b["methods"][best]["estimate"] for b in blocks]
-        mean, sd = mean_sd(values)
-        low, high = seed_interval(values, blocks[0]["methods"][best]["ci95"])
-        costs = [b["methods"][best]["cost"] for b in blocks]
-        ref_costs = [b["methods"][best]["reference_cost"] for b in blocks]
+        router = r.a
+        costs = [
+            (b["routing_paired"].get(setting) or {}).get("methods", {}).get(router, {}).get("cost")
+            for b in records
+        ]
         out[setting] = {
-            "reference": blocks[0]["reference"],
-            "best_router": best,
-            "score": list(mean_sd([b["methods"][best]["score"] for b in blocks])),
-            "reference_score": list(
-                mean_sd([b["methods"][best]["reference_score"] for b in blocks])
-            ),
-            "difference": [mean, sd],
-            "ci95": [low, high],
-            "first_seed_ci95": blocks[0]["methods"][best]["ci95"],
-            "verdict": _verdict(mean, low, high, "score_diff"),
-            "cost": mean_sd(costs)[0] if None not in costs else None,
-            "reference_cost": mean_sd(ref_costs)[0] if None not in ref_costs else None,
+            "reference": reference,
+            "best_router": router,
+            "score": [r.levels["a"][0], None],
+            "reference_score": [r.levels["b"][0], None],
+            "difference": [r.estimate, None],
+            "ci95": list(r.ci) if r.ci else [np.nan, np.nan],
+            "verdict": r.verdict,
+            "cost": float(np.mean(costs)) if costs and None not in costs else None,
+            "reference_cost": None,
         }
     return out
 

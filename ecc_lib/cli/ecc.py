@@ -296,6 +296,39 @@ def format_seeds(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def format_comparisons(records: list, *, n_seeds: int) -> str:
+    """The comparison records (issue 35) as printed lines: the one interval, its verdict.
+
+    Parameters
+    ----------
+    records : list of ComparisonRecord
+        :meth:`~ecc_lib.protocol.seeds.MultiSeedEvaluation.comparisons`.
+    n_seeds : int
+
+    Returns
+    -------
+    str
+        Starting with an empty line: how the interval is formed, then one line per gain over the
+        global model, per difference of ECC with another method and per routing reading.
+    """
+    from ecc_lib.grammar import interval, number
+    from ecc_lib.stats import interval_description
+
+    lines = ["", "comparisons: " + interval_description(n_seeds)]
+    for r in records:
+        if r.question == "method_difference" and "ecc" not in (r.a, r.b):
+            continue
+        if r.question == "method_difference" and r.b == "ecc":
+            r = r.flipped()
+        ci = interval(r.ci, r.unit)
+        lines.append(
+            f"  {r.a} - {r.b} ({r.reading}): {number(r.estimate, r.unit)}"
+            + (f" {ci}" if ci else "")
+            + f": {r.verdict or 'no interval'}"
+        )
+    return "\n".join(lines)
+
+
 def format_routing(routing: dict, *, over_seeds: dict | None = None) -> str:
     """The printed routing table (mean routed score per setting and method).
 
@@ -463,6 +496,7 @@ def _printed(args: argparse.Namespace, found, report, check) -> int:
     if args.routing:
         over = multi.summary()["routing_mean_sd"] if args.seeds > 1 else None
         print(format_routing(multi.routing[0], over_seeds=over))
+    print(format_comparisons(multi.comparisons(), n_seeds=len(multi.seeds)))
     _print_beyond(args, found)
     if args.json:
         payload = found.to_dict()
@@ -535,6 +569,7 @@ SUBCOMMANDS = (
 __all__ = [
     "SUBCOMMANDS",
     "ecc_result_from_args",
+    "format_comparisons",
     "format_result",
     "format_routing",
     "format_seeds",

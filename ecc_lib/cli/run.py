@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ecc_lib.cli.subcommand import Subcommand
 
@@ -86,7 +87,27 @@ def _run(args: argparse.Namespace) -> int:
         print(f"report:     {result.report_path}")
     total = sum(result.durations.values())
     print(f"notebooks:  {len(result.executed)} in {total:.0f} s")
+    summary = _recorded_summary(result.metrics_path)
+    if summary:
+        print("summary (the report's, from metrics.json):")
+        print(summary)
     return 0
+
+
+def _recorded_summary(path) -> str:
+    """The summary recorded in ``metrics.json["summary"]``, as plain text ("" without one)."""
+    import json
+
+    if path is None or not Path(path).is_file():
+        return ""
+    recorded = json.loads(Path(path).read_text(encoding="utf-8")).get("summary") or {}
+    parts = []
+    for dataset, lines in recorded.items():
+        if not isinstance(lines, list):
+            continue
+        parts.append(f"  {dataset}:")
+        parts += ["    " + row for line in lines for row in str(line.get("text", "")).splitlines()]
+    return "\n".join(parts)
 
 
 SUBCOMMANDS = (

@@ -1,5 +1,5 @@
 """The benchmark figure (``ecc-lab bench``, notebook 06): gain on disjoint pairs per method and
-dataset, with intervals over seeds."""
+dataset, with the one interval of every comparison."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from ecc_lib.plotting.style import FONT_SIZE, PAGE_WIDTH, clean_errors, figure_a
 @styled
 def plot_bench_gains(result, *, title: str | None = None, ax=None):
     """Gain on the scored pairs disjoint from the probe's models, per method (colour) and dataset
-    (group), with the 95% interval over seeds (mean +- t sd / sqrt(S); one seed: its bootstrap
-    interval) and each seed's estimate as a dot.
+    (group), with the one 95% interval of the comparison records (bootstrap over test queries
+    within each seed, seeds averaged; :func:`ecc_lib.stats.seed_query_interval`) and each seed's
+    estimate as a dot.
 
     Parameters
     ----------

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.capability_map import CapabilityMap, capability_map
+from ecc_lib.protocol.comparisons import records_to_metrics
 from ecc_lib.protocol.dars import DARSResult, RoutingRecord, run_dars
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.methods import default_methods, prototype_parameters
@@ -146,6 +147,7 @@ class ECCResult:
         if any(c is not None for c in chosen):  # issue 26: ecc_cv's settings per seed
             # the human-label candidate's label weight is infinite: null in JSON
             payload["ecc_cv"] = to_jsonable({"seeds": list(multi.seeds), "best_params": chosen})
+        payload["comparisons"] = records_to_metrics(multi.comparisons())  # issue 35
         if self.probe_strategy_comparison is not None:
             payload["probe_strategy_comparison"] = to_jsonable(self.probe_strategy_comparison)
         if self.soft_evidence is not None:
@@ -240,6 +242,8 @@ class ECCResult:
             "probe_leak_share": result.probe_leak_share,
             **{key: value for key, value in summary.items() if key in _SEED_SUMMARY_KEYS},
             "routing": routing_metrics(table) if table is not None else {},
+            # issue 35: every comparison of the report and the bench, with the one interval
+            "comparisons": records_to_metrics(multi.comparisons()),
             "gain_differences": result.differences,
             "gain_differences_disjoint": result.differences_disjoint,
             "routing_differences": multi.routing[0].get("differences", {}) if multi.routing else {},

@@ -20,6 +20,11 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.ecc.estimator import ECC
+from ecc_lib.protocol.comparisons import (
+    clustering_records,
+    routed_scores_by_setting,
+    routing_records,
+)
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.ecc_protocol import run_seed
 from ecc_lib.protocol.methods import METHODS
@@ -71,6 +76,9 @@ class MultiSeedEvaluation:
         Process CPU time and wall time of the whole run.
     data : ProtocolData or None
         The first seed's protocol data (pairs, split), for further experiments on it.
+    routing_scores : list of dict
+        Per seed, ``{setting: {method: routed score per test query}}`` (empty without routing):
+        what :func:`~ecc_lib.protocol.comparisons.routing_records` combines over seeds.
     """
 
     seeds: list
@@ -79,6 +87,7 @@ class MultiSeedEvaluation:
     cpu_seconds: float = float("nan")
     wall_seconds: float = float("nan")
     data: ProtocolData | None = field(default=None, repr=False)
+    routing_scores: list = field(default_factory=list, repr=False)
 
     @property
     def first(self) -> ECCEvaluation:
@@ -161,6 +170,28 @@ class MultiSeedEvaluation:
             out["routing_per_seed"] = self.routing
             out["routing_mean_sd"] = routing_over_seeds(self.routing)
         return to_jsonable(out)
+
+    def comparisons(self, *, n_boot: int | None = None) -> list:
+        """The typed comparison records over the seeds (issue 35): gains, method differences
+        and, with routing, whether cluster routing pays, all with the one interval.
+
+        Parameters
+        ----------
+        n_boot : int, optional
+            Bootstrap replicates (default: those each seed's scoring used).
+
+        Returns
+        -------
+        list of ComparisonRecord
+            :func:`~ecc_lib.protocol.comparisons.clustering_records` then
+            :func:`~ecc_lib.protocol.comparisons.routing_records`.
+        """
+        n_boot = int(self.first.params.get("n_boot", 1000)) if n_boot is None else n_boot
+        methods = [m for m in self.first.nll if m != "global"]
+        out = clustering_records(
+            [r.per_query for r in self.results], methods=methods, n_boot=n_boot
+        )
+        return out + routing_records(self.routing_scores, n_boot=n_boot)
 
     def table(self) -> pd.DataFrame:
         """One row per (seed, method) with every gain reading and its interval.
@@ -268,7 +299,7 @@ def run_seeds(
         raise TypeError(f"protocol must be an ecc_lib Protocol, got {type(protocol).__name__}")
     seeds = list(protocol.seeds)
     wall, cpu = time.perf_counter(), time.process_time()
-    results, routes = [], []
+    results, routes, routed = [], [], []
     for i, seed in enumerate(seeds):
         data, result = run_seed(
             queries,
@@ -280,18 +311,18 @@ def run_seeds(
             methods=methods,
         )
         if routing:
-            routes.append(
-                routing_experiment(
-                    data,
-                    result.fitted,
-                    outcomes=outcomes,
-                    n_probes=result.n_probes,  # 0 on two-model data (single_pair_settings)
-                    probe_evidence=protocol.probe_evidence,
-                    probe_strategy=protocol.probe_strategy,
-                    n_boot=protocol.n_boot,
-                    random_state=0,
-                ).to_dict()
+            experiment = routing_experiment(
+                data,
+                result.fitted,
+                outcomes=outcomes,
+                n_probes=result.n_probes,  # 0 on two-model data (single_pair_settings)
+                probe_evidence=protocol.probe_evidence,
+                probe_strategy=protocol.probe_strategy,
+                n_boot=protocol.n_boot,
+                random_state=0,
             )
+            routes.append(experiment.to_dict())
+            routed.append(routed_scores_by_setting(data, experiment))
         if i > 0:
             result.fitted = {}
         else:
@@ -304,6 +335,7 @@ def run_seeds(
         cpu_seconds=time.process_time() - cpu,
         wall_seconds=time.perf_counter() - wall,
         data=first_data,
+        routing_scores=routed,
     )
 
 

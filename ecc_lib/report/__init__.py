@@ -43,6 +43,7 @@ from ecc_lib.report.build import (
     record_summary,
     report_title,
     summary_html,
+    summary_table_html,
 )
 from ecc_lib.report.document import (
     Figure,
@@ -103,14 +104,23 @@ from ecc_lib.report.sections import (
 )
 from ecc_lib.report.summary import (
     MAX_LINES,
+    MAX_SENTENCES,
+    MAX_WORDS,
     MIN_QUERIES_PER_CLUSTER,
+    NO_VERDICT,
     PRIORITY,
+    SAME_EVERYWHERE,
     SummaryLine,
     build_summary,
     ecc_lines,
+    ecc_records,
     flip_lines,
+    record_text,
     routing_lines,
+    summary_table,
+    summary_text,
     summary_to_metrics,
+    table_text,
 )
 
 __all__ = [
@@ -141,6 +151,16 @@ __all__ = [
     "PRIORITY",
     "SummaryLine",
     "build_summary",
+    "ecc_records",
+    "record_text",
+    "summary_table",
+    "summary_table_html",
+    "summary_text",
+    "table_text",
+    "MAX_SENTENCES",
+    "MAX_WORDS",
+    "NO_VERDICT",
+    "SAME_EVERYWHERE",
     "ecc_lines",
     "flip_lines",
     "routing_lines",

@@ -18,6 +18,7 @@ import pandas as pd
 from ecc_lib.bench import BenchResult
 from ecc_lib.report.latex import latex_escape
 from ecc_lib.safe_output import atomic_path, claim_output_folder, write_bytes, write_csv, write_text
+from ecc_lib.stats import interval_description
 
 PM = "\u00b1"
 FIGURE_NAME = "bench_gains"
@@ -68,8 +69,8 @@ def headline_table(result: BenchResult) -> pd.DataFrame:
 
 
 def routing_table(result: BenchResult) -> pd.DataFrame:
-    """Routing per dataset plus the mean row: the best router minus the best fixed model (no
-    probe) and minus the probe's winner (with the probe), mean +- sd over seeds (score units).
+    """Routing per dataset plus the mean row: the best router minus the global BT's one model (no
+    probe) and minus the probe's winner (with the probe), mean over seeds (score units).
 
     Parameters
     ----------
@@ -177,9 +178,8 @@ def bench_tex(result: BenchResult) -> str:
         r"\caption{"
         + _tex(
             "Routing: mean score of the routed model, best router (by mean over seeds, named) "
-            "minus the best fixed model without a probe (both call one model per query) and "
-            "minus the probe's winner with the probe (both pay the probe), mean +- sd over "
-            f"{n_seeds} seeds; winner flip readings on all observations with their chance level "
+            "minus the global BT's one model without a probe and minus the probe's winner "
+            f"with the probe (both read the probe), mean over {n_seeds} seeds; winner flip readings on all observations with their chance level "
             "(datasets with repeated observations)."
         )
         + "}",
@@ -255,7 +255,9 @@ def _routing_frame(result: BenchResult) -> pd.DataFrame:
                     "setting": setting,
                     "best router": r["best_router"],
                     "its score": f"{r['score'][0]:.3f}",
-                    "reference": r["reference"] if setting == "probe" else "best fixed model",
+                    "reference": "the probe's winner"
+                    if setting == "probe"
+                    else "the global BT's one model",
                     "reference score": f"{r['reference_score'][0]:.3f}",
                     "difference [95% CI]": f"{r['difference'][0]:+.3f} [{low:+.3f}, {high:+.3f}]",
                     "reading": f"{r['best_router']} is {r['verdict']} the reference",
@@ -284,13 +286,18 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         "table{border-collapse:collapse;margin:.8rem 0 1.4rem;font-size:.85em}",
         "th,td{border-bottom:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}",
         "th{border-bottom:2px solid #333}img{max-width:100%}.fail{color:#b00}",
+        "table.summary-table caption{text-align:left;font-size:.9em;padding-bottom:.3rem}",
+        "td.number{white-space:nowrap}",
         "</style></head><body>",
         f"<h1>ecc_lib bench: {html.escape(', '.join(result.datasets))}</h1>",
         f"<p>{result.settings.n_seeds} protocol seed(s) {result.settings.seeds}; K = "
         f"{result.settings.n_clusters}, {result.settings.n_pairs} pairs and "
         f"{result.settings.n_probes} probe(s) per query, test share {result.settings.test_size}. "
-        "Gains in % of the global BT's held-out NLL, mean " + PM + " sd over seeds; intervals: "
-        "mean " + PM + " t sd / &radic;S over seeds (one seed: its bootstrap interval).</p>",
+        "Gains in % of the global BT's held-out NLL, mean "
+        + PM
+        + " sd over seeds. "
+        + html.escape(interval_description(result.settings.n_seeds))
+        + "</p>",
     ]
     left = result.left_out
     if left:
@@ -300,6 +307,9 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
             for k, v in left.items()
         ]
         parts.append("</ul>")
+    from ecc_lib.report.build import summary_html
+
+    parts.append(summary_html(bench_summary(result)))
     parts.append("<h2>Gain on disjoint pairs</h2>")
     table = headline_table(result)
     parts.append(_html_table(table) if len(table) else "<p>No dataset is in the table.</p>")
@@ -311,7 +321,8 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         parts.append(
             f"<figure><img alt='gain on disjoint pairs per method and dataset' "
             f"src='data:image/png;base64,{encoded}'><figcaption>Gain on pairs disjoint from the "
-            "probe per method and dataset; bars: 95% interval over seeds; dots: seeds."
+            "probe per method and dataset; bars: the 95% interval of every comparison (bootstrap "
+            "over test queries within each seed, seeds averaged); dots: seeds."
             "</figcaption></figure>"
         )
     parts.append("<h2>Gain on all scored pairs</h2>")
@@ -320,9 +331,9 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
     if len(routing):
         parts.append(
             "<h2>Routing</h2><p>Mean score of the routed model on test queries; the best "
-            "router (highest mean over seeds) minus the best fixed model without a probe "
-            "(both call one model per query) and minus the probe's winner with the probe "
-            "(both pay the probe).</p>"
+            "router (highest mean over seeds) minus the global BT's one model without a probe "
+            "and on the models outside the probe pair (no router reads an outcome it is "
+            "judged on), and minus the probe's winner with the probe (both read the probe).</p>"
         )
         parts.append(_html_table(routing))
     flips = _flips_frame(result)
@@ -393,6 +404,69 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike) -> dict
     return paths
 
 
+def bench_metrics(label: str, entry: dict) -> dict:
+    """One bench dataset as the ``metrics.json`` sections the report's summary reads.
+
+    Parameters
+    ----------
+    label : str
+    entry : dict
+        An included dataset of :class:`~ecc_lib.bench.BenchResult`.
+
+    Returns
+    -------
+    dict
+        ``ecc`` (dataset, seeds, the comparison records, the first seed's training queries),
+        ``parameters`` (K) and ``dars`` (the flip readings).
+    """
+    s = entry["summary"]
+    first = (entry.get("per_seed") or [{}])[0]
+    out: dict = {
+        "ecc": {
+            "dataset": label,
+            "seeds": list(s["seeds"]),
+            "comparisons": s.get("comparisons") or [],
+            "n_train": first.get("n_train"),
+        },
+        "parameters": {"ecc": {"n_clusters": (entry.get("settings") or {}).get("n_clusters")}},
+    }
+    flips = entry.get("flips")
+    if flips:
+        keys = {
+            "pairwise": "winner_flip_rate",
+            "strict": "winner_flip_rate_strict",
+            "change": "winner_change_rate",
+        }
+        dars: dict = {"dataset": label, "winner_change_rate_r": flips.get("change_draws")}
+        for reading, key in keys.items():
+            dars[key] = flips[reading]["estimate"]
+            dars[key + "_ci95"] = flips[reading]["ci95"]
+        dars["flip_rate_chance"] = {r: flips[r]["chance"] for r in keys}
+        out["dars"] = dars
+    return out
+
+
+def bench_summary(result: BenchResult) -> dict:
+    """Per included dataset the report's summary (:func:`ecc_lib.report.summary.build_summary`)
+    of the same comparison records: the bench and the report say the same thing.
+
+    Parameters
+    ----------
+    result : BenchResult
+
+    Returns
+    -------
+    dict
+        Dataset -> list of :class:`~ecc_lib.report.summary.SummaryLine`.
+    """
+    from ecc_lib.report.summary import build_summary
+
+    out: dict = {}
+    for label, entry in result.included.items():
+        out.update(build_summary(bench_metrics(label, entry)))
+    return out
+
+
 def format_bench(result: BenchResult) -> str:
     """The printed summary: the table, the sentences, what was left out.
 
@@ -412,9 +486,22 @@ def format_bench(result: BenchResult) -> str:
     if len(table):
         lines.append(table.to_string(index=False))
     lines += result.sentences()
+    from ecc_lib.report.summary import summary_text
+
+    text = summary_text(bench_summary(result))
+    if text:
+        lines.append(text)
     for label, reason in result.left_out.items():
         lines.append(f"left out: {label}: {reason}")
     return "\n".join(lines)
 
 
-__all__ = ["bench_html", "bench_tex", "format_bench", "headline_table", "write_bench_outputs"]
+__all__ = [
+    "bench_html",
+    "bench_metrics",
+    "bench_summary",
+    "bench_tex",
+    "format_bench",
+    "headline_table",
+    "write_bench_outputs",
+]

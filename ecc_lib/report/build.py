@@ -25,6 +25,7 @@ from ecc_lib.report.summary import build_summary, summary_to_metrics
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics
+from ecc_lib.stats import interval_description
 
 SHARED_KEYS = ("parameters", "provenance", "data_policy", "summary", "checks")
 """Parts of ``metrics.json`` no section reports on its own (the appendix and the data section
@@ -116,7 +117,9 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
     intro = (
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
         f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
-        "Intervals are 95% percentile-bootstrap intervals over queries; 'mean \u00b1 sd' is over seeds. "
+        + interval_description(_seed_count(metrics))
+        + " Flip rates and the routers of the routing dataset (one split): 95% bootstrap over "
+        "queries; 'mean \u00b1 sd' is over seeds. "
     )
     intro += _held_datasets_sentence(record)
     git = _run_provenance(run).get("git", {})
@@ -285,13 +288,76 @@ def summary_html(summary: Mapping[str, list]) -> str:
     if not summary:
         parts.append('<p class="note">No result of this run has a comparison to quote.</p>')
     for dataset, lines in summary.items():
-        parts.append(f"<h3>{html.escape(dataset)}</h3><ul>")
+        parts.append(f"<h3>{html.escape(dataset)}</h3>")
+        parts += [summary_table_html(x) for x in lines if x.topic == "table"]
+        parts.append("<ul>")
         parts += [
-            f'<li data-topic="{html.escape(x.topic)}">{html.escape(x.text)}</li>' for x in lines
+            f'<li data-topic="{html.escape(x.topic)}">{html.escape(x.text)}</li>'
+            for x in lines
+            if x.topic != "table"
         ]
         parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _seed_count(metrics: Mapping) -> int:
+    """Protocol seeds of the clustering run (1 without one)."""
+    ecc = metrics.get("ecc") or {}
+    seeds = ecc.get("seeds") if isinstance(ecc, Mapping) else None
+    return len(seeds) if isinstance(seeds, list) and seeds else 1
+
+
+def summary_table_html(line) -> str:
+    """The summary table (a ``table`` :class:`~ecc_lib.report.summary.SummaryLine`) as HTML.
+
+    Parameters
+    ----------
+    line : SummaryLine
+        Its ``rows`` are :func:`~ecc_lib.report.summary.summary_table`.
+
+    Returns
+    -------
+    str
+    """
+    from ecc_lib.report.summary import record_text
+
+    rows = line.rows or []
+    if not rows:
+        return ""
+    caption = line.text.splitlines()[0]
+    reference = method_name(rows[0]["reference"])
+    best = rows[0]["best_baseline"]
+    has_all = any(r.get("gain_all") for r in rows)
+    has_note = any(r.get("note") for r in rows)
+    head = ["method", "gain on disjoint pairs [95% interval]" if has_all else "gain [95% interval]"]
+    head += ["gain on all pairs [95% interval]"] if has_all else []
+    head += [
+        f"against {reference}",
+        f"against the best baseline ({method_name(best)})" if best else "against the best baseline",
+    ]
+    head += ["note"] if has_note else []
+    out = [
+        '<table class="summary-table">',
+        f"<caption>{html.escape(caption)}</caption>",
+        "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>",
+    ]
+    for r in rows:
+        numbers = [record_text(r["gain"])] + ([record_text(r.get("gain_all"))] if has_all else [])
+        words = [
+            r["verdict_reference"] or "(reference)",
+            r["verdict_best_baseline"] or "(best baseline)",
+        ]
+        words += [r.get("note") or ""] if has_note else []
+        out.append(
+            "<tr>"
+            + f"<td>{html.escape(r['name'])}</td>"
+            + "".join(f'<td class="number">{html.escape(c)}</td>' for c in numbers)
+            + "".join(f"<td>{html.escape(str(c))}</td>" for c in words)
+            + "</tr>"
+        )
+    out.append("</table>")
+    return "\n".join(out)
 
 
 def record_summary(run_dir: str | os.PathLike | run_folder.RunContext) -> dict[str, list[dict]]:

@@ -1,69 +1,78 @@
-"""The report's summary: per dataset at most :data:`MAX_LINES` sentences a paper may quote.
+"""The report's summary: per dataset a compact table, then at most :data:`MAX_SENTENCES` sentences.
 
-Built from ``metrics.json`` only, leak-aware readings first: ECC's gain over one global BT on
-scored pairs disjoint from the probe's models (mean +- sd over protocol seeds), its paired
-differences to embedding-only clusters and to human labels, the same for the method with the
-largest gain (any method the metrics hold), a sentence when no clustering beats the global model,
-a warning when K is large for the number of training queries, the three flip readings beside
-chance and whether routing pays (best router minus best fixed model, the probe's winner alone).
-Every comparison goes through :mod:`ecc_lib.grammar`; every key is read through the schema
-(:class:`~ecc_lib.report.reading.MetricsReader`). Keys are read defensively: a run without
-repeated seeds, without the leak split or without routing gives fewer lines.
+Built from ``metrics.json`` only, and only from the typed comparison records of
+:mod:`ecc_lib.protocol.comparisons` (``metrics.json["ecc"]["comparisons"]``, made by the one
+producer the bench also uses), so a number has one value and one interval wherever it appears:
+
+- the table (:func:`summary_table`): per method its gain over one global BT on pairs disjoint from
+  the probe's models with its interval, the gain on all pairs, the verdict against the reference
+  (``reference``, default one global BT) and against the best baseline, and a note;
+- the sentences (:func:`ecc_lines`, :func:`flip_lines`, :func:`routing_lines`): ECC's gain, the
+  method with the largest gain, a sentence when no clustering beats the reference, a warning when K
+  is large, the flip readings beside chance and whether routing pays, leak-aware first (no probe,
+  or models outside the probe pair); the with-probe number only beside the probe's winner.
+
+Every interval is the one of :func:`ecc_lib.stats.seed_query_interval`; a comparison without an
+interval is shown without a verdict word. Metrics written before the records existed are read with
+their own bootstrap intervals when they hold one seed, without intervals (so without verdicts) when
+they hold several.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ecc_lib.grammar import (
-    HIGHER_LOWER,
-    Comparison,
-    comparison_sentence,
-    direction,
-    finite,
-    level_text,
-    number,
-    t_interval,
-)
+from ecc_lib.grammar import finite, interval, number, verdict
 from ecc_lib.labels import PLURAL, method_name
+from ecc_lib.protocol.comparisons import (
+    LEAK_FREE_SETTINGS,
+    ComparisonRecord,
+    find,
+    flip_records,
+    read_records,
+)
 from ecc_lib.report.reading import read_metrics, utility_meaning
 
-MAX_LINES = 8
-"""Most summary lines per dataset."""
+MAX_SENTENCES = 5
+"""Most summary sentences per dataset (the table comes first and is not counted)."""
+MAX_WORDS = 35
+"""Most words per summary sentence."""
+MAX_LINES = MAX_SENTENCES
+"""Alias kept for older callers."""
 MIN_QUERIES_PER_CLUSTER = 50
 """Fewer training queries per cluster than this draws a warning that K is large."""
+SAME_EVERYWHERE = "the same to the printed digit"
+"""What a table cell says where the difference and both bounds print as 0."""
+NO_VERDICT = "no interval"
+"""What a table cell says where a comparison has no interval (never a verdict word)."""
 
 
 @dataclass
 class SummaryLine:
-    """One quotable sentence and the comparison it states.
+    """One quotable sentence (or the summary table) and the record it states.
 
     Parameters
     ----------
     topic : str
-        ``ecc``, ``ecc_vs``, ``best_method``, ``no_clustering``, ``k_warning``, ``flips``,
-        ``routing``, ``probe_winner``.
+        ``table``, ``ecc``, ``best_method``, ``no_clustering``, ``no_interval``, ``k_warning``,
+        ``flips``, ``routing``, ``probe_winner``.
     text : str
     comparison : dict, optional
-        ``a``, ``b``, ``estimate``, ``ci``, ``unit``, ``verdict``, ``interval_kind``.
+        The :class:`~ecc_lib.protocol.comparisons.ComparisonRecord` (``to_dict``) it states.
+    rows : list of dict, optional
+        The table's rows (topic ``table`` only).
     """
 
     topic: str
     text: str
     comparison: dict[str, Any] | None = field(default=None)
+    rows: list[dict[str, Any]] | None = field(default=None)
 
 
-def _line(topic: str, text: str, c: Comparison | None = None) -> SummaryLine:
-    from ecc_lib.grammar import verdict
-
-    payload = None
-    if c is not None:
-        payload = {**asdict(c), "verdict": verdict(c), "direction": direction(c)}
-        payload["ci"] = list(c.ci) if c.ci is not None else None
-        payload.pop("words", None)
-    return SummaryLine(topic, text, payload)
+def _line(topic: str, text: str, record: ComparisonRecord | None = None) -> SummaryLine:
+    return SummaryLine(topic, text, record.to_dict() if record is not None else None)
 
 
 def _n_seeds(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> int:
@@ -74,99 +83,67 @@ def _n_seeds(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> int:
     return int(n) if finite(n) else 1
 
 
-def _gains(ecc: Mapping[str, Any], n_seeds: int) -> tuple[dict[str, dict], str]:
-    """Per method ``{mean, sd, ci, kind}`` of the leak-aware gain, and which pairs it scores."""
-    means, sds = ecc.get("gain_disjoint_mean") or {}, ecc.get("gain_disjoint_sd") or {}
-    out: dict[str, dict] = {}
-    if n_seeds > 1 and any(finite(v) for v in means.values()):
-        for m, v in means.items():
-            if finite(v):
-                ci = t_interval(v, sds.get(m), n_seeds)
-                out[m] = {
-                    "mean": float(v),
-                    "sd": sds.get(m),
-                    "ci": ci,
-                    "kind": f"95% t-interval over {n_seeds} seeds",
-                }
-        return out, "disjoint"
-    for key, pairs in (
-        ("ranking_quality_gain_disjoint", "disjoint"),
-        ("ranking_quality_gain", "all"),
+# --------------------------------------------------------------------------------------------------
+# the records
+
+
+def _legacy_records(ecc: Mapping[str, Any], n_seeds: int) -> list[ComparisonRecord]:
+    """Records of metrics written before :mod:`ecc_lib.protocol.comparisons`: with one seed the
+    recorded bootstrap intervals over test queries (the one interval of one seed), with several
+    seeds the means over seeds without an interval (a first-seed interval beside a mean over seeds
+    would mix two readings)."""
+    out: list[ComparisonRecord] = []
+    several = n_seeds > 1
+    for reading, one_seed, means, diffs, mean_diffs in (
+        (
+            "disjoint",
+            "ranking_quality_gain_disjoint",
+            "gain_disjoint_mean",
+            "gain_differences_disjoint",
+            "difference_disjoint_mean_sd",
+        ),
+        ("all", "ranking_quality_gain", "gain_mean", "gain_differences", "difference_mean_sd"),
     ):
-        values = ecc.get(key) or {}
-        cis = ecc.get(key + "_ci95") or {}
-        if any(finite(v) for v in values.values()):
-            for m, v in values.items():
-                if finite(v):
-                    out[m] = {
-                        "mean": float(v),
-                        "sd": None,
-                        "ci": cis.get(m),
-                        "kind": "95% bootstrap CI over test queries",
-                    }
-            return out, pairs
-    return {}, ""
+        values = ecc.get(means) if several else ecc.get(one_seed)
+        cis = {} if several else ecc.get(one_seed + "_ci95") or {}
+        if several and not values and reading == "all":
+            values = {}
+        for m, v in (values or {}).items():
+            if m != "global" and finite(v):
+                ci = cis.get(m)
+                out.append(
+                    ComparisonRecord("clustering_gain", m, "global", v, ci, "pp", reading, n_seeds)
+                )
+        if several:
+            for name, d in (ecc.get(mean_diffs) or {}).items():
+                if isinstance(d, list | tuple) and " - " in name and finite(d[0]):
+                    a, b = name.split(" - ", 1)
+                    out.append(
+                        ComparisonRecord(
+                            "method_difference", a, b, d[0], None, "pp", reading, n_seeds
+                        )
+                    )
+        else:
+            for name, d in (ecc.get(diffs) or {}).items():
+                if isinstance(d, Mapping) and "_minus_" in name and finite(d.get("estimate")):
+                    a, b = name.split("_minus_", 1)
+                    out.append(
+                        ComparisonRecord(
+                            "method_difference",
+                            a,
+                            b,
+                            d["estimate"],
+                            d.get("ci95"),
+                            "pp",
+                            reading,
+                            1,
+                        )
+                    )
+    return out
 
 
-def _paired(ecc: Mapping[str, Any], a: str, b: str, pairs: str, n_seeds: int) -> dict | None:
-    """``a`` minus ``b`` of the gain with its paired interval.
-
-    With several seeds, the mean over seeds of the per-seed paired differences with a 95%
-    t-interval over seeds (it includes the pair draw, the split and the EM start, which a bootstrap
-    over one seed's test queries ignores; quoting the first seed beside means over seeds would mix
-    two readings of one quantity). With one seed, the recorded paired bootstrap CI over test queries.
-    """
-    suffix = "_disjoint" if pairs == "disjoint" else ""
-
-    def over_seeds() -> dict | None:
-        block = ecc.get(f"difference{suffix}_mean_sd") or {}
-        for name, sign in ((f"{a} - {b}", 1), (f"{b} - {a}", -1)):
-            d = block.get(name)
-            if isinstance(d, list | tuple) and len(d) == 2 and finite(d[0]):
-                mean = sign * float(d[0])
-                return {
-                    "mean": mean,
-                    "sd": d[1],
-                    "ci": t_interval(mean, d[1], n_seeds),
-                    "kind": f"paired per seed, 95% t-interval over {n_seeds} seeds",
-                }
-        return None
-
-    def bootstrap() -> dict | None:
-        for key in (f"gain_differences{suffix}",):
-            block = ecc.get(key) or {}
-            for name, sign in (
-                (f"{a}_minus_{b}", 1),
-                (f"{a} - {b}", 1),
-                (f"{b}_minus_{a}", -1),
-                (f"{b} - {a}", -1),
-            ):
-                d = block.get(name)
-                if isinstance(d, Mapping) and finite(d.get("estimate")):
-                    ci = d.get("ci95")
-                    ci = [sign * float(x) for x in ci][::sign] if ci and len(ci) == 2 else None
-                    return {
-                        "mean": sign * float(d["estimate"]),
-                        "ci": ci,
-                        "kind": "paired 95% bootstrap CI",
-                        "sd": None,
-                    }
-        return None
-
-    first, second = (over_seeds, bootstrap) if n_seeds > 1 else (bootstrap, over_seeds)
-    return first() or second()
-
-
-def _pairs_words(pairs: str) -> str:
-    return (
-        "on held-out pairs disjoint from the probe's models"
-        if pairs == "disjoint"
-        else "on all held-out pairs (the probe decides about half of them on binary scores)"
-    )
-
-
-def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
-    """Summary lines of the clustering section (``metrics.json["ecc"]``).
+def ecc_records(metrics: Mapping[str, Any]) -> list[ComparisonRecord]:
+    """The comparison records of ``metrics.json["ecc"]`` (stored, or read from older keys).
 
     Parameters
     ----------
@@ -175,93 +152,353 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
 
     Returns
     -------
+    list of ComparisonRecord
+    """
+    metrics = read_metrics(metrics)
+    ecc = metrics.get("ecc") or {}
+    if not isinstance(ecc, Mapping) or ecc.get("skipped"):
+        return []
+    stored = ecc.get("comparisons")
+    if isinstance(stored, list) and stored:
+        return read_records(stored)
+    return _legacy_records(ecc, _n_seeds(ecc, metrics.get("parameters") or {}))
+
+
+def _gain(
+    records: Sequence[ComparisonRecord], method: str, reading: str
+) -> ComparisonRecord | None:
+    return find(records, "clustering_gain", method, "global", reading)
+
+
+def _versus(
+    records: Sequence[ComparisonRecord], method: str, other: str, reading: str
+) -> ComparisonRecord | None:
+    """``method`` minus ``other`` on ``reading``: its gain when ``other`` is the global model."""
+    if other == "global":
+        return _gain(records, method, reading)
+    return find(records, "method_difference", method, other, reading)
+
+
+def _reading(records: Sequence[ComparisonRecord]) -> str:
+    """``disjoint`` where any gain on disjoint pairs is finite, else ``all``."""
+    disjoint = [r for r in records if r.question == "clustering_gain" and r.reading == "disjoint"]
+    return "disjoint" if any(finite(r.estimate) for r in disjoint) else "all"
+
+
+def _where(reading: str) -> str:
+    return (
+        "on pairs disjoint from the probe's models"
+        if reading == "disjoint"
+        else "on all held-out pairs"
+    )
+
+
+def _name(method: str) -> str:
+    return method_name(method)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _difference(record: ComparisonRecord, a: str, b: str) -> str:
+    """``A minus B = +1.2 pp [+0.3, +2.1]`` (the interval kind is the report header's)."""
+    ci = interval(record.ci, record.unit)
+    return f"{a} minus {b} = {number(record.estimate, record.unit)}" + (f" {ci}" if ci else "")
+
+
+def _sentence(
+    record: ComparisonRecord,
+    subject: str,
+    obj: str,
+    *,
+    a: str = "",
+    b: str = "",
+    context: str = "",
+    plural: bool = False,
+    tail: str = "",
+) -> str:
+    """``Subject is better than obj context: a minus b = d [lo, hi]; tail.`` (a verdict word only
+    with an interval)."""
+    c = record.comparison(a or subject, b or obj)
+    verb = "are" if plural else "is"
+    if record.has_interval:
+        head = f"{subject} {verb} {verdict(c)} {obj}" + (f" {context}" if context else "")
+    else:  # no interval, no verdict word
+        head = f"{subject} against {obj}" + (f" {context}" if context else "") + " (no interval)"
+    text = _capital(head) + ": " + _difference(record, c.a, c.b)
+    return text + (f"; {tail}" if tail else "") + "."
+
+
+def _nll_words(gain: float) -> str:
+    """``held-out NLL 10.7% lower`` / ``34.1% higher`` (never a negative percentage lower)."""
+    if not finite(gain):
+        return ""
+    size = number(abs(float(gain)), "pct_nll")
+    if size in ("0.0%",):
+        return "held-out NLL unchanged"
+    return f"held-out NLL {size} {'lower' if gain > 0 else 'higher'}"
+
+
+# --------------------------------------------------------------------------------------------------
+# the table
+
+
+def summary_table(
+    records: Sequence[ComparisonRecord],
+    *,
+    methods: Sequence[str] | None = None,
+    reference: str = "global",
+    baselines: Sequence[str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Per method: gain on disjoint pairs with its interval, gain on all pairs, the verdict against
+    the reference and against the best baseline, a note.
+
+    Parameters
+    ----------
+    records : sequence of ComparisonRecord
+    methods : sequence of str, optional
+        Rows, in order (default: every method with a gain record, in their order).
+    reference : str, default "global"
+        The reference of the first verdict column (one global BT; a tuned global BT, say).
+    baselines : sequence of str, optional
+        The methods a clustering method is compared with in the second verdict column (default:
+        the rows whose key does not start with ``"ecc"``, the reference left out); the best is
+        the one with the largest gain on ``reading``.
+    notes : mapping, optional
+        Method -> a note (e.g. the settings ECC-CV chose, in words).
+
+    Returns
+    -------
+    list of dict
+        ``method``, ``name``, ``gain`` (record on the summary's reading), ``gain_all``,
+        ``versus_reference`` and ``versus_best_baseline`` (records as dicts, None where not
+        applicable), ``best_baseline``, ``verdict_reference``, ``verdict_best_baseline``, ``note``.
+    """
+    gains = [r for r in records if r.question == "clustering_gain"]
+    order: list[str] = []
+    for r in gains:
+        if r.a not in order:
+            order.append(r.a)
+    methods = [m for m in (order if methods is None else methods) if m != "global"]
+    reading = _reading(records)
+    if baselines is None:
+        baselines = [m for m in methods if not m.startswith("ecc") and m != reference]
+    scored = {m: _gain(records, m, reading) for m in baselines}
+    scored = {m: r for m, r in scored.items() if r is not None and finite(r.estimate)}
+    best = max(scored, key=lambda m: scored[m].estimate) if scored else None
+    rows = []
+    for m in methods:
+        gain = _gain(records, m, reading)
+        if gain is None:
+            continue
+        versus_ref = _versus(records, m, reference, reading) if m != reference else None
+        versus_best = _versus(records, m, best, reading) if best and m != best else None
+        rows.append(
+            {
+                "method": m,
+                "name": _name(m),
+                "gain": gain.to_dict(),
+                "gain_all": (_gain(records, m, "all") or gain).to_dict()
+                if reading == "disjoint"
+                else None,
+                "versus_reference": versus_ref.to_dict() if versus_ref else None,
+                "versus_best_baseline": versus_best.to_dict() if versus_best else None,
+                "reference": reference,
+                "best_baseline": best,
+                "verdict_reference": _cell_verdict(versus_ref),
+                "verdict_best_baseline": _cell_verdict(versus_best),
+                "note": (notes or {}).get(m, ""),
+            }
+        )
+    return rows
+
+
+def _cell_verdict(record: ComparisonRecord | None) -> str:
+    if record is None:
+        return ""
+    if record.zero_as_printed:
+        return SAME_EVERYWHERE  # a degenerate result in plain words, not a template verdict
+    return record.verdict or NO_VERDICT
+
+
+def record_text(record: ComparisonRecord | Mapping[str, Any] | None, unit: str = "pct_nll") -> str:
+    """``+10.7% [+8.1, +13.2]``: a record's estimate with its interval, as every table writes it
+    (the estimate alone without an interval, a dash without an estimate).
+
+    Parameters
+    ----------
+    record : ComparisonRecord or its dict, optional
+    unit : str, default "pct_nll"
+        ``pct_nll`` for a gain (signed, in percent), else the record's difference unit.
+
+    Returns
+    -------
+    str
+    """
+    if record is None:
+        return "\u2013"
+    payload = record.to_dict() if isinstance(record, ComparisonRecord) else record
+    estimate = payload.get("estimate")
+    value = number(estimate, unit)
+    if (
+        unit == "pct_nll"
+        and finite(estimate)
+        and value[:1] not in "-\u2013"
+        and float(estimate) > 0
+    ):
+        value = "+" + value
+    ci = interval(payload.get("ci"), "pp" if unit == "pct_nll" else unit)
+    return value + (f" {ci}" if ci else "")
+
+
+def table_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The table as plain text, one method per line (the CLI's and ``metrics.json``'s text).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        :func:`summary_table`.
+
+    Returns
+    -------
+    str
+    """
+    if not rows:
+        return ""
+    reference = _name(rows[0]["reference"])
+    best = rows[0]["best_baseline"]
+    lines = []
+    for row in rows:
+        cells = [f"{row['name']}: gain {record_text(row['gain'])}"]
+        if row.get("gain_all"):
+            cells.append(f"all pairs {record_text(row['gain_all'])}")
+        for verdict_, other in (
+            (row["verdict_reference"], reference),
+            (row["verdict_best_baseline"], _name(best) if best else ""),
+        ):
+            if not verdict_ or not other:
+                continue
+            if verdict_ == SAME_EVERYWHERE:
+                cells.append(f"the same as {other} to the printed digit")
+            elif verdict_ == NO_VERDICT:
+                cells.append(f"no interval against {other}")
+            else:
+                cells.append(f"{verdict_} {other}")
+        if row.get("note"):
+            cells.append(row["note"])
+        lines.append("; ".join(cells))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# the sentences
+
+
+def ecc_lines(
+    metrics: Mapping[str, Any],
+    *,
+    methods: Sequence[str] | None = None,
+    reference: str = "global",
+    baselines: Sequence[str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> list[SummaryLine]:
+    """The table and the sentences of the clustering section (``metrics.json["ecc"]``).
+
+    Parameters
+    ----------
+    metrics : mapping
+        The whole ``metrics.json``.
+    methods, reference, baselines, notes
+        As :func:`summary_table`.
+
+    Returns
+    -------
     list of SummaryLine
+        The ``table`` line first.
     """
     metrics = read_metrics(metrics)
     ecc = metrics.get("ecc") or {}
     parameters = metrics.get("parameters") or {}
-    if not isinstance(ecc, Mapping) or ecc.get("skipped"):
+    records = ecc_records(metrics)
+    rows = summary_table(
+        records, methods=methods, reference=reference, baselines=baselines, notes=notes
+    )
+    if not rows:
         return []
+    reading = _reading(records)
+    where = _where(reading)
     n_seeds = _n_seeds(ecc, parameters)
-    gains, pairs = _gains(ecc, n_seeds)
-    if not gains:
-        return []
-    where = _pairs_words(pairs)
-    lines: list[SummaryLine] = []
+    ref_name = _name(reference)
+    caption = (
+        f"Gain over {ref_name} in % of its held-out NLL {where}, over {n_seeds} protocol seed"
+        f"{'s' if n_seeds != 1 else ''}; verdicts against {ref_name} and the best baseline."
+    )
+    table = SummaryLine("table", caption + "\n" + table_text(rows), rows=rows)
+    lines: list[SummaryLine] = [table]
+    by_method = {row["method"]: row for row in rows}
+    shown = [m for m in by_method if m != reference]
 
-    def gain_line(method: str, topic: str) -> SummaryLine:
-        g = gains[method]
-        c = Comparison(
-            method_name(method),
-            "one global BT",
-            g["mean"],
-            tuple(g["ci"]) if g["ci"] else None,
-            "pp",
-            interval_kind=g["kind"],
+    def gain_sentence(method: str, topic: str) -> SummaryLine | None:
+        row = by_method[method]
+        payload = row["versus_reference"]
+        if not payload:
+            return None
+        r = ComparisonRecord.from_dict(payload)
+        tail = _nll_words(r.estimate) if reference == "global" else ""
+        text = _sentence(
+            r, _name(method), ref_name, context=where, plural=method in PLURAL, tail=tail
         )
-        level = level_text(g["mean"], "pct_nll", sd=g["sd"], n=n_seeds)
-        text = comparison_sentence(
-            c, context=where, verb="are" if method in PLURAL else "is"
-        ).rstrip(".")
-        text += f"; held-out NLL {level} lower."
-        if not finite(g["sd"]) and n_seeds <= 1:
-            text += " One protocol seed only: the interval ignores the pair draw, the split and the EM start."
-        return _line(topic, text, c)
+        return _line(topic, text, r)
 
-    if "ecc" in gains:
-        first = gain_line("ecc", "ecc")
-        leak_free = ecc.get("leak_free") if isinstance(ecc.get("leak_free"), Mapping) else {}
-        share = leak_free.get("share_with_probe")
-        if finite(share):  # recorded by the leak-free protocol (issue 23), when it ran
-            first.text = first.text.rstrip(".") + (
-                f"; under the leak-free protocol {number(share, 'share')} of test queries have a "
-                "probe, the others are placed by their embedding alone."
-            )
-        lines.append(first)
-        for other in ("emb_only", "human"):
-            d = _paired(ecc, "ecc", other, pairs, n_seeds)
-            if other in gains and d is not None:
-                c = Comparison(
-                    "ECC",
-                    method_name(other),
-                    d["mean"],
-                    tuple(d["ci"]) if d["ci"] else None,
-                    "pp",
-                    interval_kind=d["kind"],
-                )
-                lines.append(_line("ecc_vs", comparison_sentence(c, context=where), c))
-    clusterings = {m: g for m, g in gains.items() if m != "global"}
-    best = max(clusterings, key=lambda m: clusterings[m]["mean"]) if clusterings else None
-    if best and best != "ecc":
-        d = _paired(ecc, best, "ecc", pairs, n_seeds) if "ecc" in gains else None
-        if d is not None:
-            c = Comparison(
-                method_name(best),
+    if "ecc" in by_method:
+        line = gain_sentence("ecc", "ecc")
+        if line is not None:
+            lines.append(line)
+    scored = {
+        m: by_method[m]["gain"]["estimate"]
+        for m in shown
+        if finite(by_method[m]["gain"]["estimate"])
+    }
+    best = max(scored, key=scored.get) if scored else None
+    if best and best != "ecc" and "ecc" in by_method:
+        r = _versus(records, best, "ecc", reading)
+        if r is not None and not r.zero_as_printed:  # a tie with ECC is in the table
+            text = _sentence(
+                r,
+                _name(best),
                 "ECC",
-                d["mean"],
-                tuple(d["ci"]) if d["ci"] else None,
-                "pp",
-                interval_kind=d["kind"],
+                context=where,
+                plural=best in PLURAL,
+                tail=f"the largest gain of the {len(shown)} methods in the table",
             )
-            verb = "are" if best in PLURAL else "is"
-            text = comparison_sentence(c, context=where, verb=verb).rstrip(".")
-            level = level_text(gains[best]["mean"], "pct_nll", sd=gains[best]["sd"], n=n_seeds)
-            text += f"; the largest gain of the {len(gains)} methods, held-out NLL {level} below one global BT's."
-            lines.append(_line("best_method", text, c))
-        else:
-            lines.append(gain_line(best, "best_method"))
-    winners = [
+            lines.append(_line("best_method", text, r))
+    elif best and "ecc" not in by_method:
+        line = gain_sentence(best, "best_method")
+        if line is not None:
+            lines.append(line)
+    with_interval = [
         m
-        for m, g in clusterings.items()
-        if direction(Comparison("", "", g["mean"], tuple(g["ci"]) if g["ci"] else None)) > 0
+        for m in shown
+        if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
     ]
-    if clusterings and not winners:
+    if shown and not with_interval:
+        lines.append(
+            _line(
+                "no_interval",
+                f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
+                "verdict; rerun the notebook to record them.",
+            )
+        )
+    elif best is not None and not any(
+        (by_method[m]["versus_reference"] or {}).get("direction", 0) > 0 for m in shown
+    ):
         lines.append(
             _line(
                 "no_clustering",
-                f"No clustering is better than one global BT {where}: the largest gain, "
-                f"{method_name(best)}'s, is {number(clusterings[best]['mean'], 'pct_nll')} and no "
-                "interval lies above 0, so a single global ranking is the model to quote.",
+                f"No clustering is better than {ref_name} {where}: no interval lies above 0 "
+                f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)}).",
             )
         )
     k = (parameters.get("ecc") or {}).get("n_clusters")
@@ -269,24 +506,31 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     if finite(k) and finite(n_train) and float(n_train) / float(k) < MIN_QUERIES_PER_CLUSTER:
         text = (
             f"Warning: K = {int(k)} clusters for {int(n_train):,} training queries "
-            f"({float(n_train) / float(k):.0f} per cluster, fewer than {MIN_QUERIES_PER_CLUSTER}) is large; "
-            "per-cluster BT profiles are fitted on few comparisons."
+            f"({float(n_train) / float(k):.0f} per cluster) is large; each cluster's BT profile "
+            "rests on few comparisons."
         )
         sweep = {
             int(key.split("@")[1]): v
             for key, v in (ecc.get("gain_vs_k") or {}).items()
             if key.startswith("ecc@") and finite(v)
         }
+        lines.append(_line("k_warning", text))
         if sweep:
             top = max(sweep, key=sweep.get)
-            text += f" In the K sweep (all pairs, first seed) ECC's gain is largest at K = {top} ({number(sweep[top], 'pct_nll')})."
-        lines.append(_line("k_warning", text))
+            lines.append(
+                _line(
+                    "k_sweep",
+                    f"In the K sweep (all pairs, first seed, no interval) ECC's gain is largest at "
+                    f"K = {top} ({number(sweep[top], 'pct_nll')}).",
+                )
+            )
     return lines
 
 
 def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
-    """The flip readings beside chance (``metrics.json["dars"]``): strict and change first, the
-    pairwise reading with its caveat.
+    """The strict and change flip readings beside chance (``metrics.json["dars"]``).
+
+    The pairwise reading counts random tie-breaks as flips; it stays in the report's body.
 
     Parameters
     ----------
@@ -298,96 +542,39 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     """
     metrics = read_metrics(metrics)
     dars = metrics.get("dars") or {}
-    if (
-        not isinstance(dars, Mapping)
-        or dars.get("skipped")
-        or not finite(dars.get("winner_flip_rate"))
-    ):
+    if not isinstance(dars, Mapping) or dars.get("skipped"):
         return []
-    chance = dars.get("flip_rate_chance") or {}
-    r = dars.get("winner_change_rate_r")
-    readings = (
-        (
-            "winner_flip_rate_strict",
-            "strict",
-            "strict flip rate",
-            "the top sets of two single-shot draws are disjoint",
-        ),
-        (
-            "winner_change_rate",
-            "change",
-            "change rate",
-            f"the winner changes within {r or 'R'} draws",
-        ),
-    )
-    parts, comparisons = [], []
-    for key, reading, label, meaning in readings:
-        value, ci = dars.get(key), dars.get(key + "_ci95")
-        level = chance.get(reading)
-        if not finite(value):
+    meaning = {
+        "strict": "the strict flip rate (two draws' top sets disjoint)",
+        "change": f"the change rate (winner changes within {dars.get('winner_change_rate_r') or 'R'} draws)",
+    }
+    lines = []
+    for r in flip_records(dars):
+        if r.reading not in meaning:
             continue
-        text = f"{label} ({meaning}) {level_text(value, 'share', ci=ci)} of queries"
-        if finite(level):
-            c = Comparison(
-                label,
-                "chance",
-                float(value) - float(level),
-                tuple(float(b) - float(level) for b in ci) if ci else None,
-                "pp_share",
-                HIGHER_LOWER,
-                interval_kind="95% bootstrap CI over queries",
-            )
-            comparisons.append(c)
-            clause = comparison_sentence(c, subject="it").rstrip(".")
-            text += f", chance {number(level, 'share')}; " + clause[0].lower() + clause[1:]
-        parts.append(text)
-    lines = (
-        [
-            _line(
-                "flips",
-                "; ".join(p[0].upper() + p[1:] for p in parts) + ".",
-                comparisons[0] if comparisons else None,
-            )
-        ]
-        if parts
-        else []
-    )
-    value, ci = dars["winner_flip_rate"], dars.get("winner_flip_rate_ci95")
-    text = f"The pairwise reading (two single-shot draws name different winners) is {level_text(value, 'share', ci=ci)}"
-    c = None
-    if finite(chance.get("pairwise")):
-        level = float(chance["pairwise"])
-        c = Comparison(
-            "pairwise",
-            "chance",
-            float(value) - level,
-            tuple(float(b) - level for b in ci) if ci else None,
-            "pp_share",
-            HIGHER_LOWER,
-            interval_kind="95% bootstrap CI over queries",
+        rate = r.levels["a"]
+        level = number(rate[0], "share") + (
+            f" {interval(rate[1:], 'share')}" if interval(rate[1:], "share") else ""
         )
-        clause = comparison_sentence(
-            c, subject="which", obj=f"its chance level {number(level, 'share')}"
-        )
-        text += ", " + clause[0].lower() + clause[1:].rstrip(".")
-    ties = [
-        s.get("tied_top_share")
-        for s in (dars.get("by_side") or {}).values()
-        if isinstance(s, Mapping) and finite(s.get("tied_top_share"))
-    ]
-    text += "; it counts random tie-breaks among equally good models as flips"
-    if ties:
-        text += (
-            f" (several models share the best drawn score in {number(ties[0], 'share')} of draws)"
-        )
-    lines.append(_line("flips", text + ", so quote the strict and change readings.", c))
+        subject = f"{_capital(meaning[r.reading])}, {level} of queries,"
+        chance = f"chance ({number(r.levels['b'][0], 'share')})"
+        text = _sentence(r, subject, chance, a=r.reading, b="chance")
+        lines.append(_line("flips", text, r))
     return lines
 
 
+def _router_name(method: str) -> str:
+    return _name(method)
+
+
 def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
-    """Whether routing pays, as ``(dataset, line)``: on the routing dataset the best router minus
-    the best fixed model (utility, paired CI); on the clustering dataset the best cluster router
-    against the global model's single choice and against the probe's winner alone.
+    """Whether routing pays, as ``(dataset, line)``, leak-aware first.
+
+    On the clustering dataset: the best cluster router without the probe (or on the models
+    outside the probe pair) minus the global BT's one model; the with-probe router only beside
+    the probe's winner. On the routing dataset: the best router minus the best fixed model.
+    A zero-width interval (every router sends each query to the same model as the reference)
+    is one plain sentence.
 
     Parameters
     ----------
@@ -399,128 +586,130 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     """
     metrics = read_metrics(metrics)
     out: list[tuple[str, SummaryLine]] = []
-    routing = metrics.get("routing") or {}
-    headline = routing.get("headline") or {} if isinstance(routing, Mapping) else {}
+    ecc = metrics.get("ecc") or {}
+    records = read_records(ecc.get("comparisons")) if isinstance(ecc, Mapping) else []
+    routing = [r for r in records if r.question == "routing_pays"]
+    dataset = str(ecc.get("dataset", "")) if isinstance(ecc, Mapping) else ""
+    for setting in LEAK_FREE_SETTINGS:
+        r = next((x for x in routing if x.reading == setting and x.b == "global"), None)
+        if r is None:
+            continue
+        context = (
+            "without the probe" if setting == "no_probe" else "on the models outside the probe pair"
+        )
+        if r.zero_width and r.estimate == 0:
+            text = (
+                f"{_capital(context)}, every cluster router scores exactly as the global BT's one "
+                "model on every test query: routing changes nothing."
+            )
+        else:
+            levels = (
+                f"mean held-out score {number(r.levels['a'][0], 'score')} against "
+                f"{number(r.levels['b'][0], 'score')}"
+            )
+            text = _sentence(
+                r,
+                f"{_capital(context)}, routing by {_router_name(r.a)}",
+                "the global BT's one model",
+                a=_router_name(r.a),
+                b="global BT",
+                tail=levels,
+            )
+        out.append((dataset, _line("routing", text, r)))
+        break
+    winner = next((x for x in routing if x.reading == "probe" and x.a == "probe_winner"), None)
+    if winner is not None:
+        text = _sentence(
+            winner,
+            "With the probe, its winner alone",
+            f"the best cluster router ({_router_name(winner.b)})",
+            a="probe winner",
+            b=_router_name(winner.b),
+            tail="routers that read the probe pay only above it",
+        )
+        out.append((dataset, _line("probe_winner", text, winner)))
+    block = metrics.get("routing") or {}
+    headline = block.get("headline") or {} if isinstance(block, Mapping) else {}
     margin = headline.get("best_router_utility_minus_fixed")
     if finite(margin):
-        info = routing.get("info") or {}
-        best, fixed = (
-            headline.get("best_router") or "the best router",
-            headline.get("best_fixed_model"),
-        )
-        if info and not info.get("has_rewrites") and not info.get("has_decodes"):
-            best = str(best).replace(" (DARS)", "")
         ci = headline.get("best_router_utility_minus_fixed_ci95")
-        c = Comparison(
-            "best router",
-            "best fixed model",
+        best = str(headline.get("best_router") or "the best router")
+        info = block.get("info") or {}
+        if info and not info.get("has_rewrites") and not info.get("has_decodes"):
+            best = best.replace(" (DARS)", "")
+        fixed = str(headline.get("best_fixed_model") or "the best fixed model")
+        r = ComparisonRecord(
+            "routing_pays",
+            best,
+            fixed,
             float(margin),
             tuple(ci) if ci and len(ci) == 2 else None,
             "score_diff",
-            interval_kind="paired 95% bootstrap CI over test queries",
+            "utility",
+            1,
+            interval="95% bootstrap over test queries",
         )
-        cost = (
-            "at the same cost weight"
-            if info.get("cost_available")
-            else f"({utility_meaning(info)})"
-        )
-        text = comparison_sentence(
-            c,
-            subject=f"On held-out utility {cost}, the best router ({best})",
-            obj=f"the best fixed model ({fixed})",
-        )
-        out.append((str(headline.get("dataset", "")), _line("routing", text, c)))
-    ecc = metrics.get("ecc") or {}
-    modes = (ecc.get("routing") or {}) if isinstance(ecc, Mapping) else {}
-    probe = modes.get("probe") or {}
-    n_seeds = _n_seeds(ecc, metrics.get("parameters") or {})
-    routers = {
-        m: v
-        for m, v in probe.items()
-        if m not in ("oracle", "random", "probe_winner", "global")
-        and isinstance(v, Mapping)
-        and finite(v.get("score_mean", v.get("score")))
-    }
-    fixed = probe.get("global") or {}
-    if (
-        routers
-        and isinstance(fixed, Mapping)
-        and finite(fixed.get("score_mean", fixed.get("score")))
-    ):
-        key = (
-            "score_mean" if all(finite(v.get("score_mean")) for v in routers.values()) else "score"
-        )
-        top = max(routers, key=lambda m: routers[m][key])
-
-        def versus(a: Mapping, b: Mapping) -> tuple[float, tuple | None, str]:
-            # unpaired: a routing cell records no paired interval against another method
-            diff = float(a[key]) - float(b[key])
-            sd = (float(a.get("score_sd") or 0) ** 2 + float(b.get("score_sd") or 0) ** 2) ** 0.5
-            ci = t_interval(diff, sd, n_seeds) if key == "score_mean" else None
-            return diff, tuple(ci) if ci else None, f"unpaired 95% t-interval over {n_seeds} seeds"
-
-        diff, ci, kind = versus(routers[top], fixed)
-        c = Comparison(
-            "cluster routing",
-            "global BT's model",
-            diff,
-            ci,
-            "score_diff",
-            interval_kind=kind,
-        )
-        text = comparison_sentence(
-            c,
-            subject=f"On mean held-out score, routing by {method_name(top)} with the probe",
-            obj="the global BT's one model for every query",
-        )
-        text = text.rstrip(".") + (
-            f" ({number(routers[top][key], 'score')} against {number(fixed[key], 'score')}, "
-            f"oracle {number((probe.get('oracle') or {}).get(key), 'score')})."
-        )
-        dataset = str(ecc.get("dataset", ""))
-        out.append((dataset, _line("routing", text, c)))
-        winner = probe.get("probe_winner")
-        if isinstance(winner, Mapping) and finite(winner.get(key)):
-            diff, ci, kind = versus(winner, routers[top])
-            c = Comparison(
-                "probe winner",
-                "best cluster router",
-                diff,
-                ci,
-                "score_diff",
-                interval_kind=kind,
+        if r.zero_width and r.estimate == 0:
+            text = (
+                f"Routing changes nothing here: the best router, {best}, has the held-out utility "
+                f"of the best fixed model ({fixed}) on every test query."
             )
-            text = comparison_sentence(
-                c,
-                subject="Sending each query to the model that won its probe comparison",
-                obj=f"the best cluster router ({method_name(top)})",
-            ).rstrip(".")
-            text += (
-                f" ({number(winner[key], 'score')}); this baseline reads the probe's outcome, so a "
-                "cluster router pays only where it is better than this baseline."
+        else:
+            cost = "" if info.get("cost_available") else f" ({utility_meaning(info)})"
+            text = _sentence(
+                r,
+                f"On held-out utility{cost}, the best router ({best})",
+                f"the best fixed model ({fixed})",
+                a="best router",
+                b="best fixed model",
             )
-            out.append((dataset, _line("probe_winner", text, c)))
+        out.append((str(headline.get("dataset", "")), _line("routing", text, r)))
     return out
 
 
-def build_summary(metrics: Mapping[str, Any]) -> dict[str, list[SummaryLine]]:
-    """Per dataset at most :data:`MAX_LINES` quotable lines, clustering first.
+PRIORITY = (
+    "ecc",
+    "no_interval",
+    "no_clustering",
+    "routing",
+    "best_method",
+    "k_warning",
+    "flips",
+    "probe_winner",
+    "k_sweep",
+)
+"""Which sentences stay when a dataset has more than :data:`MAX_SENTENCES` (first topics first)."""
+
+
+def build_summary(
+    metrics: Mapping[str, Any],
+    *,
+    methods: Sequence[str] | None = None,
+    reference: str = "global",
+    baselines: Sequence[str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> dict[str, list[SummaryLine]]:
+    """Per dataset its table (clustering datasets) and at most :data:`MAX_SENTENCES` sentences.
 
     Parameters
     ----------
     metrics : mapping
         The whole ``metrics.json``.
+    methods, reference, baselines, notes
+        As :func:`summary_table` (the lead wires tuned baselines and ECC-CV's choice in here).
 
     Returns
     -------
     dict
-        Dataset name -> lines.
+        Dataset name -> lines (the ``table`` line first where there is one).
     """
     metrics = read_metrics(metrics)
     out: dict[str, list[SummaryLine]] = {}
     ecc = metrics.get("ecc") or {}
     if isinstance(ecc, Mapping):
-        for line in ecc_lines(metrics):
+        for line in ecc_lines(
+            metrics, methods=methods, reference=reference, baselines=baselines, notes=notes
+        ):
             out.setdefault(str(ecc.get("dataset", "")), []).append(line)
     dars = metrics.get("dars") or {}
     if isinstance(dars, Mapping):
@@ -531,36 +720,23 @@ def build_summary(metrics: Mapping[str, Any]) -> dict[str, list[SummaryLine]]:
     return {name: _most_important(lines) for name, lines in out.items()}
 
 
-PRIORITY = (
-    "ecc",
-    "no_clustering",
-    "k_warning",
-    "flips",
-    "routing",
-    "ecc_vs",
-    "best_method",
-    "probe_winner",
-)
-"""Which lines stay when a dataset has more than :data:`MAX_LINES` (the first topics first)."""
-
-
 def _most_important(lines: list[SummaryLine]) -> list[SummaryLine]:
-    """At most :data:`MAX_LINES` lines, chosen by :data:`PRIORITY`, in their original order."""
-    if len(lines) <= MAX_LINES:
-        return lines
+    """The table and at most :data:`MAX_SENTENCES` sentences, by :data:`PRIORITY`, in order."""
+    sentences = [i for i, line in enumerate(lines) if line.topic != "table"]
     rank = sorted(
-        range(len(lines)),
+        sentences,
         key=lambda i: (
             PRIORITY.index(lines[i].topic) if lines[i].topic in PRIORITY else len(PRIORITY),
             i,
         ),
     )
-    keep = set(rank[:MAX_LINES])
-    return [line for i, line in enumerate(lines) if i in keep]
+    keep = set(rank[:MAX_SENTENCES])
+    return [line for i, line in enumerate(lines) if line.topic == "table" or i in keep]
 
 
 def summary_to_metrics(summary: Mapping[str, list[SummaryLine]]) -> dict[str, list[dict]]:
-    """The summary as ``metrics.json["summary"]``: per dataset a list of ``{topic, text, comparison}``.
+    """The summary as ``metrics.json["summary"]``: per dataset a list of ``{topic, text,
+    comparison, rows}`` (the table first).
 
     Parameters
     ----------
@@ -572,20 +748,51 @@ def summary_to_metrics(summary: Mapping[str, list[SummaryLine]]) -> dict[str, li
     """
     import json
 
+    from ecc_lib.serialization import to_jsonable
+
     # as JSON holds it (tuples become lists), so that the recorded and the returned value agree
     return json.loads(
-        json.dumps({name: [asdict(line) for line in lines] for name, lines in summary.items()})
+        json.dumps(
+            to_jsonable({name: [asdict(line) for line in lines] for name, lines in summary.items()})
+        )
     )
+
+
+def summary_text(summary: Mapping[str, list[SummaryLine]]) -> str:
+    """The summary as plain text (what the CLI prints): per dataset its table, then its sentences.
+
+    Parameters
+    ----------
+    summary : mapping
+
+    Returns
+    -------
+    str
+    """
+    parts = []
+    for dataset, lines in summary.items():
+        parts.append(f"{dataset}:")
+        parts += ["  " + row for line in lines for row in line.text.splitlines()]
+    return "\n".join(parts)
 
 
 __all__ = [
     "MAX_LINES",
+    "MAX_SENTENCES",
+    "MAX_WORDS",
     "MIN_QUERIES_PER_CLUSTER",
+    "NO_VERDICT",
     "PRIORITY",
+    "SAME_EVERYWHERE",
     "SummaryLine",
     "build_summary",
     "ecc_lines",
+    "ecc_records",
     "flip_lines",
     "routing_lines",
+    "summary_table",
+    "summary_text",
     "summary_to_metrics",
+    "record_text",
+    "table_text",
 ]

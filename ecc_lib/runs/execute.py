@@ -421,6 +421,12 @@ figure img { max-width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.9em; color: #333; margin-top: 0.4rem; }
 body { font-family: "DejaVu Sans", Arial, sans-serif; line-height: 1.4; color: #111; }
 #summary li { margin-bottom: 0.35rem; }
+table.summary-table { border-collapse: collapse; margin: 0.6rem 0 1rem; font-size: 0.92em; }
+table.summary-table caption { text-align: left; font-size: 0.9em; color: #333; padding-bottom: 0.3rem; }
+table.summary-table th, table.summary-table td { padding: 0.25rem 0.6rem; text-align: left;
+  vertical-align: top; border-bottom: 1px solid #ddd; }
+table.summary-table th { border-bottom: 2px solid #444; }
+table.summary-table td.number { white-space: nowrap; font-variant-numeric: tabular-nums; }
 details.appendix > summary { font-size: 1.3em; font-weight: 600; cursor: pointer; margin: 1rem 0; }
 """
 """Style of ``report.html``: a readable column, tables that wrap rather than overflow."""

@@ -9,13 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.grammar import Comparison, comparison_sentence, finite
+from ecc_lib.grammar import comparison_sentence, finite
 from ecc_lib.labels import method_label, method_name, short_model_names
+from ecc_lib.protocol.comparisons import ComparisonRecord, find
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name, table_html
 from ecc_lib.report.formatting import (
     DASH,
-    format_interval,
-    format_mean_sd,
     format_number,
 )
 from ecc_lib.report.reading import (
@@ -26,8 +25,9 @@ from ecc_lib.report.reading import (
     read_metrics,
     read_table,
 )
-from ecc_lib.report.summary import ecc_lines
+from ecc_lib.report.summary import ecc_lines, ecc_records, record_text
 from ecc_lib.runs.folder import RunContext
+from ecc_lib.stats import interval_description
 
 GAIN_METHODS = ("ecc", "emb_only", "comp_only", "human")
 
@@ -54,49 +54,45 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     section = ReportSection()
     flat = flatten(values)
     dataset = str(values.get("dataset", ""))
-    gain = values.get("ranking_quality_gain") or {}
-    gain_ci = values.get("ranking_quality_gain_ci95") or {}
+    gain = values.get("ranking_quality_gain") or values.get("gain_disjoint_mean") or {}
     nll, acc, tau = (
         values.get("nll") or {},
         values.get("accuracy") or {},
         values.get("within_cluster_tau") or {},
     )
-    disjoint_mean, disjoint_sd = (
-        values.get("gain_disjoint_mean") or {},
-        values.get("gain_disjoint_sd") or {},
-    )
-    disjoint = values.get("ranking_quality_gain_disjoint") or {}
-    disjoint_ci = values.get("ranking_quality_gain_disjoint_ci95") or {}
     seeds = values.get("seeds") if isinstance(values.get("seeds"), list) else []
+    # issue 35: the gains and their intervals are the comparison records the summary reads
+    records = ecc_records(metrics)
+    reading = (
+        "disjoint"
+        if any(
+            r.question == "clustering_gain" and r.reading == "disjoint" and finite(r.estimate)
+            for r in records
+        )
+        else "all"
+    )
     rows = []
     for method in [
         "global",
-        *[m for m in GAIN_METHODS if m in gain],
-        *[m for m in gain if m not in GAIN_METHODS],
+        *[m for m in GAIN_METHODS if m in gain or m in nll],
+        *[m for m in (gain or nll) if m not in GAIN_METHODS and m != "global"],
     ]:
-        if method != "global" and method not in gain:
+        disjoint_record = find(records, "clustering_gain", method, "global", "disjoint")
+        all_record = find(records, "clustering_gain", method, "global", "all")
+        if method != "global" and disjoint_record is None and all_record is None:
             continue
         rows.append(
             {
                 "dataset": dataset,
                 "method": method_label(method),
-                "gain on pairs disjoint from the probe (% of NLL, mean \u00b1 sd over seeds)": "0 (reference)"
+                "gain on pairs disjoint from the probe (% of NLL) [95% interval]": "0 (reference)"
                 if method == "global"
-                else (
-                    format_mean_sd(
-                        disjoint_mean.get(method),
-                        disjoint_sd.get(method),
-                        "pct",
-                        n=len(seeds) or None,
-                    )
-                    if finite(disjoint_mean.get(method))
-                    else format_interval(disjoint.get(method), disjoint_ci.get(method), "pct")
-                ),
-                "gain on all pairs (% of NLL) [95% CI, first seed]": "0 (reference)"
+                else _record_text(disjoint_record),
+                "gain on all pairs (% of NLL) [95% interval]": "0 (reference)"
                 if method == "global"
-                else format_interval(gain.get(method), gain_ci.get(method), "pct"),
-                "held-out NLL (nats per comparison)": format_number(nll.get(method)),
-                "pairwise accuracy": format_number(acc.get(method), "%"),
+                else _record_text(all_record),
+                "held-out NLL (nats per comparison, first seed)": format_number(nll.get(method)),
+                "pairwise accuracy (first seed)": format_number(acc.get(method), "%"),
                 "within-cluster Kendall tau": format_number(tau.get(method)),
             }
         )
@@ -108,20 +104,19 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     section.tables.append(
         HeadlineTable(
             report_table_name("ecc_headline"),
-            f"Ranking quality on held-out comparisons of {dataset} (95% bootstrap CI over test queries)",
+            f"Ranking quality on held-out comparisons of {dataset} ({interval_description(len(seeds) or 1)})",
             headline,
         )
     )
-    differences = values.get("gain_differences") or {}
     diff_rows = [
         measure_row(
             dataset,
-            f"gain of ECC minus {method_label(k.split('_minus_', 1)[-1])} (all pairs, first seed)",
-            format_interval(d.get("estimate"), d.get("ci95"), "pp"),
+            f"gain of {method_label(r.a)} minus {method_label(r.b)} ({'disjoint' if r.reading == 'disjoint' else 'all'} pairs)",
+            _record_text(r, "pp"),
             "percentage points",
         )
-        for k, d in differences.items()
-        if isinstance(d, Mapping)
+        for r in records
+        if r.question == "method_difference" and r.a == "ecc"
     ]
     used = {
         "ranking_quality_gain",
@@ -137,6 +132,8 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         "ranking_quality_gain_disjoint_ci95",
         "ranking_quality_gain_touching",
         "ranking_quality_gain_touching_ci95",
+        "comparisons",
+        "gain_differences_disjoint",
         "dataset",
         "left_out_reasons",
         "leak_free",
@@ -151,8 +148,8 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             )
         )
     # the leak-aware readings are the summary's lines (quoted there); here the paper's reading
-    leak_aware = ecc_lines(metrics)
-    disjoint = any("disjoint from the probe" in line.text for line in leak_aware)
+    leak_aware = [line for line in ecc_lines(metrics) if line.topic != "table"]
+    disjoint = reading == "disjoint"
     if disjoint:
         text = [
             "The summary above quotes the leak-aware readings (pairs disjoint from the probe's models)."
@@ -190,27 +187,30 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             f"On all scored pairs{counts}, the paper's reading, in which the probe decides part of "
             "the scored pairs (the paper's two comparisons; every difference is in the appendix):"
         )
-        for key, d in differences.items():
-            other = key.split("_minus_", 1)[-1]
-            if other not in _PAPER_BASELINES:
-                continue
-            if not isinstance(d, Mapping) or not finite(d.get("estimate")):
-                continue
-            ci = d.get("ci95")
-            c = Comparison(
-                "ECC",
-                method_name(other),
-                float(d["estimate"]),
-                tuple(ci) if ci and len(ci) == 2 else None,
-                "pp",
-                interval_kind="paired 95% bootstrap CI, first seed",
+    for other in _PAPER_BASELINES:  # the paper's two comparisons, on all pairs (its reading)
+        r = find(records, "method_difference", "ecc", other, "all")
+        if r is None or not finite(r.estimate):
+            continue
+        if r.zero_as_printed:  # degenerate: one plain sentence, not a template verdict
+            text.append(
+                f"ECC and {method_name(other)} have the same gain on all held-out pairs to the "
+                f"printed digit ({_record_text(r, 'pp')})."
             )
-            text.append(comparison_sentence(c, context="on all pairs"))
+            continue
+        c = r.comparison("ECC", method_name(other))
+        text.append(comparison_sentence(c, context="on all held-out pairs"))
     if values.get("ecc_converged") is False:
         text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
     section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."
     section.extra_html = cluster_summary_html(run)
     return section
+
+
+def _record_text(record: ComparisonRecord | None, code: str = "pct_nll") -> str:
+    """A record's estimate with its interval, written as the summary table writes it."""
+    if record is None or not finite(record.estimate):
+        return DASH
+    return record_text(record, code)
 
 
 _PAPER_BASELINES = ("emb_only", "human")

@@ -178,7 +178,7 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
         if name == dataset and line.topic == "routing"
     ]
     if isinstance(paired, Mapping) and paired:
-        groups: dict[str, list[str]] = {w: [] for w in BETTER_WORSE}
+        groups: dict[str, list[str]] = {w: [] for w in (*BETTER_WORSE, "")}
         for name, d in paired.items():
             if isinstance(d, Mapping) and finite(d.get("utility")):
                 ci = d.get("utility_ci95")
@@ -191,7 +191,7 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
                 )
                 groups[verdict(c)].append(f"{name} ({difference_text(c).split(' = ', 1)[1]})")
         parts = [
-            f"{word} single-shot labels for {', '.join(names)}"
+            f"{word or 'without an interval against'} single-shot labels for {', '.join(names)}"
             for word, names in groups.items()
             if names
         ]
