@@ -59,6 +59,7 @@ def test_help_lists_the_contract_flags():
         "--routing",
         "--evidence",
         "--scheduler",
+        "--tie-tolerance",
     }
     assert expected <= flags
     assert flags - expected <= {"-h", "--help"}
