@@ -89,4 +89,6 @@ def test_a_non_finite_temperature_is_refused_before_any_call(tmp_path, capsys, v
     assert status != 0 and "--temperature" in err and "finite" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     with pytest.raises(ValueError, match="finite"):
-        collect(QUERIES, ["m1"], "http://127.0.0.1:9/v1", tmp_path, **fast(temperature=float(value)))
+        collect(
+            QUERIES, ["m1"], "http://127.0.0.1:9/v1", tmp_path, **fast(temperature=float(value))
+        )

@@ -9,7 +9,6 @@ import os
 import pathlib
 
 import pandas as pd
-import pytest
 
 from ecc_lib.cli import main
 
@@ -26,7 +25,13 @@ def _outcomes(path, *, lacking):
             for d in range(2):
                 score = float((q + d + len(m)) % 2)
                 rows.append(
-                    {"query_id": f"q{q}", "model": m, "score": score, "decode_id": d, "variant_id": 0}
+                    {
+                        "query_id": f"q{q}",
+                        "model": m,
+                        "score": score,
+                        "decode_id": d,
+                        "variant_id": 0,
+                    }
                 )
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
