@@ -92,3 +92,24 @@ def test_a_non_finite_temperature_is_refused_before_any_call(tmp_path, capsys, v
         collect(
             QUERIES, ["m1"], "http://127.0.0.1:9/v1", tmp_path, **fast(temperature=float(value))
         )
+
+
+@pytest.mark.parametrize(
+    "damage", [b'{"format": 1, "runs": [', b"\xff\xfe", b"[1, 2]", b'{"runs": 3}']
+)
+def test_a_damaged_manifest_is_named_and_the_store_stays_usable(tmp_path, caplog, damage):
+    with FakeOpenAIServer(responder=responder()) as server:
+        first = collect(QUERIES, ["m1"], server.base_url, tmp_path, **fast(n_rewrites=0))
+    assert first.complete
+    manifest = tmp_path / "manifest.json"
+    manifest.write_bytes(damage)
+    caplog.set_level(logging.WARNING)
+    with FakeOpenAIServer(responder=responder()) as server:
+        again = collect(QUERIES, ["m1", "m2"], server.base_url, tmp_path, **fast(n_rewrites=0))
+        assert server.n_calls == 3 * 3  # only m2's answers: m1's records were kept
+    assert again.complete
+    assert str(manifest) in caplog.text and "damaged" in caplog.text
+    assert (tmp_path / "manifest.json.damaged").read_bytes() == damage
+    runs = json.loads(manifest.read_text())["runs"]
+    assert len(runs) == 1 and runs[0]["status"] == "completed"
+    assert len(record_lines(tmp_path)) == 3 * 3 * 2
