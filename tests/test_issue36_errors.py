@@ -9,6 +9,7 @@ import os
 import pathlib
 
 import pandas as pd
+import pytest
 
 from ecc_lib.cli import main
 
@@ -81,3 +82,13 @@ def test_run_out_on_a_read_only_file_system_is_one_line(tmp_path, monkeypatch, c
     assert status == 1
     line = _one_error_line(capsys.readouterr().err)
     assert "cannot write" in line and "Read-only file system" in line and str(target) in line
+
+
+@pytest.mark.parametrize("size", ["2", "0", "1", "nan"])
+def test_bench_with_a_test_size_outside_the_unit_interval_writes_nothing(tmp_path, capsys, size):
+    out = tmp_path / "bench"
+    status = main(["bench", "re2", "--out", str(out), f"--test-size={size}"])
+    assert status == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "test_size" in line and "(0, 1)" in line
+    assert not out.exists() or not any(out.iterdir())
