@@ -92,3 +92,19 @@ def test_bench_with_a_test_size_outside_the_unit_interval_writes_nothing(tmp_pat
     line = _one_error_line(capsys.readouterr().err)
     assert "test_size" in line and "(0, 1)" in line
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--temperature=inf", "--temperature must be a finite number > 0"),
+        ("--temperature=nan", "--temperature must be a finite number > 0"),
+        ("--lam=nan", "--lam must be a finite number >= 0"),
+        ("--lam=-1", "--lam must be a finite number >= 0"),
+    ],
+)
+def test_ecc_refuses_non_finite_settings_before_reading(tmp_path, capsys, flag, message):
+    missing = str(tmp_path / "nothing.csv")  # never read: the flags are checked first
+    status = main(["ecc", "--outcomes", missing, "--queries", missing, flag])
+    assert status == 1
+    assert message in _one_error_line(capsys.readouterr().err)
