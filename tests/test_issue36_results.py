@@ -182,3 +182,14 @@ def test_spaces_after_separators_are_skipped(tmp_path):
     long = tables.read_outcomes(outcomes, queries=frame)
     assert sorted(long["model"].unique()) == ["m-a", "m-b"]
     assert len(long) == 40
+
+
+@pytest.mark.parametrize("bad", [[float("nan")], [-0.1], [1e308], [], ["x"], [True]])
+def test_routing_curves_refuse_bad_lambdas(bad):
+    from ecc_lib.routing_evaluation.curves import check_lambdas, curve_of_choices
+
+    with pytest.raises(ValueError, match="lambdas"):
+        check_lambdas(bad)
+    with pytest.raises(ValueError, match="lambdas"):
+        curve_of_choices([np.zeros(2, int)] * len(bad), None, lambdas=bad)
+    assert check_lambdas([0, 0.5, 2]) == [0.0, 0.5, 2.0]
