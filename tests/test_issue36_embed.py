@@ -5,6 +5,7 @@ it and its vectors computed again (no broadcast error, no blame on the embedding
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,3 +152,28 @@ def test_the_cache_never_stores_zero_or_nan_vectors(tmp_path, caplog):
     )
     assert found.tolist() == [True, False, False]
     np.testing.assert_allclose(found_vectors[0], [0.0, 1.0])
+
+
+def test_load_model_remembers_a_local_model_by_its_files(tmp_path, monkeypatch):
+    import types
+
+    loaded = []
+
+    class FakeST:
+        def __init__(self, name, device=None):
+            loaded.append(Path(name).resolve())
+
+    monkeypatch.setattr(
+        models, "require", lambda *a, **k: types.SimpleNamespace(SentenceTransformer=FakeST)
+    )
+    monkeypatch.setattr(models, "_loaded_models", {})
+    for project, weights in (("one", b"\x01"), ("two", b"\x02")):
+        folder = tmp_path / project / "my-model"
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(weights * 100)
+    firsts = []
+    for project in ("one", "two", "one"):
+        monkeypatch.chdir(tmp_path / project)
+        firsts.append(models.load_model("./my-model"))
+    assert loaded == [tmp_path / "one" / "my-model", tmp_path / "two" / "my-model"]
+    assert firsts[0] is firsts[2] and firsts[0] is not firsts[1]

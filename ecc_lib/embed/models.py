@@ -182,8 +182,10 @@ def load_model(model_name: str | None = None, *, device: str | None = "cpu"):
         When the model cannot be loaded, naming it (offline machines can only load the default).
     """
     name = canonical_model_name(model_name)
-    if name in _loaded_models:
-        return _loaded_models[name]
+    # a local folder is remembered by its files, not by the path string (issue 36)
+    memo = cache_key(name) if local_model_path(name) is not None else name
+    if memo in _loaded_models:
+        return _loaded_models[memo]
     if name == STATIC_MODEL:
         from ecc_lib.embed.static import load_static_embedder
 
@@ -219,7 +221,7 @@ def load_model(model_name: str | None = None, *, device: str | None = "cpu"):
                 f"default '{DEFAULT_MODEL}' are fetched from the Hugging Face Hub and need a "
                 "network connection (or a local folder path)."
             ) from error
-    _loaded_models[name] = model
+    _loaded_models[memo] = model
     return model
 
 
