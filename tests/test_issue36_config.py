@@ -94,3 +94,9 @@ def test_good_lists_still_pass(declared):
     resolved = run_config.resolve_parameters(notebooks, config, params)
     assert resolved["03_clustering"]["k_sweep"] == [2, 3]
     assert resolved["04_routing"]["lambdas"] == [0, 0.5, 2]
+
+
+def test_an_empty_datasets_list_still_means_only_the_given_dataset(declared):
+    notebooks, params = declared
+    resolved = run_config.resolve_parameters(notebooks, {"01_data": {"datasets": []}}, params)
+    assert resolved["01_data"]["datasets"] == []

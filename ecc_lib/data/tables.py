@@ -69,8 +69,8 @@ def read_csv_keeping_text(path: str | Path, *, sep: str = ",", text_columns=TEXT
     there, while the other columns read pandas' usual missing markers (``NA``, ``NaN`` ...).
 
     Spaces after a separator are skipped (``q0000, m-a, 1.0`` reads as ``q0000,m-a,1.0``; a
-    quoted cell keeps its spaces), and a header that names a column twice is refused (pandas would
-    rename the second ``score`` to ``score.1`` in silence), issue 36.
+    quoted cell keeps its spaces), issue 36; :func:`read_table` also refuses a header that names
+    a column twice (:func:`refuse_duplicate_header`).
 
     Parameters
     ----------
@@ -85,16 +85,6 @@ def read_csv_keeping_text(path: str | Path, *, sep: str = ",", text_columns=TEXT
     -------
     DataFrame
     """
-    names = pd.read_csv(
-        path, sep=sep, nrows=1, header=None, dtype=str, keep_default_na=False, skipinitialspace=True
-    )
-    raw = [str(name) for name in names.iloc[0]] if len(names) else []
-    twice = sorted({name for name in raw if raw.count(name) > 1})
-    if twice:
-        raise DataValidationError(
-            f"{path}: the header names the column(s) {twice} more than once; rename or remove "
-            "the extra column (which one is meant is not guessed)"
-        )
     header = pd.read_csv(path, sep=sep, nrows=0, skipinitialspace=True).columns
     text = set(text_columns)
     na_values = {c: ([""] if c in text else list(_MISSING_MARKERS)) for c in header}
@@ -109,11 +99,34 @@ def read_csv_keeping_text(path: str | Path, *, sep: str = ",", text_columns=TEXT
     )
 
 
+def refuse_duplicate_header(path: str | Path, *, sep: str = ",") -> None:
+    """Raise :class:`DataValidationError` when the header of a CSV names a column twice (pandas
+    would rename the second ``score`` to ``score.1`` in silence, issue 36).
+
+    Parameters
+    ----------
+    path : str or Path
+    sep : str, default ","
+    """
+    names = pd.read_csv(
+        path, sep=sep, nrows=1, header=None, dtype=str, keep_default_na=False, skipinitialspace=True
+    )
+    raw = [str(name) for name in names.iloc[0]] if len(names) else []
+    twice = sorted({name for name in raw if raw.count(name) > 1})
+    if twice:
+        raise DataValidationError(
+            f"{path}: the header names the column(s) {twice} more than once; rename or remove "
+            "the extra column (which one is meant is not guessed)"
+        )
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
+    refuse_duplicate_header(path, sep=",")
     return read_csv_keeping_text(path, sep=",")
 
 
 def _read_tsv(path: Path) -> pd.DataFrame:
+    refuse_duplicate_header(path, sep="\t")
     return read_csv_keeping_text(path, sep="\t")
 
 
@@ -559,6 +572,7 @@ __all__ = [
     "infer_model_columns",
     "is_table_file",
     "read_csv_keeping_text",
+    "refuse_duplicate_header",
     "read_outcomes",
     "read_queries",
     "read_table",

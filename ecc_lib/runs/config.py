@@ -86,6 +86,10 @@ PARAMETER_RANGES: dict[str, tuple[float, float, bool, bool]] = {
 parameters (issue 36: ``lambdas: [.nan]``, ``[-1]``, ``[1e308]`` and ``temperature: 0`` were taken),
 checked before any notebook runs."""
 
+NON_EMPTY_LISTS: tuple[str, ...] = ("k_sweep", "probe_sweep", "lambdas")
+"""List parameters that need at least one item (``datasets: []`` is how notebook 01 is told to
+read only ``--dataset``)."""
+
 MAX_CONFIG_BYTES = 1_000_000
 """Largest configuration file read (a configuration is a few hundred bytes)."""
 
@@ -343,12 +347,12 @@ def _is_number(value: Any) -> bool:
 
 def _check_value(notebook: str, name: str, value: Any, declared: Mapping[str, Any]) -> None:
     """Items of a list parameter have the type of the default's items (``k_sweep: [[4]]`` and
-    ``["a"]`` are refused), a list with a non-empty default is not empty, and real values and
-    numeric items lie in :data:`PARAMETER_RANGES` (finite)."""
+    ``["a"]`` are refused), the lists of :data:`NON_EMPTY_LISTS` are not empty, and real values
+    and numeric items lie in :data:`PARAMETER_RANGES` (finite)."""
     default = declared["default"]
     where = f"parameter {name!r} of {notebook}"
     if isinstance(value, list) and isinstance(default, list):
-        if not value and default:
+        if not value and name in NON_EMPTY_LISTS:
             raise ParameterValueError(f"{where} must not be an empty list (default {default!r})")
         kinds = {type(item) for item in default}
         if kinds and kinds <= {int, float, str}:
@@ -514,6 +518,7 @@ __all__ = [
     "ConfigError",
     "LARGEST_WEIGHT",
     "MAX_CONFIG_BYTES",
+    "NON_EMPTY_LISTS",
     "PARAMETER_MINIMA",
     "PARAMETER_RANGES",
     "PATH_PARAMETERS",
