@@ -21,7 +21,9 @@ Faults, applied in this order to the n-th chat call (0-based, counted over all m
   ``"close"`` closes the connection without a response, ``"null"`` answers ``content: null`` with
   ``finish_reason: "length"``, ``"empty"`` answers ``content: ""`` with ``finish_reason: "stop"``,
   ``"object"`` answers the content as a JSON object (``{"answer": ...}``), ``"negative_usage"``
-  reports negative token counts;
+  reports negative token counts; ``"deep_json"`` answers a body nested 100,000 levels deep,
+  ``"huge_tokens"`` reports a 4,000-digit token count, ``"absurd_cost"`` reports ``usage.cost``
+  1e300 (issue 36);
 - ``delay`` seconds before every answer (to make a run last long enough to be killed);
 - ``response_formats``: the ``response_format`` types accepted (others are refused; ``None`` accepts
   any; refused with ``format_refusal_status``, 400 by default, 500 as llama-cpp-python does); a
@@ -64,7 +66,18 @@ from urllib.parse import quote, urlsplit
 
 LETTERS = "ABCDEFGHIJ"
 ECHO_ENCODINGS: tuple[str, ...] = ("plain", "percent", "base64", "bearer64")
-FAULTS: tuple[str, ...] = ("hang", "close", "null", "empty", "object", "negative_usage")
+FAULTS: tuple[str, ...] = (
+    "hang",
+    "close",
+    "null",
+    "empty",
+    "object",
+    "negative_usage",
+    "deep_json",
+    "huge_tokens",
+    "absurd_cost",
+)
+DEEP = 100_000
 Responder = Callable[[str, list, dict], str]
 
 
@@ -372,14 +385,20 @@ class FakeOpenAIServer:
         completion_tokens = len(str(content or "").split()) or (16 if fault == "null" else 0)
         if fault == "negative_usage":
             prompt_tokens, completion_tokens = -prompt_tokens - 1, -completion_tokens - 1
+        if fault == "huge_tokens":
+            prompt_tokens = 10**3999 + 7
         usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
-        if self.report_cost:
+        if self.report_cost and fault != "huge_tokens":
             usage["cost"] = (prompt_tokens * 1.0 + completion_tokens * 2.0) / 1e6
+        if fault == "absurd_cost":
+            usage["cost"] = 1e300
         entry["status"] = 200
+        if fault == "deep_json":  # sent as is (json.dumps would recurse as deep)
+            return 200, {"__raw__": ('{"choices": ' + "[" * DEEP + "]" * DEEP + "}").encode()}, {}
         return (
             200,
             {
@@ -431,7 +450,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, payload: dict, extra: dict | None = None) -> None:
         extra = dict(extra or {})
-        if status == 200 and self.fake.oversize_bytes and payload.get("choices"):
+        if "__raw__" in payload:
+            data = payload["__raw__"]
+        elif status == 200 and self.fake.oversize_bytes and payload.get("choices"):
             data = _gzip_padded(payload, self.fake.oversize_bytes)
             extra["Content-Encoding"] = "gzip"
         else:

@@ -48,6 +48,17 @@ class BenchSettings:
             )
         if self.n_clusters < 1:
             raise ValueError(f"n_clusters must be >= 1, got {self.n_clusters}")
+        # checked here, not per seed: a seed whose protocol does not apply is skipped, so a bad
+        # setting would leave every seed skipped and write an empty bench (issue 36)
+        if not 0.0 < float(self.test_size) < 1.0:
+            raise ValueError(
+                f"test_size is the share of test queries and must lie in (0, 1), got "
+                f"{self.test_size}"
+            )
+        if not (math.isfinite(self.lam) and self.lam >= 0):
+            raise ValueError(f"lam must be a finite number >= 0, got {self.lam}")
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ValueError(f"temperature must be a finite number > 0, got {self.temperature}")
 
     @property
     def seeds(self) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 
 from ecc_lib.cli.subcommand import Subcommand, UsageError
@@ -149,6 +150,9 @@ def _collect(args: argparse.Namespace) -> int:
     ):
         if not value > low:
             raise UsageError(f"{name} must be > {low:g}, got {value}")
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        # JSON has no inf or NaN: every request would be refused (issue 36)
+        raise UsageError(f"--temperature must be a finite number >= 0, got {args.temperature}")
     summary = collect(
         args.queries,
         args.models,

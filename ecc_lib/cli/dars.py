@@ -208,6 +208,33 @@ def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
     return {"labels": stats.labels, "flip_rates": stats.flip_rates}
 
 
+INCOMPLETE_REASON = "not answered by every model (DARS compares every model on each query)"
+"""Reason of ``data_policy.left_out`` for the queries :func:`dars_summary` leaves out."""
+
+
+def _count_incomplete_queries(report, outcomes, n_dropped: int) -> None:
+    """Count the queries DARS leaves out (``n_dropped_queries``) in the data policy's report too,
+    with their reason, examples and a note, so that ``data_policy.n_left_out`` agrees (issue 36)."""
+    if not n_dropped:
+        return
+    import numpy as np
+
+    models_per_query = outcomes.groupby(outcomes["query_id"].astype(str), sort=False)[
+        "model"
+    ].nunique()
+    lacking = models_per_query.index[models_per_query.to_numpy() < report.n_models]
+    report.left_out[INCOMPLETE_REASON] = int(n_dropped)
+    report.left_out_examples[INCOMPLETE_REASON] = [str(q) for q in np.asarray(lacking)[:5]]
+    report.n_queries = int(report.n_queries - n_dropped)
+    note = (
+        f"{n_dropped} of {report.n_input_queries} queries were left out: {n_dropped} "
+        f"{INCOMPLETE_REASON}"
+        + (f"; first: {', '.join(map(repr, report.left_out_examples[INCOMPLETE_REASON]))}")
+    )
+    report.notes.append(note)
+    print(f"note: {note}")
+
+
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
     from ecc_lib.data.policy import apply_data_policy
@@ -235,6 +262,7 @@ def _run(args: argparse.Namespace) -> int:
         validate=False,  # read_outcomes has validated the table
         change_draws=args.change_draws,
     )
+    _count_incomplete_queries(report, outcomes, summary["n_dropped_queries"])
     summary["data_policy"] = to_jsonable(report.to_dict())
     print(format_summary(summary))
     if getattr(args, "scheduler", None):

@@ -14,6 +14,7 @@ split and EM start) and adds ``seeds``, ``gain_mean``, ``gain_sd``, ``per_seed``
 from __future__ import annotations
 
 import argparse
+import math
 
 from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
 
@@ -443,6 +444,14 @@ def ecc_result_from_args(args: argparse.Namespace):
         raise ValueError(f"--pairs must be >= 2 (one probe and one scored pair), got {args.pairs}")
     if args.probes < 0 or args.probes >= args.pairs:
         raise ValueError(f"--probes must lie in [0, --pairs), got {args.probes}")
+    # before anything is read or fitted (issue 36: --temperature inf ran to the end with uniform
+    # memberships, --lam nan ended in "weights must be finite")
+    if not (math.isfinite(args.temperature) and args.temperature > 0):
+        raise ValueError(f"--temperature must be a finite number > 0, got {args.temperature}")
+    if not (math.isfinite(args.lam) and args.lam >= 0):
+        raise ValueError(f"--lam must be a finite number >= 0, got {args.lam}")
+    if not 0 < args.test_size < 1:
+        raise ValueError(f"--test-size must be a share in (0, 1), got {args.test_size}")
     queries, outcomes = _read_inputs(args)
     embeddings = _embeddings(args, queries)
     check = None

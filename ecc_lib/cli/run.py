@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 from pathlib import Path
 
 from ecc_lib.cli.subcommand import Subcommand
@@ -63,23 +64,50 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
+UNWRITABLE_ERRNOS: frozenset[int] = frozenset(
+    code
+    for code in (
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOSPC,
+        getattr(errno, "EDQUOT", None),
+    )
+    if code is not None
+)
+"""Errors of a run folder that cannot be written: one line, not a traceback (issue 36)."""
+
+
+class RunFolderWriteError(ValueError):
+    """The run folder cannot be written (read-only or full file system, no permission)."""
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the pipeline; print the run folder and the main outputs."""
     from ecc_lib.runs.pipeline import run_pipeline
 
     if args.timeout is not None and not args.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
-    result = run_pipeline(
-        config=args.config,
-        only=args.only,
-        out=args.out,
-        dataset=args.dataset,
-        notebooks_dir=args.notebooks,
-        progress=not args.no_progress,
-        timeout=args.timeout,
-        append=args.append,
-        replace_damaged=args.replace_damaged,
-    )
+    try:
+        result = run_pipeline(
+            config=args.config,
+            only=args.only,
+            out=args.out,
+            dataset=args.dataset,
+            notebooks_dir=args.notebooks,
+            progress=not args.no_progress,
+            timeout=args.timeout,
+            append=args.append,
+            replace_damaged=args.replace_damaged,
+        )
+    except OSError as error:
+        if error.errno not in UNWRITABLE_ERRNOS:
+            raise
+        where = f" {error.filename}" if error.filename else ""
+        raise RunFolderWriteError(
+            f"cannot write{where}: {error.strerror or error} (is the --out folder on a read-only "
+            "or full file system, or not yours to write?)"
+        ) from None
     print(f"run folder: {result.run_dir}")
     if result.metrics_path is not None:
         print(f"metrics:    {result.metrics_path}")

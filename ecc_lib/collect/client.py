@@ -40,6 +40,7 @@ import asyncio
 import base64
 import json
 import logging
+import math
 import re
 import time
 import zlib
@@ -375,9 +376,11 @@ def _as_int(value: Any) -> int | None:
     """A token count: a whole number >= 0, else None (unknown)."""
     if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, int):  # a 4,000-digit count overflows float() (issue 36): unknown
+        return value if 0 <= value <= 2**53 else None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if not number >= 0 or not number.is_integer() or number > 2**53:
         return None
@@ -528,6 +531,13 @@ class ChatClient:
         raw_key = api_key
         api_key = check_api_key(api_key, api_key_env=api_key_env)
         self.base_url = check_base_url(base_url)
+        if api_key and urlsplit(self.base_url).username is not None:
+            # httpx sends the URL's user:password as Basic auth, replacing the Bearer key
+            where = f"the environment variable {api_key_env}" if api_key_env else "the API key"
+            raise EndpointConfigError(
+                f"base URL {public_url(self.base_url)!r} carries a user:password and {where} "
+                "gives a Bearer key too; only one can be the Authorization header: drop one"
+            )
         self.url = chat_url(self.base_url)
         self.public_url = public_url(self.url)
         self.origin = origin(self.url)
@@ -595,7 +605,7 @@ class ChatClient:
         text = data.decode(encoding or "utf-8", errors="replace")
         try:
             body = json.loads(data)
-        except (json.JSONDecodeError, ValueError):
+        except (json.JSONDecodeError, ValueError, RecursionError):
             body = None
         if isinstance(body, dict):
             error = body.get("error", body.get("detail", body.get("message")))
@@ -740,6 +750,14 @@ class ChatClient:
         if status == 200:
             try:
                 payload = json.loads(data)
+            except RecursionError:  # a reply nested thousands of levels deep (issue 36)
+                raise EndpointResponseError(
+                    f"{self.public_url} for model '{model}': the reply is JSON nested too deeply "
+                    "to read (not a chat completion); not scored",
+                    status=status,
+                    url=self.public_url,
+                    model=model,
+                ) from None
             except (json.JSONDecodeError, ValueError) as error:
                 raise _Retryable("response is not valid JSON", status) from error
             if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
@@ -837,6 +855,10 @@ class ChatClient:
         EndpointError
             Another 4xx, an unusable 200 body after retries, or retries exhausted.
         """
+        for name, value in (("temperature", temperature), ("top_p", top_p)):
+            if isinstance(value, bool) or not math.isfinite(float(value)) or float(value) < 0:
+                # JSON has no inf or NaN: the server would refuse the body six times (issue 36)
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         body: dict[str, Any] = {
             "model": model,
             "messages": messages,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,7 @@ def parse_model_spec(text: str) -> ModelSpec:
         No name, a setting without ``=``, a key given twice, or a bad temperature / top_p /
         max_tokens.
     """
-    raw = str(text).strip()
+    raw = unicodedata.normalize("NFC", str(text)).strip()  # one form per name (issue 36)
     name, at, suffix = raw.rpartition("@")
     if not at or "=" not in suffix:
         if not raw:

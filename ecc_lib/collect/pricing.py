@@ -10,6 +10,7 @@ Price table files (one row per model, prices in USD per one million tokens):
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 
 from ecc_lib._optional import require
 from ecc_lib.data.schema import DataValidationError
+
+logger = logging.getLogger(__name__)
 
 PRICE_COLUMNS: tuple[str, ...] = ("model", "input_per_1m", "output_per_1m")
 REPORTED_COST_FIELDS: tuple[str, ...] = ("cost", "total_cost", "cost_usd")
@@ -157,8 +160,16 @@ def read_price_table(path: str | Path) -> dict[str, Price]:
     raise DataValidationError(f"{path}: expected a mapping or a list of records")
 
 
+MAX_REPORTED_COST_USD = 1000.0
+"""Largest cost of one call taken from a reply (``usage.cost``); beyond it the figure is not a
+price (``1e300``, issue 36) and the call is costed from the price table instead, with a warning."""
+
+
 def reported_cost(body: Mapping) -> float | None:
     """The cost in USD an API reports in a response (``usage.cost`` as OpenRouter does), or None.
+
+    A figure that is not a finite number in ``[0, MAX_REPORTED_COST_USD]`` is not taken (a warning
+    names it above the cap).
 
     Parameters
     ----------
@@ -174,8 +185,21 @@ def reported_cost(body: Mapping) -> float | None:
         for name in REPORTED_COST_FIELDS:
             value = container.get(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                if math.isfinite(value) and value >= 0:
-                    return float(value)
+                try:
+                    number = float(value)
+                except OverflowError:  # a many-digit integer
+                    number = math.inf
+                if number > MAX_REPORTED_COST_USD:
+                    logger.warning(
+                        "a reply reports %s = %.3g USD for one call, over %g: not taken as its "
+                        "cost (costed from the price table instead)",
+                        name,
+                        number,
+                        MAX_REPORTED_COST_USD,
+                    )
+                    continue
+                if math.isfinite(number) and number >= 0:
+                    return number
     return None
 
 
@@ -216,6 +240,7 @@ def call_cost(
 
 
 __all__ = [
+    "MAX_REPORTED_COST_USD",
     "PRICE_COLUMNS",
     "Price",
     "REPORTED_COST_FIELDS",

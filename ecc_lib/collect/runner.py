@@ -175,8 +175,12 @@ async def acollect(
         raise ValueError(f"n_decodes must be >= 1, got {n_decodes}")
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    if not (temperature >= 0 and 0 < top_p <= 1):
-        raise ValueError(f"need temperature >= 0 and 0 < top_p <= 1, got {temperature}, {top_p}")
+    if not (math.isfinite(temperature) and temperature >= 0 and 0 < top_p <= 1):
+        raise ValueError(
+            f"need a finite temperature >= 0 and 0 < top_p <= 1, got {temperature}, {top_p}"
+        )
+    if not (math.isfinite(rewrite_temperature) and rewrite_temperature >= 0):
+        raise ValueError(f"need a finite rewrite_temperature >= 0, got {rewrite_temperature}")
     if not timeout > 0 or not math.isfinite(timeout):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
     if max_retries < 0 or max_consecutive_errors < 1:

@@ -413,17 +413,53 @@ class CollectionStore:
         """
         return read_jsonl(self.path(REWRITE_CALLS_FILE))[0]
 
-    def manifest(self) -> dict:
+    def manifest(self, *, repair: bool = False) -> dict:
         """The store's manifest (format, creation time, one entry per run); a fresh one when absent.
+
+        A damaged manifest (not JSON, not an object with a list of runs) costs only the run history,
+        never the store (issue 36): a warning names the file, and with ``repair`` it is moved
+        aside as ``manifest.json.damaged`` before a fresh one is written.
+
+        Parameters
+        ----------
+        repair : bool, default False
+            Move a damaged manifest aside (the callers that write the manifest).
 
         Returns
         -------
         dict
         """
         path = self.path(MANIFEST_FILE)
+        fresh = {"format": STORE_FORMAT, "created_at": utc_now(), "runs": []}
         if not path.exists():
-            return {"format": STORE_FORMAT, "created_at": utc_now(), "runs": []}
-        return json.loads(path.read_text(encoding="utf-8"))
+            return fresh
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            runs = manifest.get("runs", []) if isinstance(manifest, dict) else None
+            if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+                raise ValueError("not a JSON object with a list of runs")
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:
+            where = "left as it is"
+            if repair:
+                damaged = path.with_name(MANIFEST_FILE + ".damaged")
+                try:
+                    os.replace(path, damaged)
+                    where = f"moved to {damaged.name}"
+                except OSError as move_error:
+                    raise StoreError(
+                        f"{path} is damaged ({type(error).__name__}: {error}) and cannot be moved "
+                        f"aside ({move_error.strerror}); move or delete it by hand (records.jsonl "
+                        "holds the data, the manifest only the run history)"
+                    ) from None
+            logger.warning(
+                "%s is damaged (%s: %s); %s, a new run history is started (the records are intact)",
+                path,
+                type(error).__name__,
+                error,
+                where,
+            )
+            return fresh
+        return manifest
 
     def total_cost(self) -> float:
         """Known spend of the store in USD: records plus rewriting calls.
@@ -642,7 +678,7 @@ class CollectionStore:
         StoreError
             The manifest cannot be written (the previous one is left as it was).
         """
-        manifest = self.manifest()
+        manifest = self.manifest(repair=True)
         runs = [r for r in manifest.get("runs", []) if r.get("run_id") != run["run_id"]]
         manifest["runs"] = runs + [run]
         self._write_manifest(manifest)
@@ -687,7 +723,7 @@ class CollectionStore:
         int
             How many runs were marked.
         """
-        manifest = self.manifest()
+        manifest = self.manifest(repair=True)
         stale = [
             r
             for r in manifest.get("runs", [])

@@ -274,6 +274,15 @@ def repeated_observations(
             f"{models[int(np.flatnonzero(present[first])[0])]!r} only)"
         )
     partial = models_per_query < n_models
+    if partial.all():  # nothing would be left (issue 36: a traceback further on)
+        first = int(np.flatnonzero(partial)[0])
+        lacking = [models[m] for m in np.flatnonzero(~present[first])]
+        raise DataValidationError(
+            f"{where}no query is answered by every model ({n_queries} queries, {n_models} "
+            f"models), and DARS compares every model on each query; leave out the models that "
+            f"answered few queries or collect the missing answers; first: query_id "
+            f"{query_ids[first]!r} has no observation of {lacking}"
+        )
     if partial.any() and incomplete == "raise":
         first = int(np.flatnonzero(partial)[0])
         lacking = [models[m] for m in np.flatnonzero(~present[first])]

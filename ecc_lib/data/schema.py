@@ -16,6 +16,7 @@ outcomes
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Iterable
 from typing import Self
 
@@ -135,8 +136,77 @@ def id_strings(values: pd.Series) -> pd.Series:
         numbers = values.to_numpy(dtype=float)
         integral = np.isfinite(numbers) & (numbers % 1 == 0)
         if integral.all():
-            return pd.Series(numbers.astype(np.int64).astype(str), index=values.index)
+            huge = np.abs(numbers) >= 2.0**63  # beyond int64: astype would wrap (issue 36)
+            text = np.empty(len(numbers), dtype=object)
+            text[~huge] = numbers[~huge].astype(np.int64).astype(str)
+            text[huge] = [str(int(x)) for x in numbers[huge]]  # the rare huge ids only
+            inexact = np.abs(numbers) > 2.0**53
+            if inexact.any():
+                logger.warning(
+                    "%d query id(s) are numbers above 2^53 read as floats (first: %s), which "
+                    "cannot hold every digit: ids that differ only in the last digits may have "
+                    "merged; store the ids as text",
+                    int(inexact.sum()),
+                    text[np.flatnonzero(inexact)[0]],
+                )
+            return pd.Series(text.astype(str), index=values.index)
     return values.astype(str)
+
+
+def normalise_model_names(
+    models: pd.Series, *, source: str | None = None, what: str = "model"
+) -> pd.Series:
+    """Model names in one form: Unicode NFC, without surrounding whitespace (issue 36:
+    ``"gpt-4 "`` and ``"gpt\u20114"`` in NFD were separate models). Names that are then equal up
+    to case stay separate models, with a warning naming them.
+
+    Parameters
+    ----------
+    models : Series
+        The model column (str).
+    source : str, optional
+        File or dataset name for the log.
+    what : str, default "model"
+        What the names are (for the log).
+
+    Returns
+    -------
+    Series of str
+        Same index as ``models``.
+    """
+    codes, uniques = pd.factorize(models.astype(str), sort=False)
+    names = [str(name) for name in uniques]
+    cleaned = [unicodedata.normalize("NFC", name).strip() for name in names]
+    changed = [(a, b) for a, b in zip(names, cleaned, strict=True) if a != b]
+    if changed:
+        logger.info(
+            "%s%d %s name(s) normalised (Unicode NFC, surrounding whitespace), e.g. %r -> %r",
+            source_prefix(source),
+            len(changed),
+            what,
+            *changed[0],
+        )
+    empty = [name for name, clean in zip(names, cleaned, strict=True) if not clean]
+    if empty:
+        raise DataValidationError(
+            f"{source_prefix(source)}{what} name {empty[0]!r} is empty once its whitespace is "
+            "stripped"
+        )
+    folded: dict[str, set[str]] = {}
+    for clean in cleaned:
+        folded.setdefault(clean.casefold(), set()).add(clean)
+    clashes = [sorted(group) for group in folded.values() if len(group) > 1]
+    if clashes:
+        logger.warning(
+            "%s%d group(s) of %s names differ only by case and are kept as separate models: %s",
+            source_prefix(source),
+            len(clashes),
+            what,
+            "; ".join(", ".join(repr(n) for n in group) for group in clashes[:5]),
+        )
+    if not changed:
+        return models.astype(str)
+    return pd.Series(np.asarray(cleaned, dtype=object)[codes], index=models.index).astype(str)
 
 
 def require_columns(
@@ -271,10 +341,12 @@ def validate_outcomes(
     frame = outcomes.copy()
     declared_models = None
     if isinstance(frame["model"].dtype, pd.CategoricalDtype):
-        declared_models = list(frame["model"].cat.categories)
+        declared_models = [
+            unicodedata.normalize("NFC", str(m)).strip() for m in frame["model"].cat.categories
+        ]
     _require_values(frame, ("query_id", "model"), "outcomes", source)
     frame["query_id"] = id_strings(frame["query_id"])
-    frame["model"] = frame["model"].astype(str)
+    frame["model"] = normalise_model_names(frame["model"], source=source)
 
     score = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(score)
@@ -436,6 +508,7 @@ __all__ = [
     "REQUIRED_QUERY_COLUMNS",
     "check_models_have_observations",
     "id_strings",
+    "normalise_model_names",
     "require_columns",
     "source_prefix",
     "summarise",

@@ -69,6 +69,10 @@ def read_csv_keeping_text(path: str | Path, *, sep: str = ",", text_columns=TEXT
     """Read a CSV whose name columns (``text_columns``) hold text: only an empty cell is missing
     there, while the other columns read pandas' usual missing markers (``NA``, ``NaN`` ...).
 
+    Spaces after a separator are skipped (``q0000, m-a, 1.0`` reads as ``q0000,m-a,1.0``; a
+    quoted cell keeps its spaces), issue 36; :func:`read_table` also refuses a header that names
+    a column twice (:func:`refuse_duplicate_header`).
+
     Parameters
     ----------
     path : str or Path
@@ -82,18 +86,48 @@ def read_csv_keeping_text(path: str | Path, *, sep: str = ",", text_columns=TEXT
     -------
     DataFrame
     """
-    header = pd.read_csv(path, sep=sep, nrows=0).columns
+    header = pd.read_csv(path, sep=sep, nrows=0, skipinitialspace=True).columns
     text = set(text_columns)
     na_values = {c: ([""] if c in text else list(_MISSING_MARKERS)) for c in header}
     dtype = {c: str for c in header if c in text}
-    return pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=False, na_values=na_values)
+    return pd.read_csv(
+        path,
+        sep=sep,
+        dtype=dtype,
+        keep_default_na=False,
+        na_values=na_values,
+        skipinitialspace=True,
+    )
+
+
+def refuse_duplicate_header(path: str | Path, *, sep: str = ",") -> None:
+    """Raise :class:`DataValidationError` when the header of a CSV names a column twice (pandas
+    would rename the second ``score`` to ``score.1`` in silence, issue 36).
+
+    Parameters
+    ----------
+    path : str or Path
+    sep : str, default ","
+    """
+    names = pd.read_csv(
+        path, sep=sep, nrows=1, header=None, dtype=str, keep_default_na=False, skipinitialspace=True
+    )
+    raw = [str(name) for name in names.iloc[0]] if len(names) else []
+    twice = sorted({name for name in raw if raw.count(name) > 1})
+    if twice:
+        raise DataValidationError(
+            f"{path}: the header names the column(s) {twice} more than once; rename or remove "
+            "the extra column (which one is meant is not guessed)"
+        )
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
+    refuse_duplicate_header(path, sep=",")
     return read_csv_keeping_text(path, sep=",")
 
 
 def _read_tsv(path: Path) -> pd.DataFrame:
+    refuse_duplicate_header(path, sep="\t")
     return read_csv_keeping_text(path, sep="\t")
 
 
@@ -483,6 +517,13 @@ def infer_model_columns(
         finite = numbers[np.isfinite(numbers.to_numpy(dtype=float))]
         if len(finite) and (finite.min() < 0 or finite.max() > 1):
             ignored.append(f"{column} (values outside [0, 1])")
+            small_scale = bool((finite == finite.round()).all() and finite.max() <= 10)
+            if finite.min() >= 0 and finite.max() <= 100 and not small_scale and not reserved:
+                # a score in percent (issue 36: dropped with an INFO line only)
+                warned.append(
+                    f"{column!r} (values in [{finite.min():g}, {finite.max():g}]: a score in "
+                    "percent? divide it by 100)"
+                )
             continue
         if reserved:
             warned.append(f"{column!r} (a column name of the data model)")
@@ -533,6 +574,7 @@ __all__ = [
     "infer_model_columns",
     "is_table_file",
     "read_csv_keeping_text",
+    "refuse_duplicate_header",
     "read_outcomes",
     "read_queries",
     "read_table",

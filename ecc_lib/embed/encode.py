@@ -119,33 +119,31 @@ def embed_texts(
     vectors, found = (
         cache.lookup(digests) if cache is not None else (None, np.zeros(len(texts), bool))
     )
-    missing = np.flatnonzero(~found)
-    if len(missing):
+    model = None
+    name = canonical_model_name(model_name)
+    for _ in range(2):
+        missing = np.flatnonzero(~found)
+        if not len(missing):
+            break
         unique_digests, first, inverse = np.unique(
             digests[missing], axis=0, return_index=True, return_inverse=True
         )
         todo = [texts[missing[i]] for i in first]
-        name = canonical_model_name(model_name)
         logger.info("embedding %d new text(s) with %s", len(todo), name)
-        model = load_model(model_name)
-        if name == STATIC_MODEL:
-            computed = model.encode(todo)
-        elif name == DEFAULT_MODEL and hasattr(model, "tokenizer"):  # a sentence-transformer
-            computed = encode_minilm(todo, model, show_progress=show_progress)
-        else:
-            computed = model.encode(
-                todo,
-                batch_size=batch_size,
-                show_progress_bar=show_progress and len(todo) > batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-            )
-        computed = np.asarray(computed, dtype=np.float32)
+        model = load_model(model_name) if model is None else model
+        computed = _encode(model, name, todo, batch_size, show_progress)
+        if vectors is not None and vectors.shape[1] != computed.shape[1]:
+            # cached shards of another dimension than the embedder's (issue 36: a broadcast
+            # error): set them aside (a warning names each) and compute what they held
+            cache.require_dimension(computed.shape[1])
+            vectors, found = cache.lookup(digests)
+            continue
         if vectors is None:
             vectors = np.zeros((len(texts), computed.shape[1]), dtype=np.float32)
         vectors[missing] = computed[np.asarray(inverse).reshape(-1)]
         if cache is not None:
             cache.add(unique_digests, computed)
+        break
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
     check = embedding_check(
@@ -157,6 +155,29 @@ def embed_texts(
         model_name=model_name,
     )
     return (vectors, check) if return_check else vectors
+
+
+def _encode(model, name: str, todo: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
+    """Vectors of ``todo`` from a loaded model (float32, shape (len(todo), d))."""
+    if name == STATIC_MODEL:
+        computed = model.encode(todo)
+    elif name == DEFAULT_MODEL and hasattr(model, "tokenizer"):  # a sentence-transformer
+        computed = encode_minilm(todo, model, show_progress=show_progress)
+    else:
+        computed = model.encode(
+            todo,
+            batch_size=batch_size,
+            show_progress_bar=show_progress and len(todo) > batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+    computed = np.asarray(computed, dtype=np.float32)
+    if computed.ndim != 2 or len(computed) != len(todo):
+        raise ValueError(
+            f"embedding model {name} returned an array of shape {computed.shape} for "
+            f"{len(todo)} text(s); expected ({len(todo)}, d)"
+        )
+    return computed
 
 
 def static_refit_corpus() -> tuple[list[str], np.ndarray]:

@@ -5,6 +5,7 @@ sentence-transformers model)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -25,6 +26,11 @@ EMBEDDERS: tuple[str, ...] = ("minilm", "static")
 """Short names of the offline embedders (any sentence-transformers model name is accepted too)."""
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _loaded_models: dict[str, object] = {}
+FULL_HASH_BYTES = 512 * 1024 * 1024
+"""Files of a local model up to this size are hashed whole for its cache key; larger ones by their
+size and their first and last :data:`EDGE_HASH_BYTES`."""
+EDGE_HASH_BYTES = 16 * 1024 * 1024
+_folder_digests: dict[tuple, str] = {}
 
 
 def _offline() -> bool:
@@ -49,6 +55,95 @@ def canonical_model_name(model_name: str | None) -> str:
     if model_name in _STATIC_ALIASES:
         return STATIC_MODEL
     return model_name
+
+
+def local_model_path(model_name: str | None) -> Path | None:
+    """The folder (or file) of a local model, or None when ``model_name`` names no existing path
+    (a Hub name or an offline embedder).
+
+    Parameters
+    ----------
+    model_name : str or None
+
+    Returns
+    -------
+    Path or None
+    """
+    name = canonical_model_name(model_name)
+    if name in (DEFAULT_MODEL, STATIC_MODEL):
+        return None
+    path = Path(name).expanduser()
+    return path.resolve() if path.exists() else None
+
+
+def _hash_file(digest, path: Path, size: int) -> None:
+    with open(path, "rb") as stream:
+        if size <= FULL_HASH_BYTES:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+        else:
+            digest.update(stream.read(EDGE_HASH_BYTES))
+            stream.seek(size - EDGE_HASH_BYTES)
+            digest.update(stream.read(EDGE_HASH_BYTES))
+
+
+def model_digest(path: str | os.PathLike) -> str:
+    """sha256 of a local model's files (weights, config, tokenizer): names, sizes and contents.
+
+    Files over :data:`FULL_HASH_BYTES` count by their size and their first and last
+    :data:`EDGE_HASH_BYTES`; hidden files and folders are ignored. Remembered per process while no
+    file changes (same names, sizes and modification times).
+
+    Parameters
+    ----------
+    path : path
+        A model folder (or a single file).
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    root = Path(path).resolve()
+    if root.is_file():
+        files = [root]
+    else:
+        files = sorted(
+            p
+            for p in root.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        )
+    stats = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    key = (str(root), stats)
+    if key not in _folder_digests:
+        digest = hashlib.sha256()
+        for file, (_, size, _) in zip(files, stats, strict=True):
+            name = file.name if file == root else file.relative_to(root).as_posix()
+            digest.update(f"{name}\x1f{size}\x1e".encode())
+            _hash_file(digest, file, size)
+        _folder_digests[key] = digest.hexdigest()
+    return _folder_digests[key]
+
+
+def cache_key(model_name: str | None) -> str:
+    """Name of a model's embedding-cache folder: :func:`model_slug`, and for a local model (a
+    folder path such as ``./my-model``) its folder name plus the first 16 hex digits of
+    :func:`model_digest`, so that two different models given by the same path never share vectors
+    (issue 36).
+
+    Parameters
+    ----------
+    model_name : str or None
+
+    Returns
+    -------
+    str
+    """
+    local = local_model_path(model_name)
+    if local is None:
+        return model_slug(model_name)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "__", local.name) or "model"
+    return f"local-{stem}-{model_digest(local)[:16]}"
 
 
 def model_slug(model_name: str | None) -> str:
@@ -87,8 +182,10 @@ def load_model(model_name: str | None = None, *, device: str | None = "cpu"):
         When the model cannot be loaded, naming it (offline machines can only load the default).
     """
     name = canonical_model_name(model_name)
-    if name in _loaded_models:
-        return _loaded_models[name]
+    # a local folder is remembered by its files, not by the path string (issue 36)
+    memo = cache_key(name) if local_model_path(name) is not None else name
+    if memo in _loaded_models:
+        return _loaded_models[memo]
     if name == STATIC_MODEL:
         from ecc_lib.embed.static import load_static_embedder
 
@@ -124,8 +221,17 @@ def load_model(model_name: str | None = None, *, device: str | None = "cpu"):
                 f"default '{DEFAULT_MODEL}' are fetched from the Hugging Face Hub and need a "
                 "network connection (or a local folder path)."
             ) from error
-    _loaded_models[name] = model
+    _loaded_models[memo] = model
     return model
 
 
-__all__ = ["DEFAULT_MODEL", "EMBEDDERS", "canonical_model_name", "load_model", "model_slug"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "EMBEDDERS",
+    "cache_key",
+    "canonical_model_name",
+    "load_model",
+    "local_model_path",
+    "model_digest",
+    "model_slug",
+]

@@ -82,9 +82,76 @@ def method_colour(name: str) -> str:
     return _SPARE[zlib.crc32(key.encode()) % len(_SPARE)]
 
 
+_BASE_FONT = "DejaVu Sans"
+FALLBACK_FONTS: tuple[str, ...] = (
+    "Noto Sans CJK JP",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK KR",
+    "Source Han Sans",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Droid Sans Fallback",
+    "Noto Sans",
+    "Noto Emoji",
+    "Symbola",
+)
+"""Fonts tried after DejaVu Sans for characters it lacks (CJK, emoji), when installed (issue 36:
+such names were drawn as empty boxes); a character none of them has is drawn as its ``\\u``
+escape instead (:func:`drawable_text`)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _font_chain() -> tuple[tuple[str, ...], frozenset[int]]:
+    """The installed fonts of the figure font chain and the code points they cover."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    installed = {entry.name for entry in font_manager.fontManager.ttflist}
+    names = [_BASE_FONT, *(f for f in FALLBACK_FONTS if f in installed)]
+    chain, covered = [], set()
+    for name in names:
+        try:
+            path = font_manager.findfont(
+                font_manager.FontProperties(family=name), fallback_to_default=False
+            )
+            covered.update(FT2Font(path).get_charmap())
+        except Exception:  # noqa: BLE001 - a font matplotlib cannot read is not used
+            continue
+        chain.append(name)
+    return tuple(chain) or (_BASE_FONT,), frozenset(covered)
+
+
+def drawable_text(text) -> str:
+    """``text`` with every character no font of the figure font chain has (:data:`FALLBACK_FONTS`)
+    written as its escape (``\\u6a21``, ``\\U0001f600``), so a figure never shows empty boxes;
+    the tables and ``metrics.json`` keep the exact names.
+
+    Parameters
+    ----------
+    text : object
+
+    Returns
+    -------
+    str
+    """
+    text = str(text)
+    if text.isascii():
+        return text
+    covered = _font_chain()[1]
+    if all(ord(ch) in covered or ch in "\n\t" for ch in text):
+        return text
+    return "".join(
+        ch
+        if ord(ch) in covered or ch in "\n\t"
+        else (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        for ch in text
+    )
+
+
 _RC = {
     "font.size": FONT_SIZE,
-    "font.family": "DejaVu Sans",
+    "font.family": _BASE_FONT,
     "pdf.fonttype": 42,
     "ps.fonttype": 42,
     "figure.dpi": 100,
@@ -139,7 +206,7 @@ def draw_literally(fig) -> None:
         return
     for text in fig.findobj(Text):
         if not getattr(text, _LITERAL, False):
-            text.set_text(literal_text(text.get_text()))
+            text.set_text(literal_text(drawable_text(text.get_text())))
             setattr(text, _LITERAL, True)
     for axis in fig.findobj(Axis):
         for getter, setter in (
@@ -159,7 +226,7 @@ def _literal_labels(formatter):
     """``(x, pos) -> literal label`` of a text tick formatter."""
 
     def label(x, pos=None):
-        return literal_text(formatter(x, pos))
+        return literal_text(drawable_text(formatter(x, pos)))
 
     setattr(label, _LITERAL, True)
     return label
@@ -181,7 +248,7 @@ def styled(function):
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        with plt.rc_context(_RC):
+        with plt.rc_context({**_RC, "font.family": list(_font_chain()[0])}):
             fig = function(*args, **kwargs)
             draw_literally(fig if hasattr(fig, "findobj") else None)
             return fig
@@ -388,6 +455,7 @@ __all__ = [
     "TITLE_SIZE",
     "clean_errors",
     "draw_literally",
+    "drawable_text",
     "error_bars",
     "figure_axes",
     "heatmap",

@@ -189,6 +189,32 @@ def expected_entropy(
     return out
 
 
+def probe_temperature(model) -> float | None:
+    """The softmax temperature an active probe choice reads from ``model``, or ``None``.
+
+    ``None`` where the model has no usable temperature: it has no ``temperature`` attribute (the
+    global BT model), the attribute is ``None`` (an :class:`~ecc_lib.ecc.cv.ECCCV` whose chosen
+    candidate is the global or human-label model, issue 36), or it is not a finite positive
+    number. Such a model has nothing to choose: its active probes are the first candidates.
+
+    Parameters
+    ----------
+    model : estimator or None
+
+    Returns
+    -------
+    float or None
+    """
+    value = getattr(model, "temperature", None) if model is not None else None
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if np.isfinite(value) and value > 0 else None
+
+
 def _first_per_query(query: np.ndarray, key: np.ndarray, n_queries: int) -> np.ndarray:
     """Row index of the smallest ``key`` per query (-1 where a query has no row)."""
     order = np.lexsort((key, query))
@@ -232,7 +258,9 @@ def active_steps(
     candidates : ndarray of bool, shape (len(comparisons),)
         Rows that may be chosen.
     model : fitted ECC-like estimator
-        Needs ``theta_``, ``temperature`` and ``predict_responsibilities``.
+        Needs ``theta_``, ``temperature`` and ``predict_responsibilities``; a model without a
+        temperature (:func:`probe_temperature` is ``None``) gets the first candidate rows of each
+        query.
     embeddings : ndarray, shape (n_queries, d), optional
         Of the queries (rows aligned to ``comparisons.query_ids``).
     labels : array-like, optional
@@ -249,6 +277,19 @@ def active_steps(
         the list stops early when the candidates run out.
     """
     n = comparisons.n_queries
+    temperature = probe_temperature(model)
+    if temperature is None:  # nothing to choose: the first candidates, one per query and step
+        chosen = np.zeros(len(comparisons), dtype=bool)
+        steps = []
+        for _ in range(n_probes):
+            rows = np.flatnonzero(candidates & ~chosen)
+            if len(rows) == 0:
+                break
+            pick = _first_per_query(comparisons.query[rows], rows, n)
+            picked = rows[pick[pick >= 0]]
+            chosen[picked] = True
+            steps.append(picked)
+        return steps
     resp = model.predict_responsibilities(embeddings, None, "embedding", labels)
     base = log_softmax(np.log(np.clip(resp, 1e-300, None)), axis=1)
     loglik = np.zeros_like(base)
@@ -264,7 +305,7 @@ def active_steps(
             base,
             loglik,
             n_rev,
-            float(model.temperature),
+            temperature,
             comparisons.query[rows],
             comparisons.model_a[rows],
             comparisons.model_b[rows],
@@ -410,5 +451,6 @@ __all__ = [
     "candidate_pairs",
     "expected_entropy",
     "active_steps",
+    "probe_temperature",
     "probes_from_scores",
 ]

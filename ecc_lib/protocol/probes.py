@@ -19,7 +19,7 @@ import numpy as np
 
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.mixture import evidence
-from ecc_lib.protocol.active_probes import active_steps, probes_from_scores
+from ecc_lib.protocol.active_probes import active_steps, probe_temperature, probes_from_scores
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.leak_free import probe_candidate_rows, rank_within_query
 
@@ -133,7 +133,7 @@ def probe_active(
     ndarray of bool, shape (len(test),)
     """
     candidates = np.asarray(candidates, dtype=bool)
-    if model is None or not hasattr(model, "temperature") or n_probes < 1:
+    if probe_temperature(model) is None or n_probes < 1:
         return probe_first(test, n_probes, candidates)
     chosen = np.zeros(len(test), dtype=bool)
     steps = active_steps(
@@ -234,7 +234,7 @@ def select_probes(
         return None, scored, np.zeros(len(data.test), bool), scored_mask
     strategy = resolve_probe_strategy(probe_strategy)
     if isinstance(probe_strategy, str) and probe_strategy in ("random", "active"):
-        if probe_strategy == "random" or hasattr(model, "temperature"):
+        if probe_strategy == "random" or probe_temperature(model) is not None:
             probe = probes_from_scores(
                 model,
                 data.scores[data.test_mask],

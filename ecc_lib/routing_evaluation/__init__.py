@@ -39,6 +39,8 @@ from __future__ import annotations
 
 from ecc_lib.routing_evaluation.curves import (
     DEFAULT_LAMBDA_GRID,
+    MAX_COST_WEIGHT,
+    check_lambdas,
     cost_quality_curve,
     curve_of_choices,
     pareto_area,
@@ -69,6 +71,8 @@ from ecc_lib.routing_evaluation.table import RoutingTable
 
 __all__ = [
     "DEFAULT_LAMBDA_GRID",
+    "MAX_COST_WEIGHT",
+    "check_lambdas",
     "METRICS",
     "PAIRED_METRICS",
     "HeldOut",

@@ -6,6 +6,7 @@ held-out cost and score are a point of the curve (:mod:`~ecc_lib.routing_evaluat
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -18,6 +19,45 @@ from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
 
 DEFAULT_LAMBDA_GRID: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 2.0, 5.0)
 """Cost weights swept for the cost-quality curve."""
+
+
+MAX_COST_WEIGHT = 1e6
+"""Largest cost weight a curve sweeps: beyond it every choice is the cheapest model (issue 36:
+``1e308`` was taken)."""
+
+
+def check_lambdas(lambdas: Sequence[float]) -> list[float]:
+    """The cost weights of a curve as floats, each finite in ``[0, MAX_COST_WEIGHT]``.
+
+    Parameters
+    ----------
+    lambdas : sequence of float
+
+    Returns
+    -------
+    list of float
+
+    Raises
+    ------
+    ValueError
+        No weight, or one that is not a number, NaN, negative or above :data:`MAX_COST_WEIGHT`.
+    """
+    values = list(lambdas)
+    if not values:
+        raise ValueError("lambdas must hold at least one cost weight")
+    out = []
+    for value in values:
+        try:
+            number = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and 0.0 <= number <= MAX_COST_WEIGHT):
+            raise ValueError(
+                f"lambdas must be finite cost weights in [0, {MAX_COST_WEIGHT:g}], got {value!r} "
+                f"in {values!r}"
+            )
+        out.append(number)
+    return out
 
 
 def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
@@ -110,6 +150,7 @@ def curve_of_choices(
         ``lambda, cost, score, utility, on_front`` (``on_front``: on the Pareto front of cost
         and score, :func:`pareto_front`).
     """
+    lambdas = check_lambdas(lambdas)
     rows = []
     for choice, lam in zip(choices, lambdas, strict=True):
         metrics = evaluate_choices(choice, truth, cost_weight=lam, beta=beta)
@@ -164,6 +205,7 @@ def cost_quality_curve(
     DataFrame
         ``lambda, cost, score, utility, on_front`` (:func:`curve_of_choices`).
     """
+    lambdas = check_lambdas(lambdas)
     if refit_on is None:
         choices = [router.route(query_embeddings, cost_weight=lam, beta=beta) for lam in lambdas]
         return curve_of_choices(choices, truth, lambdas=lambdas, beta=beta)
@@ -181,6 +223,8 @@ def cost_quality_curve(
 
 
 __all__ = [
+    "MAX_COST_WEIGHT",
+    "check_lambdas",
     "DEFAULT_LAMBDA_GRID",
     "cost_quality_curve",
     "curve_of_choices",

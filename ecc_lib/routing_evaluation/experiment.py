@@ -32,6 +32,7 @@ from ecc_lib.routers import make_router, router_families
 from ecc_lib.routing_evaluation import held_out
 from ecc_lib.routing_evaluation.curves import (
     DEFAULT_LAMBDA_GRID,
+    check_lambdas,
     cost_quality_curve,
     curve_of_choices,
     pareto_area,
@@ -113,6 +114,7 @@ def routing_table(
     -------
     RoutingTable
     """
+    lambdas = check_lambdas(lambdas)  # before any fit (issue 36)
     obs = repeated_observations(outcomes)
     x_all = _align_embeddings(embeddings, embedding_ids, obs.query_ids).astype(float)
     train_mask, test_mask = split_queries(

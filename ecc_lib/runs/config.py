@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -65,6 +66,32 @@ PARAMETER_MINIMA: dict[str, int] = {
 }
 """Smallest value of the notebooks' whole-number parameters (seeds are numpy seeds: >= 0; a
 bootstrap needs a resample), checked before any notebook runs."""
+
+LARGEST_WEIGHT = 1e6
+"""Largest cost weight (``lambdas``, ``cost_weight``) or softmax parameter a configuration may set:
+beyond it every cost-aware choice is the cheapest model and exp() overflows (``1e308``)."""
+
+PARAMETER_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    # name: (low, high, low included, high included); every value must also be finite
+    "lam": (0.0, LARGEST_WEIGHT, True, True),
+    "temperature": (0.0, LARGEST_WEIGHT, False, True),
+    "cost_weight": (0.0, LARGEST_WEIGHT, True, True),
+    "beta": (0.0, LARGEST_WEIGHT, True, True),
+    "test_size": (0.0, 1.0, False, False),
+    "lambdas": (0.0, LARGEST_WEIGHT, True, True),
+    "k_sweep": (1, math.inf, True, False),
+    "probe_sweep": (0, math.inf, True, False),
+}
+"""Range of the notebooks' real-valued parameters and of the items of their numeric list
+parameters (issue 36: ``lambdas: [.nan]``, ``[-1]``, ``[1e308]`` and ``temperature: 0`` were taken),
+checked before any notebook runs."""
+
+NON_EMPTY_LISTS: tuple[str, ...] = ("k_sweep", "probe_sweep", "lambdas")
+"""List parameters that need at least one item (``datasets: []`` is how notebook 01 is told to
+read only ``--dataset``)."""
+
+MAX_CONFIG_BYTES = 1_000_000
+"""Largest configuration file read (a configuration is a few hundred bytes)."""
 
 
 class ConfigError(ValueError):
@@ -187,6 +214,12 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | None) -> dict[st
     path = Path(config)
     if not path.is_file():
         raise FileNotFoundError(f"no such configuration file: {path}")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path}: {size:,} bytes is too large for a run configuration (at most "
+            f"{MAX_CONFIG_BYTES:,})"
+        )
     try:
         loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_config_loader())
     except yaml.YAMLError as error:
@@ -207,6 +240,20 @@ def _config_loader():
     yaml = require("yaml", extra="notebooks", purpose="reading a run configuration")
 
     class KeyPreservingLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            # an alias (``*name``) repeats a node: a few hundred bytes of nested aliases expand
+            # to gigabytes (the "billion laughs"); a configuration has no need of them (issue 36)
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"YAML aliases (*{event.anchor}) are not allowed in a run configuration; "
+                    "write the value out",
+                    event.start_mark,
+                )
+            return super().compose_node(parent, index)
+
         def construct_mapping(self, node, deep=False):
             if isinstance(node, yaml.MappingNode):
                 self.flatten_mapping(node)
@@ -216,6 +263,14 @@ def _config_loader():
                     key = key_node.value
                 else:
                     key = self.construct_object(key_node, deep=deep)
+                if key in mapping:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (a later value would silently replace the "
+                        "earlier one)",
+                        key_node.start_mark,
+                    )
                 mapping[key] = self.construct_object(value_node, deep=deep)
             return mapping
 
@@ -284,6 +339,56 @@ def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any
             f"parameter {name!r} of {notebook} must be {type_name} (default "
             f"{declared['default']!r}), got {type(value).__name__} {value!r}"
         )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_value(notebook: str, name: str, value: Any, declared: Mapping[str, Any]) -> None:
+    """Items of a list parameter have the type of the default's items (``k_sweep: [[4]]`` and
+    ``["a"]`` are refused), the lists of :data:`NON_EMPTY_LISTS` are not empty, and real values
+    and numeric items lie in :data:`PARAMETER_RANGES` (finite)."""
+    default = declared["default"]
+    where = f"parameter {name!r} of {notebook}"
+    if isinstance(value, list) and isinstance(default, list):
+        if not value and name in NON_EMPTY_LISTS:
+            raise ParameterValueError(f"{where} must not be an empty list (default {default!r})")
+        kinds = {type(item) for item in default}
+        if kinds and kinds <= {int, float, str}:
+            numeric = kinds <= {int, float}
+            for item in value:
+                if numeric:
+                    ok = _is_number(item) and (float in kinds or isinstance(item, int))
+                else:
+                    ok = isinstance(item, str)
+                if not ok:
+                    want = (
+                        "numbers" if float in kinds else "whole numbers" if numeric else "strings"
+                    )
+                    raise ParameterTypeError(
+                        f"{where} must be a list of {want} (default {default!r}), got item "
+                        f"{item!r} in {value!r}"
+                    )
+        items = value
+    else:
+        items = [value]
+    bounds = PARAMETER_RANGES.get(name)
+    if bounds is None:
+        return
+    low, high, low_in, high_in = bounds
+    for item in items:
+        if not _is_number(item):
+            continue
+        ok = math.isfinite(item)
+        ok = ok and (item >= low if low_in else item > low)
+        ok = ok and (item <= high if high_in else item < high)
+        if not ok:
+            span = f"{'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+            raise ParameterValueError(
+                f"{where} must be a finite number in {span}, got {item!r}"
+                + (f" in {value!r}" if items is value else "")
+            )
 
 
 def recorded_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -396,6 +501,7 @@ def resolve_parameters(
                 chosen["cost_dataset"] = ""
         for key, value in chosen.items():
             _check_type(stem, key, value, params[key])
+            _check_value(stem, key, value, params[key])
             low = PARAMETER_MINIMA.get(key)
             if low is not None and isinstance(value, int) and value < low:
                 raise ParameterValueError(
@@ -410,7 +516,11 @@ def resolve_parameters(
 
 __all__ = [
     "ConfigError",
+    "LARGEST_WEIGHT",
+    "MAX_CONFIG_BYTES",
+    "NON_EMPTY_LISTS",
     "PARAMETER_MINIMA",
+    "PARAMETER_RANGES",
     "PATH_PARAMETERS",
     "ParameterTypeError",
     "ParameterValueError",

@@ -32,6 +32,7 @@ from ecc_lib.runs.config import (
     resolve_parameters,
     select_notebooks,
 )
+from ecc_lib.runs.digests import DATA_DIGESTS_KEY, check_data_digests
 from ecc_lib.runs.execute import (
     REPORT_NOTEBOOK_PREFIX,
     NotebookTimeoutError,
@@ -440,6 +441,7 @@ def _run_locked(
     killed = _mark_killed_copy(context.run_dir, previous)
     datasets = _recorded_datasets(previous)
     check_datasets(context.run_dir, datasets, planned, append)
+    data_digests = check_data_digests(context.run_dir, previous, planned)
     started = _dt.datetime.now().isoformat(timespec="seconds")
     history = [h for h in previous.get("history", []) if isinstance(h, Mapping)]
     if previous and not previous.get("history"):  # an older run.json: keep its run as history
@@ -453,6 +455,7 @@ def _run_locked(
         "parameters": dict(previous.get("parameters") or {}),
         "durations_s": dict(previous.get("durations_s") or {}),
         "datasets": dict(datasets),
+        DATA_DIGESTS_KEY: data_digests,
         "status": "running",
         "running": None,
         "history": history,
