@@ -35,9 +35,9 @@ DATASETS = (
     "re2",
     "mmlu2",
     "synthetic:dominant",
-    "synthetic:few_queries",
+    "synthetic:many_categories",
     "synthetic:capability",
-    "synthetic:labels",
+    "synthetic:hidden_capability",
 )
 CRITERION = ("global_tuned", "human_tuned", "emb_only_tuned", "ecc", "ecc_labels")
 TOLERANCE = 0.5
