@@ -100,6 +100,9 @@ def test_runs_and_writes_json(files, capsys):
         "comp_only",
         "human",
         "ecc_labels",
+        "global_tuned",  # issue 34: the tuned-prior baselines
+        "human_tuned",
+        "emb_only_tuned",
         "ecc_cv",
     }
     assert set(payload["ranking_quality_gain"]) == {
@@ -108,6 +111,9 @@ def test_runs_and_writes_json(files, capsys):
         "comp_only",
         "human",
         "ecc_labels",
+        "global_tuned",
+        "human_tuned",
+        "emb_only_tuned",
         "ecc_cv",
     }
     # issue 26: the settings ecc_cv chose, per seed
