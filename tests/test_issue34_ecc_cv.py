@@ -161,3 +161,12 @@ def test_regain_is_exact_and_halving_schedule():
     data = _data(n_queries=60)
     with pytest.raises(ValueError, match="factor"):
         ECCCV(factor=1).fit(data.x_train, data.train)
+
+
+def test_summary_names_the_choice_through_one_function():
+    from ecc_lib.report.summary import ecc_cv_line
+
+    text = "ECC-CV chose one global BT, weaker prior, on 2 of 2 seeds; ..."
+    line = ecc_cv_line({"ecc_cv_choice": {"words": "x", "clustering": False, "verdict": text}})
+    assert line.topic == "ecc_cv" and line.text == text
+    assert ecc_cv_line({"ecc_cv_choice": None}) is None and ecc_cv_line({}) is None

@@ -230,7 +230,8 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
                     interval_kind=d["kind"],
                 )
                 lines.append(_line("ecc_vs", comparison_sentence(c, context=where), c))
-    clusterings = {m: g for m, g in gains.items() if m != "global"}
+    # issue 34: ECC-CV and the tuned-prior baselines are read by ecc_cv_line, over tuned baselines
+    clusterings = {m: g for m, g in gains.items() if m != "global" and m not in TUNED_OR_SEARCHED}
     best = max(clusterings, key=lambda m: clusterings[m]["mean"]) if clusterings else None
     if best and best != "ecc":
         d = _paired(ecc, best, "ecc", pairs, n_seeds) if "ecc" in gains else None
@@ -281,7 +282,40 @@ def ecc_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
             top = max(sweep, key=sweep.get)
             text += f" In the K sweep (all pairs, first seed) ECC's gain is largest at K = {top} ({number(sweep[top], 'pct_nll')})."
         lines.append(_line("k_warning", text))
+    said = ecc_cv_line(ecc)
+    if said is not None:
+        lines.append(said)
     return lines
+
+
+TUNED_OR_SEARCHED = frozenset(
+    {"ecc_cv", "global_tuned", "human_tuned", "emb_only_tuned", "comp_only_tuned", "ecc_tuned"}
+    | {"ecc_labels_tuned"}
+)
+"""Methods whose prior is tuned (issue 34): compared only with each other (:func:`ecc_cv_line`)."""
+
+
+def ecc_cv_line(ecc: Mapping[str, Any]) -> SummaryLine | None:
+    """ECC-CV's choice in words and its verdict against the tuned-prior baselines (issue 34).
+
+    Reads ``ecc_cv_choice.verdict`` (:func:`ecc_lib.protocol.tuned.ecc_cv_verdict`): the gain
+    over the tuned global BT on pairs disjoint from the probe beside the best tuned baseline's;
+    when ECC-CV chose one global BT or one BT per human category it says that the gain is not a
+    clustering gain.
+
+    Parameters
+    ----------
+    ecc : mapping
+        ``metrics.json["ecc"]``.
+
+    Returns
+    -------
+    SummaryLine or None
+        None when ECC-CV did not run or no tuned baseline ran.
+    """
+    choice = ecc.get("ecc_cv_choice")
+    verdict = choice.get("verdict") if isinstance(choice, Mapping) else None
+    return _line("ecc_cv", verdict) if verdict else None
 
 
 def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
@@ -533,6 +567,7 @@ def build_summary(metrics: Mapping[str, Any]) -> dict[str, list[SummaryLine]]:
 
 PRIORITY = (
     "ecc",
+    "ecc_cv",
     "no_clustering",
     "k_warning",
     "flips",
@@ -584,6 +619,7 @@ __all__ = [
     "PRIORITY",
     "SummaryLine",
     "build_summary",
+    "ecc_cv_line",
     "ecc_lines",
     "flip_lines",
     "routing_lines",
