@@ -27,8 +27,9 @@ K-fold cross-validation on the *training* queries only:
   training queries (a nested random subset), the best ``1 / factor`` of them by mean held-out NLL
   go on to the next round, the last round on all the fold's training queries; the global and human
   BT candidates (one closed-form fit each) are fitted once, on all of them;
-- the best mean of the last round wins; it is refitted on all training queries by the same
-  procedure.
+- the best mean of the last round wins, or (``rule="one_se"``, the default) the best candidate
+  of the simplest family within one standard error of it (one global BT, then one BT per human
+  category, then the clusterings); it is refitted on all training queries by the same procedure.
 
 Test queries are never seen: ``fit`` only receives the training queries.
 """
@@ -66,6 +67,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_CV = 3
 CV_PROBES: tuple[str, ...] = ("first", "leak_free")
 DEFAULT_CV_MAX_ITER = 20
+RULES: tuple[str, ...] = ("one_se", "best")
+_SIMPLER: tuple[str, ...] = ("global", "human")  # families by complexity, simplest first
 DEFAULT_FACTOR = 3
 MIN_QUERIES_PER_CLUSTER = 5
 
@@ -127,6 +130,14 @@ class ECCCV(ProfileMixture):
         on all of each fold's training queries.
     min_resources : int, optional
         Fewest training queries of a halving round (default 5 per cluster of the largest ``K``).
+    rule : {"one_se", "best"}, default "one_se"
+        ``"best"``: the lowest mean held-out NLL of the last round wins. ``"one_se"`` (the
+        one-standard-error rule of Breiman et al. 1984, glmnet's ``lambda.1se``): the simplest
+        family whose best candidate is within one standard error of the best candidate wins
+        (one global BT, then one BT per human category, then the clustering families; the
+        standard error of the paired difference over held-out queries). Within a family the
+        lowest mean wins, so a method tuned alone (``human_tuned``) and ECC-CV choosing its
+        family deploy the same candidate.
     dtype : {"float32", "float64"}
     n_jobs : int, optional
     random_state : int, Generator or None
@@ -177,6 +188,7 @@ class ECCCV(ProfileMixture):
         n_init: int = 1,
         factor: float | None = DEFAULT_FACTOR,
         min_resources: int | None = None,
+        rule: str = "one_se",
         dtype: str = "float32",
         n_jobs: int | None = None,
         random_state=None,
@@ -191,6 +203,7 @@ class ECCCV(ProfileMixture):
         self.n_init = n_init
         self.factor = factor
         self.min_resources = min_resources
+        self.rule = rule
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -242,6 +255,8 @@ class ECCCV(ProfileMixture):
             raise ValueError(f"cv_probe must be one of {CV_PROBES}, got {self.cv_probe!r}")
         if min(int(self.max_iter), int(self.n_init)) < 1:
             raise ValueError("max_iter and n_init must be >= 1")
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {self.rule!r}")
         if self.factor is not None and not self.factor > 1:
             raise ValueError(f"factor must be > 1 or None, got {self.factor}")
 
@@ -328,6 +343,7 @@ class ECCCV(ProfileMixture):
                 comparisons.n_models,
             )
         losses = np.zeros((2, len(grid), n_folds))
+        per_query: dict = {}  # (reading, candidate, fold) -> held-out NLL summed per query
         seconds = np.zeros((len(grid), n_folds))
         iters = np.zeros((len(grid), n_folds))
         last = np.zeros(len(grid), dtype=int)
@@ -340,7 +356,7 @@ class ECCCV(ProfileMixture):
             for f, data in enumerate(folds):
                 sub = data.subset(share)
                 for i in todo:
-                    self._score(grid[i], data, sub, seed, i, f, losses, seconds, iters)
+                    self._score(grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query)
             last[todo] = r
             resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
             if not final:  # keep the best 1 / factor of the EM candidates
@@ -354,7 +370,11 @@ class ECCCV(ProfileMixture):
         self.cv_results_ = results_table(
             grid, losses[reading], scored[reading], seconds, iters, last, resources
         )
-        self.best_index_ = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
+        best = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
+        if self.rule == "one_se":
+            rank = self.cv_results_["rank_test_nll"].to_numpy()
+            best = _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored[reading])
+        self.best_index_ = best
         self.best_params_ = dict(grid[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
         self.n_scored_cv_ = int(scored[reading].sum())
@@ -405,7 +425,7 @@ class ECCCV(ProfileMixture):
             keep=keep,
         )
 
-    def _score(self, params, data, sub, seed, i, f, losses, seconds, iters) -> None:
+    def _score(self, params, data, sub, seed, i, f, losses, seconds, iters, per_query) -> None:
         """Fit candidate ``i`` on the training subset ``sub`` of fold ``f``, score its held-out
         queries."""
         train, x_tr, lab_tr = sub
@@ -424,6 +444,11 @@ class ECCCV(ProfileMixture):
         )
         nll = comparison_nll(p, data.rest.y)
         losses[:, i, f] = float(nll[data.keep].sum()), float(nll.sum())
+        n_held = int(data.held.sum())
+        for reading, rows in enumerate((data.keep, slice(None))):
+            per_query[reading, i, f] = np.bincount(
+                data.rest.query[rows], weights=nll[rows], minlength=n_held
+            )
 
     # -- inference (the refitted best candidate's) ----------------------------------------------
 
@@ -460,6 +485,26 @@ class ECCCV(ProfileMixture):
         return self.best_estimator_.predict_responsibilities(embeddings, probe, mode, labels=labels)
 
 
+def _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored) -> int:
+    """The one-standard-error rule: the best-ranked candidate of the simplest family (global,
+    then human) whose paired held-out NLL difference to ``best`` is within one standard error."""
+    for family in _SIMPLER:
+        if grid[best]["family"] == family:
+            return best
+        members = [i for i, g in enumerate(grid) if g["family"] == family]
+        if not members:
+            continue
+        c = min(members, key=lambda i: rank[i])
+        d = np.concatenate(
+            [per_query[reading, c, f] - per_query[reading, best, f] for f in range(n_folds)]
+        )
+        n_pairs = float(scored.sum())
+        se = np.sqrt(len(d)) * d.std(ddof=1) / n_pairs if len(d) > 1 else 0.0
+        if d.sum() / n_pairs <= se:
+            return c
+    return best
+
+
 class _Fold:
     """One fold of the search: held-out mask, probe and scored pairs, nested training subsets."""
 
@@ -486,5 +531,6 @@ __all__ = [
     "DEFAULT_CV_MAX_ITER",
     "DEFAULT_FACTOR",
     "ECCCV",
+    "RULES",
     "candidate_seed",
 ]
