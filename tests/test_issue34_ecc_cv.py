@@ -142,7 +142,7 @@ def test_choice_in_words_and_no_clustering_gain_for_global_or_human():
     )
     text = ecc_cv_verdict(choice_summary([human, human]), gains)
     assert "one BT per human category" in text and "not a clustering gain" in text
-    assert "level with human labels (tuned prior)" in text
+    assert "best tuned baseline, human labels (tuned prior): level" in text
     assert "not a clustering gain" not in ecc_cv_verdict(choice_summary([ecc, human]), gains)
     assert ecc_cv_verdict(choice_summary([human]), {"ecc_cv": [1.0, 0.0]}) == ""
 

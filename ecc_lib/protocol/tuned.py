@@ -140,12 +140,13 @@ def ecc_cv_verdict(
     where = f" {where}" if where else ""
     sd_text = f" +- {sd:.2f}" if np.isfinite(sd) else ""
     if abs(diff) <= LEVEL_PP:
-        reading = f"level with {_NAMES[best]} (within {LEVEL_PP:g} pp)"
+        reading = f"level (within {LEVEL_PP:g} pp)"
     else:
-        reading = f"{'above' if diff > 0 else 'below'} {_NAMES[best]}, the best tuned baseline"
+        reading = "above it" if diff > 0 else "below it"
     text = (
         f"ECC-CV chose {choice['words']}; its gain over one global BT at the tuned prior{where} "
-        f"is {mean:+.2f}{sd_text} %, {diff:+.2f} pp against {_NAMES[best]}: {reading}."
+        f"is {mean:+.2f}{sd_text} %, {diff:+.2f} pp against the best tuned baseline, "
+        f"{_NAMES[best]}: {reading}."
     )
     if not choice.get("clustering"):
         text += " It deployed no clustering, so this is not a clustering gain."
