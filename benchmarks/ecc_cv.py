@@ -12,7 +12,8 @@ fits the global BT model, ECC (K = 30, T = 0.1, lam = 3), embedding-only, human 
 label-informed ECC and ``ecc_cv`` on the training queries. The table gives the gain over the
 global model on the scored test pairs disjoint from the probe's models (mean +- sd over seeds),
 the paired differences ``ecc_cv - X`` (mean +- sd over seeds of the per-seed difference), the
-issue-26 goal ``ecc_cv - max(0, emb_only, human, ecc)`` (per seed and on the means), the settings
+goal ``ecc_cv - max(0, emb_only_tuned, human_tuned, ecc, ecc_labels)`` (issue 26, with the
+tuned-prior baselines of issue 34; per seed and on the means), the settings
 chosen per seed and the search cost: the wall time of ``ecc_cv``'s fit (search + refit) over the
 wall time of one ECC fit on the same seed.
 """
@@ -25,11 +26,11 @@ import os
 
 import numpy as np
 
-from ecc_lib.protocol.methods import METHODS
+from ecc_lib.protocol.methods import DEFAULT_TUNED, METHODS
 from ecc_lib.protocol.seeds import mean_sd, run_seeds
 from ecc_lib.protocol.settings import Protocol
 
-REFERENCES = ("emb_only", "human", "ecc")
+REFERENCES = ("emb_only_tuned", "human_tuned", "ecc", "ecc_labels")  # issue 34: tuned baselines
 
 
 def _load(name: str):
@@ -64,10 +65,10 @@ def main() -> None:
     queries, outcomes, embeddings = _load(args.dataset)
     has_labels = "category" in queries.columns and queries["category"].nunique() > 1
     methods = (
-        (*METHODS, "ecc_labels", "ecc_cv")
+        (*METHODS, "ecc_labels", *DEFAULT_TUNED, "ecc_cv")
         if has_labels
         else (
-            *(m for m in METHODS if m != "human"),
+            *(m for m in (*METHODS, *DEFAULT_TUNED) if m not in ("human", "human_tuned")),
             "ecc_cv",
         )
     )
@@ -126,6 +127,9 @@ def main() -> None:
 
     for seed, params in zip(seeds, chosen, strict=True):
         print(f"  seed {seed}: {describe_params(params)}")
+    from ecc_lib.ecc.cv_grid import describe_choices
+
+    print(f"ecc_cv chose {describe_choices(chosen)}")
     if args.json:
         payload = {
             "dataset": args.dataset,

@@ -28,6 +28,12 @@ METHOD_LABELS = {
     "human": "human labels",
     "ecc_labels": "label-informed ECC",
     "ecc_cv": "ECC-CV (settings chosen by CV)",
+    "global_tuned": "global BT, tuned prior",
+    "human_tuned": "human labels, tuned prior",
+    "emb_only_tuned": "embedding-only clusters, tuned prior",
+    "comp_only_tuned": "comparison-only clusters, tuned prior",
+    "ecc_tuned": "ECC, tuned prior",
+    "ecc_labels_tuned": "label-informed ECC, tuned prior",
 }
 """Display names of the clustering methods of :mod:`ecc_lib.protocol.methods` in figures and
 tables."""
@@ -40,11 +46,17 @@ METHOD_NAMES = {
     "global": "one global BT",
     "ecc_labels": "label-informed ECC",
     "ecc_cv": "ECC-CV",
+    "global_tuned": "one global BT at the tuned prior",
+    "human_tuned": "human labels at the tuned prior",
+    "emb_only_tuned": "embedding-only clusters at the tuned prior",
+    "comp_only_tuned": "comparison-only clusters at the tuned prior",
+    "ecc_tuned": "ECC at the tuned prior",
+    "ecc_labels_tuned": "label-informed ECC at the tuned prior",
 }
 """Words for the methods of ``metrics.json["ecc"]`` in sentences; an unknown method is named by its
 key with spaces (so a new method appears without code changes)."""
 
-PLURAL = {"emb_only", "comp_only", "human"}
+PLURAL = {"emb_only", "comp_only", "human", "emb_only_tuned", "comp_only_tuned", "human_tuned"}
 """Methods whose name is plural ("human labels are")."""
 
 TOUR_METHOD_NAMES = {

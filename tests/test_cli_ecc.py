@@ -101,6 +101,9 @@ def test_runs_and_writes_json(files, capsys):
         "comp_only",
         "human",
         "ecc_labels",
+        "global_tuned",  # issue 34: the tuned-prior baselines
+        "human_tuned",
+        "emb_only_tuned",
         "ecc_cv",
     }
     assert set(payload["ranking_quality_gain"]) == {
@@ -109,12 +112,19 @@ def test_runs_and_writes_json(files, capsys):
         "comp_only",
         "human",
         "ecc_labels",
+        "global_tuned",
+        "human_tuned",
+        "emb_only_tuned",
         "ecc_cv",
     }
     # issue 26: the settings ecc_cv chose, per seed
     (chosen,) = payload["ecc_cv"]["best_params"]
     assert payload["ecc_cv"]["seeds"] == [42]
     assert chosen["family"] in ("global", "human", "emb_only", "ecc", "ecc_labels")
+    # issue 34: the choice in words (JSON and text), with its verdict against tuned baselines
+    words = payload["ecc_cv"]["words"]
+    assert words.endswith("on 1 of 1 seed") and f"ecc_cv chose {words}." in printed
+    assert payload["ecc_cv"]["verdict"] in printed and "tuned prior" in payload["ecc_cv"]["verdict"]
     # and the text output says so too
     assert (
         f"ecc_cv chose (by cross-validation on the training queries): seed 42: {chosen['family']}"

@@ -257,7 +257,11 @@ def test_metrics_hold_the_headline_numbers_with_their_parameters(tiny_run):
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
     assert {"data", "dars", "ecc", "routing", "parameters", "provenance"} <= set(metrics)
     gains = metrics["ecc"]["ranking_quality_gain"]
-    assert set(gains) == {"ecc", "emb_only", "comp_only", "human", "ecc_cv"}  # issue 26
+    assert set(gains) == {"ecc", "emb_only", "comp_only", "human", "ecc_cv"} | {
+        "global_tuned",  # issue 34: the tuned-prior baselines
+        "human_tuned",
+        "emb_only_tuned",
+    }
     assert all(np.isfinite(v) and -100 < v < 100 for v in gains.values())
     low, high = metrics["ecc"]["ranking_quality_gain_ci95"]["ecc"]
     assert low <= gains["ecc"] <= high

@@ -191,8 +191,19 @@ class BenchResult:
                 f"{m} on disjoint pairs, over the {n} dataset(s) in the table: "
                 + "; ".join(parts)
                 + "."
+                + (self._ecc_cv_choice_text() if m == "ecc_cv" else "")
             )
         return out
+
+    def _ecc_cv_choice_text(self) -> str:
+        """`` It chose ...`` per dataset: ECC-CV's choice in words (issue 34)."""
+        said = []
+        for name, entry in self.included.items():
+            choice = entry["summary"].get("ecc_cv_choice") or {}
+            if choice.get("words"):
+                tail = "" if choice.get("clustering") else " (no clustering: not a clustering gain)"
+                said.append(f"on {name} {choice['words']}{tail}")
+        return f" It chose {'; '.join(said)}." if said else ""
 
     def to_metrics(self) -> dict:
         """JSON-ready: ``settings``, ``seeds``, ``datasets`` (every entry), ``included``,

@@ -29,7 +29,10 @@ def summarise_seeds(records: list[dict]) -> dict:
         (:func:`ecc_lib.protocol.seeds.mean_sd`, as ``ecc-lab ecc``); ``versus``: ``{reference:
         {method: {"estimate", "ci95", "verdict"}}}`` on disjoint pairs; ``differences``: ``{"ecc -
         X": [mean, sd]}`` (all and disjoint pairs); ``routing``; ``best_params``: ``{method:
-        [the settings it chose on each seed]}`` for the methods that choose (``ecc_cv``).
+        [the settings it chose on each seed]}`` for the methods that choose (``ecc_cv``);
+        ``ecc_cv_choice`` (:func:`~ecc_lib.protocol.tuned.choice_summary`, with ``ecc_cv``) and
+        ``gain_disjoint_over_tuned_global``: ``{method: [mean, sd]}`` over the tuned global BT
+        (``{}`` without ``global_tuned``; issue 34).
     """
     from ecc_lib.protocol.seeds import mean_sd
 
@@ -38,6 +41,14 @@ def summarise_seeds(records: list[dict]) -> dict:
     out: dict = {"methods": methods, "seeds": [r["seed"] for r in records]}
     chosen = sorted({m for r in records for m in r.get("best_params") or {}})
     out["best_params"] = {m: [(r.get("best_params") or {}).get(m) for r in records] for m in chosen}
+    # issue 34: ECC-CV's choice in words, gains over the tuned global BT (the bench's reference)
+    from ecc_lib.protocol.tuned import choice_summary, tuned_gains
+
+    if "ecc_cv" in out["best_params"]:
+        out["ecc_cv_choice"] = choice_summary(out["best_params"]["ecc_cv"])
+    out["gain_disjoint_over_tuned_global"] = tuned_gains(
+        [{m: _num(v) for m, v in r["gain_disjoint"].items()} for r in records]
+    )
     for reading in ("gain", "gain_touching", "gain_disjoint"):
         out[reading] = {m: list(mean_sd([_num(r[reading][m]) for r in records])) for m in methods}
     # issue 35: one producer of every comparison, with the one interval (as the report reads it)

@@ -499,6 +499,10 @@ def _printed(args: argparse.Namespace, found, report, check) -> int:
                 f"seed {seed}: {_choice_text(choice)}" for seed, choice in zip(multi.seeds, choices)
             )
         )
+        said = found.ecc_cv_choice() or {}
+        print(f"ecc_cv chose {said.get('words', '')}.")  # issue 34: the choice in words
+        if said.get("verdict"):
+            print(said["verdict"])
     if args.seeds > 1:
         print()
         print(format_seeds(multi.summary()))

@@ -4,58 +4,61 @@ Measured on the scored pairs that the probe does not decide, the paper's ECC (K 
 lam = 3) is not a safe default (issue 26): where one quality axis dominates or training queries are
 few, thirty clusters at a low temperature overfit and the probe dominates the posterior; where
 capability structure exists ECC wins by a wide margin. :class:`ECCCV` (after scikit-learn's
-``LassoCV``; ``docs/design.md`` section 8) chooses among the ECC family by K-fold cross-validation on
-the *training* queries only:
+``LassoCV`` and ``HalvingGridSearchCV``; ``docs/design.md`` section 8) chooses among the ECC family by
+K-fold cross-validation on the *training* queries only:
 
 - the grid holds one global BT model (``K = 1``, so the choice can fall back to it), ECC over the
   cluster counts ``cluster_counts`` x ``temperatures`` x ``lams``, the embedding-only clusters of
   the same ``K`` and temperatures, and, where queries carry categories, one BT per human category
   (``human``) and label-informed ECC (:class:`~ecc_lib.ecc.label_informed.LabelInformedECC`) over
-  ``label_weights`` (weight 0 is plain ECC);
+  ``label_weights`` (weight 0 is plain ECC); the global and human models at several BT prior
+  precisions (``alpha``);
 - each fold is fitted on the other folds; each held-out training query gets its probe exactly as a
   test query does (its first ``n_probes`` comparisons, read with the same inference), and is scored
   on its other comparisons that share no model with the probe (mean NLL per scored pair, pooled
   over folds);
-- the best mean wins; the winner is refitted on all training queries (one ordinary fit).
+- validated = deployed (issue 34): every candidate, in every fold and at the refit, is fitted by
+  one procedure, :meth:`ECCCV.fit_candidate` (a cold fit from seeded Dirichlet draws, ``n_init``
+  restarts keeping the best training objective, at most ``max_iter`` EM steps); the seed of a
+  candidate depends only on ``random_state`` and the candidate, so ``best_estimator_`` refitted on
+  a fold's training queries reproduces the fold's score in ``cv_results_`` exactly, and a method
+  tuned alone over a sub-grid (``human_tuned`` ...) deploys the same model as ECC-CV choosing it;
+- successive halving (``factor``): the EM candidates first see ``1 / factor^r`` of each fold's
+  training queries (a nested random subset), the best ``1 / factor`` of them by mean held-out NLL
+  go on to the next round, the last round on all the fold's training queries; the global and human
+  BT candidates (one closed-form fit each) are fitted once, on all of them;
+- the best mean of the last round wins, or (``rule="one_se"``, the default) the best candidate
+  of the simplest family within one standard error of it (one global BT, then one BT per human
+  category, then the clusterings); it is refitted on all training queries by the same procedure.
 
-Warm starts: within a fold, the fits of one family and one ``K`` run along a path over the
-temperatures, lams and label weights, each EM starting from the responsibilities of the previous
-point (the first from a seeded Dirichlet draw, as :class:`~ecc_lib.ecc.estimator.ECC` does); pair counts,
-blocks and the thread pool are built once per fold. Test queries are never seen: ``fit`` only
-receives the training queries.
+Test queries are never seen: ``fit`` only receives the training queries.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+import warnings
+import zlib
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ecc_lib.bradley_terry import pair_counts
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
-from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT, HumanLabelClusters
+from ecc_lib.ecc.baselines import ComparisonOnlyECC, EmbeddingClusters, GlobalBT, HumanLabelClusters
 from ecc_lib.ecc.cv_grid import (
+    BT_FAMILIES,
     DEFAULT_PARAM_GRID,
+    choice_words,
     describe_params,
     expand_grid,
+    halving_schedule,
     results_table,
-    warm_path,
-)
-from ecc_lib.ecc.engine import (
-    LocalData,
-    blas_controller,
-    block_rows,
-    fit_profiles,
-    resolve_n_jobs,
-    row_blocks,
-    run_em,
 )
 from ecc_lib.ecc.estimator import ECC
-from ecc_lib.ecc.label_informed import LabelInformedECC, category_log_prior
+from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
 from ecc_lib.ecc.validation import check_comparisons, check_embeddings, labels_to_str
 
@@ -63,7 +66,29 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CV = 3
 CV_PROBES: tuple[str, ...] = ("first", "leak_free")
-DEFAULT_CV_MAX_ITER = 10
+DEFAULT_CV_MAX_ITER = 20
+RULES: tuple[str, ...] = ("one_se", "best")
+_SIMPLER: tuple[str, ...] = ("global", "human")  # families by complexity, simplest first
+DEFAULT_FACTOR = 3
+MIN_QUERIES_PER_CLUSTER = 5
+
+
+def candidate_seed(seed: int, params: dict) -> int:
+    """The EM seed of one candidate: a function of the search seed and the candidate only.
+
+    Parameters
+    ----------
+    seed : int
+        The search seed (drawn from ``random_state``).
+    params : dict
+        The candidate (:func:`~ecc_lib.ecc.cv_grid.expand_grid`).
+
+    Returns
+    -------
+    int
+    """
+    key = zlib.crc32(describe_params(params).encode())
+    return int(np.random.SeedSequence([int(seed), key]).generate_state(1)[0])
 
 
 class ECCCV(ProfileMixture):
@@ -93,15 +118,26 @@ class ECCCV(ProfileMixture):
         protocol with ``leak_free=True``): its first comparisons are scored-pair-free probes only
         where they name no model of its other comparisons, otherwise the query has no probe; all
         its other comparisons are scored.
-    max_iter : int, default 100
-        EM steps at most of the refit.
-    cv_max_iter : int, default 10
-        EM steps at most of each cross-validation fit (they are warm-started along the path and
-        usually stop earlier).
+    max_iter : int, default 20
+        EM steps at most of every candidate fit (cross-validation and refit alike).
     tol : float, default 1e-3
         As :class:`~ecc_lib.ecc.estimator.ECC`.
     n_init : int, default 1
-        Restarts of the final refit (the cross-validation fits use one warm-started run).
+        Cold restarts of every candidate fit (cross-validation and refit alike); the best
+        training objective wins, as in scikit-learn's ``GaussianMixture``.
+    factor : float or None, default 3
+        Successive halving of the EM candidates (see the module docstring); None: every candidate
+        on all of each fold's training queries.
+    min_resources : int, optional
+        Fewest training queries of a halving round (default 5 per cluster of the largest ``K``).
+    rule : {"one_se", "best"}, default "one_se"
+        ``"best"``: the lowest mean held-out NLL of the last round wins. ``"one_se"`` (the
+        one-standard-error rule of Breiman et al. 1984, glmnet's ``lambda.1se``): the simplest
+        family whose best candidate is within one standard error of the best candidate wins
+        (one global BT, then one BT per human category, then the clustering families; the
+        standard error of the paired difference over held-out queries). Within a family the
+        lowest mean wins, so a method tuned alone (``human_tuned``) and ECC-CV choosing its
+        family deploy the same candidate.
     dtype : {"float32", "float64"}
     n_jobs : int, optional
     random_state : int, Generator or None
@@ -118,9 +154,17 @@ class ECCCV(ProfileMixture):
     cv_results_ : DataFrame
         One row per candidate: ``param_*`` columns, ``split{i}_test_nll``, ``mean_test_nll``,
         ``std_test_nll`` (over folds), ``mean_test_gain`` (percent over the global BT model, same
-        pairs), ``rank_test_nll``, ``mean_fit_time``, ``mean_n_iter``.
+        pairs), ``rank_test_nll``, ``mean_fit_time``, ``mean_n_iter``, ``iter`` (the last halving
+        round of the candidate) and ``n_resources`` (its training queries per fold fit).
     best_estimator_ : estimator
-        The best candidate refitted on all training queries.
+        The best candidate refitted on all training queries by :meth:`fit_candidate` (an
+        unfitted ``clone`` of it refitted on a fold's training queries gives the fold's score).
+    best_choice_ : str
+        The choice in words (:func:`~ecc_lib.ecc.cv_grid.choice_words`).
+    folds_ : ndarray of int, shape (n_queries,)
+        Fold of each training query.
+    resources_ : list of float
+        Share of each fold's training queries per halving round.
     n_scored_cv_ : int
         Held-out pairs scored per candidate (summed over folds).
     cv_pairs_ : {"disjoint", "all"}
@@ -139,10 +183,12 @@ class ECCCV(ProfileMixture):
         cv: int = DEFAULT_CV,
         n_probes: int = 1,
         cv_probe: str = "first",
-        max_iter: int = 100,
-        cv_max_iter: int = DEFAULT_CV_MAX_ITER,
+        max_iter: int = DEFAULT_CV_MAX_ITER,
         tol: float = 1e-3,
         n_init: int = 1,
+        factor: float | None = DEFAULT_FACTOR,
+        min_resources: int | None = None,
+        rule: str = "one_se",
         dtype: str = "float32",
         n_jobs: int | None = None,
         random_state=None,
@@ -153,17 +199,19 @@ class ECCCV(ProfileMixture):
         self.n_probes = n_probes
         self.cv_probe = cv_probe
         self.max_iter = max_iter
-        self.cv_max_iter = cv_max_iter
         self.tol = tol
         self.n_init = n_init
+        self.factor = factor
+        self.min_resources = min_resources
+        self.rule = rule
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.random_state = random_state
 
     # -- candidates -----------------------------------------------------------------------------
 
-    def _estimator(self, params: dict, random_state=None, n_init: int = 1, max_iter=None):
-        """An unfitted estimator of one candidate."""
+    def _estimator(self, params: dict, random_state=None):
+        """An unfitted estimator of one candidate (its fit is :meth:`fit_candidate`'s)."""
         family = params["family"]
         alpha = float(params["alpha"])
         if family == "global":
@@ -174,9 +222,9 @@ class ECCCV(ProfileMixture):
             n_clusters=int(params["n_clusters"]),
             temperature=float(params["temperature"]),
             lam=float(params["lam"]),
-            max_iter=int(self.max_iter if max_iter is None else max_iter),
+            max_iter=int(self.max_iter),
             tol=float(self.tol),
-            n_init=int(n_init),
+            n_init=int(self.n_init),
             alpha=alpha,
             dtype=self.dtype,
             n_jobs=self.n_jobs,
@@ -186,6 +234,8 @@ class ECCCV(ProfileMixture):
             return ECC(**kwargs)
         if family == "emb_only":
             return EmbeddingClusters(**kwargs)
+        if family == "comp_only":
+            return ComparisonOnlyECC(**{k: v for k, v in kwargs.items() if k != "lam"})
         return LabelInformedECC(label_weight=float(params["label_weight"]), **kwargs)
 
     def _grid(self, has_labels: bool, n_train: int) -> list[dict]:
@@ -203,8 +253,42 @@ class ECCCV(ProfileMixture):
             raise ValueError(f"n_probes must be >= 0, got {self.n_probes}")
         if self.cv_probe not in CV_PROBES:
             raise ValueError(f"cv_probe must be one of {CV_PROBES}, got {self.cv_probe!r}")
-        if min(int(self.max_iter), int(self.cv_max_iter), int(self.n_init)) < 1:
-            raise ValueError("max_iter, cv_max_iter and n_init must be >= 1")
+        if min(int(self.max_iter), int(self.n_init)) < 1:
+            raise ValueError("max_iter and n_init must be >= 1")
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {self.rule!r}")
+        if self.factor is not None and not self.factor > 1:
+            raise ValueError(f"factor must be > 1 or None, got {self.factor}")
+
+    def fit_candidate(
+        self, params: dict, embeddings, comparisons: Comparisons, labels=None, *, seed
+    ):
+        """Fit one candidate: the one procedure of the cross-validation fits and of the refit.
+
+        A cold fit (:meth:`_estimator`'s ``fit``: ``n_init`` restarts from Dirichlet draws seeded
+        by :func:`candidate_seed`, the best training objective kept, at most ``max_iter`` EM
+        steps; the global and human models are one BT fit). Not converging within ``max_iter``
+        steps is part of the procedure (no warning).
+
+        Parameters
+        ----------
+        params : dict
+            The candidate.
+        embeddings, comparisons, labels
+            Training queries (as :meth:`fit`).
+        seed : int
+            The search seed.
+
+        Returns
+        -------
+        estimator
+            Fitted.
+        """
+        est = self._estimator(params, random_state=candidate_seed(seed, params))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(embeddings, comparisons, labels=labels)
+        return est
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None) -> ECCCV:
         """Cross-validate the grid on these (training) queries and refit the best candidate.
@@ -233,43 +317,72 @@ class ECCCV(ProfileMixture):
             raise ValueError(f"ECCCV needs at least {2 * n_folds} training queries, got {n}")
         rng = np.random.default_rng(self.random_state)
         fold = rng.permutation(n) % n_folds
-        grid = self._grid(lab is not None, int(n - np.bincount(fold).max()))
-        path = warm_path(grid)
+        seed = int(rng.integers(2**32))  # seeds every candidate fit (candidate_seed)
+        entry = rng.permutation(n)  # order in which training queries enter the halving rounds
+        n_train = int(n - np.bincount(fold).max())
+        grid = self._grid(lab is not None, n_train)
+        em = [i for i, g in enumerate(grid) if g["family"] not in BT_FAMILIES]
+        k_max = max([int(grid[i]["n_clusters"]) for i in em], default=1)
+        min_res = (
+            MIN_QUERIES_PER_CLUSTER * k_max if self.min_resources is None else self.min_resources
+        )
+        shares = halving_schedule(len(em), n_train, factor=self.factor, min_resources=min_res)
+        folds = [self._fold(x, comparisons, lab, fold == f, entry) for f in range(n_folds)]
         # reading 0: pairs disjoint from the probe's models; reading 1: all held-out pairs
-        losses = np.zeros((2, len(grid), n_folds))
-        scored = np.zeros((2, n_folds), dtype=np.int64)
-        seconds = np.zeros((len(grid), n_folds))
-        iters = np.zeros((len(grid), n_folds))
-        start = time.perf_counter()
-        for f in range(n_folds):
-            held = fold == f
-            self._cv_fold(
-                x, comparisons, lab, held, grid, path, rng, f, losses, scored, seconds, iters
-            )
-        self.search_seconds_ = time.perf_counter() - start
-        reading = 0 if scored[0].sum() > 0 else 1
+        scored = np.array([[f.keep.sum(), len(f.rest)] for f in folds], dtype=np.int64).T
         if scored[1].sum() == 0:
             raise ValueError(
                 "cross-validation found no held-out pair to score (each training query needs "
                 f"more than {int(self.n_probes)} comparison(s))"
             )
+        reading = 0 if scored[0].sum() > 0 else 1
         if reading == 1:
             logger.warning(
                 "ecc_cv: no held-out pair is disjoint from its query's probe (%d models); the "
                 "settings are chosen on all held-out pairs, which the probe may decide",
                 comparisons.n_models,
             )
+        losses = np.zeros((2, len(grid), n_folds))
+        per_query: dict = {}  # (reading, candidate, fold) -> held-out NLL summed per query
+        seconds = np.zeros((len(grid), n_folds))
+        iters = np.zeros((len(grid), n_folds))
+        last = np.zeros(len(grid), dtype=int)
+        resources = np.zeros(len(grid))
+        start = time.perf_counter()
+        alive = list(em)
+        for r, share in enumerate(shares):
+            final = r == len(shares) - 1
+            todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
+            for f, data in enumerate(folds):
+                sub = data.subset(share)
+                for i in todo:
+                    self._score(grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query)
+            last[todo] = r
+            resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
+            if not final:  # keep the best 1 / factor of the EM candidates
+                mean = losses[reading][alive].sum(axis=1)
+                n_keep = int(np.ceil(len(alive) / float(self.factor)))
+                alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
+        self.search_seconds_ = time.perf_counter() - start
         self.cv_pairs_ = ("disjoint", "all")[reading]
-        self.cv_results_ = results_table(grid, losses[reading], scored[reading], seconds, iters)
-        self.best_index_ = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
+        self.folds_ = fold
+        self.resources_ = shares
+        self.cv_results_ = results_table(
+            grid, losses[reading], scored[reading], seconds, iters, last, resources
+        )
+        best = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
+        if self.rule == "one_se":
+            rank = self.cv_results_["rank_test_nll"].to_numpy()
+            best = _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored[reading])
+        self.best_index_ = best
         self.best_params_ = dict(grid[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
         self.n_scored_cv_ = int(scored[reading].sum())
         start = time.perf_counter()
-        best = self._estimator(self.best_params_, self.random_state, int(self.n_init))
-        best.fit(x, comparisons, labels=lab)
+        best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
         self.refit_seconds_ = time.perf_counter() - start
         self.best_estimator_ = best
+        self.best_choice_ = choice_words(self.best_params_)
         self.theta_ = best.theta_
         self.centroids_ = best.centroids_
         self.responsibilities_ = best.responsibilities_
@@ -278,20 +391,19 @@ class ECCCV(ProfileMixture):
         self.converged_ = bool(getattr(best, "converged_", True))
         self.n_features_in_ = int(x.shape[1])
         logger.info(
-            "ecc_cv: %s chosen among %d candidates by %d-fold CV (%.2f s search, %.2f s refit)",
+            "ecc_cv: %s chosen among %d candidates by %d-fold CV (%d halving rounds; %.2f s "
+            "search, %.2f s refit)",
             describe_params(self.best_params_),
             len(grid),
             n_folds,
+            len(shares),
             self.search_seconds_,
             self.refit_seconds_,
         )
         return self
 
-    def _cv_fold(
-        self, x, comparisons, lab, held, grid, path, rng, f, losses, scored, seconds, iters
-    ):
-        """Fit every candidate on the other folds (warm-started along ``path``), score fold ``f``."""
-        train = comparisons.select_queries(~held)
+    def _fold(self, x, comparisons, lab, held, entry) -> _Fold:
+        """The training side, the held-out queries' probe and scored pairs of one fold."""
         test = comparisons.select_queries(held)
         probe, rest = split_probe(test, n_probes=int(self.n_probes))
         if int(self.n_probes) == 0:
@@ -302,56 +414,41 @@ class ECCCV(ProfileMixture):
             clash = np.unique(rest.query[touching_probe(probe, rest)])
             probe = probe.take(~np.isin(probe.query, clash))
         keep = disjoint_from_probe(rest, probe) if probe is not None else np.ones(len(rest), bool)
-        scored[:, f] = int(keep.sum()), len(rest)
-        x_tr, x_te = x[~held], x[held]
-        lab_tr = None if lab is None else lab[~held]
-        lab_te = None if lab is None else lab[held]
-        dtype = np.dtype(self.dtype)
-        counts = pair_counts(train, normalize=True, dtype=dtype)
-        n_jobs = resolve_n_jobs(self.n_jobs, x_tr.shape[0])
-        blocks = row_blocks(counts.matrix, block_rows(x_tr.shape[0], n_jobs))
-        n_jobs = min(n_jobs, len(blocks))
-        codes = None
-        if lab_tr is not None:
-            cats, codes = np.unique(lab_tr, return_inverse=True)
-        limit = blas_controller().limit(limits=1, user_api="blas")
-        previous: dict = {}
-        with ThreadPoolExecutor(n_jobs) if n_jobs > 1 else _Serial() as pool, limit:
-            for i in path:
-                params = grid[i]
-                t0 = time.perf_counter()
-                est = self._estimator(params, max_iter=int(self.cv_max_iter))
-                family = params["family"]
-                if family in ("global", "human"):
-                    est.fit(x_tr, train, labels=lab_tr)
-                else:
-                    key = (family == "emb_only", int(params["n_clusters"]))
-                    resp0 = previous.get(key)
-                    if resp0 is None:
-                        k = int(params["n_clusters"])
-                        resp0 = rng.dirichlet(np.ones(k), size=x_tr.shape[0]).astype(dtype)
-                    est = _warm_fit(
-                        est,
-                        x_tr,
-                        train,
-                        counts,
-                        blocks,
-                        pool,
-                        resp0,
-                        codes,
-                        dtype,
-                        None if codes is None else len(cats),
-                    )
-                    if codes is not None and family == "ecc_labels":
-                        est.categories_ = cats
-                    previous[key] = est.responsibilities_
-                seconds[i, f] = time.perf_counter() - t0
-                iters[i, f] = getattr(est, "n_iter_", 1)
-                if len(rest) == 0:
-                    continue
-                p = est.predict_proba(rest, embeddings=x_te, probe=probe, labels=lab_te)
-                nll = comparison_nll(p, rest.y)
-                losses[:, i, f] = float(nll[keep].sum()), float(nll.sum())
+        return _Fold(
+            comparisons=comparisons,
+            x=x,
+            lab=lab,
+            held=held,
+            entry=entry[~held[entry]],
+            probe=probe,
+            rest=rest,
+            keep=keep,
+        )
+
+    def _score(self, params, data, sub, seed, i, f, losses, seconds, iters, per_query) -> None:
+        """Fit candidate ``i`` on the training subset ``sub`` of fold ``f``, score its held-out
+        queries."""
+        train, x_tr, lab_tr = sub
+        t0 = time.perf_counter()
+        est = self.fit_candidate(params, x_tr, train, lab_tr, seed=seed)
+        seconds[i, f] += time.perf_counter() - t0
+        iters[i, f] = getattr(est, "n_iter_", 1)
+        if len(data.rest) == 0:
+            return
+        held = data.held
+        p = est.predict_proba(
+            data.rest,
+            embeddings=data.x[held],
+            probe=data.probe,
+            labels=None if data.lab is None else data.lab[held],
+        )
+        nll = comparison_nll(p, data.rest.y)
+        losses[:, i, f] = float(nll[data.keep].sum()), float(nll.sum())
+        n_held = int(data.held.sum())
+        for reading, rows in enumerate((data.keep, slice(None))):
+            per_query[reading, i, f] = np.bincount(
+                data.rest.query[rows], weights=nll[rows], minlength=n_held
+            )
 
     # -- inference (the refitted best candidate's) ----------------------------------------------
 
@@ -388,55 +485,52 @@ class ECCCV(ProfileMixture):
         return self.best_estimator_.predict_responsibilities(embeddings, probe, mode, labels=labels)
 
 
-class _Serial:
-    """Stands in for a thread pool with one worker (no threads: small folds are faster so)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    @staticmethod
-    def map(fn, items):
-        return map(fn, items)
-
-
-def _warm_fit(est, x, comparisons, counts, blocks, pool, resp0, codes, dtype, n_categories):
-    """Fit an ECC-family estimator by one EM run from ``resp0`` (the warm start), reusing the
-    fold's pair counts, blocks and thread pool; the same maths as ``est.fit``."""
-    if isinstance(est, LabelInformedECC):
-        est._weight = float(est.label_weight)
-        est._codes_fit = (codes, n_categories)
-    run = run_em(
-        LocalData(x, blocks, np.array(resp0, dtype=dtype, copy=True), pool),
-        counts,
-        n_queries=x.shape[0],
-        **est._em_params(dtype),
-        prior_update=est._prior_update(None, x.shape[0], dtype),
-    )
-    est._store(run, comparisons, x)
-    if isinstance(est, EmbeddingClusters):
-        est.theta_ = fit_profiles(
-            comparisons,
-            est.responsibilities_.astype(dtype),
-            est.alpha,
-            theta0=est.theta_,
-            dtype=dtype,
+def _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored) -> int:
+    """The one-standard-error rule: the best-ranked candidate of the simplest family (global,
+    then human) whose paired held-out NLL difference to ``best`` is within one standard error."""
+    for family in _SIMPLER:
+        if grid[best]["family"] == family:
+            return best
+        members = [i for i, g in enumerate(grid) if g["family"] == family]
+        if not members:
+            continue
+        c = min(members, key=lambda i: rank[i])
+        d = np.concatenate(
+            [per_query[reading, c, f] - per_query[reading, best, f] for f in range(n_folds)]
         )
-    if isinstance(est, LabelInformedECC):
-        est.label_weight_ = float(est.label_weight)
-        est.cv_table_, est.cv_scores_ = {}, {}
-        est.log_prior_ = category_log_prior(
-            est.responsibilities_,
-            codes,
-            n_categories,
-            smoothing=float(est.smoothing),
-            prior=est.prior,
-        )
-    return est
+        n_pairs = float(scored.sum())
+        se = np.sqrt(len(d)) * d.std(ddof=1) / n_pairs if len(d) > 1 else 0.0
+        if d.sum() / n_pairs <= se:
+            return c
+    return best
+
+
+class _Fold:
+    """One fold of the search: held-out mask, probe and scored pairs, nested training subsets."""
+
+    def __init__(self, *, comparisons, x, lab, held, entry, probe, rest, keep):
+        self.comparisons, self.x, self.lab, self.held = comparisons, x, lab, held
+        self.entry, self.probe, self.rest, self.keep = entry, probe, rest, keep
+        self._cache: dict = {}
+
+    def subset(self, share: float):
+        """``(comparisons, embeddings, labels)`` of the first ``share`` of the training queries
+        (in the seeded entry order, so the rounds are nested; ``share = 1``: all of them)."""
+        if share not in self._cache:
+            n_take = (
+                len(self.entry) if share >= 1 else max(2, int(np.ceil(share * len(self.entry))))
+            )
+            mask = np.zeros(len(self.held), dtype=bool)
+            mask[self.entry[:n_take]] = True
+            lab = None if self.lab is None else self.lab[mask]
+            self._cache[share] = (self.comparisons.select_queries(mask), self.x[mask], lab)
+        return self._cache[share]
 
 
 __all__ = [
+    "DEFAULT_CV_MAX_ITER",
+    "DEFAULT_FACTOR",
     "ECCCV",
+    "RULES",
+    "candidate_seed",
 ]

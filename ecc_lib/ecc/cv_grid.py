@@ -1,6 +1,7 @@
 """The candidate grid of ECC-CV (:class:`ecc_lib.ecc.cv.ECCCV`): the families and their settings
-(:data:`DEFAULT_PARAM_GRID`, :func:`expand_grid`), the warm-start path through them
-(:func:`warm_path`) and the ``cv_results_`` table (:func:`results_table`)."""
+(:data:`DEFAULT_PARAM_GRID`, :func:`expand_grid`, :func:`family_grid` for one family tuned alone),
+the successive-halving schedule (:func:`halving_schedule`), the ``cv_results_`` table
+(:func:`results_table`) and the choice in words (:func:`choice_words`, :func:`describe_choices`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ from sklearn.model_selection import ParameterGrid
 
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 
-FAMILIES: tuple[str, ...] = ("global", "human", "emb_only", "ecc", "ecc_labels")
+FAMILIES: tuple[str, ...] = ("global", "human", "emb_only", "comp_only", "ecc", "ecc_labels")
 LABEL_FAMILIES: tuple[str, ...] = ("human", "ecc_labels")
+BT_FAMILIES: tuple[str, ...] = ("global", "human")
+"""Families without EM: one closed-form BT fit per candidate (no clustering is learnt)."""
+DEFAULT_ALPHAS: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0)
+"""BT prior precisions every tuned method chooses among (docs/design.md, section 8)."""
 PARAM_KEYS: tuple[str, ...] = (
     "family",
     "n_clusters",
@@ -21,17 +26,18 @@ PARAM_KEYS: tuple[str, ...] = (
     "alpha",
 )
 DEFAULT_PARAM_GRID: tuple[dict, ...] = (
-    {"family": ["global"], "alpha": [0.03, 0.1, 0.3, 1.0]},
-    {"family": ["human"], "alpha": [0.03, 0.1, 0.3, 1.0]},
-    {"family": ["emb_only"], "n_clusters": [10, 30], "temperature": [0.1], "lam": [3.0]},
+    {"family": ["global"], "alpha": list(DEFAULT_ALPHAS)},
+    {"family": ["human"], "alpha": list(DEFAULT_ALPHAS)},
     {
-        "family": ["ecc"],
-        "n_clusters": [4, 10, 30],
-        "temperature": [0.1, 0.3, 1.0],
+        "family": ["emb_only"],
+        "n_clusters": [30],
+        "temperature": [0.1],
         "lam": [3.0],
+        "alpha": list(DEFAULT_ALPHAS),
     },
-    {"family": ["ecc"], "n_clusters": [10], "temperature": [0.1], "lam": [1.0, 10.0]},
-    {"family": ["ecc"], "n_clusters": [30], "temperature": [0.1], "lam": [10.0]},
+    {"family": ["ecc"], "n_clusters": [4], "temperature": [0.3], "lam": [3.0]},
+    {"family": ["ecc"], "n_clusters": [10], "temperature": [0.1], "lam": [3.0]},
+    {"family": ["ecc"], "n_clusters": [30], "temperature": [0.1], "lam": [3.0, 10.0]},
     {
         "family": ["ecc_labels"],
         "n_clusters": [30],
@@ -39,19 +45,13 @@ DEFAULT_PARAM_GRID: tuple[dict, ...] = (
         "lam": [3.0],
         "label_weight": [1.0, 4.0],
     },
-    {
-        "family": ["ecc_labels"],
-        "n_clusters": [10],
-        "temperature": [0.3],
-        "lam": [3.0],
-        "label_weight": [4.0],
-    },
 )
 """The default grid (a list of sub-grids, as scikit-learn's ``param_grid``): the global BT model
-(``K = 1``) and one BT per human category at four BT prior precisions, the paper's embedding-only
-clusters, ECC over K x T at the paper's lam and over lam at the paper's T, and label-informed
-ECC over K x label weight. Missing
-keys take :data:`PARAM_DEFAULTS`."""
+(``K = 1``), one BT per human category and the paper's embedding-only clusters at the prior
+precisions :data:`DEFAULT_ALPHAS` (the grids of the tuned baselines, :func:`family_grid`), ECC
+at K = 4, 10, 30 (the paper's point and a stronger cosine term at K = 30) and label-informed ECC
+at two label weights. Small on purpose: the search costs at most a few ECC fits (issue 34).
+Missing keys take :data:`PARAM_DEFAULTS`."""
 PARAM_DEFAULTS: dict = {
     "n_clusters": 30,
     "temperature": 0.1,
@@ -101,7 +101,9 @@ def expand_grid(
         params["alpha"] = float(params["alpha"])
         if not params["alpha"] > 0:
             raise ValueError(f"alpha must be > 0, got {params['alpha']}")
-        if family in ("global", "human"):
+        if family == "comp_only":
+            params["lam"] = 0.0  # no cosine term
+        if family in BT_FAMILIES:
             params.update(temperature=None, lam=None)
             params["n_clusters"] = 1 if family == "global" else None
             params["label_weight"] = 0.0 if family == "global" else float("inf")
@@ -131,36 +133,6 @@ def expand_grid(
     return out
 
 
-def warm_path(grid: list[dict]) -> list[int]:
-    """Order of the grid indices along which warm starts run: by (embedding-only or not, K),
-    ECC before label-informed ECC, then by label weight and alpha, from the highest temperature
-    down (an annealing path: each fit starts from the smoother solution of its neighbour), then
-    by lam.
-
-    Parameters
-    ----------
-    grid : list of dict
-        Candidates of :func:`expand_grid`.
-
-    Returns
-    -------
-    list of int
-    """
-    return sorted(
-        range(len(grid)),
-        key=lambda i: (
-            grid[i]["family"] not in ("global", "human"),
-            grid[i]["family"] == "emb_only",
-            grid[i]["n_clusters"] or 0,
-            grid[i]["family"] != "ecc",
-            grid[i]["label_weight"],
-            grid[i]["alpha"],
-            -(grid[i]["temperature"] or 0.0),
-            grid[i]["lam"] or 0.0,
-        ),
-    )
-
-
 def describe_params(params: dict) -> str:
     """``family K=.. T=.. lam=.. w=.. alpha=..`` of a candidate (the settings that apply).
 
@@ -176,12 +148,92 @@ def describe_params(params: dict) -> str:
     names = {"n_clusters": "K", "temperature": "T", "lam": "lam", "label_weight": "w"}
     parts = [params["family"]]
     parts += [f"{names[k]}={params[k]:g}" for k in names if params.get(k) is not None]
-    if params["family"] in ("global", "human") or params["alpha"] != PARAM_DEFAULTS["alpha"]:
+    if params["family"] in BT_FAMILIES or params["alpha"] != PARAM_DEFAULTS["alpha"]:
         parts.append(f"alpha={params['alpha']:g}")
     return " ".join(parts)
 
 
-def results_table(grid, losses, scored, seconds, iters) -> pd.DataFrame:
+def family_grid(
+    family: str,
+    *,
+    n_clusters: int = 30,
+    temperature: float = 0.1,
+    lam: float = 3.0,
+    label_weight: float | None = None,
+    alphas=DEFAULT_ALPHAS,
+) -> tuple[dict, ...]:
+    """The grid of one method tuned alone: its configured settings at every prior precision.
+
+    The ``*_tuned`` methods of the protocol (``global_tuned``, ``human_tuned``,
+    ``emb_only_tuned`` ...) are :class:`~ecc_lib.ecc.cv.ECCCV` over this grid, so they choose
+    ``alpha`` by the same inner cross-validation as ECC-CV (same folds, same score, same
+    candidate fits): where ECC-CV chooses such a candidate it deploys the same model.
+
+    Parameters
+    ----------
+    family : str
+        One of :data:`FAMILIES`.
+    n_clusters, temperature, lam : optional
+        Settings of the clustering families (ignored by ``global`` and ``human``).
+    label_weight : float, optional
+        Label weights of ``ecc_labels`` (default ``1`` and ``4``, as the default grid).
+    alphas : sequence of float
+        Prior precisions (default :data:`DEFAULT_ALPHAS`).
+
+    Returns
+    -------
+    tuple of dict
+        One sub-grid (scikit-learn's ``param_grid`` convention).
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; choose from {list(FAMILIES)}")
+    grid: dict = {"family": [family], "alpha": [float(a) for a in alphas]}
+    if family not in BT_FAMILIES:
+        grid.update(n_clusters=[int(n_clusters)], temperature=[float(temperature)])
+        grid["lam"] = [float(lam)]
+    if family == "ecc_labels":
+        grid["label_weight"] = [1.0, 4.0] if label_weight is None else [float(label_weight)]
+    return (grid,)
+
+
+def halving_schedule(
+    n_candidates: int, n_train: int, *, factor: float | None = 3, min_resources: int = 1
+) -> list[float]:
+    """Share of each fold's training queries per round of successive halving.
+
+    As scikit-learn's ``HalvingGridSearchCV`` (resource: training queries, ``min_resources =
+    "exhaust"``): ``1 + floor(log_factor(n_candidates))`` rounds, the last one on all the fold's
+    training queries, each earlier one on ``1 / factor`` of the next; rounds are dropped from the
+    front while the first would see fewer than ``min_resources`` queries.
+
+    Parameters
+    ----------
+    n_candidates : int
+        Candidates that halving eliminates (the EM families).
+    n_train : int
+        Training queries of the smallest fold fit.
+    factor : float or None
+        Kept share per round is ``1 / factor``; None or ``<= 1``: one round (every candidate on
+        all training queries).
+    min_resources : int
+        Fewest training queries of a round.
+
+    Returns
+    -------
+    list of float
+        Shares, increasing, the last ``1.0``.
+    """
+    if factor is None or factor <= 1 or n_candidates <= 1:
+        return [1.0]
+    rounds = 1 + int(np.floor(np.log(n_candidates) / np.log(factor) + 1e-9))
+    while rounds > 1 and n_train / factor ** (rounds - 1) < min_resources:
+        rounds -= 1
+    return [float(factor) ** -(rounds - 1 - r) for r in range(rounds)]
+
+
+def results_table(
+    grid, losses, scored, seconds, iters, rounds=None, resources=None
+) -> pd.DataFrame:
     """The ``cv_results_`` table (see :class:`ecc_lib.ecc.cv.ECCCV`).
 
     Parameters
@@ -189,14 +241,23 @@ def results_table(grid, losses, scored, seconds, iters) -> pd.DataFrame:
     grid : list of dict
         The candidates.
     losses, scored : ndarray (n_candidates, n_folds) and (n_folds,)
-        Summed held-out NLL per candidate and fold, and scored pairs per fold.
+        Summed held-out NLL per candidate and fold (of its last round), and scored pairs per fold.
     seconds, iters : ndarray (n_candidates, n_folds)
-        Fit time and EM steps.
+        Fit time (summed over rounds) and EM steps (of the last round).
+    rounds, resources : ndarray (n_candidates,), optional
+        Last round of each candidate (0-based) and its training queries per fold fit (mean over
+        folds); default: one round on all training queries.
 
     Returns
     -------
     DataFrame
+        One row per candidate; ``rank_test_nll`` ranks the candidates of the last round first
+        (halving ranks a candidate only against those that saw as many queries);
+        ``mean_test_gain`` is the percent over the best global BT candidate (the tuned global BT,
+        same pairs, last round).
     """
+    n = len(grid)
+    rounds = np.zeros(n, dtype=int) if rounds is None else np.asarray(rounds, dtype=int)
     with np.errstate(invalid="ignore", divide="ignore"):
         per_fold = losses / np.where(scored > 0, scored, np.nan)[None, :]
     mean = losses.sum(axis=1) / scored.sum()
@@ -207,25 +268,135 @@ def results_table(grid, losses, scored, seconds, iters) -> pd.DataFrame:
     frame["mean_test_nll"] = mean
     frame["std_test_nll"] = np.nanstd(per_fold, axis=1)
     glob = [i for i, g in enumerate(grid) if g["family"] == "global"]
-    frame["mean_test_gain"] = 100.0 * (mean[glob[0]] - mean) / mean[glob[0]] if glob else np.nan
-    # rank 1 = best; ties keep the grid order (simpler candidates come first)
-    order = np.lexsort((np.arange(len(grid)), mean))
-    rank = np.empty(len(grid), dtype=int)
-    rank[order] = np.arange(1, len(grid) + 1)
+    ref = float(np.min(mean[glob])) if glob else np.nan  # the tuned global BT
+    frame["mean_test_gain"] = 100.0 * (ref - mean) / ref
+    # rank 1 = best of the last round; ties keep the grid order (simpler candidates come first)
+    order = np.lexsort((np.arange(n), mean, -rounds))
+    rank = np.empty(n, dtype=int)
+    rank[order] = np.arange(1, n + 1)
     frame["rank_test_nll"] = rank
     frame["mean_fit_time"] = seconds.mean(axis=1)
     frame["mean_n_iter"] = iters.mean(axis=1)
+    frame["iter"] = rounds
+    frame["n_resources"] = np.nan if resources is None else np.asarray(resources, dtype=float)
     return frame
 
 
+_FAMILY_WORDS = {
+    "global": "one global BT",
+    "human": "one BT per human category",
+    "emb_only": "embedding-only clusters",
+    "comp_only": "comparison-only clusters",
+    "ecc": "ECC clusters",
+    "ecc_labels": "label-informed ECC clusters",
+}
+
+
+def prior_words(alpha: float) -> str:
+    """``"weaker prior"`` (alpha below the default), ``"default prior"`` or ``"stronger prior"``.
+
+    Parameters
+    ----------
+    alpha : float
+
+    Returns
+    -------
+    str
+    """
+    default = float(PARAM_DEFAULTS["alpha"])
+    alpha = float(alpha)
+    return (
+        "default prior"
+        if alpha == default
+        else ("weaker" if alpha < default else "stronger") + " prior"
+    )
+
+
+def is_clustering(params: dict) -> bool:
+    """Whether a chosen candidate learns a clustering (not the global BT or the human labels).
+
+    Parameters
+    ----------
+    params : dict
+        One candidate of :func:`expand_grid` (``best_params_``).
+
+    Returns
+    -------
+    bool
+    """
+    return params["family"] not in BT_FAMILIES
+
+
+def choice_words(params: dict, *, settings: bool = False) -> str:
+    """One chosen candidate in words: ``"one BT per human category, weaker prior"``.
+
+    Parameters
+    ----------
+    params : dict
+        One candidate of :func:`expand_grid` (``best_params_``).
+    settings : bool
+        Append the settings (``"(K = 30, T = 0.1, lam = 3, alpha = 0.03)"``).
+
+    Returns
+    -------
+    str
+    """
+    words = f"{_FAMILY_WORDS[params['family']]}, {prior_words(params['alpha'])}"
+    if settings:
+        names = {"n_clusters": "K", "temperature": "T", "lam": "lam", "label_weight": "w"}
+        parts = [
+            f"{names[k]} = {params[k]:g}"
+            for k in names
+            if params.get(k) is not None
+            and np.isfinite(params[k])
+            and not (k == "label_weight" and params["family"] != "ecc_labels")
+            and not (k == "n_clusters" and params["family"] == "global")
+        ]
+        parts.append(f"alpha = {float(params['alpha']):g}")
+        words += f" ({', '.join(parts)})"
+    return words
+
+
+def describe_choices(choices) -> str:
+    """ECC-CV's choice over seeds in words, most frequent first: ``"one BT per human category,
+    weaker prior, on 3 of 3 seeds"`` (``"...; ECC clusters, default prior, on 1 of 3 seeds"``).
+
+    Parameters
+    ----------
+    choices : sequence of dict or None
+        ``best_params_`` per seed (None where the method did not run on a seed).
+
+    Returns
+    -------
+    str
+        ``""`` when no seed has a choice.
+    """
+    words = [choice_words(c) for c in choices if c is not None]
+    if not words:
+        return ""
+    counts: dict[str, int] = {}
+    for w in words:
+        counts[w] = counts.get(w, 0) + 1
+    order = sorted(counts, key=lambda w: (-counts[w], words.index(w)))
+    n = len(words)
+    return "; ".join(f"{w}, on {counts[w]} of {n} seed{'s' if n > 1 else ''}" for w in order)
+
+
 __all__ = [
+    "BT_FAMILIES",
+    "DEFAULT_ALPHAS",
     "DEFAULT_PARAM_GRID",
     "FAMILIES",
     "LABEL_FAMILIES",
     "PARAM_DEFAULTS",
     "PARAM_KEYS",
+    "choice_words",
+    "describe_choices",
     "describe_params",
     "expand_grid",
+    "family_grid",
+    "halving_schedule",
+    "is_clustering",
+    "prior_words",
     "results_table",
-    "warm_path",
 ]

@@ -1,7 +1,9 @@
 """The methods of the ECC protocol: the registry of estimators, built from one ECC prototype.
 
 :data:`METHOD_FACTORIES` maps a method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
-``human``, ``ecc_labels``, ``ecc_cv``) to a factory of an unfitted estimator;
+``human``, ``ecc_labels``, ``ecc_cv`` and the tuned-prior baselines ``global_tuned``,
+``human_tuned``, ``emb_only_tuned``, ``comp_only_tuned``, ``ecc_tuned``, ``ecc_labels_tuned``)
+to a factory of an unfitted estimator;
 :func:`methods_from_prototype` builds them all from one unfitted :class:`~ecc_lib.ecc.estimator.ECC`
 (ECC's K, lam and T live only in ``ECC.__init__``); :func:`fit_methods` fits them on the training
 queries of a :class:`~ecc_lib.protocol.data.ProtocolData` split.
@@ -21,6 +23,7 @@ from ecc_lib.ecc.baselines import (
     HumanLabelClusters,
 )
 from ecc_lib.ecc.cv import ECCCV
+from ecc_lib.ecc.cv_grid import family_grid
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
@@ -28,7 +31,14 @@ from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
 logger = logging.getLogger(__name__)
 
 METHODS: tuple[str, ...] = ("global", "ecc", "emb_only", "comp_only", "human")
-LABEL_METHODS: tuple[str, ...] = ("human", "ecc_labels")  # need query categories
+LABEL_METHODS: tuple[str, ...] = (
+    "human",
+    "ecc_labels",
+    "human_tuned",
+    "ecc_labels_tuned",
+)  # need query categories
+DEFAULT_TUNED: tuple[str, ...] = ("global_tuned", "human_tuned", "emb_only_tuned")
+"""The tuned-prior baselines of the default comparison (issue 34: ECC-CV is compared with them)."""
 
 
 def _ecc_family(cls, drop_lam: bool = False):
@@ -56,6 +66,29 @@ def _ecc_cv_factory(n_clusters, lam, temperature, random_state, **ecc_params):
     return ECCCV(extra_candidates=(point,), random_state=random_state, **passed)
 
 
+def _tuned_factory(family: str):
+    """A method tuned alone (issue 34): :class:`~ecc_lib.ecc.cv.ECCCV` over its configured
+    settings at every BT prior precision (:func:`~ecc_lib.ecc.cv_grid.family_grid`), so its
+    ``alpha`` is chosen by the same inner CV on training queries as ECC-CV's."""
+
+    def factory(n_clusters, lam, temperature, random_state, **ecc_params):
+        grid = family_grid(family, n_clusters=n_clusters, temperature=temperature, lam=lam)
+        passed = {k: v for k, v in ecc_params.items() if k in _ECC_CV_PASSED}
+        return ECCCV(param_grid=grid, random_state=random_state, **passed)
+
+    return factory
+
+
+TUNED_METHODS: dict[str, str] = {
+    "global_tuned": "global",
+    "human_tuned": "human",
+    "emb_only_tuned": "emb_only",
+    "comp_only_tuned": "comp_only",
+    "ecc_tuned": "ecc",
+    "ecc_labels_tuned": "ecc_labels",
+}
+"""Tuned-prior method -> the method it tunes (the default-prior one beside it)."""
+
 METHOD_FACTORIES: dict[str, Callable] = {
     "global": lambda n_clusters, lam, temperature, random_state, **ecc_params: GlobalBT(),
     "ecc": _ecc_family(ECC),
@@ -66,6 +99,7 @@ METHOD_FACTORIES: dict[str, Callable] = {
     ),
     "ecc_labels": _ecc_family(LabelInformedECC),
     "ecc_cv": _ecc_cv_factory,
+    **{name: _tuned_factory(family) for name, family in TUNED_METHODS.items()},
 }
 """Estimator factory by method name. Each is called as ``factory(n_clusters, lam, temperature,
 random_state, **ecc_params)`` and returns an unfitted estimator with ``fit(embeddings,
@@ -184,7 +218,8 @@ def methods_from_prototype(
 
 def default_methods(has_labels: bool) -> tuple[str, ...]:
     """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
-    (``human`` and ``ecc_labels`` are left out without categories), plus ``ecc_cv`` (issue 26).
+    (``human`` and ``ecc_labels`` are left out without categories), the tuned-prior baselines
+    :data:`DEFAULT_TUNED` (issue 34), plus ``ecc_cv`` (issue 26), last.
 
     Parameters
     ----------
@@ -195,8 +230,8 @@ def default_methods(has_labels: bool) -> tuple[str, ...]:
     tuple of str
     """
     if has_labels:
-        return (*METHODS, "ecc_labels", "ecc_cv")
-    return (*(m for m in METHODS if m not in LABEL_METHODS), "ecc_cv")
+        return (*METHODS, "ecc_labels", *DEFAULT_TUNED, "ecc_cv")
+    return tuple(m for m in (*METHODS, *DEFAULT_TUNED, "ecc_cv") if m not in LABEL_METHODS)
 
 
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
@@ -229,7 +264,8 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
         reason = protocol_policy.human_baseline_reason(data.labels, train_mask=data.train_mask)
-        if (name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)) and reason:
+        needs_labels = name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)
+        if needs_labels and reason:
             logger.info("%s (%s skipped)", reason, name)
             continue
         start = time.perf_counter()
@@ -240,6 +276,7 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
 
 
 __all__ = [
+    "DEFAULT_TUNED",
     "LABEL_METHODS",
     "METHODS",
     "METHOD_FACTORIES",
@@ -248,4 +285,5 @@ __all__ = [
     "make_methods",
     "methods_from_prototype",
     "prototype_parameters",
+    "TUNED_METHODS",
 ]

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ecc_lib.ecc.cv_grid import choice_words
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.capability_map import CapabilityMap, capability_map
 from ecc_lib.protocol.comparisons import records_to_metrics
@@ -39,6 +40,7 @@ from ecc_lib.protocol.seeds import (
     run_seeds,
 )
 from ecc_lib.protocol.settings import Protocol
+from ecc_lib.protocol.tuned import choice_summary, ecc_cv_verdict, tuned_gains
 from ecc_lib.serialization import to_jsonable
 
 # the over-seeds keys of MultiSeedEvaluation.summary() that the ecc section of metrics.json keeps
@@ -147,6 +149,7 @@ class ECCResult:
         if any(c is not None for c in chosen):  # issue 26: ecc_cv's settings per seed
             # the human-label candidate's label weight is infinite: null in JSON
             payload["ecc_cv"] = to_jsonable({"seeds": list(multi.seeds), "best_params": chosen})
+            payload["ecc_cv"].update(self.ecc_cv_choice() or {})  # issue 34: in words
         payload["comparisons"] = records_to_metrics(multi.comparisons())  # issue 35
         if self.probe_strategy_comparison is not None:
             payload["probe_strategy_comparison"] = to_jsonable(self.probe_strategy_comparison)
@@ -189,6 +192,37 @@ class ECCResult:
         """
         kwargs.setdefault("random_state", self.seeds[0] if self.seeds else 0)
         return capability_map(self.data, self.first.fitted, method=method, **kwargs)
+
+    def ecc_cv_choice(self) -> dict | None:
+        """What ECC-CV chose, in words, and its verdict against the tuned baselines (issue 34).
+
+        Returns
+        -------
+        dict or None
+            ``{"words", "per_seed", "clustering", "verdict"}``: the choice over seeds
+            (:func:`~ecc_lib.protocol.tuned.choice_summary`), each seed's choice with its
+            settings, whether any seed chose a clustering, and
+            :func:`~ecc_lib.protocol.tuned.ecc_cv_verdict` on pairs disjoint from the probe
+            (``""`` without ``global_tuned``); None when ``ecc_cv`` did not run.
+        """
+        if "ecc_cv" not in self.methods:
+            return None
+        chosen = [r.params.get("best_params", {}).get("ecc_cv") for r in self.multi.results]
+        summary = choice_summary(chosen)
+        gains = self.tuned_gains()
+        summary["per_seed"] = [
+            None if c is None else choice_words(c, settings=True) for c in chosen
+        ]
+        summary["verdict"] = ecc_cv_verdict(
+            summary, gains, where="on pairs disjoint from the probe"
+        )
+        return summary
+
+    def tuned_gains(self) -> dict:
+        """Gain over the tuned global BT on pairs disjoint from the probe, ``{method: [mean,
+        sd]}`` over seeds (:func:`~ecc_lib.protocol.tuned.tuned_gains`; ``{}`` without
+        ``global_tuned``)."""
+        return tuned_gains([r.gain_disjoint for r in self.multi.results])
 
     def to_metrics(
         self,
@@ -251,6 +285,8 @@ class ECCResult:
             "left_out_reasons": data.params.get("left_out_reasons", {}),
             "tie_tolerance": data.params.get("tie_tolerance"),
             "ecc_cv_best_params": self.ecc_cv_choices(),
+            "ecc_cv_choice": self.ecc_cv_choice(),
+            "gain_disjoint_over_tuned_global": self.tuned_gains(),
             "nll": result.nll,
             "accuracy": result.accuracy,
             "n_queries": result.n_queries,

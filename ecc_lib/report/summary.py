@@ -248,7 +248,7 @@ def summary_table(
     records: Sequence[ComparisonRecord],
     *,
     methods: Sequence[str] | None = None,
-    reference: str = "global",
+    reference: str | None = None,
     baselines: Sequence[str] | None = None,
     notes: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
@@ -260,12 +260,15 @@ def summary_table(
     records : sequence of ComparisonRecord
     methods : sequence of str, optional
         Rows, in order (default: every method with a gain record, in their order).
-    reference : str, default "global"
-        The reference of the first verdict column (one global BT; a tuned global BT, say).
+    reference : str, optional
+        The reference of the first verdict column: by default the tuned global BT
+        (``global_tuned``, issue 34) where it ran, else one global BT at the default prior.
     baselines : sequence of str, optional
-        The methods a clustering method is compared with in the second verdict column (default:
-        the rows whose key does not start with ``"ecc"``, the reference left out); the best is
-        the one with the largest gain on ``reading``.
+        The methods a clustering method is compared with in the second verdict column; the best is
+        the one with the largest gain on ``reading``. Default: the tuned-prior baselines
+        (``*_tuned``) where they ran, so that ECC-CV, whose search tunes the prior, is compared
+        only with baselines tuned the same way; else the rows whose key does not start with
+        ``"ecc"``; the reference is left out.
     notes : mapping, optional
         Method -> a note (e.g. the settings ECC-CV chose, in words).
 
@@ -281,10 +284,12 @@ def summary_table(
     for r in gains:
         if r.a not in order:
             order.append(r.a)
+    reference = default_reference(order) if reference is None else reference
     methods = [m for m in (order if methods is None else methods) if m != "global"]
     reading = _reading(records)
     if baselines is None:
-        baselines = [m for m in methods if not m.startswith("ecc") and m != reference]
+        tuned = [m for m in methods if m.endswith("_tuned") and m != reference]
+        baselines = tuned or [m for m in methods if not m.startswith("ecc") and m != reference]
     scored = {m: _gain(records, m, reading) for m in baselines}
     scored = {m: r for m, r in scored.items() if r is not None and finite(r.estimate)}
     best = max(scored, key=lambda m: scored[m].estimate) if scored else None
@@ -313,6 +318,22 @@ def summary_table(
             }
         )
     return rows
+
+
+def default_reference(methods: Sequence[str]) -> str:
+    """The reference of the gains and verdicts: the tuned global BT where it ran (issue 34: a prior
+    chosen by the same inner CV as ECC-CV's), else one global BT at the default prior.
+
+    Parameters
+    ----------
+    methods : sequence of str
+        The methods with a gain record.
+
+    Returns
+    -------
+    str
+    """
+    return "global_tuned" if "global_tuned" in methods else "global"
 
 
 def _cell_verdict(record: ComparisonRecord | None) -> str:
@@ -400,7 +421,7 @@ def ecc_lines(
     metrics: Mapping[str, Any],
     *,
     methods: Sequence[str] | None = None,
-    reference: str = "global",
+    reference: str | None = None,
     baselines: Sequence[str] | None = None,
     notes: Mapping[str, str] | None = None,
 ) -> list[SummaryLine]:
@@ -422,6 +443,11 @@ def ecc_lines(
     ecc = metrics.get("ecc") or {}
     parameters = metrics.get("parameters") or {}
     records = ecc_records(metrics)
+    if reference is None:
+        reference = default_reference([r.a for r in records if r.question == "clustering_gain"])
+    choice = ecc.get("ecc_cv_choice") if isinstance(ecc, Mapping) else None
+    if isinstance(choice, Mapping) and choice.get("words"):  # issue 34: say what it chose
+        notes = {"ecc_cv": f"chose {choice['words']}", **(notes or {})}
     rows = summary_table(
         records, methods=methods, reference=reference, baselines=baselines, notes=notes
     )
@@ -456,10 +482,10 @@ def ecc_lines(
         line = gain_sentence("ecc", "ecc")
         if line is not None:
             lines.append(line)
-    scored = {
+    scored = {  # ECC-CV and the tuned baselines are read by ecc_cv_line (issue 34)
         m: by_method[m]["gain"]["estimate"]
         for m in shown
-        if finite(by_method[m]["gain"]["estimate"])
+        if finite(by_method[m]["gain"]["estimate"]) and m not in TUNED_OR_SEARCHED
     }
     best = max(scored, key=scored.get) if scored else None
     if best and best != "ecc" and "ecc" in by_method:
@@ -471,7 +497,7 @@ def ecc_lines(
                 "ECC",
                 context=where,
                 plural=best in PLURAL,
-                tail=f"the largest gain of the {len(shown)} methods in the table",
+                tail=f"the largest gain of the {len(scored)} methods at the default prior",
             )
             lines.append(_line("best_method", text, r))
     elif best and "ecc" not in by_method:
@@ -524,7 +550,65 @@ def ecc_lines(
                     f"K = {top} ({number(sweep[top], 'pct_nll')}).",
                 )
             )
+    said = ecc_cv_line(ecc, records)
+    if said is not None:
+        lines.append(said)
     return lines
+
+
+TUNED_OR_SEARCHED = frozenset(
+    {"ecc_cv", "global_tuned", "human_tuned", "emb_only_tuned", "comp_only_tuned", "ecc_tuned"}
+    | {"ecc_labels_tuned"}
+)
+"""Methods whose prior is tuned (issue 34): compared only with each other (:func:`ecc_cv_line`)."""
+
+
+def ecc_cv_line(
+    ecc: Mapping[str, Any], records: Sequence[ComparisonRecord] | None = None
+) -> SummaryLine | None:
+    """ECC-CV's choice in words and its verdict against the best tuned-prior baseline (issue 34).
+
+    The verdict reads the comparison records (the one interval of :mod:`ecc_lib.stats`) of ECC-CV
+    minus the tuned baseline (``*_tuned``) with the largest gain, on pairs disjoint from the probe
+    where they exist. When ECC-CV chose one global BT or one BT per human category on every seed,
+    the sentence says that this is no clustering gain.
+
+    Parameters
+    ----------
+    ecc : mapping
+        ``metrics.json["ecc"]`` (its ``ecc_cv_choice``).
+    records : sequence of ComparisonRecord, optional
+        Default: the records of ``ecc``.
+
+    Returns
+    -------
+    SummaryLine or None
+        None when ECC-CV did not run, or no tuned baseline ran.
+    """
+    choice = ecc.get("ecc_cv_choice")
+    if not isinstance(choice, Mapping) or not choice.get("words"):
+        return None
+    records = ecc_records({"ecc": ecc}) if records is None else records
+    reading = _reading(records)
+    tuned = {}
+    for m in TUNED_OR_SEARCHED - {"ecc_cv", "global_tuned"}:
+        gain = _gain(records, m, reading)
+        if gain is not None and finite(gain.estimate):
+            tuned[m] = gain.estimate
+    best = max(tuned, key=tuned.get) if tuned else None
+    r = _versus(records, "ecc_cv", best, reading) if best else None
+    if r is None:
+        return None
+    if r.zero_as_printed:
+        text = f"ECC-CV gives the numbers of {_name(best)} to the printed digit"
+    else:
+        text = _sentence(
+            r, "ECC-CV", f"the best tuned baseline, {_name(best)}", a="ECC-CV", b=_name(best)
+        ).rstrip(".")
+    text += f". It chose {choice['words']}."
+    if not choice.get("clustering"):
+        text += " It deployed no clustering, so this is no clustering gain."
+    return _line("ecc_cv", text, r)
 
 
 def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
@@ -669,6 +753,7 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
 
 PRIORITY = (
     "ecc",
+    "ecc_cv",
     "no_interval",
     "no_clustering",
     "routing",
@@ -685,7 +770,7 @@ def build_summary(
     metrics: Mapping[str, Any],
     *,
     methods: Sequence[str] | None = None,
-    reference: str = "global",
+    reference: str | None = None,
     baselines: Sequence[str] | None = None,
     notes: Mapping[str, str] | None = None,
 ) -> dict[str, list[SummaryLine]]:
@@ -786,6 +871,8 @@ __all__ = [
     "SAME_EVERYWHERE",
     "SummaryLine",
     "build_summary",
+    "default_reference",
+    "ecc_cv_line",
     "ecc_lines",
     "ecc_records",
     "flip_lines",
