@@ -227,7 +227,7 @@ def test_bundled_shape_summary_quotes_leak_aware_readings(tmp_path):
     assert assert_words_agree(sentences) == len([t for t in texts if " minus " in t])
     assert texts[0].startswith("ECC is better than one global BT")
     assert any(t.startswith("Human labels are better than ECC") for t in texts)
-    assert "the largest gain of the 4 methods in the table" in " ".join(texts)
+    assert "the largest gain of the 4 methods at the default prior" in " ".join(texts)
     assert len(lines[0].rows) == 4
     routing = next(line for line in sentences if line.topic == "routing")
     assert routing.text.startswith("Without the probe, routing by ECC is not distinguishable")

@@ -457,10 +457,10 @@ class ECCCV(ProfileMixture):
 
     @property
     def temperature(self) -> float | None:
-        """Temperature of the chosen candidate (None for the global and human-label models or
-        before ``fit``)."""
+        """Temperature of the chosen candidate's softmax (for the human-label model, that of its
+        fallback mixture); None for the global model or before ``fit``."""
         best = getattr(self, "best_estimator_", None)
-        return getattr(best, "temperature", None) if isinstance(best, ECC) else None
+        return getattr(best, "temperature", None)
 
     @property
     def lam(self) -> float | None:

@@ -870,6 +870,7 @@ __all__ = [
     "PRIORITY",
     "SAME_EVERYWHERE",
     "SummaryLine",
+    "TUNED_OR_SEARCHED",
     "build_summary",
     "default_reference",
     "ecc_cv_line",
