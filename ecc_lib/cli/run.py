@@ -88,6 +88,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and not args.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.dataset is not None:
+        from ecc_lib.data.sources import dataset_files
+
+        dataset_files(args.dataset)  # a folder that is no dataset yet: its one-line reason now
     try:
         result = run_pipeline(
             config=args.config,

@@ -346,7 +346,36 @@ def dataset_files(folder: str | Path) -> dict[str, Path] | None:
                 "guessed)"
             )
         found[kind] = tables[0] if tables else None
+    if found["queries"] is not None and found["outcomes"] is None:
+        if (folder / DECISIONS_TABLE).is_file():
+            raise DataValidationError(logged_decisions_message(folder))
     return found if all(found.values()) else None  # type: ignore[return-value]
+
+
+DECISIONS_TABLE = "decisions.csv"
+"""The routing decisions of a folder exported from ``ecc-lab serve-router``'s log."""
+
+
+def logged_decisions_message(folder: str | Path) -> str:
+    """The one-line error for a folder of logged router decisions that holds no outcomes yet.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The exported folder (``queries.csv`` and ``decisions.csv``).
+
+    Returns
+    -------
+    str
+    """
+    folder = Path(folder)
+    return (
+        f"folder {folder} holds logged router decisions (queries.csv, decisions.csv) but no "
+        "outcomes: the scores of the routed replies are unknown; collect them first with "
+        f"`ecc-lab collect --queries {folder / 'queries.csv'} --models M1,M2 --base-url URL "
+        "--store STORE` (add an answer column for the scorer), then `ecc-lab collect-export "
+        "--store STORE --out DATASET_DIR`"
+    )
 
 
 def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -387,6 +416,7 @@ def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 __all__ = [
     "BUNDLED_DATASETS",
     "BUNDLED_DESCRIPTIONS",
+    "DECISIONS_TABLE",
     "PUBLIC_DATASETS",
     "bundled_files",
     "dataset_files",
@@ -397,4 +427,5 @@ __all__ = [
     "load_bundled",
     "load_dataset",
     "load_public",
+    "logged_decisions_message",
 ]

@@ -22,7 +22,9 @@ normalised training cost of model ``m``, and their predicted score is not availa
 
 :func:`train_deployed` fits one family on a dataset (``(queries, outcomes)`` in the data model of
 :mod:`ecc_lib.data.schema`) with the routing evaluation's split (docs/design.md, section 4): 20 %
-test queries (seed 42), and a quarter of the remaining queries held out for calibration.
+test queries (seed 42), never seen by the router nor by its calibration, and a quarter of the
+remaining queries held out for calibration (or, with ``calibration_folds``, a cross-fitted
+calibration on out-of-fold predictions of all of them).
 """
 
 from __future__ import annotations
@@ -88,6 +90,11 @@ class Calibration:
     embeddings : ndarray, shape (n, d)
     mu_q, mu_c, sigma_q : ndarray, shape (n, n_models)
         Observed mean score, mean normalised cost (training cost scale) and score spread.
+    u0, cost : ndarray, shape (n, n_models), optional
+        Out-of-fold predictions (cross-fitted calibration, see :func:`train_deployed`): the
+        utility at ``lambda = 0`` without offsets and the normalised cost, each predicted by a
+        router that did not see the query. When absent the deployed router predicts them from
+        ``embeddings`` (which must then be held out from its training).
     """
 
     query_ids: np.ndarray
@@ -95,6 +102,8 @@ class Calibration:
     mu_q: np.ndarray
     mu_c: np.ndarray
     sigma_q: np.ndarray
+    u0: np.ndarray | None = None
+    cost: np.ndarray | None = None
 
     @classmethod
     def from_distributions(
@@ -127,13 +136,46 @@ class Calibration:
         -------
         dict of str to ndarray
         """
-        return {
+        out = {
             "query_ids": self.query_ids.astype(str),
             "embeddings": self.embeddings,
             "mu_q": self.mu_q,
             "mu_c": self.mu_c,
             "sigma_q": self.sigma_q,
         }
+        if self.u0 is not None and self.cost is not None:
+            out["u0"], out["cost"] = self.u0, self.cost
+        return out
+
+
+def router_parts(
+    router: base.Router, x: np.ndarray, *, model_cost: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A fitted router's utility parts on embeddings ``x``.
+
+    Parameters
+    ----------
+    router : Router
+        Fitted.
+    x : ndarray, shape (n, d)
+    model_cost : ndarray, shape (n_models,)
+        Mean normalised training cost per model (the cost of routers without a cost prediction).
+
+    Returns
+    -------
+    u0 : ndarray, shape (n, n_models)
+        Utility at ``lambda = 0`` without offsets.
+    cost : ndarray, shape (n, n_models)
+        Predicted normalised cost.
+    score : ndarray or None
+        Predicted mean score (None for routers that predict only the utility).
+    """
+    x = base.as_features(x)
+    if router.fitted_target_ == "components":
+        pred = router.predict(x)
+        return pred["mu_q"] - float(router.beta) * pred["sigma_q"], pred["mu_c"], pred["mu_q"]
+    cost = np.broadcast_to(np.asarray(model_cost, float), (len(x), len(model_cost)))
+    return router.predict_utility(x) + router.fit_cost_weight_ * cost, cost, None
 
 
 @dataclass
@@ -258,15 +300,7 @@ class DeployedRouter:
 
     def _parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(base utility at lambda = 0 and no offset, predicted normalised cost, score)``."""
-        router = self.router
-        n = len(x)
-        if router.fitted_target_ == "components":
-            pred = router.predict(x)
-            u0 = pred["mu_q"] - self.beta * pred["sigma_q"]
-            return u0, pred["mu_c"], pred["mu_q"]
-        cost = np.broadcast_to(self.model_cost, (n, len(self.model_cost)))
-        u_fit = router.predict_utility(x)
-        return u_fit + router.fit_cost_weight_ * cost, cost, None
+        return router_parts(self.router, x, model_cost=self.model_cost)
 
     def predict_utility(self, x: np.ndarray) -> np.ndarray:
         """Utility of every model at the operating point.
@@ -387,8 +421,8 @@ class DeployedRouter:
             (``[estimate, low, high]``, 95 % percentile bootstrap over calibration queries; cost in
             the dataset's units), ``share`` per model and ``n_calibration``.
         """
-        cal = self._need_calibration()
-        choice = self.choose(cal.embeddings)
+        u0, cost, cal = self._calibration_parts()
+        choice = np.argmax(u0 - self.cost_weight * cost - self.offsets, axis=1)
         rows = np.arange(len(choice))
         quality = cal.mu_q[rows, choice]
         cost = self.raw_cost(cal.mu_c[rows, choice])
@@ -409,6 +443,8 @@ class DeployedRouter:
 
     def _calibration_parts(self) -> tuple[np.ndarray, np.ndarray, Calibration]:
         cal = self._need_calibration()
+        if cal.u0 is not None and cal.cost is not None:
+            return np.asarray(cal.u0, float), np.asarray(cal.cost, float), cal
         u0, cost, _ = self._parts(base.as_features(cal.embeddings))
         return u0, cost, cal
 
@@ -640,6 +676,8 @@ def load_deployed(
             mu_q=arrays["mu_q"],
             mu_c=arrays["mu_c"],
             sigma_q=arrays["sigma_q"],
+            u0=arrays.get("u0"),
+            cost=arrays.get("cost"),
         )
     return DeployedRouter(
         router=router,
@@ -701,6 +739,7 @@ def train_deployed(
     beta: float = DEFAULT_BETA,
     test_size: float = 0.2,
     calibration_size: float = 0.25,
+    calibration_folds: int | None = None,
     split_seed: int = 42,
     random_state: int = 0,
 ) -> tuple[DeployedRouter, TrainingSplit]:
@@ -726,7 +765,19 @@ def train_deployed(
     test_size : float, default 0.2
         Share of test queries (split seed ``split_seed``, the routing evaluation's split).
     calibration_size : float, default 0.25
-        Share of the remaining queries held out for calibration.
+        Share of the remaining queries held out for calibration when ``calibration_folds`` is
+        None.
+    calibration_folds : int or None, default None
+        None: hold out ``calibration_size`` of the non-test queries once; the deployed router
+        never sees them, so the calibration describes exactly the router that routes. An int:
+        cross-fitted calibration; the non-test queries are cut into this many folds (seed
+        ``split_seed + 1``), a router fitted on the other folds predicts each fold, the operating
+        point is calibrated on these out-of-fold predictions of every non-test query and the
+        deployed router is fitted on all of them. That quarters the calibration's sampling
+        error but assumes the deployed router behaves like the fold routers: true for kNN, not
+        for routers whose fit changes with the sample (clusters, short torch training), whose
+        budgets then miss on new queries by 10-50 % (measured on dcrouter, see
+        docs/guide/router.md).
     split_seed, random_state : int
         Seeds of the splits and of the router.
 
@@ -763,36 +814,63 @@ def train_deployed(
     x_all = np.asarray(x_all, dtype=float)
     rest, test = split_queries(obs.n_queries, test_size=test_size, random_state=split_seed)
     rest_idx = np.flatnonzero(rest)
-    fit_part, cal_part = split_queries(
-        len(rest_idx), test_size=calibration_size, random_state=split_seed + 1
-    )
-    train_mask = np.zeros(obs.n_queries, bool)
-    cal_mask = np.zeros(obs.n_queries, bool)
-    train_mask[rest_idx[fit_part]] = True
-    cal_mask[rest_idx[cal_part]] = True
+    kwargs = {"cost_weight": cost_weight, "beta": beta, **dict(router_kwargs or {})}
+
+    def fit(mask: np.ndarray, dist: CapabilityDistributions) -> base.Router:
+        router = make_router(family, random_state=random_state, **kwargs)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
+            return router.fit(x_all[mask], dist)
+
+    def targets_of(part: RepeatedObservations) -> CapabilityDistributions:
+        if targets == "dars":
+            return capability_distributions(part)
+        return single_shot_distributions(part, random_state=random_state)
+
+    if calibration_folds is None:  # one held-out calibration part, the router fitted on the rest
+        fit_part, cal_part = split_queries(
+            len(rest_idx), test_size=calibration_size, random_state=split_seed + 1
+        )
+        train_mask = np.zeros(obs.n_queries, bool)
+        cal_mask = np.zeros(obs.n_queries, bool)
+        train_mask[rest_idx[fit_part]] = True
+        cal_mask[rest_idx[cal_part]] = True
+    else:  # cross-fitted: every non-test query calibrates, out of fold; the router sees them all
+        if int(calibration_folds) < 2 or int(calibration_folds) > len(rest_idx):
+            raise ValueError(
+                f"calibration_folds must lie in [2, {len(rest_idx)}], got {calibration_folds}"
+            )
+        train_mask = cal_mask = rest
     train_obs = rescale_cost(obs.select_queries(train_mask))
     cal_obs = rescale_cost(obs.select_queries(cal_mask), train_obs)
     test_obs = rescale_cost(obs.select_queries(test), train_obs)
     dars_train = capability_distributions(train_obs)
-    train_targets = (
-        dars_train
-        if targets == "dars"
-        else single_shot_distributions(train_obs, random_state=random_state)
-    )
-    kwargs = {"cost_weight": cost_weight, "beta": beta, **dict(router_kwargs or {})}
-    router = make_router(family, random_state=random_state, **kwargs)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
-        router.fit(x_all[train_mask], train_targets)
+    router = fit(train_mask, targets_of(train_obs))
     cal_truth = capability_distributions(cal_obs)
+    model_cost = dars_train.mu_c.mean(axis=0)
+    calibration = Calibration.from_distributions(cal_truth, x_all[cal_mask])
+    if calibration_folds is not None:
+        folds = np.random.default_rng(split_seed + 1).permutation(len(rest_idx))
+        folds %= int(calibration_folds)
+        u0 = np.empty((len(rest_idx), len(router.models_)))
+        cost = np.empty_like(u0)
+        for k in range(int(calibration_folds)):
+            inside = np.zeros(obs.n_queries, bool)
+            inside[rest_idx[folds != k]] = True
+            fold_obs = rescale_cost(obs.select_queries(inside), train_obs)
+            fold_router = fit(inside, targets_of(fold_obs))
+            u0[folds == k], cost[folds == k], _ = router_parts(
+                fold_router, x_all[rest_idx[folds == k]], model_cost=model_cost
+            )
+        calibration = replace(calibration, u0=u0, cost=cost)
     deployed = DeployedRouter(
         router=router,
         family=family,
         embedder=canonical_model_name(embedder),
         cost_scale=tuple(train_obs.cost_scale),
-        model_cost=dars_train.mu_c.mean(axis=0),
+        model_cost=model_cost,
         model_score=dars_train.mu_q.mean(axis=0),
-        calibration=Calibration.from_distributions(cal_truth, x_all[cal_mask]),
+        calibration=calibration,
         training_digest=data_digest(queries, outcomes),
         targets=targets,
     )
@@ -816,5 +894,6 @@ __all__ = [
     "TrainingSplit",
     "data_digest",
     "load_deployed",
+    "router_parts",
     "train_deployed",
 ]

@@ -57,6 +57,7 @@ from ecc_lib.collect.client import (
 )
 from ecc_lib.collect.errors import CollectError
 from ecc_lib.collect.runner import DEFAULT_API_KEY_ENV, _is_loopback, is_openai_host
+from ecc_lib.data.sources import DECISIONS_TABLE
 from ecc_lib.routers.deploy import DeployedRouter
 
 logger = logging.getLogger(__name__)
@@ -551,8 +552,14 @@ def read_decisions(log_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 def export_decisions(log_dir: str | Path, folder: str | Path) -> Path:
     """Write the logged decisions as a dataset folder: ``queries.csv`` and ``decisions.csv``.
 
-    The queries table is the package's (``query_id, text``): collect outcomes for it with
-    ``ecc-lab collect`` to make the folder a full dataset.
+    The queries table is the package's (``query_id, text``) and the queries input of ``ecc-lab
+    collect``. No outcomes table is written: the log holds no reference answers and no scores of
+    the routed replies (a forwarded reply's score is unknown, a dry-run has no reply), and none is
+    invented. :func:`ecc_lib.data.sources.load_dataset` (and every ``--dataset`` reader) refuses
+    the folder with one line naming the next step (:func:`ecc_lib.data.sources.
+    logged_decisions_message`): ``ecc-lab collect --queries FOLDER/queries.csv ...`` (with an
+    ``answer`` column for the scorer), then ``ecc-lab collect-export --store STORE --out DIR``,
+    which writes a dataset folder ``load_dataset`` reads.
 
     Parameters
     ----------
@@ -568,8 +575,12 @@ def export_decisions(log_dir: str | Path, folder: str | Path) -> Path:
     queries, decisions = read_decisions(log_dir)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    if any(folder.glob("outcomes.*")):
+        raise FileExistsError(
+            f"{folder} already holds an outcomes table; export the decisions to another folder"
+        )
     queries.to_csv(folder / "queries.csv", index=False)
-    decisions.to_csv(folder / "decisions.csv", index=False)
+    decisions.to_csv(folder / DECISIONS_TABLE, index=False)
     return folder
 
 
