@@ -1,0 +1,71 @@
+"""Review of issue 37 (rev1): the capability map must not claim certainty it does not have, and
+``ecc-lab map``'s tables are as safe in a spreadsheet as the run folder's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from test_capability_map import _planted, _protocol
+
+from ecc_lib.metrics_schema import validate_section
+from ecc_lib.protocol.capability_map import capability_map
+
+
+class _OutcomeSelected:
+    """A fitted grouping whose own responsibilities put a training query in group 1 when
+    ``model_1`` beat ``model_0`` on it (as an outcome-informed fit can), while a new query is
+    placed by its embedding alone (here: the sign of its first coordinate)."""
+
+    def __init__(self, data):
+        train = data.train
+        beat = np.zeros(train.n_queries, dtype=bool)
+        models = list(train.models)
+        m0, m1 = models.index("model_0"), models.index("model_1")
+        won = (train.model_a == m0) & (train.model_b == m1) & (train.y > 0.5)  # y = 1: b won
+        won |= (train.model_a == m1) & (train.model_b == m0) & (train.y < 0.5)
+        beat[train.query[won]] = True
+        self.responsibilities_ = np.eye(2)[beat.astype(int)]
+        self.alpha = 1.0
+
+    def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):
+        return np.eye(2)[(np.asarray(embeddings)[:, 0] > 0).astype(int)]
+
+
+def test_groups_are_placed_by_embedding_not_by_their_own_outcomes():
+    """One dominant model everywhere: a grouping that selected the queries model_1 won must not
+    make the map say model_1 is best there (on test queries, placed by embedding, it is not)."""
+    rng = np.random.default_rng(11)
+    theta = rng.normal(scale=0.2, size=(2, 4))
+    theta[:, 0] = 1.0  # model_0 best everywhere, model_1 close enough to win some queries
+    theta[:, 1] = 0.6
+    data = _protocol(_planted(theta, n_queries=900, seed=11), seed=11)
+    grouping = _OutcomeSelected(data)
+    assert grouping.responsibilities_[:, 1].sum() > 30  # the selected group is not tiny
+    cmap = capability_map(data, {"sel": grouping}, method="sel", n_boot=100, random_state=0)
+    placed = (data.x_train[:, 0] > 0).astype(int)
+    np.testing.assert_array_equal(cmap.train_group, placed)
+    assert cmap.groups_needing_other_model == []
+    assert (cmap.groups["best_model"] == "model_0").all()
+
+
+def test_a_group_of_three_queries_claims_no_certainty():
+    theta = np.array([[3.0, 0.0, -3.0], [-3.0, 0.0, 3.0]])
+    planted = _planted(theta, n_queries=600, seed=4)
+    queries = planted.queries.copy()
+    # five queries of a category of their own, all won by the same model
+    tiny = queries.index[planted.capability == 0][:5]
+    queries.loc[tiny, "category"] = "tiny"
+    data = _protocol(type(planted)(**{**vars(planted), "queries": queries}), seed=4)
+    cmap = capability_map(data, method="categories", n_boot=100, random_state=0)
+    row = cmap.groups.set_index("group").loc["tiny"]
+    assert row["n_train"] < 10
+    assert not np.isfinite(row["p_best"])  # no P(best) of 1.0 from three queries
+    assert not row["global_best_distinguishable"] and not row["needs_other_model"]
+    rows = cmap.rows[cmap.rows["group"] == "tiny"]
+    assert not rows["distinguishable"].any()
+    assert rows[["score_low", "score_high", "p_best"]].isna().all().all()
+    assert rows["score"].notna().all() and rows["best"].sum() == 1  # the point fit stays
+    # the large groups keep their statements
+    big = cmap.groups[cmap.groups["group"] != "tiny"]
+    assert (big["p_best"] > 0.9).all()
+    validate_section("capability_map", cmap.to_metrics(dataset="x"), strict=True)
