@@ -69,3 +69,47 @@ def test_a_group_of_three_queries_claims_no_certainty():
     big = cmap.groups[cmap.groups["group"] != "tiny"]
     assert (big["p_best"] > 0.9).all()
     validate_section("capability_map", cmap.to_metrics(dataset="x"), strict=True)
+
+
+def test_map_cli_tables_are_spreadsheet_safe_and_a_bad_method_fails_first(
+    tmp_path, monkeypatch, capsys
+):
+    """``ecc-lab map``'s CSVs quote a model named like a formula (as tables/*.csv do), and an
+    unknown ``--method`` is refused before the protocol runs."""
+    from ecc_lib.cli import ecc as ecc_cli
+    from ecc_lib.cli import main
+    from ecc_lib.safe_output import csv_restore_frame
+
+    theta = np.array([[2.0, 0.0, -2.0], [-2.0, 0.0, 2.0]])
+    planted = _planted(theta, n_queries=300, seed=2)
+    names = {"model_0": "=1+2", "model_1": "@SUM(A1)", "model_2": "+danger"}
+    outcomes = planted.outcomes.assign(model=planted.outcomes["model"].map(names))
+    data = _protocol(type(planted)(**{**vars(planted), "outcomes": outcomes}), seed=2)
+    cmap = capability_map(data, method="categories", n_boot=20, random_state=0)
+
+    class Found:
+        def capability_map(self, method, n_boot):
+            return cmap
+
+    class Report:
+        n_input_queries = 300
+
+    ran = []
+
+    def fake_result(args):
+        ran.append(args.method)
+        return Found(), Report(), None
+
+    monkeypatch.setattr(ecc_cli, "ecc_result_from_args", fake_result)
+    flags = ["map", "--queries", "q.csv", "--outcomes", "o.csv"]
+    assert main([*flags, "--out", str(tmp_path / "bad"), "--method", "ecc-cv"]) != 0
+    assert ran == [] and "not one of" in capsys.readouterr().err
+    out = tmp_path / "map"
+    assert main([*flags, "--out", str(out), "--method", "categories"]) == 0
+    for name in ("capability_map.csv", "capability_map_groups.csv"):
+        text = (out / name).read_text()
+        for cell in names.values():
+            assert f",{cell}," not in text and f"'{cell}" in text
+        frame = csv_restore_frame(pd.read_csv(out / name))
+        column = "model" if name == "capability_map.csv" else "best_model"
+        assert set(frame[column]) <= set(names.values())

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from ecc_lib.cli.subcommand import Subcommand, UsageError, write_json
+from ecc_lib.safe_output import atomic_path, write_csv
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,8 +81,14 @@ def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab map``."""
     from ecc_lib.cli.ecc import ecc_result_from_args
 
+    from ecc_lib.protocol.capability_map import CATEGORIES
+    from ecc_lib.protocol.methods import default_methods
+
     if args.boot < 2:
         raise ValueError(f"--boot must be >= 2, got {args.boot}")
+    known = (*default_methods(True), CATEGORIES)
+    if args.method is not None and args.method not in known:  # before minutes of fitting
+        raise UsageError(f"--method {args.method!r} is not one of {', '.join(known)}")
     _dataset_files(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -90,8 +97,9 @@ def _run(args: argparse.Namespace) -> int:
     cmap = found.capability_map(args.method, n_boot=args.boot)
     out.mkdir(parents=True, exist_ok=True)
     label = Path(str(args.dataset)).name if args.dataset else Path(args.queries).parent.name
-    cmap.to_frame().to_csv(out / "capability_map.csv", index=False, float_format="%.10g")
-    cmap.group_table().to_csv(out / "capability_map_groups.csv", index=False, float_format="%.10g")
+    # spreadsheet-safe (a model named "=1+2" is quoted), atomic and never through a link
+    write_csv(cmap.to_frame(), out / "capability_map.csv", float_format="%.10g", root=out)
+    write_csv(cmap.group_table(), out / "capability_map_groups.csv", float_format="%.10g", root=out)
     payload = cmap.to_metrics(dataset=label)
     payload["inputs"] = {
         "queries": str(args.queries),
@@ -111,7 +119,8 @@ def _run(args: argparse.Namespace) -> int:
             cmap.to_frame(), title=f"Which model for which queries ({label})"
         )
         for suffix in ("png", "pdf"):
-            fig.savefig(out / f"capability_map.{suffix}", dpi=200)
+            with atomic_path(out / f"capability_map.{suffix}", root=out) as temporary:
+                fig.savefig(temporary, dpi=200)
             written.append(f"capability_map.{suffix}")
     held = cmap.held_out
     low, high = held["ci95"]
