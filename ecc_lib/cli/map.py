@@ -80,7 +80,6 @@ def _dataset_files(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab map``."""
     from ecc_lib.cli.ecc import ecc_result_from_args
-
     from ecc_lib.protocol.capability_map import CATEGORIES
     from ecc_lib.protocol.methods import default_methods
 
