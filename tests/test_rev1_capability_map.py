@@ -113,3 +113,52 @@ def test_map_cli_tables_are_spreadsheet_safe_and_a_bad_method_fails_first(
         frame = csv_restore_frame(pd.read_csv(out / name))
         column = "model" if name == "capability_map.csv" else "best_model"
         assert set(frame[column]) <= set(names.values())
+
+
+def _small_table() -> pd.DataFrame:
+    """Three groups x three models; in group "c" the third model is far below the best but not
+    distinguishable from it (a wide interval)."""
+    rows = []
+    for g, scores in {
+        "a": [0.0, -1.0, -4.0],
+        "b": [-2.0, 0.0, -3.0],
+        "c": [-5.0, 0.0, -1.0],
+    }.items():
+        for j, score in enumerate(scores):
+            rows.append(
+                {
+                    "group": g,
+                    "name": f"{g} 100%: words, of, group",
+                    "model": ["m0", "Llama 3.1 405B Instruct (via provider/x)", "m2"][j],
+                    "score": score,
+                    "best": score == 0.0,
+                    "distinguishable": not (g == "c" and j == 0) and score != 0.0,
+                    "observed": True,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_a_small_map_figure_keeps_its_labels_and_shows_every_hatch():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.patches import Rectangle
+
+    from ecc_lib.plotting import plot_capability_map
+
+    fig = plot_capability_map(_small_table())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    ax = fig.axes[0]
+    labels = [ax.yaxis.label, *(a.yaxis.label for a in fig.axes[1:])]  # y label, colour bar
+    for label in labels:
+        extent = label.get_window_extent(renderer)
+        assert extent.y0 >= box.y0 - 1 and extent.y1 <= box.y1 + 1, label.get_text()
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert not any(t.startswith("x)") for t in ticks), ticks  # a "/" inside a name is kept
+    hatches = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_hatch()]
+    assert len(hatches) == 1
+    # the hatched cell is light (5 logits below the best): its hatching must not be white
+    assert tuple(hatches[0].get_edgecolor()[:3]) != (1.0, 1.0, 1.0)
