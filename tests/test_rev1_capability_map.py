@@ -65,6 +65,8 @@ def test_a_group_of_three_queries_claims_no_certainty():
     assert not rows["distinguishable"].any()
     assert rows[["score_low", "score_high", "p_best"]].isna().all().all()
     assert rows["score"].notna().all() and rows["best"].sum() == 1  # the point fit stays
+    view = str(cmap.show_group("tiny"))
+    assert "nan" not in view.lower() and "\u2013" in view  # an empty interval reads as a dash
     # the large groups keep their statements
     big = cmap.groups[cmap.groups["group"] != "tiny"]
     assert (big["p_best"] > 0.9).all()

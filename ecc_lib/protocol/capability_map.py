@@ -841,9 +841,14 @@ def show_group(
             "model": table["model"].to_numpy(),
             "BT score": table["score"].round(3).to_numpy(),
             f"{100 * cmap.confidence:.0f}% interval": [
-                f"[{lo:+.2f}, {hi:+.2f}]" for lo, hi in zip(table["score_low"], table["score_high"])
+                f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "\u2013"
+                for lo, hi in zip(table["score_low"], table["score_high"], strict=True)
             ],
-            "P(best)": table["p_best"].round(3).to_numpy(),
+            "P(best)": table["p_best"]
+            .round(3)
+            .astype(object)
+            .where(table["p_best"].notna(), "\u2013")
+            .to_numpy(),
             "distinguishable from the best": np.where(
                 table["best"], "(best)", np.where(table["distinguishable"], "yes", "no")
             ),
