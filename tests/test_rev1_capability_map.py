@@ -164,3 +164,15 @@ def test_a_small_map_figure_keeps_its_labels_and_shows_every_hatch():
     assert len(hatches) == 1
     # the hatched cell is light (5 logits below the best): its hatching must not be white
     assert tuple(hatches[0].get_edgecolor()[:3]) != (1.0, 1.0, 1.0)
+
+
+def test_the_global_grouping_is_one_group_worth_nothing_held_out():
+    from ecc_lib.protocol.methods import fit_methods, make_methods
+
+    theta = np.array([[2.0, 0.0, -2.0], [-2.0, 0.0, 2.0]])
+    data = _protocol(_planted(theta, n_queries=300, seed=2), seed=2)
+    fitted, _ = fit_methods(data, make_methods(methods=("global",), random_state=0))
+    cmap = capability_map(data, fitted, method="global", n_boot=20, random_state=0)
+    assert cmap.method_detail.endswith("1 cluster")
+    assert len(cmap.groups) == 1 and cmap.groups["best_model"].iloc[0] == cmap.global_best
+    assert cmap.held_out["estimate"] == 0.0

@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{held['estimate']:+.4f} mean score [{low:+.4f}, {high:+.4f}] (95% paired bootstrap)"
     )
     with_name = cmap.group_table()[["name", "n_train", "n_test", "best_model", "p_best"]]
-    print(with_name.to_string(index=False))
+    print(with_name.to_string(index=False, na_rep="\u2013"))  # a group too small to tell
     print(f"wrote {', '.join(written)} to {out}")
     return 0
 

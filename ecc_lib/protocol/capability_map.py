@@ -325,7 +325,7 @@ def _method_detail(method: str, estimator) -> str:
         settings = f" ({', '.join(parts)})" if parts else ""
         return f"{method_name(method)}, which chose {method_name(family)}{settings}"
     k = getattr(estimator, "theta_", np.zeros((1, 1))).shape[0]
-    return f"{method_name(method)}, {k} clusters"
+    return f"{method_name(method)}, {k} cluster{'' if k == 1 else 's'}"
 
 
 def _estimator_alpha(estimator) -> float:
