@@ -176,3 +176,16 @@ def test_the_global_grouping_is_one_group_worth_nothing_held_out():
     assert cmap.method_detail.endswith("1 cluster")
     assert len(cmap.groups) == 1 and cmap.groups["best_model"].iloc[0] == cmap.global_best
     assert cmap.held_out["estimate"] == 0.0
+
+
+def test_a_map_of_one_group_reads_in_the_singular(tmp_path):
+    from test_capability_map_report import _map, _run_with
+
+    from ecc_lib import report
+
+    theta = np.array([[0.0, 3.0, -1.0]])  # one category, model_1 best
+    cmap = _map(theta, seed=2)
+    assert len(cmap.groups) == 1
+    document = report.build_report(_run_with(tmp_path, cmap))
+    section = next(s for s in document.sections if s.title == "Which model for which queries")
+    assert "1 groups" not in section.findings and "In the one group" in section.findings

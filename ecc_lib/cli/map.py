@@ -124,9 +124,10 @@ def _run(args: argparse.Namespace) -> int:
     held = cmap.held_out
     low, high = held["ci95"]
     print(
-        f"capability map of {label} ({cmap.method_detail}): {len(cmap.groups)} groups, global best "
-        f"{cmap.global_best}; another model is best in {int(payload['n_groups_other_best'])} "
-        f"groups, the global best is distinguishable from it in "
+        f"capability map of {label} ({cmap.method_detail}): {len(cmap.groups)} "
+        f"group{'' if len(cmap.groups) == 1 else 's'}, global best "
+        f"{cmap.global_best}; another model is best in {int(payload['n_groups_other_best'])} of "
+        "them, the global best is distinguishable from it in "
         f"{len(cmap.groups_needing_other_model)}"
     )
     print(
