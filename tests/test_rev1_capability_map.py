@@ -164,6 +164,10 @@ def test_a_small_map_figure_keeps_its_labels_and_shows_every_hatch():
     assert len(hatches) == 1
     # the hatched cell is light (5 logits below the best): its hatching must not be white
     assert tuple(hatches[0].get_edgecolor()[:3]) != (1.0, 1.0, 1.0)
+    assert "categories" in ax.get_ylabel()
+    # without categories the names are terms only, and the axis says so
+    plain = _small_table().assign(name=lambda t: t["name"].str.split(": ").str[1] + t["group"])
+    assert "categories" not in plot_capability_map(plain).axes[0].get_ylabel()
 
 
 def test_the_global_grouping_is_one_group_worth_nothing_held_out():

@@ -152,7 +152,12 @@ def plot_capability_map(
     )
     shown = "" if n_models == all_models else f" ({n_models} of {all_models} shown)"
     ax.set_xlabel(f"model{shown}")
-    ax.set_ylabel("group (categories: distinctive terms)")
+    named_by_category = any("%" in str(name) for name in relative.index)
+    ax.set_ylabel(
+        "group (categories: distinctive terms)"
+        if named_by_category
+        else "group (distinctive terms)"
+    )
     ax.set_title(title or "Which model for which queries")
     return fig
 
