@@ -147,6 +147,7 @@ def method_name(key: str) -> str:
 
 # ------------------------------------------------------------------------------------------- models
 
+_ORG_PREFIX = re.compile(r"[\w.\-/]+")  # an organisation path before a model name
 _TOKEN = re.compile(r"([-_/ ]+)")
 _ELLIPSIS = "\u2026"
 
@@ -259,7 +260,12 @@ def short_model_names(names: Sequence[str], *, width: int = 24) -> dict[str, str
         Full name -> display name, one entry per distinct name.
     """
     full = [str(n) for n in dict.fromkeys(str(n) for n in names)]
-    stripped = {n: n.rsplit("/", 1)[-1] or n for n in full}
+    # only an organisation path ("meta-llama/", "org/sub/") is a prefix: a "/" inside a name
+    # with spaces or brackets ("Llama 3 (via provider/x)") is part of the name
+    stripped = {
+        n: (n.rsplit("/", 1)[-1] or n) if _ORG_PREFIX.fullmatch(n.rsplit("/", 1)[0]) else n
+        for n in full
+    }
     counts = pd.Series(list(stripped.values()), dtype=object).value_counts()
     base = {n: (s if counts[s] == 1 else n) for n, s in stripped.items()}
     common: dict[str, int] = {}

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from ecc_lib.cli.subcommand import Subcommand, UsageError, write_json
+from ecc_lib.safe_output import atomic_path, write_csv
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,9 +80,14 @@ def _dataset_files(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab map``."""
     from ecc_lib.cli.ecc import ecc_result_from_args
+    from ecc_lib.protocol.capability_map import CATEGORIES
+    from ecc_lib.protocol.methods import default_methods
 
     if args.boot < 2:
         raise ValueError(f"--boot must be >= 2, got {args.boot}")
+    known = (*default_methods(True), CATEGORIES)
+    if args.method is not None and args.method not in known:  # before minutes of fitting
+        raise UsageError(f"--method {args.method!r} is not one of {', '.join(known)}")
     _dataset_files(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -90,8 +96,9 @@ def _run(args: argparse.Namespace) -> int:
     cmap = found.capability_map(args.method, n_boot=args.boot)
     out.mkdir(parents=True, exist_ok=True)
     label = Path(str(args.dataset)).name if args.dataset else Path(args.queries).parent.name
-    cmap.to_frame().to_csv(out / "capability_map.csv", index=False, float_format="%.10g")
-    cmap.group_table().to_csv(out / "capability_map_groups.csv", index=False, float_format="%.10g")
+    # spreadsheet-safe (a model named "=1+2" is quoted), atomic and never through a link
+    write_csv(cmap.to_frame(), out / "capability_map.csv", float_format="%.10g", root=out)
+    write_csv(cmap.group_table(), out / "capability_map_groups.csv", float_format="%.10g", root=out)
     payload = cmap.to_metrics(dataset=label)
     payload["inputs"] = {
         "queries": str(args.queries),
@@ -111,14 +118,16 @@ def _run(args: argparse.Namespace) -> int:
             cmap.to_frame(), title=f"Which model for which queries ({label})"
         )
         for suffix in ("png", "pdf"):
-            fig.savefig(out / f"capability_map.{suffix}", dpi=200)
+            with atomic_path(out / f"capability_map.{suffix}", root=out) as temporary:
+                fig.savefig(temporary, dpi=200)
             written.append(f"capability_map.{suffix}")
     held = cmap.held_out
     low, high = held["ci95"]
     print(
-        f"capability map of {label} ({cmap.method_detail}): {len(cmap.groups)} groups, global best "
-        f"{cmap.global_best}; another model is best in {int(payload['n_groups_other_best'])} "
-        f"groups, the global best is distinguishable from it in "
+        f"capability map of {label} ({cmap.method_detail}): {len(cmap.groups)} "
+        f"group{'' if len(cmap.groups) == 1 else 's'}, global best "
+        f"{cmap.global_best}; another model is best in {int(payload['n_groups_other_best'])} of "
+        "them, the global best is distinguishable from it in "
         f"{len(cmap.groups_needing_other_model)}"
     )
     print(
@@ -126,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{held['estimate']:+.4f} mean score [{low:+.4f}, {high:+.4f}] (95% paired bootstrap)"
     )
     with_name = cmap.group_table()[["name", "n_train", "n_test", "best_model", "p_best"]]
-    print(with_name.to_string(index=False))
+    print(with_name.to_string(index=False, na_rep="\u2013"))  # a group too small to tell
     print(f"wrote {', '.join(written)} to {out}")
     return 0
 

@@ -92,7 +92,8 @@ def plot_capability_map(
     )
     n_groups, n_models = relative.shape
     all_models = int(table["model"].nunique())
-    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(2.6, 0.28 * n_groups + 2.2)))
+    # at least the height the axis and colour-bar labels need (a map of 2 or 3 groups)
+    fig, ax = figure_axes(ax, (PAGE_WIDTH, max(4.2, 0.28 * n_groups + 2.2)))
     values = relative.to_numpy(float)
     finite = values[np.isfinite(values)]
     low = float(finite.min()) if len(finite) and finite.min() < 0 else -1.0
@@ -110,9 +111,17 @@ def plot_capability_map(
     )
     rows, cols = np.nonzero(close.to_numpy())
     for i, j in zip(rows, cols, strict=True):
+        # white hatching on dark cells, dark on light ones (a wide interval far below the best)
+        dark = np.isfinite(values[i, j]) and values[i, j] > low / 2
         ax.add_patch(
             Rectangle(
-                (j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", edgecolor="white", linewidth=0
+                (j - 0.5, i - 0.5),
+                1,
+                1,
+                fill=False,
+                hatch="////",
+                edgecolor="white" if dark else "0.2",
+                linewidth=0,
             )
         )
     rows, cols = np.nonzero(best.to_numpy())
@@ -143,7 +152,12 @@ def plot_capability_map(
     )
     shown = "" if n_models == all_models else f" ({n_models} of {all_models} shown)"
     ax.set_xlabel(f"model{shown}")
-    ax.set_ylabel("group (categories: distinctive terms)")
+    named_by_category = any("%" in str(name) for name in relative.index)
+    ax.set_ylabel(
+        "group (categories: distinctive terms)"
+        if named_by_category
+        else "group (distinctive terms)"
+    )
     ax.set_title(title or "Which model for which queries")
     return fig
 

@@ -2,8 +2,11 @@
 
 A *grouping* is a fitted clustering of the protocol (ECC-CV's chosen method by default, any named
 method such as ``"ecc"`` or ``"human"``) or the human categories themselves (``"categories"``).
-Training queries belong to their most responsible group; a test query to the group its embedding
-(and category) alone gives it, as a router would place it before calling any model.
+Training and test queries alike belong to the group their embedding (and category) alone gives
+them, as a router would place them before calling any model: the fit's own responsibilities also
+read a training query's comparisons, and a group selected by its outcomes would find its winner
+with false certainty. A group of fewer than ``min_queries`` training queries states no interval,
+P(best) or distinguishability.
 
 For every group and model, :func:`capability_map` gives
 
@@ -59,6 +62,8 @@ CATEGORIES = "categories"
 DEFAULT_MAP_BOOT = 200
 """Bootstrap draws of the per-group BT fits (P(best) in steps of 1/200)."""
 _TOKEN_PATTERN = r"(?u)\b[^\W\d_]{3,}\b"
+MIN_GROUP_QUERIES = 10
+"""Training queries a group needs before the map states intervals, P(best) and distinguishability."""
 REPLICATE_TOL = 1e-6
 """Newton step size at which a bootstrap replicate's BT fit stops (the point fits use the library's
 tighter default): replicates only give percentiles and the top model."""
@@ -320,7 +325,7 @@ def _method_detail(method: str, estimator) -> str:
         settings = f" ({', '.join(parts)})" if parts else ""
         return f"{method_name(method)}, which chose {method_name(family)}{settings}"
     k = getattr(estimator, "theta_", np.zeros((1, 1))).shape[0]
-    return f"{method_name(method)}, {k} clusters"
+    return f"{method_name(method)}, {k} cluster{'' if k == 1 else 's'}"
 
 
 def _estimator_alpha(estimator) -> float:
@@ -342,12 +347,22 @@ def _assignments(data: ProtocolData, estimator) -> tuple[np.ndarray, np.ndarray,
         pos = np.clip(np.searchsorted(keys, test_labels), 0, len(keys) - 1)
         test = np.where(keys[pos] == test_labels, pos, -1)
         return train.astype(np.int64), test.astype(np.int64), keys.astype(object)
-    train = np.asarray(estimator.responsibilities_).argmax(axis=1)
+    # training queries are placed as test queries are, by their embedding (and category) alone:
+    # the fit's responsibilities also read each query's own comparisons, so a group made of the
+    # queries a model won would "find" that model best with certainty (selection on the outcome)
+    resp_train = estimator.predict_responsibilities(
+        data.x_train, mode="embedding", labels=data.labels_train
+    )
+    train = np.asarray(resp_train).argmax(axis=1)
     resp = estimator.predict_responsibilities(
         data.x_test, mode="embedding", labels=data.labels_test
     )
     test = np.asarray(resp).argmax(axis=1)
-    k = max(int(np.asarray(estimator.responsibilities_).shape[1]), int(np.shape(resp)[1]))
+    k = max(
+        int(np.asarray(estimator.responsibilities_).shape[1]),
+        int(np.shape(resp_train)[1]),
+        int(np.shape(resp)[1]),
+    )
     return train.astype(np.int64), test.astype(np.int64), np.arange(k).astype(object)
 
 
@@ -502,6 +517,7 @@ def capability_map(
     n_terms: int = 3,
     max_terms: int = 5,
     hidden_categories: tuple[str, ...] = HIDDEN_EXAMPLE_CATEGORIES,
+    min_queries: int = MIN_GROUP_QUERIES,
     random_state: int | np.random.Generator | None = 0,
 ) -> CapabilityMap:
     """Which model is best for which group of queries, how sure that is, and what it is worth.
@@ -527,6 +543,11 @@ def capability_map(
         Distinctive terms in a group's name, and at most (to make names unique).
     hidden_categories : tuple of str
         Categories whose texts are never used for names or shown.
+    min_queries : int, default 10
+        A group with fewer training queries (with comparisons) keeps its point scores and best
+        model, but claims nothing: its intervals and P(best) are NaN and no model is
+        distinguishable from its best (a bootstrap of a handful of queries that all went one way
+        would say "certain").
     random_state : int, Generator or None, default 0
         Seed of both bootstraps.
 
@@ -538,6 +559,8 @@ def capability_map(
         raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if min_queries < 1:
+        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
     if not 1 <= n_terms <= max_terms:
         raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
     method, estimator = _grouping_estimator(fitted, method)
@@ -609,6 +632,9 @@ def capability_map(
         diff_low = np.quantile(reps[:, [best]] - reps, tail, axis=0)
         disting[i] = seen & (diff_low > 0)
         disting[i, best] = False
+        if n_g < min_queries:  # too few queries for the bootstrap to say how sure
+            p_best[i] = low[i] = high[i] = np.nan
+            disting[i] = False
     n_test_k = np.bincount(test_group[test_group >= 0], minlength=n_keys)
     labels_train = None if data.labels is None else data.labels_train
     hidden = _hidden_mask(labels_train, len(train_group), hidden_categories)
@@ -815,9 +841,14 @@ def show_group(
             "model": table["model"].to_numpy(),
             "BT score": table["score"].round(3).to_numpy(),
             f"{100 * cmap.confidence:.0f}% interval": [
-                f"[{lo:+.2f}, {hi:+.2f}]" for lo, hi in zip(table["score_low"], table["score_high"])
+                f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "\u2013"
+                for lo, hi in zip(table["score_low"], table["score_high"], strict=True)
             ],
-            "P(best)": table["p_best"].round(3).to_numpy(),
+            "P(best)": table["p_best"]
+            .round(3)
+            .astype(object)
+            .where(table["p_best"].notna(), "\u2013")
+            .to_numpy(),
             "distinguishable from the best": np.where(
                 table["best"], "(best)", np.where(table["distinguishable"], "yes", "no")
             ),
@@ -904,6 +935,7 @@ def _group_index(cmap: CapabilityMap, key) -> int:
 __all__ = [
     "CATEGORIES",
     "DEFAULT_MAP_BOOT",
+    "MIN_GROUP_QUERIES",
     "CapabilityMap",
     "GroupView",
     "capability_map",

@@ -126,8 +126,9 @@ def capability_map_section(run: RunContext, metrics: Mapping[str, Any]) -> Repor
     where = f" of {dataset}" if dataset else ""
     section = ReportSection()
     if no_other_model(values):
+        every = f"In every one of the {n_groups} groups" if n_groups > 1 else "In the one group"
         section.findings = (
-            f"In every one of the {n_groups} groups{where} (grouping: {detail}) the best model is "
+            f"{every}{where} (grouping: {detail}) the best model is "
             f"the global best, {global_best}: no group needs another model, so the map's figure "
             "is left out."
         )
