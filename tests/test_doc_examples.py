@@ -54,14 +54,26 @@ SLOW_MARKERS = (
 )
 
 
+CONTINUES = "# continues the Python above"
+"""First line of a Python block that continues the page's earlier Python blocks (one session, as
+in a notebook): it runs after them."""
+
+
 def code_blocks() -> list[tuple[Path, int, str, str]]:
-    """(page, index, language, code) of every fenced block."""
+    """(page, index, language, code) of every fenced block; a block that starts with
+    :data:`CONTINUES` carries the page's earlier Python blocks before its own code."""
     blocks = []
     for page in PAGES:
+        session = ""
         for i, match in enumerate(FENCE.finditer(page.read_text(encoding="utf-8"))):
             if match.group(1).startswith("{"):
                 continue  # a MyST directive such as {toctree}, not code
-            blocks.append((page, i, match.group(1) or "", match.group(2)))
+            language, code = match.group(1) or "", match.group(2)
+            if language == "python":
+                if code.startswith(CONTINUES):
+                    code = session + code
+                session = code if code.startswith(session) else session + code
+            blocks.append((page, i, language, code))
     return blocks
 
 

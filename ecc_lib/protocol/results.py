@@ -219,9 +219,14 @@ class ECCResult:
         return summary
 
     def tuned_gains(self) -> dict:
-        """Gain over the tuned global BT on pairs disjoint from the probe, ``{method: [mean,
-        sd]}`` over seeds (:func:`~ecc_lib.protocol.tuned.tuned_gains`; ``{}`` without
-        ``global_tuned``)."""
+        """Gain over the tuned global BT on pairs disjoint from the probe, per method.
+
+        Returns
+        -------
+        dict
+            ``{method: [mean, sd]}`` over seeds (:func:`~ecc_lib.protocol.tuned.tuned_gains`;
+            ``{}`` without ``global_tuned``).
+        """
         return tuned_gains([r.gain_disjoint for r in self.multi.results])
 
     def to_metrics(
