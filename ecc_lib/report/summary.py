@@ -26,6 +26,7 @@ from typing import Any
 
 from ecc_lib.grammar import finite, interval, number, verdict
 from ecc_lib.labels import PLURAL, method_name
+from ecc_lib.method_registry import method_keys
 from ecc_lib.protocol.comparisons import (
     LEAK_FREE_SETTINGS,
     ComparisonRecord,
@@ -556,11 +557,9 @@ def ecc_lines(
     return lines
 
 
-TUNED_OR_SEARCHED = frozenset(
-    {"ecc_cv", "global_tuned", "human_tuned", "emb_only_tuned", "comp_only_tuned", "ecc_tuned"}
-    | {"ecc_labels_tuned"}
-)
-"""Methods whose prior is tuned (issue 34): compared only with each other (:func:`ecc_cv_line`)."""
+TUNED_OR_SEARCHED = frozenset(method_keys(lambda s: s.tuned is not None or s.searched))
+"""Methods whose prior is tuned (issue 34): compared only with each other (:func:`ecc_cv_line`);
+from the method registry."""
 
 
 def ecc_cv_line(
