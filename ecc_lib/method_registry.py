@@ -242,21 +242,43 @@ def register_method(spec: MethodSpec, *, replace: bool = False) -> MethodSpec:
 
 
 def unregister_method(key: str) -> None:
-    """Remove a method from :data:`METHOD_SPECS` (a method registered for a test, say)."""
+    """Remove a method from :data:`METHOD_SPECS` (a method registered for a test, say).
+
+    Parameters
+    ----------
+    key : str
+    """
     if key not in METHOD_SPECS:
         raise KeyError(f"method {key!r} is not registered")
     del METHOD_SPECS[key]
 
 
 def attach_factory(key: str, factory: Callable[..., Any]) -> None:
-    """Give a registered method its estimator factory (kept in its place in the order)."""
+    """Give a registered method its estimator factory (kept in its place in the order).
+
+    Parameters
+    ----------
+    key : str
+        A registered method.
+    factory : callable
+        ``factory(n_clusters, lam, temperature, random_state, **ecc_params)``.
+    """
     if key not in METHOD_SPECS:
         raise KeyError(f"method {key!r} is not registered; choose from {list(METHOD_SPECS)}")
     METHOD_SPECS[key] = dataclasses.replace(METHOD_SPECS[key], factory=factory)
 
 
 def method_spec(key: str) -> MethodSpec:
-    """The :class:`MethodSpec` of ``key`` (a one-line error for an unknown key)."""
+    """The :class:`MethodSpec` of ``key`` (a one-line error for an unknown key).
+
+    Parameters
+    ----------
+    key : str
+
+    Returns
+    -------
+    MethodSpec
+    """
     try:
         return METHOD_SPECS[key]
     except KeyError:
@@ -268,6 +290,17 @@ def method_keys(keep: Callable[[MethodSpec], bool] | None = None, **flags: Any) 
 
     ``method_keys(paper=True)`` are the paper's five, ``method_keys(needs_labels=True)`` those that
     need categories, ``method_keys(lambda s: s.tuned is not None)`` the ``*_tuned`` methods.
+
+    Parameters
+    ----------
+    keep : callable, optional
+        ``keep(spec) -> bool``.
+    **flags
+        Field values the methods must have.
+
+    Returns
+    -------
+    tuple of str
     """
     return tuple(
         key
@@ -308,7 +341,19 @@ class SpecView(Mapping):
 
 
 def spec_view(field: str, keep: Callable[[MethodSpec], bool] | None = None) -> SpecView:
-    """A live ``{key: field}`` mapping of the registry (see :class:`SpecView`)."""
+    """A live ``{key: field}`` mapping of the registry (see :class:`SpecView`).
+
+    Parameters
+    ----------
+    field : str
+        The :class:`MethodSpec` field.
+    keep : callable, optional
+        Which methods the view holds (default: those whose field is set).
+
+    Returns
+    -------
+    SpecView
+    """
     return SpecView(field, keep)
 
 
