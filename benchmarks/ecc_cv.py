@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from ecc_lib.protocol.methods import DEFAULT_TUNED, METHODS
+from ecc_lib.protocol.methods import default_methods
 from ecc_lib.protocol.seeds import mean_sd, run_seeds
 from ecc_lib.protocol.settings import Protocol
 
@@ -64,14 +64,7 @@ def main() -> None:
 
     queries, outcomes, embeddings = _load(args.dataset)
     has_labels = "category" in queries.columns and queries["category"].nunique() > 1
-    methods = (
-        (*METHODS, "ecc_labels", *DEFAULT_TUNED, "ecc_cv")
-        if has_labels
-        else (
-            *(m for m in (*METHODS, *DEFAULT_TUNED) if m not in ("human", "human_tuned")),
-            "ecc_cv",
-        )
-    )
+    methods = default_methods(has_labels)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     multi = run_seeds(
         queries,

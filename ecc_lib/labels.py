@@ -7,8 +7,8 @@
 - model names that never look alike (:func:`shorten_name`, :func:`short_model_names`,
   :func:`model_name_legend`).
 
-Names only: colours stay in :mod:`ecc_lib.plotting.style`. This module is in the bottom layer (it
-imports nothing of ``ecc_lib``).
+Names only: colours stay in :mod:`ecc_lib.plotting.style`; the methods' names are read from
+:mod:`ecc_lib.method_registry`, the only module of ``ecc_lib`` this one imports.
 """
 
 from __future__ import annotations
@@ -18,46 +18,21 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ecc_lib.method_registry import spec_view
+
 # ------------------------------------------------------------------------------------------ methods
 
-METHOD_LABELS = {
-    "global": "global BT (reference)",
-    "ecc": "ECC",
-    "emb_only": "embedding-only clusters",
-    "comp_only": "comparison-only clusters",
-    "human": "human labels",
-    "ecc_labels": "label-informed ECC",
-    "ecc_cv": "ECC-CV (settings chosen by CV)",
-    "global_tuned": "global BT, tuned prior",
-    "human_tuned": "human labels, tuned prior",
-    "emb_only_tuned": "embedding-only clusters, tuned prior",
-    "comp_only_tuned": "comparison-only clusters, tuned prior",
-    "ecc_tuned": "ECC, tuned prior",
-    "ecc_labels_tuned": "label-informed ECC, tuned prior",
-}
-"""Display names of the clustering methods of :mod:`ecc_lib.protocol.methods` in figures and
-tables."""
+METHOD_LABELS = spec_view("label")
+"""Display names of the clustering methods in figures and tables (a view of
+:data:`~ecc_lib.method_registry.METHOD_SPECS`)."""
 
-METHOD_NAMES = {
-    "ecc": "ECC",
-    "emb_only": "embedding-only clusters",
-    "comp_only": "comparison-only clusters",
-    "human": "human labels",
-    "global": "one global BT",
-    "ecc_labels": "label-informed ECC",
-    "ecc_cv": "ECC-CV",
-    "global_tuned": "one global BT at the tuned prior",
-    "human_tuned": "human labels at the tuned prior",
-    "emb_only_tuned": "embedding-only clusters at the tuned prior",
-    "comp_only_tuned": "comparison-only clusters at the tuned prior",
-    "ecc_tuned": "ECC at the tuned prior",
-    "ecc_labels_tuned": "label-informed ECC at the tuned prior",
-}
-"""Words for the methods of ``metrics.json["ecc"]`` in sentences; an unknown method is named by its
-key with spaces (so a new method appears without code changes)."""
+METHOD_NAMES = spec_view("name")
+"""Words for the methods of ``metrics.json["ecc"]`` in sentences (a view of
+:data:`~ecc_lib.method_registry.METHOD_SPECS`); an unknown method is named by its key with spaces
+(so a new method appears without code changes)."""
 
-PLURAL = {"emb_only", "comp_only", "human", "emb_only_tuned", "comp_only_tuned", "human_tuned"}
-"""Methods whose name is plural ("human labels are")."""
+PLURAL = spec_view("plural", lambda spec: spec.plural)
+"""Methods whose name is plural ("human labels are"); ``method in PLURAL`` reads the registry."""
 
 TOUR_METHOD_NAMES = {
     "ecc": "ECC (embeddings + comparisons)",

@@ -39,6 +39,7 @@ PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
             "stats",
             "grammar",
             "labels",
+            "method_registry",
             "metrics_schema",
             "serialization",
             "paths",

@@ -13,7 +13,7 @@ from ecc_lib.ecc.engine import fit_profiles, normalise_rows
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import ProfileMixture
 from ecc_lib.ecc.validation import check_embeddings
-from ecc_lib.protocol.methods import METHOD_FACTORIES
+from ecc_lib.method_registry import METHOD_SPECS, MethodSpec
 from ecc_lib.protocol.results import run_ecc
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.routers import ROUTER_FAMILIES, Router
@@ -116,11 +116,12 @@ class KMeansClusters(ProfileMixture):
         return self
 
 
-def test_a_new_clustering_baseline_is_one_factory_entry(monkeypatch):
+def test_a_new_clustering_baseline_is_one_registry_entry(monkeypatch):
     def factory(n_clusters, lam, temperature, random_state, **_):
         return KMeansClusters(n_clusters, lam, temperature, random_state=random_state)
 
-    monkeypatch.setitem(METHOD_FACTORIES, "kmeans", factory)
+    spec = MethodSpec("kmeans", label="k-means clusters", colour="#123456", factory=factory)
+    monkeypatch.setitem(METHOD_SPECS, "kmeans", spec)  # register_method(spec), undone after
     data = make_capability_data(n_queries=240, random_state=3)
     result = run_ecc(
         data.queries,

@@ -81,8 +81,8 @@ class BenchSettings:
 
 
 def bench_methods(has_labels: bool) -> tuple[str, ...]:
-    """The methods of ``ecc-lab ecc`` (:func:`~ecc_lib.protocol.methods.default_methods`), plus
-    ``ecc_cv`` when it is registered in :data:`~ecc_lib.protocol.methods.METHOD_FACTORIES`.
+    """The methods of ``ecc-lab ecc``: those of the method registry that run by default
+    (:func:`~ecc_lib.protocol.methods.default_methods`).
 
     Parameters
     ----------
@@ -93,12 +93,9 @@ def bench_methods(has_labels: bool) -> tuple[str, ...]:
     -------
     tuple of str
     """
-    from ecc_lib.protocol.methods import METHOD_FACTORIES, default_methods
+    from ecc_lib.protocol.methods import default_methods
 
-    methods = tuple(default_methods(has_labels))
-    if "ecc_cv" in METHOD_FACTORIES and "ecc_cv" not in methods:
-        methods += ("ecc_cv",)
-    return methods
+    return default_methods(has_labels)
 
 
 __all__ = ["BENCH_VERSION", "REFERENCES", "BenchSettings", "bench_methods"]

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ecc_lib.labels import METHOD_LABELS, method_label
+from ecc_lib.labels import method_label
+from ecc_lib.method_registry import spec_view
 from ecc_lib.plotting.style import (
     CLUSTER_COLORS,
     FONT_SIZE,
-    METHOD_COLOURS,
     OTHERS_GREY,
     PAGE_WIDTH,
     clean_errors,
@@ -25,8 +25,9 @@ from ecc_lib.plotting.style import (
     styled,
 )
 
-METHOD_COLORS = {k: METHOD_COLOURS[k] for k in METHOD_LABELS}
-"""One colour per clustering method, the same in every figure (from :data:`METHOD_COLOURS`)."""
+METHOD_COLORS = spec_view("colour")
+"""One colour per clustering method, the same in every figure (a view of
+:data:`~ecc_lib.method_registry.METHOD_SPECS`)."""
 
 
 def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:

@@ -7,12 +7,14 @@ the page width, the font sizes and the way long model names are shortened.
 from __future__ import annotations
 
 import functools
+from collections import ChainMap
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ecc_lib.labels import short_model_names, shorten_name
+from ecc_lib.method_registry import spec_view
 
 FONT_SIZE = 9
 TITLE_SIZE = 10
@@ -36,20 +38,7 @@ CLUSTER_COLORS = (
     "#393b79",
 )
 """Colours of named clusters: tab10 with its grey replaced, so none looks like the others' grey."""
-METHOD_COLOURS = {
-    "ecc": "tab:red",
-    "emb_only": "tab:green",
-    "comp_only": "tab:orange",
-    "human": "tab:purple",
-    "global": "black",
-    "ecc_labels": "#8b0000",
-    "ecc_cv": "#ff6f61",
-    "global_tuned": "#555555",
-    "human_tuned": "#c5b0d5",
-    "emb_only_tuned": "#98df8a",
-    "comp_only_tuned": "#ffbb78",
-    "ecc_tuned": "#ff9896",
-    "ecc_labels_tuned": "#c44e52",
+_ROUTING_COLOURS = {
     "probe_winner": "tab:brown",
     "oracle": "#4d4d4d",
     "random": "#a0a0a0",
@@ -62,8 +51,10 @@ METHOD_COLOURS = {
     "softmax-ranking": "#637939",
     "graphrouter": "#8c6d31",
 }
-"""One colour per method in every figure (clusterings, routers, references); the ECC router is
-ECC's red. Keys are lower case; see :func:`method_colour`."""
+METHOD_COLOURS = ChainMap(spec_view("colour"), _ROUTING_COLOURS)
+"""One colour per method in every figure: the clusterings' from their
+:class:`~ecc_lib.method_registry.MethodSpec`, then the routers' and the references'; the ECC router
+is ECC's red. Keys are lower case; see :func:`method_colour`."""
 _SPARE = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#9edae5", "#c49c94", "#dbdb8d", "#f7b6d2")
 
 

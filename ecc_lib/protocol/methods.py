@@ -1,9 +1,10 @@
-"""The methods of the ECC protocol: the registry of estimators, built from one ECC prototype.
+"""The methods of the ECC protocol: their estimators, built from one ECC prototype.
 
-:data:`METHOD_FACTORIES` maps a method name (``global``, ``ecc``, ``emb_only``, ``comp_only``,
-``human``, ``ecc_labels``, ``ecc_cv`` and the tuned-prior baselines ``global_tuned``,
-``human_tuned``, ``emb_only_tuned``, ``comp_only_tuned``, ``ecc_tuned``, ``ecc_labels_tuned``)
-to a factory of an unfitted estimator;
+Each method is one :class:`~ecc_lib.method_registry.MethodSpec` of
+:data:`~ecc_lib.method_registry.METHOD_SPECS` (label, words, colour, flags); this module attaches
+the built-in methods' estimator factories to their entries. :data:`METHOD_FACTORIES`,
+:data:`METHODS`, :data:`LABEL_METHODS`, :data:`DEFAULT_TUNED` and :data:`TUNED_METHODS` are read
+from the registry (the tuples and the dict when this module is imported, the factories when read);
 :func:`methods_from_prototype` builds them all from one unfitted :class:`~ecc_lib.ecc.estimator.ECC`
 (ECC's K, lam and T live only in ``ECC.__init__``); :func:`fit_methods` fits them on the training
 queries of a :class:`~ecc_lib.protocol.data.ProtocolData` split.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 
 from ecc_lib.data import protocol_policy
 from ecc_lib.ecc.baselines import (
@@ -26,19 +27,25 @@ from ecc_lib.ecc.cv import ECCCV
 from ecc_lib.ecc.cv_grid import family_grid
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
+from ecc_lib.method_registry import (
+    METHOD_SPECS,
+    MethodSpec,
+    attach_factory,
+    method_keys,
+    register_method,
+)
 from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
 
 logger = logging.getLogger(__name__)
 
-METHODS: tuple[str, ...] = ("global", "ecc", "emb_only", "comp_only", "human")
-LABEL_METHODS: tuple[str, ...] = (
-    "human",
-    "ecc_labels",
-    "human_tuned",
-    "ecc_labels_tuned",
-)  # need query categories
-DEFAULT_TUNED: tuple[str, ...] = ("global_tuned", "human_tuned", "emb_only_tuned")
+METHODS: tuple[str, ...] = method_keys(paper=True)
+"""The paper's five methods (the default of the lower-level protocol functions)."""
+LABEL_METHODS: tuple[str, ...] = method_keys(needs_labels=True)
+"""The methods that need query categories."""
+DEFAULT_TUNED: tuple[str, ...] = method_keys(lambda s: s.tuned is not None, runs_by_default=True)
 """The tuned-prior baselines of the default comparison (issue 34: ECC-CV is compared with them)."""
+TUNED_METHODS: dict[str, str] = {k: s.tuned for k, s in METHOD_SPECS.items() if s.tuned is not None}
+"""Tuned-prior method -> the method it tunes (the default-prior one beside it)."""
 
 
 def _ecc_family(cls, drop_lam: bool = False):
@@ -79,17 +86,7 @@ def _tuned_factory(family: str):
     return factory
 
 
-TUNED_METHODS: dict[str, str] = {
-    "global_tuned": "global",
-    "human_tuned": "human",
-    "emb_only_tuned": "emb_only",
-    "comp_only_tuned": "comp_only",
-    "ecc_tuned": "ecc",
-    "ecc_labels_tuned": "ecc_labels",
-}
-"""Tuned-prior method -> the method it tunes (the default-prior one beside it)."""
-
-METHOD_FACTORIES: dict[str, Callable] = {
+for _key, _factory in {
     "global": lambda n_clusters, lam, temperature, random_state, **ecc_params: GlobalBT(),
     "ecc": _ecc_family(ECC),
     "emb_only": _ecc_family(EmbeddingClusters),
@@ -99,13 +96,45 @@ METHOD_FACTORIES: dict[str, Callable] = {
     ),
     "ecc_labels": _ecc_family(LabelInformedECC),
     "ecc_cv": _ecc_cv_factory,
-    **{name: _tuned_factory(family) for name, family in TUNED_METHODS.items()},
-}
-"""Estimator factory by method name. Each is called as ``factory(n_clusters, lam, temperature,
-random_state, **ecc_params)`` and returns an unfitted estimator with ``fit(embeddings,
-comparisons, labels=None)``, ``predict_responsibilities``, ``predict_proba`` and
-``routing_scores``; a new method (label-informed ECC, say) is added here and then works in every
-protocol, seed, leak and routing function."""
+    **{spec.key: _tuned_factory(spec.tuned) for spec in METHOD_SPECS.values() if spec.tuned},
+}.items():
+    attach_factory(_key, _factory)
+del _key, _factory
+
+
+class _Factories(MutableMapping):
+    """``{method: factory}``, a view of the registry; setting a new key registers a method with
+    that factory (and its key as its name), deleting it unregisters it."""
+
+    def __getitem__(self, key: str) -> Callable:
+        spec = METHOD_SPECS.get(key)
+        if spec is None or spec.factory is None:
+            raise KeyError(key)
+        return spec.factory
+
+    def __setitem__(self, key: str, factory: Callable) -> None:
+        if key in METHOD_SPECS:
+            attach_factory(key, factory)
+        else:
+            register_method(MethodSpec(key, factory=factory))
+
+    def __delitem__(self, key: str) -> None:
+        del METHOD_SPECS[key]
+
+    def __iter__(self):
+        return iter([k for k, s in METHOD_SPECS.items() if s.factory is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for s in METHOD_SPECS.values() if s.factory is not None)
+
+
+METHOD_FACTORIES: MutableMapping[str, Callable] = _Factories()
+"""Estimator factory by method name (a view of :data:`~ecc_lib.method_registry.METHOD_SPECS`).
+Each is called as ``factory(n_clusters, lam, temperature, random_state, **ecc_params)`` and returns
+an unfitted estimator with ``fit(embeddings, comparisons, labels=None)``,
+``predict_responsibilities``, ``predict_proba`` and ``routing_scores``; a new method is one
+:class:`~ecc_lib.method_registry.MethodSpec` and then works in every protocol, seed, leak and
+routing function, figure, report table and the bench."""
 
 
 def make_methods(
@@ -217,9 +246,9 @@ def methods_from_prototype(
 
 
 def default_methods(has_labels: bool) -> tuple[str, ...]:
-    """The methods to run: the paper's, plus ``ecc_labels`` when queries carry categories
-    (``human`` and ``ecc_labels`` are left out without categories), the tuned-prior baselines
-    :data:`DEFAULT_TUNED` (issue 34), plus ``ecc_cv`` (issue 26), last.
+    """The methods to run: those of :data:`~ecc_lib.method_registry.METHOD_SPECS` that run by
+    default, in registry order (the paper's, ``ecc_labels``, the tuned-prior baselines of issue 34
+    and ``ecc_cv``, last); those that need query categories only when queries carry them.
 
     Parameters
     ----------
@@ -229,9 +258,9 @@ def default_methods(has_labels: bool) -> tuple[str, ...]:
     -------
     tuple of str
     """
-    if has_labels:
-        return (*METHODS, "ecc_labels", *DEFAULT_TUNED, "ecc_cv")
-    return tuple(m for m in (*METHODS, *DEFAULT_TUNED, "ecc_cv") if m not in LABEL_METHODS)
+    return method_keys(
+        lambda s: s.runs_by_default and (has_labels or not s.needs_labels) and s.factory is not None
+    )
 
 
 def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
@@ -264,7 +293,10 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
     fitted, seconds = {}, {}
     for name, estimator in methods.items():
         reason = protocol_policy.human_baseline_reason(data.labels, train_mask=data.train_mask)
-        needs_labels = name in LABEL_METHODS or isinstance(estimator, HumanLabelClusters)
+        spec = METHOD_SPECS.get(name)
+        needs_labels = (spec is not None and spec.needs_labels) or isinstance(
+            estimator, HumanLabelClusters
+        )
         if needs_labels and reason:
             logger.info("%s (%s skipped)", reason, name)
             continue

@@ -2,7 +2,7 @@
 choice and verdict in words.
 
 ECC-CV chooses the BT prior strength by cross-validation on the training queries; the ``*_tuned``
-methods (:data:`~ecc_lib.protocol.methods.TUNED_METHODS`) get the same choice, so ECC-CV is compared
+methods (the ``tuned`` entries of :data:`~ecc_lib.method_registry.METHOD_SPECS`) get the same choice, so ECC-CV is compared
 only with them and its gain is read over the tuned global BT (``global_tuned``). The paper's
 reference (the global BT at the default prior, ``global``) stays the reference of the recorded
 ``ranking_quality_gain*`` keys (docs/design.md, section 8).
@@ -15,25 +15,22 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ecc_lib.ecc.cv_grid import describe_choices, is_clustering
+from ecc_lib.method_registry import METHOD_SPECS, method_keys
 
 TUNED_REFERENCE = "global_tuned"
 """The gain reference of the summary and the bench (the global BT at its tuned prior)."""
-TUNED_BASELINES: tuple[str, ...] = (
-    "global_tuned",
-    "human_tuned",
-    "emb_only_tuned",
-    "comp_only_tuned",
+TUNED_BASELINES: tuple[str, ...] = method_keys(
+    lambda s: s.tuned is not None and METHOD_SPECS[s.tuned].baseline
 )
-"""The baselines ECC-CV's verdict compares it with (each at its tuned prior)."""
+"""The baselines ECC-CV's verdict compares it with (each at its tuned prior; from the method
+registry: the tuned methods of the baselines)."""
 LEVEL_PP = 0.5
 """A difference within this many percentage points is read as level."""
 
-_NAMES = {
-    "global_tuned": "one global BT (tuned prior)",
-    "human_tuned": "human labels (tuned prior)",
-    "emb_only_tuned": "embedding-only clusters (tuned prior)",
-    "comp_only_tuned": "comparison-only clusters (tuned prior)",
-}
+
+def _name(method: str) -> str:
+    """A tuned baseline in the verdict: its family's words, then "(tuned prior)"."""
+    return f"{METHOD_SPECS[METHOD_SPECS[method].tuned].name} (tuned prior)"
 
 
 def regain(gains: Mapping[str, float], reference: str = TUNED_REFERENCE) -> dict:
@@ -146,7 +143,7 @@ def ecc_cv_verdict(
     text = (
         f"ECC-CV chose {choice['words']}; its gain over one global BT at the tuned prior{where} "
         f"is {mean:+.2f}{sd_text} %, {diff:+.2f} pp against the best tuned baseline, "
-        f"{_NAMES[best]}: {reading}."
+        f"{_name(best)}: {reading}."
     )
     if not choice.get("clustering"):
         text += " It deployed no clustering, so this is not a clustering gain."

@@ -11,6 +11,7 @@ from typing import Any
 
 from ecc_lib.grammar import DASH, PM, UNITS, unit
 from ecc_lib.labels import method_label
+from ecc_lib.method_registry import METHOD_SPECS, REFERENCE
 
 
 def _finite(value: Any) -> bool:
@@ -149,7 +150,8 @@ def humanise(key: str) -> str:
     """
     parts = [p for p in key.split(".") if p]
     words = [
-        method_label(p) if p in ("ecc", "emb_only", "comp_only", "human") else p for p in parts
+        method_label(p) if p in METHOD_SPECS and METHOD_SPECS[p].paper and p != REFERENCE else p
+        for p in parts
     ]
     words = [w.replace("_", " ") for w in words]
     return words[0] + (": " + ", ".join(words[1:]) if len(words) > 1 else "")

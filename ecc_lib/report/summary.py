@@ -26,6 +26,7 @@ from typing import Any
 
 from ecc_lib.grammar import finite, interval, number, verdict
 from ecc_lib.labels import PLURAL, method_name
+from ecc_lib.method_registry import METHOD_SPECS, method_keys
 from ecc_lib.protocol.comparisons import (
     LEAK_FREE_SETTINGS,
     ComparisonRecord,
@@ -288,8 +289,8 @@ def summary_table(
     methods = [m for m in (order if methods is None else methods) if m != "global"]
     reading = _reading(records)
     if baselines is None:
-        tuned = [m for m in methods if m.endswith("_tuned") and m != reference]
-        baselines = tuned or [m for m in methods if not m.startswith("ecc") and m != reference]
+        tuned = [m for m in methods if _is_tuned(m) and m != reference]
+        baselines = tuned or [m for m in methods if _is_baseline(m) and m != reference]
     scored = {m: _gain(records, m, reading) for m in baselines}
     scored = {m: r for m, r in scored.items() if r is not None and finite(r.estimate)}
     best = max(scored, key=lambda m: scored[m].estimate) if scored else None
@@ -318,6 +319,21 @@ def summary_table(
             }
         )
     return rows
+
+
+def _is_tuned(method: str) -> bool:
+    """A method whose BT prior is tuned (its registry entry; an unregistered ``*_tuned`` key too)."""
+    spec = METHOD_SPECS.get(method)
+    return spec.tuned is not None if spec is not None else method.endswith("_tuned")
+
+
+def _is_baseline(method: str) -> bool:
+    """A baseline of ECC (its registry entry, or the tuned form of one; an unregistered key that
+    does not start with ``ecc``)."""
+    spec = METHOD_SPECS.get(method)
+    if spec is None:
+        return not method.startswith("ecc")
+    return spec.baseline or (spec.tuned is not None and METHOD_SPECS[spec.tuned].baseline)
 
 
 def default_reference(methods: Sequence[str]) -> str:
@@ -556,11 +572,9 @@ def ecc_lines(
     return lines
 
 
-TUNED_OR_SEARCHED = frozenset(
-    {"ecc_cv", "global_tuned", "human_tuned", "emb_only_tuned", "comp_only_tuned", "ecc_tuned"}
-    | {"ecc_labels_tuned"}
-)
-"""Methods whose prior is tuned (issue 34): compared only with each other (:func:`ecc_cv_line`)."""
+TUNED_OR_SEARCHED = frozenset(method_keys(lambda s: s.tuned is not None or s.searched))
+"""Methods whose prior is tuned (issue 34): compared only with each other (:func:`ecc_cv_line`);
+from the method registry."""
 
 
 def ecc_cv_line(

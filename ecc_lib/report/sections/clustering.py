@@ -11,6 +11,7 @@ import pandas as pd
 
 from ecc_lib.grammar import comparison_sentence, finite
 from ecc_lib.labels import method_label, method_name, short_model_names
+from ecc_lib.method_registry import REFERENCE, method_keys
 from ecc_lib.protocol.comparisons import ComparisonRecord, find
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name, table_html
 from ecc_lib.report.formatting import (
@@ -29,7 +30,8 @@ from ecc_lib.report.summary import ecc_lines, ecc_records, record_text
 from ecc_lib.runs.folder import RunContext
 from ecc_lib.stats import interval_description
 
-GAIN_METHODS = ("ecc", "emb_only", "comp_only", "human")
+GAIN_METHODS = tuple(m for m in method_keys(paper=True) if m != REFERENCE)
+"""The paper's methods other than the reference, first in the table (from the method registry)."""
 
 
 def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
