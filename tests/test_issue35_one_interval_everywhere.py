@@ -52,3 +52,83 @@ def test_the_report_header_says_the_routing_dataset_uses_the_same_interval(tmp_p
     intro = report.build_report(run).intro
     assert "routing dataset (one split) get the same interval" in intro
     assert "bootstrap over test queries" in intro and "spread over seeds, not a verdict" in intro
+
+
+def _whiskers(ax) -> list[tuple[float, float, float]]:
+    """``(y, low, high)`` of every horizontal error bar drawn on ``ax``."""
+    out = []
+    for container in ax.containers:
+        bars = getattr(container, "errorbar", None)
+        if bars is None:
+            continue
+        for segment in bars.lines[2][0].get_segments():
+            (x0, y0), (x1, _) = segment
+            out.append((round(float(y0), 6), float(min(x0, x1)), float(max(x0, x1))))
+    return sorted(out)
+
+
+def test_the_leak_gain_figure_draws_the_one_interval_of_the_records_not_the_sd():
+    """``03_leak_gains``: bars and whiskers are the comparison records' estimate and interval
+    (``summary_table``'s ``estimate/low/high``), the seeds' dots stay."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from test_issue35_one_answer import _frames
+
+    from ecc_lib import plotting
+    from ecc_lib.protocol.comparisons import clustering_records, find
+
+    frames = _frames({"ecc": -12.0, "emb_only": 4.0}, n_seeds=3)
+    records = clustering_records(frames, n_boot=200, readings=("all", "disjoint"))
+    rows = []
+    for m in ("ecc", "emb_only"):
+        for reading in ("all", "disjoint"):
+            r = find(records, "clustering_gain", m, "global", reading)
+            per_seed = [(s, r.estimate + d, 0.0, 0.0) for s, d in enumerate((-1.0, 0.0, 1.0))]
+            rows.append(
+                {"method": m, "reading": reading, "mean": r.estimate, "sd": 0.01,
+                 "per_seed": per_seed, "estimate": r.estimate, "low": r.ci[0], "high": r.ci[1]}
+            )  # fmt: skip
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    fig = plotting.plot_leak_gains(table)
+    ax = fig.axes[0]
+    drawn = _whiskers(ax)
+    assert len(drawn) == 4
+    spans = sorted((round(lo, 6), round(hi, 6)) for _, lo, hi in drawn)
+    assert spans == sorted((round(lo, 6), round(hi, 6)) for lo, hi in zip(table.low, table.high))
+    assert all(hi - lo > 0.05 for _, lo, hi in drawn)  # not the 0.01 sd
+    assert sum(len(line.get_xdata()) for line in ax.lines if line.get_marker() == "o") == 12
+    assert "95% interval" in ax.get_xlabel()
+    plt.close(fig)
+
+
+def test_the_seed_summary_table_carries_the_records_interval():
+    """``MultiSeedEvaluation.summary_table`` (what notebook 03 draws) holds the record's gain and
+    interval for every reading, touching included."""
+    from ecc_lib.ecc.estimator import ECC
+    from ecc_lib.protocol.comparisons import clustering_records, find
+    from ecc_lib.protocol.results import run_ecc
+    from ecc_lib.protocol.settings import Protocol
+    from ecc_lib.synthetic.capability import make_capability_data
+
+    d = make_capability_data(n_queries=120, random_state=3)
+    found = run_ecc(
+        d.queries, d.outcomes, d.embeddings, protocol=Protocol.from_seed(42, n_seeds=2),
+        estimator=ECC(n_clusters=3), methods=("global", "ecc", "emb_only"),
+    )  # fmt: skip
+    table = found.multi.summary_table()
+    records = found.multi.comparisons()
+    touching = clustering_records(
+        [r.per_query for r in found.multi.results],
+        methods=["ecc", "emb_only"],
+        n_boot=int(found.first.params.get("n_boot", 1000)),
+        readings=("touching",),
+    )
+    for row in table[table["method"] != "global"].itertuples():
+        r = find(records + touching, "clustering_gain", row.method, "global", row.reading)
+        assert row.estimate == pytest.approx(r.estimate, abs=1e-12)
+        assert (row.low, row.high) == pytest.approx(r.ci, abs=1e-12)
+        assert row.estimate == pytest.approx(row.mean, abs=1e-9)  # the mean of the seeds
