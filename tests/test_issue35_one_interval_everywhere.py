@@ -132,3 +132,25 @@ def test_the_seed_summary_table_carries_the_records_interval():
         assert row.estimate == pytest.approx(r.estimate, abs=1e-12)
         assert (row.low, row.high) == pytest.approx(r.ci, abs=1e-12)
         assert row.estimate == pytest.approx(row.mean, abs=1e-9)  # the mean of the seeds
+
+
+def test_the_pareto_area_interval_resamples_the_per_query_rows():
+    """The area of the means, with a bootstrap over test queries that recomputes the front and
+    its area per replicate (checked against a plain loop over replicates)."""
+    from ecc_lib.stats import bootstrap_indices, percentile_interval
+
+    rng = np.random.default_rng(4)
+    n_points, n_queries = 5, 60
+    cost = rng.uniform(0.0, 1.0, (n_points, n_queries)) * np.linspace(0.2, 1.0, n_points)[:, None]
+    quality = rng.uniform(0.0, 1.0, (n_points, n_queries))
+    area, ci = ev.pareto_area_ci(cost, quality, n_boot=200, random_state=1)
+    assert area == pytest.approx(ev.pareto_area(cost.mean(axis=1), quality.mean(axis=1)))
+    index = bootstrap_indices(n_queries, n_boot=200, random_state=1)
+    loop = [ev.pareto_area(cost[:, i].mean(axis=1), quality[:, i].mean(axis=1)) for i in index]
+    assert ci == pytest.approx(percentile_interval(np.array(loop)), abs=1e-12)
+    assert ci[0] < area < ci[1]
+    # every query alike: no sampling noise, an interval of width 0
+    flat_area, flat_ci = ev.pareto_area_ci(np.full((3, 20), 0.5), np.full((3, 20), 0.7))
+    assert flat_ci == pytest.approx([flat_area, flat_area]) and flat_area == pytest.approx(0.35)
+    with pytest.raises(ValueError, match="one shape"):
+        ev.pareto_area_ci(cost, quality[:, :3])
