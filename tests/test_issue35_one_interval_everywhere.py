@@ -154,3 +154,28 @@ def test_the_pareto_area_interval_resamples_the_per_query_rows():
     assert flat_ci == pytest.approx([flat_area, flat_area]) and flat_area == pytest.approx(0.35)
     with pytest.raises(ValueError, match="one shape"):
         ev.pareto_area_ci(cost, quality[:, :3])
+
+
+def test_the_routing_table_gives_each_pareto_area_its_interval():
+    """``routing_table`` keeps each curve's per-query values and gives every Pareto-front area a
+    bootstrap interval over test queries (single-shot runs averaged on shared resamples)."""
+    from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
+
+    data = make_repeated_outcomes(
+        n_queries=150, n_models=4, n_rewrites=2, n_decodes=2, n_clusters=3, embedding_dim=8,
+        random_state=2,
+    )  # fmt: skip
+    result = ev.routing_table(
+        data.outcomes,
+        data.embeddings,
+        embedding_ids=data.queries["query_id"],
+        routers=["kNN"],
+        n_runs=2,
+        n_boot=200,
+    )
+    table = result.table.set_index(["router", "supervision"])
+    for key in [("kNN", "DARS"), ("kNN", "single-shot"), ("Oracle", "reference")]:
+        row = table.loc[key]
+        assert row["pareto_area_ci_low"] <= row["pareto_area"] <= row["pareto_area_ci_high"], key
+        assert row["pareto_area_ci_high"] > row["pareto_area_ci_low"], key
+    assert not result.curves.attrs  # the saved curves hold no arrays

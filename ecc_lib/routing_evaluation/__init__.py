@@ -45,6 +45,7 @@ from ecc_lib.routing_evaluation.curves import (
     curve_of_choices,
     pareto_area,
     pareto_area_ci,
+    pareto_area_replicates,
     pareto_front,
 )
 from ecc_lib.routing_evaluation.experiment import routing_table
@@ -92,6 +93,7 @@ __all__ = [
     "paired_differences",
     "pareto_area",
     "pareto_area_ci",
+    "pareto_area_replicates",
     "pareto_front",
     "routing_headline",
     "routing_table",
