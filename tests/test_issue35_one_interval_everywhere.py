@@ -179,3 +179,24 @@ def test_the_routing_table_gives_each_pareto_area_its_interval():
         assert row["pareto_area_ci_low"] <= row["pareto_area"] <= row["pareto_area_ci_high"], key
         assert row["pareto_area_ci_high"] > row["pareto_area_ci_low"], key
     assert not result.curves.attrs  # the saved curves hold no arrays
+
+
+def test_the_report_states_the_pareto_area_with_its_interval(tmp_path):
+    from ecc_lib.report.sections.routing import routing_section
+    from ecc_lib.runs import folder as run_folder
+
+    headline = {
+        "dataset": "foreign",
+        "pareto_area": {"kNN (DARS)": 0.61, "Best fixed model (reference)": 0.58},
+        "pareto_area_ci95": {
+            "kNN (DARS)": [0.59, 0.63],
+            "Best fixed model (reference)": [0.55, 0.6],
+        },
+    }
+    routing = {"headline": headline, "cost_info": {}, "cost_dataset": "dcrouter"}
+    run = run_folder.run_context(tmp_path / "run")
+    text = routing_section(run, {"routing": routing}).findings
+    assert "kNN's 0.610 [0.590, 0.630]" in text and "0.580 [0.550, 0.600]" in text
+    assert "95% bootstrap interval over test queries" in text and "no interval" not in text
+    del headline["pareto_area_ci95"]  # an older run: said plainly
+    assert "one split, no interval" in routing_section(run, {"routing": routing}).findings
