@@ -245,7 +245,7 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
         diff = _record(records, "method_difference", a, b, "all")
         disjoint = _record(records, "method_difference", a, b, "disjoint")
         text = f"{a} - {b}: " + " pp ".join(_record_cells(diff))
-        if disjoint is not None and finite_number(disjoint.estimate):
+        if disjoint is not None and _finite_number(disjoint.estimate):
             text += "; on pairs disjoint from the probe: " + " pp ".join(_record_cells(disjoint))
         lines.append(text)
     if result.gain_touching:
@@ -292,7 +292,7 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
     return "\n".join(lines)
 
 
-def finite_number(value) -> bool:
+def _finite_number(value) -> bool:
     """Whether ``value`` is a number that is not NaN (None counts as missing)."""
     return value is not None and value == value
 
