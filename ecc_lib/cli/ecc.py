@@ -675,7 +675,8 @@ def _print_beyond(args: argparse.Namespace, found) -> None:
         print(
             f"\nprobe strategy {s} vs first ({args.probes} probe(s), scored pairs disjoint from "
             f"both strategies' probes: {comparison['n_shared_pairs']} per seed), gain % mean +- sd "
-            f"over {comparison['n_seeds']} seed(s): "
+            f"over {comparison['n_seeds']} seed(s) (a spread over seeds, not a verdict: no "
+            "interval): "
             f"{s} {_mean_sd(comparison['gain_mean'][s], comparison['gain_sd'][s], True)}, first "
             f"{_mean_sd(comparison['gain_mean']['first'], comparison['gain_sd']['first'], True)}, "
             f"difference "
