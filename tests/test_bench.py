@@ -81,7 +81,7 @@ def _ecc_printed(capsys, folder: Path) -> dict[str, tuple[str, str]]:
     args = ["ecc", "--queries", str(folder / "queries.parquet")]
     assert main([*args, "--outcomes", str(folder / "outcomes.parquet"), *SMALL]) == 0
     text = capsys.readouterr().out
-    block = text.split("of the gain, %")[1].split("ecc - ")[0]
+    block = text.split("of each seed's gain, %")[1].split("ecc - ")[0]  # the spread block
     cells = {}
     for line in block.strip().splitlines()[1:]:
         found = re.findall(r"[+-]\d+\.\d\d(?: \+- \d+\.\d\d)?|n/a", line)

@@ -512,3 +512,146 @@ def test_ecc_lab_run_and_ecc_lab_bench_agree_on_every_shared_question(folder, tm
     for line in metrics["summary"]["agree"]:
         if line["topic"] in ("ecc", "routing", "k_warning", "no_clustering"):
             assert line["text"] in printed, line["text"]
+
+
+# --------------------------------------------------------------------------------------------------
+# issue 35 follow-up (i35c): the tuned reference, the ECC-CV sentence and the `ecc-lab ecc` text
+
+
+TUNED_GAINS = {  # a foreign folder where every clustering loses to one global BT
+    "ecc": -12.0,
+    "emb_only": -15.0,
+    "human": -3.0,
+    "global_tuned": 1.0,
+    "human_tuned": -2.0,
+    "emb_only_tuned": -9.0,
+    "ecc_cv": -4.0,
+}
+
+
+def test_with_the_tuned_reference_every_table_number_is_the_body_and_ecc_cv_sentence(tmp_path):
+    from ecc_lib import report
+    from ecc_lib.runs import folder as run_folder
+    from ecc_lib.runs import metrics as run_metrics
+
+    records = clustering_records(_frames(TUNED_GAINS, n_seeds=2), n_boot=200)
+    run = run_folder.run_context(tmp_path / "neg_tuned")
+    choice = {"words": "one global BT, tuned prior, on 2 of 2 seeds", "clustering": False}
+    run_metrics.record_metrics(
+        run,
+        "ecc",
+        _metrics(records, 2, ecc_cv_choice=choice)["ecc"],
+        parameters={"n_clusters": 10},
+    )
+    document = report.build_report(run)
+    summary, body = document.summary_html, "\n".join(document.section_html())
+    lines = report_summary.build_summary(run_metrics.collect_metrics(run))["d"]
+    (table,) = [x for x in lines if x.topic == "table"]
+    rows = {row["method"]: row for row in table.rows}
+    assert {row["reference"] for row in rows.values()} == {"global_tuned"}
+    assert "global_tuned" not in rows or rows["global_tuned"]["versus_reference"] is None
+    for m, row in rows.items():
+        for key in ("gain", "gain_all"):
+            text = report_summary.record_text(row[key])
+            assert text in summary and text in body, (m, key, text)
+        versus = row["versus_reference"]
+        if versus is not None:  # the verdict column reads the record of m minus the reference
+            r = find(records, "method_difference", m, "global_tuned", "disjoint")
+            assert versus["estimate"] == pytest.approx(r.estimate, abs=1e-8)
+            assert versus["ci"] == pytest.approx(list(r.ci), abs=1e-8)
+    # the ECC-CV sentence states the table's record against the best tuned baseline
+    (said,) = [x for x in lines if x.topic == "ecc_cv"]
+    best = rows["ecc_cv"]["best_baseline"]
+    assert best == "human_tuned"  # the largest tuned-baseline gain (-2 against -9)
+    record = ComparisonRecord.from_dict(rows["ecc_cv"]["versus_best_baseline"])
+    assert said.comparison["estimate"] == pytest.approx(record.estimate)
+    assert said.comparison["ci"] == pytest.approx(list(record.ci))
+    diff = report_summary.record_text(record, record.unit)
+    assert diff.split(" [")[0].lstrip("+") in said.text, (diff, said.text)
+    assert "+-" not in said.text and "no clustering gain" in said.text
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory):
+    from ecc_lib.synthetic.capability import make_capability_data
+
+    folder = tmp_path_factory.mktemp("i35c_cli")
+    data = make_capability_data(n_queries=100, random_state=3)
+    data.queries.to_csv(folder / "queries.csv", index=False)
+    data.outcomes.to_parquet(folder / "outcomes.parquet", index=False)
+    np.save(folder / "embeddings.npy", data.embeddings)
+    return folder
+
+
+def test_ecc_lab_ecc_text_reads_the_comparison_records_for_every_comparison(cli_files, capsys):
+    """The gains, differences, routing scores and ECC-CV verdict the CLI prints are the records'
+    (the one interval over both seeds); mean +- sd only in blocks labelled as a spread."""
+    import json
+
+    from ecc_lib.cli import main
+    from ecc_lib.grammar import interval, number
+    from ecc_lib.protocol.comparisons import read_records
+
+    out = cli_files / "two.json"
+    args = ["ecc", "--outcomes", str(cli_files / "outcomes.parquet")]
+    args += ["--queries", str(cli_files / "queries.csv")]
+    args += ["--embeddings", str(cli_files / "embeddings.npy"), "--k", "3"]
+    assert main([*args, "--seeds", "2", "--routing", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    payload = json.loads(out.read_text())
+    records = read_records(payload["comparisons"])
+    assert payload["seeds"] == [42, 43] and "gain_mean" in payload  # JSON keys kept
+
+    def two(r) -> str:
+        return f"{r.estimate:+.2f}", f"[{r.ci[0]:+.2f}, {r.ci[1]:+.2f}]"
+
+    # the method table: each gain and interval is the all-pairs gain record's (not seed 42's)
+    gains = [r for r in records if r.question == "clustering_gain" and r.reading == "all"]
+    assert len(gains) >= 5
+    first = payload["ranking_quality_gain"]
+    assert any(abs(r.estimate - first[r.a]) > 0.005 for r in gains)  # the seeds differ
+    for r in gains:
+        (row,) = [x for x in lines if x.split()[:1] == [r.a] and len(x.split()) == 8]
+        estimate, ci = two(r)
+        assert row.split()[2] == estimate and ci in row, (row, r)
+    # the differences and the leak table: the records of both readings
+    for name in payload["differences"]:
+        a, b = name.split("_minus_", 1)
+        whole = find(records, "method_difference", a, b, "all")
+        disjoint = find(records, "method_difference", a, b, "disjoint")
+        expected = f"{a} - {b}: " + " pp ".join(two(whole))
+        expected += "; on pairs disjoint from the probe: " + " pp ".join(two(disjoint))
+        assert expected in lines, expected
+    for r in records:
+        if r.question == "clustering_gain" and r.reading == "disjoint":
+            (row,) = [
+                x
+                for x in lines
+                if x.split()[:1] == [r.a] and len(x.split()) == 7 and not x.startswith(" ")
+            ]
+            assert row.split()[-3] == two(r)[0] and row.endswith(two(r)[1]), (row, r)
+    # routing pays: the record line, and the best router's score in its setting is its level
+    pays = [r for r in records if r.question == "routing_pays"]
+    assert {r.reading for r in pays} >= {"no_probe", "probe", "probe_outside"}
+    for r in pays:
+        said = (
+            f"  {r.a} - {r.b} ({r.reading}): {number(r.estimate, r.unit)} {interval(r.ci, r.unit)}"
+        )
+        assert said in printed, said
+        block = printed.split(f"\n  {r.reading}\n", 1)[1].split("\n  ")[
+            : len(r.levels["routers"]) + 6
+        ]
+        score, low, high = r.levels["a"]
+        assert any(
+            x.split()[:4] == [r.a, f"{score:.3f}", f"[{low:.3f},", f"{high:.3f}]"] for x in block
+        ), (r.a, r.reading)
+    # the ECC-CV verdict reads the record against the best tuned baseline, as the summary does
+    (ecc_cv,) = [x for x in lines if x.startswith("ECC-CV ")]
+    rows = {row["method"]: row for row in report_summary.summary_table(records)}
+    record = ComparisonRecord.from_dict(rows["ecc_cv"]["versus_best_baseline"])
+    assert report_summary.record_text(record, record.unit).split(" [")[1] in ecc_cv
+    # mean +- sd appears only in blocks whose first line says it is a spread, not a verdict
+    for block in printed.split("\n\n"):
+        if " +- " in block:
+            assert "spread" in block.strip().splitlines()[0], block[:200]

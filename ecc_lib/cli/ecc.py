@@ -155,20 +155,66 @@ def _embeddings(args: argparse.Namespace, queries):
     )
 
 
-def format_result(result) -> str:
+def _touching_gain_records(results, methods, n_boot: int) -> list:
+    """Gains on the scored pairs touching the probe's models, with the one interval."""
+    from ecc_lib.protocol.comparisons import clustering_records
+
+    return clustering_records(
+        [r.per_query for r in results], methods=methods, n_boot=n_boot, readings=("touching",)
+    )
+
+
+def _record(records, question: str, a: str, b: str, reading: str):
+    from ecc_lib.protocol.comparisons import find
+
+    return find(records, question, a, b, reading)
+
+
+def _record_cells(record) -> tuple[str, str]:
+    """``(estimate, [low, high])`` of a record, ``n/a`` where missing."""
+    if record is None:
+        return "n/a", "n/a"
+    return _number(record.estimate), _interval(record.ci or (None, None))
+
+
+def format_result(result, records: list | None = None, *, seeds: list | None = None) -> str:
     """The printed table of an :class:`ecc_lib.protocol.scoring.ECCEvaluation`.
+
+    Every gain, difference and interval it prints is read from a comparison record
+    (:mod:`ecc_lib.protocol.comparisons`, the one interval of :func:`ecc_lib.stats.seed_query_interval`);
+    NLL, accuracy, fit time and iterations are the first seed's.
 
     Parameters
     ----------
     result : ECCEvaluation
-        Result of :func:`ecc_lib.protocol.ecc_protocol.run_protocol`.
+        Result of :func:`ecc_lib.protocol.ecc_protocol.run_protocol` (the first seed's).
+    records : list of ComparisonRecord, optional
+        The records over every seed, with the ``all``, ``disjoint`` and ``touching`` readings
+        (default: made here from ``result`` alone, one seed).
+    seeds : list of int, optional
+        The protocol seeds of ``records`` (default: one).
 
     Returns
     -------
     str
     """
+    from ecc_lib.protocol.comparisons import clustering_records
+    from ecc_lib.stats import INTERVAL_NAME
+
+    methods = [m for m in result.nll if m != "global"]
+    if records is None:
+        n_boot = int(result.params.get("n_boot", 1000))
+        records = clustering_records(
+            [result.per_query],
+            methods=methods,
+            n_boot=n_boot,
+            readings=("disjoint", "all", "touching"),
+        )
+    n_seeds = len(seeds) if seeds else 1
+    w = max(10, *(len(m) for m in result.nll))
     reasons = result.params.get("left_out_reasons") or {}
     why = ": " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()) if reasons else ""
+    over = f"over {n_seeds} seeds {list(seeds)}" if n_seeds > 1 else "one seed"
     lines = [
         f"ECC protocol: {result.n_queries} of {result.n_input_queries} queries kept "
         f"({result.n_input_queries - result.n_queries} with fewer than "
@@ -176,46 +222,48 @@ def format_result(result) -> str:
         f"{result.n_train} train, {result.n_test} test), "
         f"{result.n_models} models, {result.n_scored} scored test pairs, mode={result.mode}, "
         f"probes={result.n_probes}",
+        f"gain % over one global BT and its interval: {INTERVAL_NAME} ({over})"
+        + (f"; NLL, accuracy, fit s and iter: seed {seeds[0]}" if n_seeds > 1 else ""),
         "",
-        f"{'method':<10} {'NLL':>7} {'gain %':>8} {'95% CI':>18} {'accuracy':>9} {'fit s':>7} "
-        f"{'iter':>5}",
+        f"{'method':<{w}} {'NLL':>7} {'gain %':>8} {'95% interval':>18} {'accuracy':>9} "
+        f"{'fit s':>7} {'iter':>5}",
     ]
     lines.append("-" * len(lines[-1]))
     for _, row in result.table().iterrows():
         if row["method"] == "global":
-            ci = "(reference)"
+            gain, ci = f"{0.0:+.2f}", "(reference)"
         else:
-            ci = f"[{row['gain_low']:+.2f}, {row['gain_high']:+.2f}]"
+            gain, ci = _record_cells(
+                _record(records, "clustering_gain", row["method"], "global", "all")
+            )
         lines.append(
-            f"{row['method']:<10} {row['nll']:>7.4f} {row['gain_pct']:>+8.2f} {ci:>18} "
+            f"{row['method']:<{w}} {row['nll']:>7.4f} {gain:>8} {ci:>18} "
             f"{row['accuracy']:>9.3f} {row['fit_seconds']:>7.2f} {int(row['n_iter']):>5}"
         )
-    for name, diff in result.differences.items():
-        disjoint = result.differences_disjoint.get(name)
-        text = (
-            f"{name.replace('_minus_', ' - ')}: {_number(diff['estimate'])} pp "
-            f"{_interval(diff['ci95'])}"
-        )
-        if disjoint is not None and disjoint["estimate"] == disjoint["estimate"]:
-            text += (
-                f"; on pairs disjoint from the probe: {_number(disjoint['estimate'])} pp "
-                f"{_interval(disjoint['ci95'])}"
-            )
+    for name in result.differences:
+        a, b = name.split("_minus_", 1)
+        diff = _record(records, "method_difference", a, b, "all")
+        disjoint = _record(records, "method_difference", a, b, "disjoint")
+        text = f"{a} - {b}: " + " pp ".join(_record_cells(diff))
+        if disjoint is not None and _finite_number(disjoint.estimate):
+            text += "; on pairs disjoint from the probe: " + " pp ".join(_record_cells(disjoint))
         lines.append(text)
     if result.gain_touching:
         lines += [
             "",
             f"the probe's leak: {100 * result.probe_leak_share:.1f}% of scored pairs touch a "
-            "probe model",
-            f"{'method':<10} {'touching %':>11} {'95% CI':>18} {'disjoint %':>11} {'95% CI':>18}",
+            "probe model" + (f" (seed {seeds[0]})" if n_seeds > 1 else ""),
+            f"{'method':<{w}} {'touching %':>11} {'95% interval':>18} {'disjoint %':>11} "
+            f"{'95% interval':>18}",
         ]
         for name in result.gain_touching:
-            lines.append(
-                f"{name:<10} {_number(result.gain_touching[name]):>11} "
-                f"{_interval(result.ci95_touching[name]):>18} "
-                f"{_number(result.gain_disjoint[name]):>11} "
-                f"{_interval(result.ci95_disjoint[name]):>18}"
+            t_gain, t_ci = _record_cells(
+                _record(records, "clustering_gain", name, "global", "touching")
             )
+            d_gain, d_ci = _record_cells(
+                _record(records, "clustering_gain", name, "global", "disjoint")
+            )
+            lines.append(f"{name:<{w}} {t_gain:>11} {t_ci:>18} {d_gain:>11} {d_ci:>18}")
     coverage = result.probe_coverage
     if result.params.get("leak_free") and coverage:
         lines += [
@@ -223,7 +271,12 @@ def format_result(result) -> str:
             f"leak-free probes: {coverage['n_with_probe']} of "
             f"{coverage['n_with_probe'] + coverage['n_without_probe']} test queries "
             f"({100 * coverage['share_with_probe']:.1f}%) have a probe; the others are scored "
-            "from the embedding alone",
+            "from the embedding alone"
+            + (
+                f" (seed {seeds[0]} only: gains and 95% bootstrap intervals over its test queries)"
+                if n_seeds > 1
+                else ""
+            ),
             f"{'method':<10} {'with probe %':>13} {'95% CI':>18} {'without %':>11} {'95% CI':>18}",
         ]
         for name, value in coverage["ranking_quality_gain_with_probe"].items():
@@ -237,6 +290,11 @@ def format_result(result) -> str:
         lines.append("note: ECC did not converge within max_iter")
     lines += [f"warning: {note}" for note in result.params.get("warnings", [])]
     return "\n".join(lines)
+
+
+def _finite_number(value) -> bool:
+    """Whether ``value`` is a number that is not NaN (None counts as missing)."""
+    return value is not None and value == value
 
 
 def _mean_sd(mean, sd, show_sd: bool = False) -> str:
@@ -276,11 +334,13 @@ def format_seeds(summary: dict) -> str:
     -------
     str
         Mean +- sd of each method's gain (all, touching and disjoint pairs), the paired
-        differences and the run time, one line each.
+        differences and the run time, one line each, labelled as a descriptive spread (every
+        verdict and interval is a comparison record's, :func:`format_comparisons`).
     """
     seeds = summary["seeds"]
     lines = [
-        f"over {len(seeds)} seeds {seeds}: mean +- sd (ddof 1) of the gain, %",
+        f"spread over {len(seeds)} seeds {seeds} (descriptive, not a verdict; the intervals are "
+        "the comparisons'): mean +- sd (ddof 1) of each seed's gain, %",
         f"{'method':<10} {'all':>15} {'touching':>15} {'disjoint':>15}",
     ]
     for name, mean in summary["gain_mean"].items():
@@ -292,7 +352,10 @@ def format_seeds(summary: dict) -> str:
         lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
     for name, (mean, sd) in summary["difference_mean_sd"].items():
         d_mean, d_sd = summary["difference_disjoint_mean_sd"][name]
-        lines.append(f"{name}: {_mean_sd(mean, sd)} pp (disjoint pairs: {_mean_sd(d_mean, d_sd)})")
+        lines.append(
+            f"{name}: {_mean_sd(mean, sd)} pp (disjoint pairs: {_mean_sd(d_mean, d_sd)}) "
+            "(spread over seeds)"
+        )
     lines.append(f"time: {summary['wall_seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU")
     return "\n".join(lines)
 
@@ -313,48 +376,89 @@ def format_comparisons(records: list, *, n_seeds: int) -> str:
         global model, per difference of ECC with another method and per routing reading.
     """
     from ecc_lib.grammar import interval, number
+    from ecc_lib.report.summary import SAME_EVERYWHERE, default_reference
     from ecc_lib.stats import interval_description
 
+    reference = default_reference([r.a for r in records if r.question == "clustering_gain"])
     lines = ["", "comparisons: " + interval_description(n_seeds)]
+    if reference != "global":
+        lines.append(
+            f"  the summary's reference is {reference}: gains over it are the rows "
+            f"'<method> - {reference}'"
+        )
+
+    def keep(r) -> bool:
+        if r.question != "method_difference":
+            return True
+        return "ecc" in (r.a, r.b) or reference in (r.a, r.b)
+
     for r in records:
-        if r.question == "method_difference" and "ecc" not in (r.a, r.b):
+        if not keep(r):
             continue
-        if r.question == "method_difference" and r.b == "ecc":
+        if r.question == "method_difference" and (
+            r.b == "ecc" and r.a != reference or r.a == reference
+        ):
             r = r.flipped()
         ci = interval(r.ci, r.unit)
+        said = SAME_EVERYWHERE if r.zero_as_printed else (r.verdict or "no interval")
         lines.append(
             f"  {r.a} - {r.b} ({r.reading}): {number(r.estimate, r.unit)}"
             + (f" {ci}" if ci else "")
-            + f": {r.verdict or 'no interval'}"
+            + f": {said}"
         )
     return "\n".join(lines)
 
 
-def format_routing(routing: dict, *, over_seeds: dict | None = None) -> str:
+def format_routing(
+    routing: dict,
+    *,
+    over_seeds: dict | None = None,
+    levels: dict | None = None,
+    differences: list | None = None,
+    seeds: list | None = None,
+) -> str:
     """The printed routing table (mean routed score per setting and method).
 
     Parameters
     ----------
     routing : dict
-        The ``routing`` block (:meth:`ecc_lib.protocol.routing.RoutingResult.to_dict`).
+        The first seed's ``routing`` block (:meth:`ecc_lib.protocol.routing.RoutingResult.to_dict`):
+        costs and the "one model for every query" notes.
     over_seeds : dict, optional
-        ``{setting: {method: {"score": (mean, sd)}}}`` over seeds, appended to each line.
+        ``{setting: {method: {"score": (mean, sd)}}}`` over seeds, appended to each line as a
+        descriptive spread.
+    levels : dict, optional
+        :func:`~ecc_lib.protocol.comparisons.routing_levels`: each score with the one interval
+        (default: the block's own scores and intervals, one seed).
+    differences : list of ComparisonRecord, optional
+        :func:`~ecc_lib.protocol.comparisons.routing_difference_records` (default: the block's
+        paired differences, one seed).
+    seeds : list of int, optional
+        The protocol seeds of ``levels`` and ``differences``.
 
     Returns
     -------
     str
         The table, starting with an empty line.
     """
+    from ecc_lib.stats import INTERVAL_NAME
+
+    n_seeds = len(seeds) if seeds else 1
     lines = [
         "",
-        "routing: mean score of the routed model [95% CI]"
-        + ("; mean +- sd over seeds" if over_seeds else ""),
+        "routing: mean score of the routed model ["
+        + (f"{INTERVAL_NAME}, {n_seeds} seeds]" if levels is not None else "95% CI]")
+        + (f"; cost: seed {seeds[0]}" if n_seeds > 1 else "")
+        + ("; (mean +- sd over seeds: spread, not a verdict)" if over_seeds else ""),
     ]
     for setting in routing["settings"]:
         lines.append(f"  {setting}")
         for method, cell in routing[setting].items():
-            low, high = cell["ci95"]
-            text = f"    {method:<13} {cell['score']:.3f} [{low:.3f}, {high:.3f}]"
+            if levels is not None and method in levels.get(setting, {}):
+                score, (low, high), _ = levels[setting][method]
+            else:
+                score, (low, high) = cell["score"], cell["ci95"]
+            text = f"    {method:<14} {score:.3f} [{low:.3f}, {high:.3f}]"
             if cell["cost"] is not None and cell["cost"] == cell["cost"]:
                 text += f"  cost {cell['cost']:.3f}"
             if over_seeds:
@@ -366,17 +470,21 @@ def format_routing(routing: dict, *, over_seeds: dict | None = None) -> str:
             elif cell.get("same_as_global"):
                 text += "  (= global on every query)"
             lines.append(text)
-        diffs = (routing.get("differences") or {}).get(setting, {})
-        if diffs:
-            lines.append(
-                "    paired: "
-                + "; ".join(
-                    f"{name.replace('_minus_', ' - ')} {d['estimate']:+.3f} "
-                    f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
-                    for name, d in diffs.items()
-                    if d["estimate"] == d["estimate"]
-                )
-            )
+        if differences is not None:
+            shown = [
+                f"{r.a} - {r.b} {r.estimate:+.3f} [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]"
+                for r in differences
+                if r.reading == setting and r.has_interval
+            ]
+        else:
+            shown = [
+                f"{name.replace('_minus_', ' - ')} {d['estimate']:+.3f} "
+                f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
+                for name, d in ((routing.get("differences") or {}).get(setting, {})).items()
+                if d["estimate"] == d["estimate"]
+            ]
+        if shown:
+            lines.append("    paired: " + "; ".join(shown))
     return "\n".join(lines)
 
 
@@ -489,8 +597,16 @@ def ecc_result_from_args(args: argparse.Namespace):
 
 def _printed(args: argparse.Namespace, found, report, check) -> int:
     """Print what ``ecc-lab ecc`` prints and write its ``--json``."""
+    from ecc_lib.protocol.comparisons import routing_difference_records, routing_levels
+    from ecc_lib.report.summary import ecc_cv_line
+
     multi = found.multi
-    print(format_result(found.first))
+    seeds = list(multi.seeds)
+    records = multi.comparisons()
+    n_boot = int(found.first.params.get("n_boot", 1000))
+    methods = [m for m in found.first.nll if m != "global"]
+    touching = _touching_gain_records(multi.results, methods, n_boot)
+    print(format_result(found.first, records + touching, seeds=seeds))
     choices = found.ecc_cv_choices()
     if choices:
         print(
@@ -501,15 +617,26 @@ def _printed(args: argparse.Namespace, found, report, check) -> int:
         )
         said = found.ecc_cv_choice() or {}
         print(f"ecc_cv chose {said.get('words', '')}.")  # issue 34: the choice in words
-        if said.get("verdict"):
-            print(said["verdict"])
+        # the verdict reads the comparison records, as the summary's sentence does (issue 35)
+        line = ecc_cv_line({"ecc_cv_choice": said}, records)
+        if line is not None:
+            print(line.text)
     if args.seeds > 1:
         print()
         print(format_seeds(multi.summary()))
     if args.routing:
         over = multi.summary()["routing_mean_sd"] if args.seeds > 1 else None
-        print(format_routing(multi.routing[0], over_seeds=over))
-    print(format_comparisons(multi.comparisons(), n_seeds=len(multi.seeds)))
+        scores = multi.routing_scores
+        print(
+            format_routing(
+                multi.routing[0],
+                over_seeds=over,
+                levels=routing_levels(scores, n_boot=n_boot),
+                differences=routing_difference_records(scores, n_boot=n_boot),
+                seeds=seeds,
+            )
+        )
+    print(format_comparisons(records, n_seeds=len(seeds)))
     _print_beyond(args, found)
     if args.json:
         payload = found.to_dict()
@@ -548,7 +675,8 @@ def _print_beyond(args: argparse.Namespace, found) -> None:
         print(
             f"\nprobe strategy {s} vs first ({args.probes} probe(s), scored pairs disjoint from "
             f"both strategies' probes: {comparison['n_shared_pairs']} per seed), gain % mean +- sd "
-            f"over {comparison['n_seeds']} seed(s): "
+            f"over {comparison['n_seeds']} seed(s) (a spread over seeds, not a verdict: no "
+            "interval): "
             f"{s} {_mean_sd(comparison['gain_mean'][s], comparison['gain_sd'][s], True)}, first "
             f"{_mean_sd(comparison['gain_mean']['first'], comparison['gain_sd']['first'], True)}, "
             f"difference "

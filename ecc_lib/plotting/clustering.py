@@ -439,8 +439,11 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
         ``disjoint``), ``mean`` (gain in percent, the mean over seeds), ``sd`` (over seeds; NaN
         with one seed) and ``per_seed`` (list of ``(seed, estimate, low, high)``), as
         :meth:`ecc_lib.protocol.seeds.MultiSeedEvaluation.summary_table`. ``global`` rows are left
-        out. Whiskers: +- sd over seeds, or the bootstrap interval with a single seed; dots: the
-        seeds' estimates.
+        out. With ``estimate``, ``low`` and ``high`` (the comparison records' gain and the one
+        interval, issue 35, as ``summary_table`` gives them) the bar is the estimate and the
+        whisker that interval, the same numbers as the report's summary table; without them (an
+        older table) the whiskers are +- sd over seeds, or the bootstrap interval with a single
+        seed. Dots: the seeds' estimates.
     title : str, optional
     ax : matplotlib Axes, optional
 
@@ -456,12 +459,16 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     for j, reading in enumerate(readings):
         part = table[table["reading"] == reading].set_index("method").reindex(methods)
         y = np.arange(len(methods)) + (j - (len(readings) - 1) / 2) * height
-        mean = part["mean"].to_numpy(float)
-        sd = part["sd"].to_numpy(float)
-        err = np.vstack([sd, sd])
-        for i, seeds in enumerate(part["per_seed"]):
-            if not np.isfinite(sd[i]) and isinstance(seeds, list) and len(seeds) == 1:
-                err[:, i] = [mean[i] - seeds[0][2], seeds[0][3] - mean[i]]
+        if {"estimate", "low", "high"} <= set(part.columns):  # the one interval (issue 35)
+            mean = part["estimate"].to_numpy(float)
+            err = error_bars(mean, part["low"], part["high"])
+        else:
+            mean = part["mean"].to_numpy(float)
+            sd = part["sd"].to_numpy(float)
+            err = np.vstack([sd, sd])
+            for i, seeds in enumerate(part["per_seed"]):
+                if not np.isfinite(sd[i]) and isinstance(seeds, list) and len(seeds) == 1:
+                    err[:, i] = [mean[i] - seeds[0][2], seeds[0][3] - mean[i]]
         err = clean_errors(err)
         ax.barh(
             y,
@@ -500,7 +507,11 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
     ax.set_yticks(np.arange(len(methods)))
     ax.set_yticklabels([method_label(m) for m in methods])
     ax.invert_yaxis()
-    ax.set_xlabel("ranking quality gain over global BT (% of its held-out NLL)")
+    one_interval = {"estimate", "low", "high"} <= set(table.columns)
+    ax.set_xlabel(
+        "ranking quality gain over global BT (% of its held-out NLL"
+        + ("; whiskers: the report's 95% interval)" if one_interval else "; whiskers: +- sd)")
+    )
     ax.set_ylabel("clustering method")
     ax.set_title(title or "Ranking quality gain and the probe's leak")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=FONT_SIZE - 2)

@@ -255,7 +255,8 @@ def _frame_losses(frame: pd.DataFrame, method: str, reading: str) -> np.ndarray 
     total = frame[column].to_numpy(dtype=float)
     if reading == "all":
         return total
-    return total - frame[f"{column}_touching"].to_numpy(dtype=float)
+    touching = frame[f"{column}_touching"].to_numpy(dtype=float)
+    return touching if reading == "touching" else total - touching
 
 
 def clustering_records(
@@ -265,6 +266,7 @@ def clustering_records(
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     random_state: int = 0,
+    readings: Sequence[str] = ("disjoint", "all"),
 ) -> list[ComparisonRecord]:
     """Gains over one global BT and every pairwise difference of gains, over the protocol seeds.
 
@@ -280,6 +282,9 @@ def clustering_records(
         The bootstrap over test queries within each seed (:func:`ecc_lib.stats.seed_bootstrap_indices`).
         With one seed and ``random_state = 0`` the intervals are those of
         :func:`~ecc_lib.protocol.scoring.score_methods`.
+    readings : sequence of str, default ("disjoint", "all")
+        Which scored pairs: ``"disjoint"`` from the probe's models, ``"all"``, or
+        ``"touching"`` (the CLI's leak table); the resamples do not depend on it.
 
     Returns
     -------
@@ -302,7 +307,10 @@ def clustering_records(
     )
     n_seeds = len(frames)
     out: list[ComparisonRecord] = []
-    for reading in ("disjoint", "all"):
+    unknown = set(readings) - {"disjoint", "all", "touching"}
+    if unknown:
+        raise ValueError(f"readings must be disjoint, all or touching, got {sorted(unknown)}")
+    for reading in readings:
         arms: dict[str, tuple[float, np.ndarray] | None] = {}
         for m in methods:
             per_seed = []
@@ -359,6 +367,120 @@ def _combined_level(
     return seed_query_interval([p[0] for p in parts], [p[2] for p in parts], confidence=confidence)
 
 
+def _routing_indices(
+    per_seed: Sequence[Mapping[str, Mapping[str, np.ndarray]]], n_boot: int, random_state: int
+) -> list[np.ndarray]:
+    """One resample of each seed's test queries, shared by every setting and method."""
+    return seed_bootstrap_indices(
+        [len(next(iter(next(iter(s.values())).values()))) for s in per_seed],
+        n_boot=n_boot,
+        random_state=random_state,
+    )
+
+
+def routing_levels(
+    per_seed: Sequence[Mapping[str, Mapping[str, np.ndarray]]],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int = 0,
+) -> dict[str, dict[str, tuple[float, list[float], np.ndarray]]]:
+    """Each router's mean routed score per setting, with the one interval over the seeds.
+
+    Parameters
+    ----------
+    per_seed : sequence of mapping
+        As :func:`routing_records`.
+    n_boot, confidence, random_state
+        As :func:`routing_records` (the same resamples, so these are the records' levels).
+
+    Returns
+    -------
+    dict
+        ``{setting: {method: (estimate, [low, high], replicates)}}`` for the settings and
+        methods present on every seed.
+    """
+    if not per_seed:
+        return {}
+    indices = _routing_indices(per_seed, n_boot, random_state)
+    out: dict[str, dict[str, tuple[float, list[float], np.ndarray]]] = {}
+    for setting in per_seed[0]:
+        if any(setting not in s for s in per_seed):
+            continue
+        names = [m for m in per_seed[0][setting] if all(m in s[setting] for s in per_seed)]
+        out[setting] = {
+            m: _combined_level(
+                [np.asarray(s[setting][m], float) for s in per_seed], indices, confidence
+            )
+            for m in names
+        }
+    return out
+
+
+def _routing_record(
+    levels: Mapping[str, tuple[float, list[float], np.ndarray]],
+    a: str,
+    b: str,
+    setting: str,
+    n_seeds: int,
+    routers: list,
+    confidence: float,
+) -> ComparisonRecord:
+    """``a minus b`` of two routing rows of one setting (paired: the same resamples)."""
+    ea, ca, ra = levels[a]
+    eb, cb, rb = levels[b]
+    return ComparisonRecord(
+        "routing_pays",
+        a,
+        b,
+        ea - eb,
+        finite_interval(ra - rb, confidence=confidence),
+        "score_diff",
+        setting,
+        n_seeds,
+        levels={"a": [ea, *ca], "b": [eb, *cb], "routers": routers},
+    )
+
+
+def routing_difference_records(
+    per_seed: Sequence[Mapping[str, Mapping[str, np.ndarray]]],
+    *,
+    a: str = "ecc",
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = 0.95,
+    random_state: int = 0,
+) -> list[ComparisonRecord]:
+    """``a`` minus every other routing row per setting, with the one interval (the CLI's
+    paired routing differences; not part of the summary's records).
+
+    Parameters
+    ----------
+    per_seed : sequence of mapping
+        As :func:`routing_records`.
+    a : str, default "ecc"
+    n_boot, confidence, random_state
+        As :func:`routing_records`.
+
+    Returns
+    -------
+    list of ComparisonRecord
+        ``routing_pays`` records ``a`` minus each other row, ``reading`` the setting.
+    """
+    out = []
+    for setting, levels in routing_levels(
+        per_seed, n_boot=n_boot, confidence=confidence, random_state=random_state
+    ).items():
+        if a not in levels:
+            continue
+        routers = [m for m in levels if m not in ROUTING_REFERENCES]
+        out += [
+            _routing_record(levels, a, b, setting, len(per_seed), routers, confidence)
+            for b in levels
+            if b != a
+        ]
+    return out
+
+
 def routing_records(
     per_seed: Sequence[Mapping[str, Mapping[str, np.ndarray]]],
     *,
@@ -386,50 +508,20 @@ def routing_records(
         ``"global"``; in ``probe`` also ``probe_winner`` minus the best router. ``levels`` holds
         both sides' mean score with its interval and ``routers``: the routers' names.
     """
-    if not per_seed:
-        return []
-    indices = seed_bootstrap_indices(
-        [len(next(iter(next(iter(s.values())).values()))) for s in per_seed],
-        n_boot=n_boot,
-        random_state=random_state,
-    )
     n_seeds = len(per_seed)
     out: list[ComparisonRecord] = []
-    for setting in per_seed[0]:
-        if any(setting not in s for s in per_seed):
-            continue
-        names = [m for m in per_seed[0][setting] if all(m in s[setting] for s in per_seed)]
-        levels = {
-            m: _combined_level(
-                [np.asarray(s[setting][m], float) for s in per_seed], indices, confidence
-            )
-            for m in names
-        }
-        routers = [m for m in names if m not in ROUTING_REFERENCES]
+    for setting, levels in routing_levels(
+        per_seed, n_boot=n_boot, confidence=confidence, random_state=random_state
+    ).items():
+        routers = [m for m in levels if m not in ROUTING_REFERENCES]
         if not routers or "global" not in levels:
             continue
         best = max(routers, key=lambda m: (levels[m][0], -routers.index(m)))
-
-        def record(
-            a: str, b: str, setting: str = setting, levels: dict = levels, routers: list = routers
-        ) -> ComparisonRecord:
-            ea, ca, ra = levels[a]
-            eb, cb, rb = levels[b]
-            return ComparisonRecord(
-                "routing_pays",
-                a,
-                b,
-                ea - eb,
-                finite_interval(ra - rb, confidence=confidence),
-                "score_diff",
-                setting,
-                n_seeds,
-                levels={"a": [ea, *ca], "b": [eb, *cb], "routers": routers},
-            )
-
-        out.append(record(best, "global"))
+        out.append(_routing_record(levels, best, "global", setting, n_seeds, routers, confidence))
         if setting == "probe" and "probe_winner" in levels:
-            out.append(record("probe_winner", best))
+            out.append(
+                _routing_record(levels, "probe_winner", best, setting, n_seeds, routers, confidence)
+            )
     return out
 
 
@@ -529,5 +621,7 @@ __all__ = [
     "read_records",
     "records_to_metrics",
     "routed_scores_by_setting",
+    "routing_difference_records",
+    "routing_levels",
     "routing_records",
 ]

@@ -364,6 +364,11 @@ class RoutingRecord:
                 f"{r.router} ({r.supervision})": r.pareto_area
                 for r in self.cost_result.table.itertuples()
             }
+            if "pareto_area_ci_low" in self.cost_result.table:  # issue 35: its interval
+                headline["pareto_area_ci95"] = {
+                    f"{r.router} ({r.supervision})": [r.pareto_area_ci_low, r.pareto_area_ci_high]
+                    for r in self.cost_result.table.itertuples()
+                }
         return headline
 
     def to_metrics(self) -> dict:

@@ -218,8 +218,22 @@ class MultiSeedEvaluation:
         -------
         DataFrame
             ``method, reading, mean, sd, n_seeds, per_seed`` where ``per_seed`` is a list of
-            ``(seed, estimate, low, high)``.
+            ``(seed, estimate, low, high)``; then ``estimate``, ``low``, ``high``: the comparison
+            record's gain with the one interval over the seeds (issue 35,
+            :func:`~ecc_lib.protocol.comparisons.clustering_records`; NaN for ``global``), which
+            the figures draw.
         """
+        n_boot = int(self.first.params.get("n_boot", 1000))
+        records = {
+            (r.a, r.reading): r
+            for r in clustering_records(
+                [r.per_query for r in self.results],
+                methods=[m for m in self.first.gain if m != "global"],
+                n_boot=n_boot,
+                readings=("all", "touching", "disjoint"),
+            )
+            if r.question == "clustering_gain"
+        }
         readings = {
             "all": ("gain", "ci95"),
             "touching": ("gain_touching", "ci95_touching"),
@@ -233,6 +247,8 @@ class MultiSeedEvaluation:
                     for seed, r in zip(self.seeds, self.results, strict=True)
                 ]
                 mean, sd = mean_sd([p[1] for p in per_seed])
+                record = records.get((name, reading))
+                ci = record.ci if record is not None and record.ci is not None else None
                 rows.append(
                     {
                         "method": name,
@@ -241,6 +257,9 @@ class MultiSeedEvaluation:
                         "sd": sd,
                         "n_seeds": len(per_seed),
                         "per_seed": per_seed,
+                        "estimate": record.estimate if record is not None else np.nan,
+                        "low": ci[0] if ci else np.nan,
+                        "high": ci[1] if ci else np.nan,
                     }
                 )
         return pd.DataFrame(rows)

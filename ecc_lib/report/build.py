@@ -118,8 +118,10 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
         f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
         + interval_description(_seed_count(metrics))
-        + " Flip rates and the routers of the routing dataset (one split): 95% bootstrap over "
-        "queries; 'mean \u00b1 sd' is over seeds. "
+        + " The routers of the routing dataset (one split) get the same interval, which with "
+        "one split is the bootstrap over test queries (single-shot arms also resample their "
+        "runs); flip rates: 95% bootstrap over queries; 'mean \u00b1 sd' is a spread over seeds, "
+        "not a verdict. "
     )
     intro += _held_datasets_sentence(record)
     git = _run_provenance(run).get("git", {})

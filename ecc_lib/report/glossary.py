@@ -195,7 +195,7 @@ GLOSSARY: dict[str, dict[str, str]] = {
             "The Pareto front is the set of curve points that no other point betters on both "
             "price and score. Its area is the integral of the best score within a price budget "
             "over budgets 0 to 1, in score x normalised price (the mean best score over "
-            "budgets, 0-1; higher is better). One split, no interval."
+            "budgets, 0-1; higher is better). One split; 95% bootstrap interval over test queries."
         ),
     },
     "Intervals and verdicts": {

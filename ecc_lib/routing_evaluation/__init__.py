@@ -44,6 +44,8 @@ from ecc_lib.routing_evaluation.curves import (
     cost_quality_curve,
     curve_of_choices,
     pareto_area,
+    pareto_area_ci,
+    pareto_area_replicates,
     pareto_front,
 )
 from ecc_lib.routing_evaluation.experiment import routing_table
@@ -90,6 +92,8 @@ __all__ = [
     "oracle_choices",
     "paired_differences",
     "pareto_area",
+    "pareto_area_ci",
+    "pareto_area_replicates",
     "pareto_front",
     "routing_headline",
     "routing_table",

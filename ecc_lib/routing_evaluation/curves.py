@@ -121,6 +121,93 @@ def pareto_area(
     return float(np.sum(best * np.diff(edges)) / (high - low))
 
 
+def pareto_area_ci(
+    cost: np.ndarray,
+    quality: np.ndarray,
+    *,
+    cost_range: tuple[float, float] = (0.0, 1.0),
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[float, list[float]]:
+    """:func:`pareto_area` with its interval: a bootstrap over test queries (issue 35).
+
+    Each replicate resamples the per-query ``(cost, quality)`` rows (one column per test query,
+    the same resample for every point of the curve), recomputes each point's mean cost and mean
+    quality, the front and its area. The interval is the percentile interval of the replicates
+    (:func:`ecc_lib.stats.seed_query_interval` with one split), in the area's unit.
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n_points, n_queries)
+        Per point of the curve (a cost weight) the routed model's cost and quality on each test
+        query.
+    cost_range : (float, float), default (0, 1)
+    n_boot : int, default 1000
+    confidence : float, default 0.95
+    random_state : int, Generator or None, default 0
+
+    Returns
+    -------
+    area : float
+        :func:`pareto_area` of the points' means.
+    ci : list of float
+        ``[low, high]``.
+    """
+    from ecc_lib.stats import bootstrap_indices, seed_query_interval
+
+    cost = np.atleast_2d(np.asarray(cost, float))
+    quality = np.atleast_2d(np.asarray(quality, float))
+    if cost.shape != quality.shape:
+        raise ValueError(f"cost and quality need one shape, got {cost.shape} and {quality.shape}")
+    low, high = cost_range
+    if high <= low:
+        raise ValueError(f"cost_range must be increasing, got {cost_range}")
+    area = pareto_area(np.nanmean(cost, axis=1), np.nanmean(quality, axis=1), cost_range=cost_range)
+    index = bootstrap_indices(cost.shape[1], n_boot=n_boot, random_state=random_state)
+    replicates = pareto_area_replicates(cost, quality, index, cost_range=cost_range)
+    _, ci, _ = seed_query_interval([area], [replicates], confidence=confidence)
+    return area, ci
+
+
+def pareto_area_replicates(
+    cost: np.ndarray,
+    quality: np.ndarray,
+    index: np.ndarray,
+    *,
+    cost_range: tuple[float, float] = (0.0, 1.0),
+) -> np.ndarray:
+    """Bootstrap replicates of :func:`pareto_area` over resampled test queries.
+
+    Parameters
+    ----------
+    cost, quality : ndarray, shape (n_points, n_queries)
+        As :func:`pareto_area_ci`.
+    index : ndarray of int, shape (n_boot, n_queries)
+        Resampled query indices (:func:`ecc_lib.stats.bootstrap_indices`).
+    cost_range : (float, float), default (0, 1)
+
+    Returns
+    -------
+    ndarray, shape (n_boot,)
+    """
+    low, high = cost_range
+    cost = np.atleast_2d(np.asarray(cost, float))
+    quality = np.atleast_2d(np.asarray(quality, float))
+    with np.errstate(invalid="ignore"):
+        c = np.nanmean(cost[:, index], axis=2).T  # (n_boot, n_points)
+        q = np.nanmean(quality[:, index], axis=2).T
+    bad = ~(np.isfinite(c) & np.isfinite(q))
+    c = np.where(bad, np.inf, c)  # a point without a value never enters the front
+    q = np.where(bad, -np.inf, q)
+    order = np.argsort(c, axis=1, kind="stable")
+    c_sorted = np.clip(np.take_along_axis(c, order, axis=1), low, high)
+    best = np.maximum.accumulate(np.take_along_axis(q, order, axis=1), axis=1)
+    best = np.where(np.isfinite(best), best, 0.0)
+    edges = np.concatenate([c_sorted, np.full((len(c), 1), high)], axis=1)
+    return np.sum(best * np.diff(edges, axis=1), axis=1) / (high - low)
+
+
 def curve_of_choices(
     choices: Sequence[np.ndarray],
     truth: HeldOut,
@@ -148,12 +235,15 @@ def curve_of_choices(
     -------
     DataFrame
         ``lambda, cost, score, utility, on_front`` (``on_front``: on the Pareto front of cost
-        and score, :func:`pareto_front`).
+        and score, :func:`pareto_front`); ``attrs["per_query"]`` holds the per-query ``cost``
+        and ``score`` arrays, shape (n_lambdas, n_test), for :func:`pareto_area_ci`.
     """
     lambdas = check_lambdas(lambdas)
-    rows = []
+    rows, per_cost, per_score = [], [], []
     for choice, lam in zip(choices, lambdas, strict=True):
         metrics = evaluate_choices(choice, truth, cost_weight=lam, beta=beta)
+        per_cost.append(np.asarray(metrics["cost"], float))
+        per_score.append(np.asarray(metrics["score"], float))
         rows.append(
             {
                 "lambda": float(lam),
@@ -164,6 +254,8 @@ def curve_of_choices(
         )
     frame = pd.DataFrame(rows)
     frame["on_front"] = pareto_front(frame["cost"].to_numpy(), frame["score"].to_numpy())
+    # the per-query values, for the area's interval (pareto_area_ci); attrs are not saved
+    frame.attrs["per_query"] = {"cost": np.vstack(per_cost), "score": np.vstack(per_score)}
     return frame
 
 
@@ -228,6 +320,8 @@ __all__ = [
     "DEFAULT_LAMBDA_GRID",
     "cost_quality_curve",
     "curve_of_choices",
+    "pareto_area_ci",
+    "pareto_area_replicates",
     "pareto_area",
     "pareto_front",
 ]

@@ -36,11 +36,17 @@ from ecc_lib.routing_evaluation.curves import (
     cost_quality_curve,
     curve_of_choices,
     pareto_area,
+    pareto_area_replicates,
 )
 from ecc_lib.routing_evaluation.paired import paired_differences
 from ecc_lib.routing_evaluation.summary import routing_headline
 from ecc_lib.routing_evaluation.table import RoutingTable
-from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_mean_ci
+from ecc_lib.stats import (
+    DEFAULT_N_BOOT,
+    bootstrap_indices,
+    bootstrap_mean_ci,
+    seed_query_interval,
+)
 
 
 def _align_embeddings(
@@ -189,8 +195,15 @@ def routing_table(
                 continue
             curves.append(_labelled(curve, name, supervision, run))
 
+    fronts = {  # per (router, supervision, run): the per-query values of its curve
+        (c["router"].iloc[0], c["supervision"].iloc[0], int(c["run"].iloc[0])): c.attrs["per_query"]
+        for c in curves
+        if len(c) and "per_query" in c.attrs
+    }
+    for c in curves:  # arrays in attrs do not concatenate
+        c.attrs = {}
     curves_frame = pd.concat(curves, ignore_index=True)
-    run_rows, table_rows = _summaries(per_query, curves_frame, n_boot, random_state)
+    run_rows, table_rows = _summaries(per_query, curves_frame, n_boot, random_state, fronts)
 
     order = {"reference": 0, "single-shot": 1, "DARS": 2}
     table = pd.DataFrame(table_rows)
@@ -248,6 +261,7 @@ def _summaries(
     curves: pd.DataFrame,
     n_boot: int,
     random_state: int,
+    fronts: dict | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Mean metrics per fitted run, and per (router, supervision) their mean, standard deviation
     over runs and bootstrap interval of the run-averaged per-query values."""
@@ -279,6 +293,17 @@ def _summaries(
             summary[f"{key}_std"] = (
                 float(np.std(run_means, ddof=1)) if ok and len(rows) > 1 else np.nan
             )
+            if key == "pareto_area" and ok:
+                # the one interval (issue 35): a bootstrap over test queries, the runs' replicates
+                # averaged on shared resamples (:func:`ecc_lib.stats.seed_query_interval`)
+                parts = [(fronts or {}).get((name, supervision, i)) for i in range(len(rows))]
+                if all(p is not None for p in parts):
+                    index = bootstrap_indices(
+                        parts[0]["cost"].shape[1], n_boot=n_boot, random_state=random_state
+                    )
+                    reps = [pareto_area_replicates(p["cost"], p["score"], index) for p in parts]
+                    _, ci, _ = seed_query_interval(list(run_means), reps)
+                    summary["pareto_area_ci_low"], summary["pareto_area_ci_high"] = ci
             if key in held_out.METRICS:
                 averaged = np.mean([m[key] for m in runs], axis=0)
                 _, low, high = bootstrap_mean_ci(averaged, n_boot=n_boot, random_state=random_state)

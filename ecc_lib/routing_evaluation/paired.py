@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices
+from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, seed_query_interval
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +117,10 @@ def paired_differences(
         fixed model, 1 at the per-query oracle (ratio of means, recomputed in each replicate).
     versus_fixed : DataFrame
         One row per (router, supervision): ``utility_minus_fixed`` and ``score_minus_fixed``
-        with intervals, and ``beats_best_fixed`` (the utility interval lies above 0).
+        with intervals, and ``beats_best_fixed`` (the utility interval lies above 0). The
+        interval is the report's one interval (:func:`ecc_lib.stats.seed_query_interval`, one
+        split as one seed): for a deterministic router exactly the comparison records' bootstrap
+        over test queries with ``random_state``.
 
     Notes
     -----
@@ -209,8 +212,13 @@ def paired_differences(
             ("score", fixed_score, fixed_score_rep),
         ):
             value, rep = arm(values[metric])
-            row[f"{metric}_minus_fixed"] = value - ref
-            low, high = interval(rep - ref_rep)
+            # the one interval of every comparison (issue 35, :func:`seed_query_interval`): one
+            # split is one seed, so it is the bootstrap over test queries (single-shot arms: over
+            # test queries and runs)
+            estimate, (low, high), _ = seed_query_interval(
+                [value - ref], [rep - ref_rep], confidence=confidence
+            )
+            row[f"{metric}_minus_fixed"] = estimate
             row[f"{metric}_minus_fixed_ci_low"], row[f"{metric}_minus_fixed_ci_high"] = low, high
         row["beats_best_fixed"] = bool(row["utility_minus_fixed_ci_low"] > 0)
         versus_rows.append(row)

@@ -208,16 +208,28 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
         if learned_areas and fixed is not None:
             top = max(learned_areas, key=learned_areas.get)
             position = "above" if learned_areas[top] > fixed else "not above"
+            cis = headline.get("pareto_area_ci95") or {}
+
+            def ci(key: str) -> str:
+                pair = cis.get(key)
+                ok = isinstance(pair, list | tuple) and len(pair) == 2 and all(map(finite, pair))
+                return f" [{pair[0]:.3f}, {pair[1]:.3f}]" if ok else ""
+
             text.append(
                 f"On {cost_dataset} with model prices, the largest area under the cost-quality Pareto front is "
-                f"{router_name(top, repeats=cost_repeats)}'s {learned_areas[top]:.3f}, {position} the best fixed model's {fixed:.3f}"
+                f"{router_name(top, repeats=cost_repeats)}'s {learned_areas[top]:.3f}{ci(top)}, {position} the best fixed model's {fixed:.3f}"
+                + ci("Best fixed model (reference)")
                 + (
                     f" (oracle {areas['Oracle (reference)']:.3f})"
                     if "Oracle (reference)" in areas
                     else ""
                 )
                 + " (area in score x normalised price over prices 0 to 1, i.e. the mean best score "
-                "within a price budget; one split, no interval)."
+                + (
+                    "within a price budget; one split, 95% bootstrap interval over test queries)."
+                    if ci(top)
+                    else "within a price budget; one split, no interval)."
+                )
             )
     section.findings = " ".join(text) or f"No routing result was recorded for {dataset}."
     return section
