@@ -61,6 +61,7 @@ from ecc_lib.ecc.cv_grid import (
     halving_schedule,
     results_table,
 )
+from ecc_lib.ecc.engine import blas_controller
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
@@ -426,22 +427,24 @@ class ECCCV(ProfileMixture):
         resources = np.zeros(len(grid))
         start = time.perf_counter()
         alive = list(em)
-        for r, share in enumerate(shares):
-            final = r == len(shares) - 1
-            todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
-            for f, data in enumerate(folds):
-                sub = data.subset(share)
-                for i in todo:
-                    key = (data_key, f, share, _params_key(grid[i]))
-                    self._score(
-                        grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query, key
-                    )
-            last[todo] = r
-            resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
-            if not final:  # keep the best 1 / factor of the EM candidates
-                mean = losses[reading][alive].sum(axis=1)
-                n_keep = int(np.ceil(len(alive) / float(self.factor)))
-                alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
+        # one BLAS thread for the many small products of the search (ECC's fits set it already)
+        with blas_controller().limit(limits=1, user_api="blas"):
+            for r, share in enumerate(shares):
+                final = r == len(shares) - 1
+                todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
+                for f, data in enumerate(folds):
+                    sub = data.subset(share)
+                    for i in todo:
+                        key = (data_key, f, share, _params_key(grid[i]))
+                        self._score(
+                            grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query, key
+                        )
+                last[todo] = r
+                resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
+                if not final:  # keep the best 1 / factor of the EM candidates
+                    mean = losses[reading][alive].sum(axis=1)
+                    n_keep = int(np.ceil(len(alive) / float(self.factor)))
+                    alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
         self.search_seconds_ = time.perf_counter() - start
         self.cv_pairs_ = ("disjoint", "all")[reading]
         self.folds_ = fold
