@@ -196,3 +196,26 @@ def test_tuned_baselines_share_ecc_cv_search_in_the_protocol(data, monkeypatch):
     for name in names[1:]:
         models[name].fit(data.x_train, data.train, labels=data.labels_train)
     assert len(calls) == n  # the BT families' fold fits are ECC-CV's
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_label_informed_candidates_get_the_weaker_prior_human_labels_win_with():
+    """Synthetic capability: with label-informed ECC at the default prior only, the CV compared it
+    with human labels at a tuned prior and chose human labels (issue 34's fairness failure); the
+    default grid's label-informed sub-grid holds the weaker prior too, and then it is chosen."""
+    from ecc_lib.ecc.cv_grid import DEFAULT_PARAM_GRID
+
+    (labels_grid,) = [g for g in DEFAULT_PARAM_GRID if g["family"] == ["ecc_labels"]]
+    assert 0.1 in labels_grid.get("alpha", [])
+    planted = make_regime("capability", n_queries=300, random_state=0)
+    data = prepare_protocol(planted.queries, planted.outcomes, planted.embeddings, random_state=0)
+    human = {"family": ["human"], "alpha": [0.03, 0.1, 0.3, 1.0]}
+    chosen = {}
+    for name, sub in (
+        ("default prior only", {**labels_grid, "alpha": [1.0]}),
+        ("grid", labels_grid),
+    ):
+        model = ECCCV(param_grid=(human, sub), random_state=0)
+        model.fit(data.x_train, data.train, data.labels_train)
+        chosen[name] = model.best_params_["family"]
+    assert chosen == {"default prior only": "human", "grid": "ecc_labels"}
