@@ -15,7 +15,7 @@ import numpy as np
 
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
-from ecc_lib.ecc.engine import fit_profiles, normalise_rows
+from ecc_lib.ecc.engine import blas_controller, fit_profiles, normalise_rows
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import ProfileMixture
 from ecc_lib.ecc.validation import (
@@ -186,7 +186,9 @@ class HumanLabelClusters(ProfileMixture):
         self.theta_ = fit_profiles(comparisons, resp, self.alpha)
         if embeddings is not None:
             x = check_embeddings(embeddings, n, np.float32)
-            self.centroids_ = normalise_rows(resp.T @ x.astype(float))
+            # one BLAS thread: a small product, which a shared machine's BLAS threads slow down
+            with blas_controller().limit(limits=1, user_api="blas"):
+                self.centroids_ = normalise_rows(resp.T @ x.astype(float))
         else:
             self.centroids_ = None
         self.categories_ = categories

@@ -31,15 +31,26 @@ K-fold cross-validation on the *training* queries only:
   of the simplest family within one standard error of it (one global BT, then one BT per human
   category, then the clusterings); it is refitted on all training queries by the same procedure.
 
+Cost (issue 34): the fold scores and refits are memoised in :data:`FIT_MEMO` under a digest of
+the training data, the folds, the subset, the candidate, its seed and the fit settings, so the
+tuned baselines (``global_tuned``, ``human_tuned``, ``emb_only_tuned``), which search the same
+training queries with the same ``random_state``, read ECC-CV's fold fits instead of repeating them
+(one search, several readings; identical numbers). The search runs BLAS on one thread: its
+products are small, and threaded BLAS on them is slower on a shared machine.
+
 Test queries are never seen: ``fit`` only receives the training queries.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import logging
+import threading
 import time
 import warnings
 import zlib
+from collections import OrderedDict
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -57,6 +68,7 @@ from ecc_lib.ecc.cv_grid import (
     halving_schedule,
     results_table,
 )
+from ecc_lib.ecc.engine import blas_controller
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
@@ -71,6 +83,77 @@ RULES: tuple[str, ...] = ("one_se", "best")
 _SIMPLER: tuple[str, ...] = ("global", "human")  # families by complexity, simplest first
 DEFAULT_FACTOR = 3
 MIN_QUERIES_PER_CLUSTER = 5
+
+
+class _FitMemo:
+    """Fold scores and refits already computed, shared by the searches of one process.
+
+    ECC-CV and the tuned baselines (``global_tuned``, ``human_tuned``, ``emb_only_tuned``) search
+    the same training queries with the same ``random_state``, so they draw the same folds, the
+    same nested subsets and the same candidate seeds, and a candidate fitted on a fold subset is
+    the same computation in every search (issue 34: one search, several readings). The memo keys
+    each fold score by a digest of the training data, the folds, the subset share, the candidate,
+    its seed and the fit settings, so a reading is reused only where the computation is the same;
+    results are identical to fitting again. Bounded (least recently used entries go first).
+    """
+
+    def __init__(self, max_scores: int = 512, max_refits: int = 16):
+        self.max_scores, self.max_refits = int(max_scores), int(max_refits)
+        self._scores: OrderedDict = OrderedDict()
+        self._refits: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _get(store: OrderedDict, key):
+        value = store.get(key)
+        if value is not None:
+            store.move_to_end(key)
+        return value
+
+    def get_score(self, key):
+        with self._lock:
+            return self._get(self._scores, key)
+
+    def put_score(self, key, value) -> None:
+        with self._lock:
+            self._scores[key] = value
+            while len(self._scores) > self.max_scores:
+                self._scores.popitem(last=False)
+
+    def get_refit(self, key):
+        with self._lock:
+            return self._get(self._refits, key)
+
+    def put_refit(self, key, value) -> None:
+        with self._lock:
+            self._refits[key] = value
+            while len(self._refits) > self.max_refits:
+                self._refits.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._scores.clear()
+            self._refits.clear()
+
+
+FIT_MEMO = _FitMemo()
+"""The process's memo of ECC-CV fold scores and refits (see :class:`_FitMemo`)."""
+
+
+def _data_digest(x: np.ndarray, comparisons: Comparisons, lab, *arrays) -> str:
+    """A digest of the training data (and the fold arrays): the memo's data key."""
+    h = hashlib.blake2b(digest_size=20)
+    for a in (x, comparisons.query, comparisons.model_a, comparisons.model_b, comparisons.y):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.data)
+    h.update("\x1f".join(map(str, comparisons.models)).encode())
+    if lab is not None:
+        h.update("\x1f".join(map(str, lab)).encode())
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()
 
 
 def candidate_seed(seed: int, params: dict) -> int:
@@ -328,6 +411,7 @@ class ECCCV(ProfileMixture):
         )
         shares = halving_schedule(len(em), n_train, factor=self.factor, min_resources=min_res)
         folds = [self._fold(x, comparisons, lab, fold == f, entry) for f in range(n_folds)]
+        data_key = (_data_digest(x, comparisons, lab, fold, entry), self._procedure_key(), seed)
         # reading 0: pairs disjoint from the probe's models; reading 1: all held-out pairs
         scored = np.array([[f.keep.sum(), len(f.rest)] for f in folds], dtype=np.int64).T
         if scored[1].sum() == 0:
@@ -350,19 +434,24 @@ class ECCCV(ProfileMixture):
         resources = np.zeros(len(grid))
         start = time.perf_counter()
         alive = list(em)
-        for r, share in enumerate(shares):
-            final = r == len(shares) - 1
-            todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
-            for f, data in enumerate(folds):
-                sub = data.subset(share)
-                for i in todo:
-                    self._score(grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query)
-            last[todo] = r
-            resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
-            if not final:  # keep the best 1 / factor of the EM candidates
-                mean = losses[reading][alive].sum(axis=1)
-                n_keep = int(np.ceil(len(alive) / float(self.factor)))
-                alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
+        # one BLAS thread for the many small products of the search (ECC's fits set it already)
+        with blas_controller().limit(limits=1, user_api="blas"):
+            for r, share in enumerate(shares):
+                final = r == len(shares) - 1
+                todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
+                for f, data in enumerate(folds):
+                    sub = data.subset(share)
+                    for i in todo:
+                        key = (data_key, f, share, _params_key(grid[i]))
+                        self._score(
+                            grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query, key
+                        )
+                last[todo] = r
+                resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
+                if not final:  # keep the best 1 / factor of the EM candidates
+                    mean = losses[reading][alive].sum(axis=1)
+                    n_keep = int(np.ceil(len(alive) / float(self.factor)))
+                    alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
         self.search_seconds_ = time.perf_counter() - start
         self.cv_pairs_ = ("disjoint", "all")[reading]
         self.folds_ = fold
@@ -379,7 +468,12 @@ class ECCCV(ProfileMixture):
         self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
         self.n_scored_cv_ = int(scored[reading].sum())
         start = time.perf_counter()
-        best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
+        refit_key = (data_key, "refit", _params_key(self.best_params_))
+        best = FIT_MEMO.get_refit(refit_key)
+        if best is None:
+            best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
+            FIT_MEMO.put_refit(refit_key, best)
+        best = copy.deepcopy(best)  # each search owns its deployed model
         self.refit_seconds_ = time.perf_counter() - start
         self.best_estimator_ = best
         self.best_choice_ = choice_words(self.best_params_)
@@ -425,16 +519,48 @@ class ECCCV(ProfileMixture):
             keep=keep,
         )
 
-    def _score(self, params, data, sub, seed, i, f, losses, seconds, iters, per_query) -> None:
+    def _procedure_key(self) -> tuple:
+        """The settings that make a fold score (besides the data, folds, seed and candidate)."""
+        return (
+            int(self.cv),
+            int(self.n_probes),
+            str(self.cv_probe),
+            int(self.max_iter),
+            float(self.tol),
+            int(self.n_init),
+            np.dtype(self.dtype).str,
+            self.n_jobs,
+        )
+
+    def _score(
+        self, params, data, sub, seed, i, f, losses, seconds, iters, per_query, key=None
+    ) -> None:
         """Fit candidate ``i`` on the training subset ``sub`` of fold ``f``, score its held-out
-        queries."""
+        queries (or read the same computation from :data:`FIT_MEMO`)."""
+        found = None if key is None else FIT_MEMO.get_score(key)
+        if found is None:
+            found = self._fit_and_score(params, data, sub, seed)
+            if key is not None:
+                FIT_MEMO.put_score(key, found)
+        fit_seconds, n_iter, loss, query_losses = found
+        seconds[i, f] += fit_seconds
+        iters[i, f] = n_iter
+        if loss is None:
+            return
+        losses[:, i, f] = loss
+        for reading, values in enumerate(query_losses):
+            per_query[reading, i, f] = values
+
+    def _fit_and_score(self, params, data, sub, seed) -> tuple:
+        """``(fit seconds, EM steps, (disjoint, all) summed NLL, per-query NLL per reading)`` of
+        one candidate fitted on ``sub`` and scored on the fold's held-out queries."""
         train, x_tr, lab_tr = sub
         t0 = time.perf_counter()
         est = self.fit_candidate(params, x_tr, train, lab_tr, seed=seed)
-        seconds[i, f] += time.perf_counter() - t0
-        iters[i, f] = getattr(est, "n_iter_", 1)
+        fit_seconds = time.perf_counter() - t0
+        n_iter = getattr(est, "n_iter_", 1)
         if len(data.rest) == 0:
-            return
+            return fit_seconds, n_iter, None, ()
         held = data.held
         p = est.predict_proba(
             data.rest,
@@ -443,12 +569,13 @@ class ECCCV(ProfileMixture):
             labels=None if data.lab is None else data.lab[held],
         )
         nll = comparison_nll(p, data.rest.y)
-        losses[:, i, f] = float(nll[data.keep].sum()), float(nll.sum())
+        loss = (float(nll[data.keep].sum()), float(nll.sum()))
         n_held = int(data.held.sum())
-        for reading, rows in enumerate((data.keep, slice(None))):
-            per_query[reading, i, f] = np.bincount(
-                data.rest.query[rows], weights=nll[rows], minlength=n_held
-            )
+        query_losses = tuple(
+            np.bincount(data.rest.query[rows], weights=nll[rows], minlength=n_held)
+            for rows in (data.keep, slice(None))
+        )
+        return fit_seconds, n_iter, loss, query_losses
 
     # -- inference (the refitted best candidate's) ----------------------------------------------
 
@@ -483,6 +610,11 @@ class ECCCV(ProfileMixture):
         """
         self._check_fitted()
         return self.best_estimator_.predict_responsibilities(embeddings, probe, mode, labels=labels)
+
+
+def _params_key(params: dict) -> tuple:
+    """A candidate as a hashable key (every setting, in a fixed order)."""
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
 def _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored) -> int:
@@ -531,6 +663,7 @@ __all__ = [
     "DEFAULT_CV_MAX_ITER",
     "DEFAULT_FACTOR",
     "ECCCV",
+    "FIT_MEMO",
     "RULES",
     "candidate_seed",
 ]

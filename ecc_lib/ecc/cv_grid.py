@@ -44,13 +44,16 @@ DEFAULT_PARAM_GRID: tuple[dict, ...] = (
         "temperature": [0.3],
         "lam": [3.0],
         "label_weight": [1.0, 4.0],
+        "alpha": [0.1, DEFAULT_ALPHA],
     },
 )
 """The default grid (a list of sub-grids, as scikit-learn's ``param_grid``): the global BT model
 (``K = 1``), one BT per human category and the paper's embedding-only clusters at the prior
 precisions :data:`DEFAULT_ALPHAS` (the grids of the tuned baselines, :func:`family_grid`), ECC
 at K = 4, 10, 30 (the paper's point and a stronger cosine term at K = 30) and label-informed ECC
-at two label weights. Small on purpose: the search costs at most a few ECC fits (issue 34).
+at two label weights and two prior precisions (0.1 beside the default: with the default prior only,
+the CV compared label-informed ECC at a fixed prior with human labels at a tuned one and chose
+human labels where label-informed ECC is better, synthetic ``capability``). Small on purpose: the search costs at most a few ECC fits (issue 34).
 Missing keys take :data:`PARAM_DEFAULTS`."""
 PARAM_DEFAULTS: dict = {
     "n_clusters": 30,

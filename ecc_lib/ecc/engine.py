@@ -11,6 +11,7 @@ assignment. See :mod:`ecc_lib.ecc.estimator` for the model and its objective.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +80,40 @@ def resolve_n_jobs(n_jobs: int | None, upper: int) -> int:
         available = available_cpus()
         n_jobs = available if n_jobs is None else max(1, available + 1 + n_jobs)
     return int(max(1, min(n_jobs, upper)))
+
+
+class InlinePool:
+    """A stand-in for a one-thread ``ThreadPoolExecutor``: ``map`` runs in the calling thread.
+
+    With one block (or one thread) a pool only adds a hand-off per block and E-step; the blocks,
+    their order and so the results are the same.
+    """
+
+    def map(self, fn, items):
+        """``[fn(item) for item in items]``, eagerly, in order."""
+        return [fn(item) for item in items]
+
+    def __enter__(self) -> InlinePool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def executor(n_jobs: int):
+    """A thread pool of ``n_jobs`` threads, or an :class:`InlinePool` for one.
+
+    Parameters
+    ----------
+    n_jobs : int
+        Threads.
+
+    Returns
+    -------
+    ThreadPoolExecutor or InlinePool
+        A context manager with ``map``.
+    """
+    return ThreadPoolExecutor(n_jobs) if n_jobs > 1 else InlinePool()
 
 
 def normalise_rows(a: np.ndarray) -> np.ndarray:

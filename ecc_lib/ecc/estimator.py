@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -57,6 +56,7 @@ from ecc_lib.ecc.engine import (
     LocalData,
     blas_controller,
     block_rows,
+    executor,
     resolve_n_jobs,
     row_blocks,
     run_em,
@@ -213,7 +213,7 @@ class ECC(ProfileMixture):
         k = int(self.n_clusters)
         best = None
         limit = blas_controller().limit(limits=1, user_api="blas")
-        with ThreadPoolExecutor(n_jobs) as pool, limit:
+        with executor(n_jobs) as pool, limit:
             for _ in range(int(self.n_init)):
                 resp = rng.dirichlet(np.ones(k), size=x.shape[0]).astype(dtype)
                 run = run_em(

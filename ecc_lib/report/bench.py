@@ -427,6 +427,8 @@ def bench_metrics(label: str, entry: dict) -> dict:
             "seeds": list(s["seeds"]),
             "comparisons": s.get("comparisons") or [],
             "n_train": first.get("n_train"),
+            # issue 34: the summary names ECC-CV's choice and compares it with tuned baselines
+            **({"ecc_cv_choice": s["ecc_cv_choice"]} if s.get("ecc_cv_choice") else {}),
         },
         "parameters": {"ecc": {"n_clusters": (entry.get("settings") or {}).get("n_clusters")}},
     }

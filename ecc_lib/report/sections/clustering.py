@@ -139,6 +139,7 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         "dataset",
         "left_out_reasons",
         "leak_free",
+        "ecc_cv_choice",  # in words in the findings (ecc_cv_choice_text)
     }
     diff_rows += generic_rows(flat, used=used, dataset=dataset, section="ecc")
     if diff_rows:
@@ -201,11 +202,49 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             continue
         c = r.comparison("ECC", method_name(other))
         text.append(comparison_sentence(c, context="on all held-out pairs"))
+    choice_text = ecc_cv_choice_text(values)
+    if choice_text:
+        text.append(choice_text)
     if values.get("ecc_converged") is False:
         text.append(f"ECC's EM stopped before converging ({values.get('ecc_n_iter')} steps).")
     section.findings = " ".join(text) or f"No ranking-quality gain was recorded for {dataset}."
     section.extra_html = cluster_summary_html(run)
     return section
+
+
+def ecc_cv_choice_text(values: Mapping[str, Any]) -> str:
+    """What ECC-CV chose on each protocol seed, in words (issue 34), for the findings.
+
+    Parameters
+    ----------
+    values : mapping
+        ``metrics.json["ecc"]`` (its ``ecc_cv_choice``: ``words``, ``per_seed``, ``clustering``;
+        its ``seeds``).
+
+    Returns
+    -------
+    str
+        One sentence; ``""`` when ECC-CV did not run.
+    """
+    choice = values.get("ecc_cv_choice")
+    if not isinstance(choice, Mapping) or not choice.get("words"):
+        return ""
+    per_seed = [w for w in (choice.get("per_seed") or []) if w]
+    seeds = values.get("seeds") if isinstance(values.get("seeds"), list) else []
+    if len(seeds) != len(per_seed):
+        seeds = list(range(len(per_seed)))
+    text = f"ECC-CV (settings chosen by cross-validation on the training queries) chose {choice['words']}"
+    if len(per_seed) > 1:
+        text += " (" + "; ".join(f"seed {s}: {w}" for s, w in zip(seeds, per_seed)) + ")"
+    elif per_seed:
+        text += f" ({per_seed[0]})"
+    text += "."
+    if choice.get("clustering") is False:
+        text += (
+            " It deployed no clustering on any seed, so its gain is that of a tuned Bradley-Terry "
+            "baseline, not a clustering gain."
+        )
+    return text
 
 
 def _record_text(record: ComparisonRecord | None, code: str = "pct_nll") -> str:
@@ -290,5 +329,6 @@ def cluster_summary_html(run, *, max_rows: int = 8, n_examples: int = 2) -> str:
 __all__ = [
     "GAIN_METHODS",
     "cluster_summary_html",
+    "ecc_cv_choice_text",
     "ecc_section",
 ]
