@@ -27,7 +27,7 @@ from ecc_lib.protocol.methods import (
     make_methods,
 )
 from ecc_lib.protocol.scoring import score_methods
-from ecc_lib.protocol.tuned import choice_summary, ecc_cv_verdict, regain, tuned_gains
+from ecc_lib.protocol.tuned import choice_summary, ecc_cv_verdict, regain
 from ecc_lib.synthetic.regimes import make_regime
 
 # three temperatures of one K: a warm path (T = 1 -> 0.3 -> 0.1) and cold fits differ
@@ -134,17 +134,23 @@ def test_choice_in_words_and_no_clustering_gain_for_global_or_human():
     assert choice_words(ecc, settings=True) == (
         "ECC clusters, default prior (K = 10, T = 0.3, lam = 3, alpha = 1)"
     )
-    gains = tuned_gains(
-        [
-            {"global_tuned": 1.0, "human_tuned": 20.0, "ecc_cv": 20.0},
-            {"global_tuned": 2.0, "human_tuned": 22.0, "ecc_cv": 22.0},
-        ]
+    from test_report_summary import synthetic_records
+
+    from ecc_lib.protocol.comparisons import read_records
+
+    records = read_records(
+        synthetic_records({"global_tuned": 1.0, "human_tuned": 20.0, "ecc_cv": 20.0}, n_seeds=2)
     )
-    text = ecc_cv_verdict(choice_summary([human, human]), gains)
+    text = ecc_cv_verdict(choice_summary([human, human]), records)
     assert "one BT per human category" in text and "not a clustering gain" in text
-    assert "best tuned baseline, human labels (tuned prior): level" in text
-    assert "not a clustering gain" not in ecc_cv_verdict(choice_summary([ecc, human]), gains)
-    assert ecc_cv_verdict(choice_summary([human]), {"ecc_cv": [1.0, 0.0]}) == ""
+    # the one interval of the records (issue 35), never a mean +- sd reading
+    assert "the best tuned baseline: ECC-CV minus human labels (tuned prior) = " in text
+    assert "[" in text and "+-" not in text
+    assert "not a clustering gain" not in ecc_cv_verdict(choice_summary([ecc, human]), records)
+    assert (
+        ecc_cv_verdict(choice_summary([human]), read_records(synthetic_records({"ecc_cv": 1.0})))
+        == ""
+    )
 
 
 def test_regain_is_exact_and_halving_schedule():

@@ -18,6 +18,7 @@ Every ``to_metrics`` output follows the versioned schema of :mod:`ecc_lib.metric
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -150,7 +151,7 @@ class ECCResult:
             # the human-label candidate's label weight is infinite: null in JSON
             payload["ecc_cv"] = to_jsonable({"seeds": list(multi.seeds), "best_params": chosen})
             payload["ecc_cv"].update(self.ecc_cv_choice() or {})  # issue 34: in words
-        payload["comparisons"] = records_to_metrics(multi.comparisons())  # issue 35
+        payload["comparisons"] = records_to_metrics(self.comparison_records)  # issue 35
         if self.probe_strategy_comparison is not None:
             payload["probe_strategy_comparison"] = to_jsonable(self.probe_strategy_comparison)
         if self.soft_evidence is not None:
@@ -209,14 +210,24 @@ class ECCResult:
             return None
         chosen = [r.params.get("best_params", {}).get("ecc_cv") for r in self.multi.results]
         summary = choice_summary(chosen)
-        gains = self.tuned_gains()
         summary["per_seed"] = [
             None if c is None else choice_words(c, settings=True) for c in chosen
         ]
         summary["verdict"] = ecc_cv_verdict(
-            summary, gains, where="on pairs disjoint from the probe"
+            summary, self.comparison_records, where="on pairs disjoint from the probe"
         )
         return summary
+
+    @functools.cached_property
+    def comparison_records(self) -> list:
+        """The typed comparison records over the seeds, computed once per result (issue 35).
+
+        Returns
+        -------
+        list of ComparisonRecord
+            :meth:`~ecc_lib.protocol.seeds.MultiSeedEvaluation.comparisons`.
+        """
+        return self.multi.comparisons()
 
     def tuned_gains(self) -> dict:
         """Gain over the tuned global BT on pairs disjoint from the probe, per method.
@@ -282,7 +293,7 @@ class ECCResult:
             **{key: value for key, value in summary.items() if key in _SEED_SUMMARY_KEYS},
             "routing": routing_metrics(table) if table is not None else {},
             # issue 35: every comparison of the report and the bench, with the one interval
-            "comparisons": records_to_metrics(multi.comparisons()),
+            "comparisons": records_to_metrics(self.comparison_records),
             "gain_differences": result.differences,
             "gain_differences_disjoint": result.differences_disjoint,
             "routing_differences": multi.routing[0].get("differences", {}) if multi.routing else {},

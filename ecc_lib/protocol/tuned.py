@@ -24,8 +24,6 @@ TUNED_BASELINES: tuple[str, ...] = method_keys(
 )
 """The baselines ECC-CV's verdict compares it with (each at its tuned prior; from the method
 registry: the tuned methods of the baselines)."""
-LEVEL_PP = 0.5
-"""A difference within this many percentage points is read as level."""
 
 
 def _name(method: str) -> str:
@@ -107,51 +105,60 @@ def choice_summary(choices: Sequence[Mapping | None]) -> dict:
     }
 
 
-def ecc_cv_verdict(
-    choice: Mapping, gains: Mapping[str, Sequence[float]], *, where: str = ""
-) -> str:
+def ecc_cv_verdict(choice: Mapping, records: Sequence, *, where: str = "") -> str:
     """ECC-CV's choice and its comparison with the best tuned baseline, in one or two sentences.
+
+    The comparison is the typed record of ECC-CV minus the tuned baseline with the largest gain
+    (:mod:`ecc_lib.protocol.comparisons`, the one interval of :mod:`ecc_lib.stats`), on pairs
+    disjoint from the probe where they are scored; without an interval it gets no verdict word.
 
     Parameters
     ----------
     choice : mapping
         :func:`choice_summary`.
-    gains : mapping
-        :func:`tuned_gains` (``{method: [mean, sd]}`` over the tuned global BT).
+    records : sequence of ComparisonRecord
+        The comparison records of the run (:meth:`MultiSeedEvaluation.comparisons`).
     where : str
         Where the gains are read (``"on pairs disjoint from the probe"``).
 
     Returns
     -------
     str
-        ``""`` without ECC-CV or without a tuned baseline.
+        ``""`` without ECC-CV's choice or without a tuned baseline.
     """
-    if "ecc_cv" not in gains or not choice.get("words"):
+    from ecc_lib.grammar import interval, number
+    from ecc_lib.protocol.comparisons import find
+
+    if not choice.get("words"):
         return ""
-    baselines = [m for m in TUNED_BASELINES if m in gains and np.isfinite(gains[m][0])]
-    if not baselines:
+    gains = [r for r in records if r.question == "clustering_gain"]
+    disjoint = any(r.reading == "disjoint" and np.isfinite(r.estimate) for r in gains)
+    reading = "disjoint" if disjoint else "all"
+    scored = {
+        r.a: r.estimate
+        for r in gains
+        if r.reading == reading and r.a in TUNED_BASELINES and np.isfinite(r.estimate)
+    }
+    record = None
+    if scored and any(r.a == "ecc_cv" and r.reading == reading for r in gains):
+        best = max(scored, key=scored.get)
+        record = find(records, "method_difference", "ecc_cv", best, reading)
+    if record is None:
         return ""
-    best = max(baselines, key=lambda m: gains[m][0])
-    mean, sd = gains["ecc_cv"]
-    diff = mean - gains[best][0]
     where = f" {where}" if where else ""
-    sd_text = f" +- {sd:.2f}" if np.isfinite(sd) else ""
-    if abs(diff) <= LEVEL_PP:
-        reading = f"level (within {LEVEL_PP:g} pp)"
+    difference = f"ECC-CV minus {_name(best)} = {number(record.estimate, record.unit)}"
+    ci = interval(record.ci, record.unit)
+    if record.verdict:
+        head = f"ECC-CV is {record.verdict} the best tuned baseline{where}"
     else:
-        reading = "above it" if diff > 0 else "below it"
-    text = (
-        f"ECC-CV chose {choice['words']}; its gain over one global BT at the tuned prior{where} "
-        f"is {mean:+.2f}{sd_text} %, {diff:+.2f} pp against the best tuned baseline, "
-        f"{_name(best)}: {reading}."
-    )
+        head = f"ECC-CV against the best tuned baseline{where} (no interval)"
+    text = f"ECC-CV chose {choice['words']}. {head}: {difference}{' ' + ci if ci else ''}."
     if not choice.get("clustering"):
         text += " It deployed no clustering, so this is not a clustering gain."
     return text
 
 
 __all__ = [
-    "LEVEL_PP",
     "TUNED_BASELINES",
     "TUNED_REFERENCE",
     "choice_summary",
