@@ -249,6 +249,7 @@ def test_check_cli_one_line_error_on_a_missing_file(tmp_path, capsys):
     assert err.startswith("ecc-lab check: error:") and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_benchmark_notebook_runs_through_papermill_into_a_run_folder(folders, tmp_path):
     from ecc_lib.runs import pipeline
 

@@ -424,6 +424,7 @@ def test_routing_block_and_probe_evidence(files, tmp_path, capsys):
         main(_base(files, "--probe-evidence", "max"))
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_scheduler_local_gives_the_in_memory_gains(files):
     """``--scheduler local`` runs every default method (label-informed ECC in memory) with the
     gains of the in-memory run."""

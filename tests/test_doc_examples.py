@@ -42,6 +42,7 @@ CHECKED_PREFIXES = ("make ", "pip install ", "python -m venv", ". env/bin/activa
 SLOW_MARKERS = (
     "ecc-lab run",
     "ecc-lab ecc",
+    "ecc-lab map",
     "ecc-lab bench",
     "ecc-lab collect",
     "papermill ",

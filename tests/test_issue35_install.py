@@ -41,7 +41,7 @@ def test_make_install_says_what_it_installs_before_it_starts():
     if make is None:
         pytest.skip("no make")
     done = subprocess.run(
-        [make, "-n", "install", "VENV=/nonexistent/venv"],
+        [make, "--no-print-directory", "-n", "install", "VENV=/nonexistent/venv"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -381,6 +381,7 @@ def test_tour_recovers_planted_clusters_better_than_embeddings(tiny_run):
     assert result.durations["00_tour"] < 60  # 30 s on an idle machine, slack for a busy one
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_same_seed_gives_the_same_metrics(tiny_run):
     """Rerun the notebooks with seeded EM starts, draws and router fits: identical metrics."""
     root, folder, config, result = tiny_run

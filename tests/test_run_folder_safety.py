@@ -124,6 +124,7 @@ def test_a_run_on_the_default_dataset_records_it_and_refuses_a_second(tmp_path, 
     _run(notebooks, out, only="01")  # and the folder still holds only "a" for the others
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_a_rerun_on_the_same_dataset_leaves_no_stale_outputs(tmp_path, notebooks):
     out = tmp_path / "run"
     _run(notebooks, out, dataset="alpha", only="01")
@@ -164,6 +165,7 @@ def test_only_05_keeps_the_earlier_notebooks_times_and_parameters(tmp_path, note
     assert [h["status"] for h in record["history"]] == ["finished", "finished"]
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_a_killed_notebook_copy_is_marked_interrupted_by_the_next_run(tmp_path, notebooks):
     out = tmp_path / "run"
     code = (
@@ -215,6 +217,7 @@ def test_file_labels_are_plain_distinct_and_short():
 FOLDER_NAMES = ["my data", "donn\u00e9es", "a&b", "[v2]", "d" * 240]
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_notebook_01_runs_on_ordinary_folder_names(tmp_path):
     """Notebook 01 itself on five tiny datasets whose folder names refused on main."""
     rng = np.random.default_rng(0)

@@ -105,6 +105,7 @@ def test_datasets_and_module_entry_point_from_an_empty_folder(installed):
     assert helped.returncode == 0 and "init" in helped.stdout
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_run_writes_into_runs_of_the_working_directory(installed):
     out = _run(installed, str(installed["bin"] / "ecc-lab"), "run", "--only", "02", "--no-progress")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -115,6 +116,7 @@ def test_run_writes_into_runs_of_the_working_directory(installed):
     assert str(ROOT) not in json.dumps(metrics["provenance"].get("datasets", {}))
 
 
+@pytest.mark.slow  # heavy (a whole notebook run or a local cluster): make test-all
 def test_init_copies_starter_notebooks_and_run_uses_them(installed):
     starter = installed["cwd"] / "starter"
     made = _run(installed, str(installed["bin"] / "ecc-lab"), "init", str(starter))

@@ -90,7 +90,18 @@ class InlinePool:
     """
 
     def map(self, fn, items):
-        """``[fn(item) for item in items]``, eagerly, in order."""
+        """``[fn(item) for item in items]``, eagerly, in order.
+
+        Parameters
+        ----------
+        fn : callable
+        items : iterable
+
+        Returns
+        -------
+        list
+            ``fn`` of each item.
+        """
         return [fn(item) for item in items]
 
     def __enter__(self) -> InlinePool:

@@ -100,6 +100,7 @@ from ecc_lib.report.sections import (
     SECTION_TITLES,
     cluster_summary_html,
     data_notes,
+    ecc_cv_choice_text,
     other_section,
 )
 from ecc_lib.report.summary import (
@@ -184,6 +185,7 @@ __all__ = [
     "build_report",
     "ci_of",
     "cluster_summary_html",
+    "ecc_cv_choice_text",
     "data_notes",
     "degenerate_figures",
     "figure_html",

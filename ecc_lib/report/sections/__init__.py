@@ -11,7 +11,12 @@ from ecc_lib.report.sections.capability_map import (
     CAPABILITY_MAP_TABLE,
     capability_map_section,
 )
-from ecc_lib.report.sections.clustering import GAIN_METHODS, cluster_summary_html, ecc_section
+from ecc_lib.report.sections.clustering import (
+    GAIN_METHODS,
+    cluster_summary_html,
+    ecc_cv_choice_text,
+    ecc_section,
+)
 from ecc_lib.report.sections.data import data_section
 from ecc_lib.report.sections.label_instability import dars_section
 from ecc_lib.report.sections.other import SECTION_TITLES, data_notes, other_section
@@ -25,6 +30,7 @@ __all__ = [
     "capability_map_section",
     "GAIN_METHODS",
     "cluster_summary_html",
+    "ecc_cv_choice_text",
     "dars_section",
     "data_notes",
     "data_section",
