@@ -602,7 +602,7 @@ def _printed(args: argparse.Namespace, found, report, check) -> int:
 
     multi = found.multi
     seeds = list(multi.seeds)
-    records = multi.comparisons()
+    records = found.comparison_records  # computed once: the JSON and ECC-CV's verdict read it too
     n_boot = int(found.first.params.get("n_boot", 1000))
     methods = [m for m in found.first.nll if m != "global"]
     touching = _touching_gain_records(multi.results, methods, n_boot)

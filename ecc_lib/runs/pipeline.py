@@ -412,8 +412,8 @@ def _refuse_linked_outputs(context, selected) -> None:
     """Refuse, before anything runs, a run folder whose outputs are symbolic links."""
     run_dir = context.run_dir
     names = [RUN_FILE, METRICS_FILE, REPORT_FILE, LOCK_FILE, *(nb.name for nb in selected)]
-    for path in [*(run_dir / name for name in names)]:
-        refuse_links(path)
+    for name in names:
+        refuse_links(run_dir / name)
     for folder in (FIGURES, TABLES, METRICS, PROVENANCE):
         refuse_links(run_dir / folder)
         if (run_dir / folder).is_dir():
