@@ -10,7 +10,9 @@ sentences, so the direction word always agrees with the number (property-tested 
 How a unit is written lives in :data:`UNITS` only: a value in percent of the global model's held-out
 NLL (``pct_nll``), a difference of two such values in percentage points (``pp``), a share of queries
 stored as a fraction (``share``) and a difference of two shares (``pp_share``), score units, counts.
-Which unit a metric has is the written contract's (:func:`ecc_lib.metrics_schema.metric_unit`).
+Its codes are the one unit vocabulary: the metrics schema's ``unit`` keyword holds them, so which
+unit a metric has is the written contract's (:func:`ecc_lib.metrics_schema.metric_unit`), and how it
+is written is this table's (docs/design.md, "one unit vocabulary").
 """
 
 from __future__ import annotations
@@ -38,49 +40,80 @@ class Unit:
     sign : str
         Written right after the number (``"%"``, ``" pp"``).
     words : str
-        The unit in words for tables ("percentage points").
+        What the unit is, in words (the meaning the metrics schema gives it).
+    column : str, default ""
+        What a table's unit column writes ("percentage points of gain"); ``""`` where the
+        measure's name already says it (a plain number, a score, an index).
     """
 
     scale: float
     spec: str
     sign: str
     words: str
+    column: str = ""
 
 
 UNITS: dict[str, Unit] = {
     # levels
-    "pct_nll": Unit(1, ".1f", "%", "% of the global BT's held-out NLL"),
-    "share": Unit(100, ".1f", "%", "% of queries"),
-    "score": Unit(1, ".3f", "", "mean score of the chosen model"),
-    "count": Unit(1, ",.0f", "", "count"),
-    "plain": Unit(1, ".3f", "", ""),
+    "pct_nll": Unit(
+        1, ".1f", "%", "% of the global BT's held-out NLL", "% of the global BT's held-out NLL"
+    ),
+    "share": Unit(100, ".1f", "%", "share, stored 0-1 and written in percent", "% of queries"),
+    "score": Unit(1, ".3f", "", "score units (the datasets' own 0-1 scores)"),
+    "count": Unit(1, ",.0f", "", "count (of what, the key's description says)", "count"),
+    "plain": Unit(1, ".3f", "", "no unit: a plain number, words, flags, settings or a container"),
+    "nats": Unit(1, ".3f", "", "nats per scored pair (held-out negative log-likelihood)"),
+    "ari": Unit(1, ".3f", "", "adjusted Rand index (-0.5 to 1)"),
+    "tau": Unit(1, ".3f", "", "Kendall tau (-1 to 1)"),
+    "observations": Unit(1, ".3f", "", "observations per (query, model) pair"),
+    "cost": Unit(1, ".3f", "", "cost units of the dataset"),
+    "per_score": Unit(1, ".3f", "", "1/score units (the risk weight beta)"),
+    "score_per_cost": Unit(1, ".3f", "", "score units per normalised cost (the cost weight)"),
+    "score_x_cost": Unit(1, ".3f", "", "score x normalised cost (an area under a Pareto front)"),
     # differences of two levels
-    "pp": Unit(1, "+.1f", " pp", "percentage points of gain"),
-    "pp_share": Unit(100, "+.1f", " pp", "percentage points of queries"),
-    "score_diff": Unit(1, "+.3f", "", "score units"),
-    "signed": Unit(1, "+.3f", "", "difference"),
+    "pp": Unit(1, "+.1f", " pp", "percentage points of gain", "percentage points of gain"),
+    "pp_share": Unit(
+        100, "+.1f", " pp", "percentage points of queries", "percentage points of queries"
+    ),
+    "score_diff": Unit(1, "+.3f", "", "score units (a difference of two scores)", "difference"),
+    "signed": Unit(1, "+.3f", "", "a difference of two plain numbers", "difference"),
+    # references: the unit is another key's (resolved by ecc_lib.metrics_schema.metric_unit)
+    "inherit": Unit(
+        1, ".3f", "", "the unit of the nearest enclosing key (an estimate, interval ends, mean-sd)"
+    ),
+    "record": Unit(1, ".3f", "", "the unit the comparison record's own unit key names"),
+    "record_levels": Unit(
+        1, ".3f", "", "the level unit whose difference the record's unit key names (DIFFERENCE_OF)"
+    ),
 }
-"""Every unit the report writes: the only place where scale and unit sign are chosen."""
+"""Every unit of the report and of the metrics schema (its ``unit`` keyword holds these codes):
+the only place where scale, unit sign and the unit's words are chosen."""
 
 DIFFERENCE_OF = {"pct_nll": "pp", "share": "pp_share", "score": "score_diff", "plain": "signed"}
 """The unit of ``A minus B`` for ``A`` and ``B`` in a level unit."""
 
-_ALIASES = {"%": "share", "pct": "pct_nll", "": "plain"}
-"""Older unit codes of :mod:`ecc_lib.report.formatting`."""
-
 
 def unit(code: str) -> Unit:
-    """The :class:`Unit` of a code (older codes ``"%"``, ``"pct"`` and ``""`` included).
+    """The :class:`Unit` of a code.
 
     Parameters
     ----------
     code : str
+        Key of :data:`UNITS`.
 
     Returns
     -------
     Unit
+
+    Raises
+    ------
+    KeyError
+        For a code that is not a key of :data:`UNITS` (naming the known codes).
     """
-    return UNITS.get(_ALIASES.get(code, code), UNITS["plain"])
+    try:
+        return UNITS[code]
+    except KeyError:
+        raise KeyError(f"unknown unit code {code!r}; the units are {sorted(UNITS)}") from None
 
 
 def finite(value: Any) -> bool:

@@ -1,9 +1,10 @@
 """The written contract of ``metrics.json``: a versioned JSON Schema shipped in the package.
 
 ``metrics_schema.json`` (next to this module) gives every key of ``metrics.json`` its type, its
-unit (the non-standard keyword ``unit``: ``"%"``, ``"pp"``, ``"share (0-1)"``, ``"score units"``,
-``"nats per scored pair"``, ``"count"`` ..., ``""`` for words and flags) and its meaning
-(``description``). Sections keyed by dataset, method, router or setting names hold those names
+unit (the non-standard keyword ``unit``: a code of :data:`ecc_lib.grammar.UNITS`, the one unit
+vocabulary, which gives the code its words: ``"pct_nll"``, ``"pp"``, ``"share"``, ``"score"``,
+``"nats"``, ``"count"`` ..., ``"plain"`` for words and flags, ``"inherit"`` for the unit of the
+nearest enclosing key) and its meaning (``description``). Sections keyed by dataset, method, router or setting names hold those names
 under ``additionalProperties``.
 
 :func:`validate_metrics` checks a whole ``metrics.json``, :func:`validate_section` one section;
@@ -18,7 +19,7 @@ one for the subset of JSON Schema the file uses (``type``, ``properties``,
 file against the full Draft 2020-12 meta-schema with ``jsonschema``.
 
 :func:`metric_unit` reads a key's unit, for prose: ``metric_unit("ecc.ranking_quality_gain.ecc")``
-is ``"%"``.
+is ``"pct_nll"``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 SCHEMA_FILE = "metrics_schema.json"
+_INHERIT = "inherit"
+"""The unit code of a key whose unit is its nearest enclosing key's."""
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -281,25 +284,26 @@ def metric_node(key: str) -> dict:
 
 
 def metric_unit(key: str) -> str:
-    """The unit of a dotted ``metrics.json`` key, for prose (``""`` for words and flags).
+    """The unit code of a dotted ``metrics.json`` key (a key of :data:`ecc_lib.grammar.UNITS`).
 
     Parameters
     ----------
     key : str
-        Such as ``"ecc.ranking_quality_gain.ecc"`` (``"%"``) or ``"dars.winner_flip_rate"``
-        (``"share (0-1)"``). A unit written ``"as the section"`` (the estimate of a paired
-        difference, the ends of an interval) is the nearest enclosing key's.
+        Such as ``"ecc.ranking_quality_gain.ecc"`` (``"pct_nll"``) or ``"dars.winner_flip_rate"``
+        (``"share"``). A unit written ``"inherit"`` (the estimate of a paired difference, the ends
+        of an interval, a mean and sd over seeds) is the nearest enclosing key's.
 
     Returns
     -------
     str
+        ``"plain"`` for words and flags (and where no enclosing key has a unit).
     """
     parts = key.split(".")
-    for end in range(len(parts), 0, -1):  # "as the section": the nearest ancestor's unit
-        unit = str(metric_node(".".join(parts[:end])).get("unit", ""))
-        if not unit.startswith("as the"):
+    for end in range(len(parts), 0, -1):  # "inherit": the nearest ancestor's unit
+        unit = str(metric_node(".".join(parts[:end])).get("unit", "plain"))
+        if unit != _INHERIT:
             return unit
-    return ""
+    return "plain"
 
 
 def metric_description(key: str) -> str:

@@ -33,8 +33,8 @@ from latex_check import assert_latex_tables_compile  # noqa: E402
 
 
 def test_format_interval_percent_and_plain():
-    assert report.format_interval(0.282, [0.251, 0.314], "%") == "28.2% [25.1, 31.4]"
-    assert report.format_interval(28.24, [25.05, 31.36], "pct") == "28.2% [25.1, 31.4]"
+    assert report.format_interval(0.282, [0.251, 0.314], "share") == "28.2% [25.1, 31.4]"
+    assert report.format_interval(28.24, [25.05, 31.36], "pct_nll") == "28.2% [25.1, 31.4]"
     assert report.format_interval(0.8705, [0.8434, 0.8972]) == "0.871 [0.843, 0.897]"
     # no interval, or a missing bound: the value alone; a missing value: a dash, never NaN
     assert report.format_interval(0.5, None) == "0.500"
@@ -45,11 +45,15 @@ def test_format_interval_percent_and_plain():
 
 
 def test_format_mean_sd_over_seeds():
-    assert report.format_mean_sd(0.282, 0.013, "%", n=5) == "28.2% \u00b1 1.3 (5 seeds)"
+    assert report.format_mean_sd(0.282, 0.013, "share", n=5) == "28.2% \u00b1 1.3 (5 seeds)"
     assert report.format_mean_sd(0.5, None) == "0.500"
 
 
-@given(st.floats(-1e6, 1e6), st.floats(0, 1e3), st.sampled_from(["%", "pct", "", "signed"]))
+@given(
+    st.floats(-1e6, 1e6),
+    st.floats(0, 1e3),
+    st.sampled_from(["share", "pct_nll", "plain", "signed"]),
+)
 @settings(max_examples=60, deadline=None)
 def test_formatted_numbers_never_say_nan(value, width, unit):
     text = report.format_interval(value, [value - width, value + width], unit)
@@ -272,7 +276,7 @@ def test_wide_latex_tables_span_the_page():
 
 
 def test_no_negative_zero():
-    assert report.format_interval(-1e-6, [-2e-6, 0.0], "%") == "0.0% [0.0, 0.0]"
+    assert report.format_interval(-1e-6, [-2e-6, 0.0], "share") == "0.0% [0.0, 0.0]"
     assert report.format_number(-0.05) == "-0.050"
 
 
@@ -310,7 +314,7 @@ def test_public_report_names_are_importable_from_the_package(name):
     st.one_of(st.none(), st.just(float("nan")), st.floats(-1e6, 1e6)),
     st.floats(-1e6, 1e6),
     st.floats(-1e6, 1e6),
-    st.sampled_from(["", "%", "pct", "pp", "pp_share", "signed", "count"]),
+    st.sampled_from(["plain", "share", "pct_nll", "pp", "pp_share", "signed", "count"]),
 )
 def test_an_interval_shows_its_bounds_in_the_units_of_its_value(value, low, high, unit):
     import re
@@ -323,9 +327,9 @@ def test_an_interval_shows_its_bounds_in_the_units_of_its_value(value, low, high
         return
     inner = text[len(number) :]
     assert inner.startswith(" [") and inner.endswith("]")
-    bounds = [float(b) for b in inner[2:-1].split(", ")]
-    scale = 100 if unit in ("%", "pp_share") else 1
-    step = 0.1 if unit in ("%", "pct", "pp", "pp_share") else 0.001
+    bounds = [float(b.replace(",", "")) for b in inner[2:-1].split(", ")]
+    scale = 100 if unit in ("share", "pp_share") else 1
+    step = {"count": 1.0, "share": 0.1, "pct_nll": 0.1, "pp": 0.1, "pp_share": 0.1}.get(unit, 0.001)
     assert bounds == pytest.approx([scale * low, scale * high], abs=step / 2 + 1e-9, rel=1e-12)
     # a bound that rounds to zero reads as 0, never as a negative zero
     assert not re.search(r"(?<![\d.])-0(?:\.0+)?(?![\d.])", text)

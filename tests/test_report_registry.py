@@ -91,18 +91,18 @@ def test_the_reader_refuses_a_key_the_schema_does_not_describe():
 
 def test_units_come_from_the_schema_not_from_key_names():
     assert not hasattr(grammar, "KEY_UNITS") and not hasattr(grammar, "unit_of_key")
-    assert unit_code("ranking_quality_gain.ecc", section="ecc") == "pct"
-    assert unit_code("probe_leak_share", section="ecc") == "%"
+    assert unit_code("ranking_quality_gain.ecc", section="ecc") == "pct_nll"
+    assert unit_code("probe_leak_share", section="ecc") == "share"
     assert unit_code("n_test", section="ecc") == "count"
     assert unit_code("gain_differences_disjoint.ecc_minus_human.estimate", section="ecc") == "pp"
     # a paired routing difference is written as a signed difference (the schema says so)
     assert unit_code("routing_differences.probe.ecc_minus_global.estimate", section="ecc") == (
-        "signed"
+        "score_diff"
     )
-    assert unit_code("nll.global", section="ecc") == ""  # nats: a plain number
+    assert unit_code("nll.global", section="ecc") == "nats"
     # a section the schema does not describe yet: the schema's naming conventions
-    assert unit_code("gain", section="active_probes") == "pct"
-    assert unit_code("flip_rate_mean") == "%"
+    assert unit_code("gain", section="active_probes") == "pct_nll"
+    assert unit_code("flip_rate_mean") == "share"
 
 
 def test_label_informed_differences_read_in_points_of_gain():

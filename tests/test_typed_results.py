@@ -310,13 +310,13 @@ def test_the_merge_into_metrics_json_is_validated(tmp_path):
 
 
 def test_units_come_from_the_schema():
-    assert metric_unit("ecc.ranking_quality_gain.ecc") == "%"
-    assert metric_unit("ecc.ranking_quality_gain_ci95.human") == "%"
+    assert metric_unit("ecc.ranking_quality_gain.ecc") == "pct_nll"
+    assert metric_unit("ecc.ranking_quality_gain_ci95.human") == "pct_nll"
     assert metric_unit("ecc.gain_differences.ecc_minus_human.estimate") == "pp"
-    assert metric_unit("ecc.nll.global") == "nats per scored pair"
-    assert metric_unit("dars.winner_flip_rate") == "share (0-1)"
-    assert metric_unit("dars.by_side.both.mean_sigma") == "score units"
-    assert metric_unit("routing.headline.utility.kNN (DARS)") == "score units"
+    assert metric_unit("ecc.nll.global") == "nats"
+    assert metric_unit("dars.winner_flip_rate") == "share"
+    assert metric_unit("dars.by_side.both.mean_sigma") == "score"
+    assert metric_unit("routing.headline.utility.kNN (DARS)") == "score"
     assert metric_unit("ecc.n_test") == "count"
     assert "disjoint" in metric_description("ecc.ranking_quality_gain_disjoint")
     with pytest.raises(KeyError, match="does not describe"):

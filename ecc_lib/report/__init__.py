@@ -57,7 +57,6 @@ from ecc_lib.report.document import (
 from ecc_lib.report.formatting import (
     DASH,
     PM,
-    UNIT_TEXT,
     format_interval,
     format_mean_sd,
     format_number,
@@ -81,7 +80,6 @@ from ecc_lib.report.latex import (
     save_latex_table,
 )
 from ecc_lib.report.reading import (
-    SCHEMA_UNIT_CODES,
     MetricsReader,
     ci_of,
     flatten,
@@ -128,7 +126,6 @@ from ecc_lib.report.summary import (
 )
 
 __all__ = [
-    "SCHEMA_UNIT_CODES",
     "SECTIONS",
     "SHARED_KEYS",
     "MetricsReader",
@@ -176,7 +173,6 @@ __all__ = [
     "GAIN_METHODS",
     "PM",
     "SECTION_TITLES",
-    "UNIT_TEXT",
     "Figure",
     "HeadlineTable",
     "Report",

@@ -9,7 +9,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ecc_lib.grammar import DASH, PM, UNITS, unit
+from ecc_lib.grammar import DASH, PM
+from ecc_lib.grammar import unit as grammar_unit
 from ecc_lib.labels import method_label
 from ecc_lib.method_registry import METHOD_SPECS, REFERENCE
 
@@ -34,28 +35,20 @@ def _no_negative_zero(function):
     return wrapper
 
 
-_UNIT_FORMATS = {
-    code: (unit(code).scale, unit(code).spec, unit(code).sign)
-    for code in ("%", "pct", "pp", "pp_share", "signed", "score_diff")
-}
-"""Unit code -> (scale, format spec, unit sign) of :func:`format_number` (``count`` aside), read
-from :data:`ecc_lib.grammar.UNITS`."""
-_PLAIN = (1, ".3f", "")
-
-
 @_no_negative_zero
-def format_number(value: Any, unit: str = "") -> str:
+def format_number(value: Any, unit: str = "plain") -> str:
     """One number in the report's style.
 
     Parameters
     ----------
     value : float or None
         ``None`` or a non-finite value gives an en dash (never "NaN").
-    unit : str
-        ``"%"``: a fraction shown as a percentage with one decimal (0.282 -> ``28.2%``);
-        ``"pct"``: a value already in percent (28.2 -> ``28.2%``); ``"pp"``: percentage points
-        with a sign; ``"count"``: an integer with thousands separators; ``"signed"``: three
-        decimals with a sign; anything else: three significant decimals.
+    unit : str, default "plain"
+        A key of :data:`ecc_lib.grammar.UNITS`: ``"share"``: a fraction shown as a percentage
+        with one decimal (0.282 -> ``28.2%``); ``"pct_nll"``: a value already in percent (28.2 ->
+        ``28.2%``); ``"pp"``: percentage points with a sign; ``"count"``: an integer with
+        thousands separators; ``"signed"``: three decimals with a sign; ``"plain"``, ``"score"``,
+        ``"nats"`` ...: three decimals.
 
     Returns
     -------
@@ -63,17 +56,14 @@ def format_number(value: Any, unit: str = "") -> str:
     """
     if not _finite(value):
         return DASH
-    if unit == "count":
-        return f"{round(float(value)):,}"
-    scale, spec, sign = _UNIT_FORMATS.get(unit, _PLAIN)
-    return f"{scale * float(value):{spec}}{sign}"
+    return _bare(float(value), unit) + grammar_unit(unit).sign
 
 
 @_no_negative_zero
 def _bare(value: float, unit: str) -> str:
     """A bound of an interval: the number without its unit sign."""
-    scale, spec, _ = _UNIT_FORMATS.get(unit, _PLAIN)
-    return f"{scale * value:{spec}}"
+    u = grammar_unit(unit)
+    return f"{u.scale * value:{u.spec}}"
 
 
 def _ci_text(ci: Sequence[Any] | None, unit: str) -> str:
@@ -83,7 +73,7 @@ def _ci_text(ci: Sequence[Any] | None, unit: str) -> str:
     return f" [{_bare(float(ci[0]), unit)}, {_bare(float(ci[1]), unit)}]"
 
 
-def format_interval(value: Any, ci: Sequence[Any] | None, unit: str = "") -> str:
+def format_interval(value: Any, ci: Sequence[Any] | None, unit: str = "plain") -> str:
     """``value [low, high]``, e.g. ``28.2% [25.1, 31.4]``; without a finite interval, the value.
 
     Parameters
@@ -102,7 +92,7 @@ def format_interval(value: Any, ci: Sequence[Any] | None, unit: str = "") -> str
     return text if text == DASH else text + _ci_text(ci, unit)
 
 
-def format_mean_sd(mean: Any, sd: Any, unit: str = "", *, n: int | None = None) -> str:
+def format_mean_sd(mean: Any, sd: Any, unit: str = "plain", *, n: int | None = None) -> str:
     """``mean +- sd`` over seeds (``n`` seeds when given), e.g. ``28.2% +- 1.3 (5 seeds)``.
 
     Parameters
@@ -122,19 +112,6 @@ def format_mean_sd(mean: Any, sd: Any, unit: str = "", *, n: int | None = None) 
         return text
     seeds = f" ({int(n)} seeds)" if n else ""
     return f"{text} {PM} {_bare(float(sd), unit).lstrip('+')}{seeds}"
-
-
-UNIT_TEXT = {
-    "%": UNITS["share"].words,
-    "pct": UNITS["pct_nll"].words,
-    "pp": UNITS["pp"].words,
-    "pp_share": UNITS["pp_share"].words,
-    "count": "count",
-    "signed": "difference",
-    "score_diff": UNITS["score_diff"].words,
-    "": "",
-}
-"""Unit codes of :func:`format_number` in words (from :data:`ecc_lib.grammar.UNITS`)."""
 
 
 def humanise(key: str) -> str:
@@ -158,7 +135,6 @@ def humanise(key: str) -> str:
 
 
 __all__ = [
-    "UNIT_TEXT",
     "format_interval",
     "format_mean_sd",
     "format_number",

@@ -12,14 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from ecc_lib.grammar import finite
+from ecc_lib.grammar import finite, unit
 from ecc_lib.metrics_schema import metric_node, metric_unit, metrics_schema
-from ecc_lib.report.formatting import (
-    UNIT_TEXT,
-    format_interval,
-    format_mean_sd,
-    humanise,
-)
+from ecc_lib.report.formatting import format_interval, format_mean_sd, humanise
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs.execute import notebook_of
 
@@ -157,29 +152,16 @@ def read_metrics(metrics: Mapping[str, Any]) -> MetricsReader:
     return metrics if isinstance(metrics, MetricsReader) else MetricsReader(metrics)
 
 
-SCHEMA_UNIT_CODES = {
-    "%": "pct",
-    "pp": "pp",
-    "share (0-1)": "%",
-    "count": "count",
-    "score units (difference)": "signed",
-    "difference of shares (0-1)": "pp_share",
-    "difference": "signed",
-}
-"""Units of the metrics schema as unit codes of :func:`~ecc_lib.report.formatting.format_number`
-(any other unit is written as a plain number with three decimals)."""
-
-
 @lru_cache(maxsize=1)
 def _conventions() -> tuple[tuple[re.Pattern, str], ...]:
     return tuple(
-        (re.compile(pattern), unit) for pattern, unit in metrics_schema()["x-unit-conventions"]
+        (re.compile(pattern), code) for pattern, code in metrics_schema()["x-unit-conventions"]
     )
 
 
 def unit_code(key: str, *, section: str = "") -> str:
-    """The unit code of a metric (for :func:`~ecc_lib.report.formatting.format_number`), read
-    from the metrics schema.
+    """The unit code of a metric (a key of :data:`ecc_lib.grammar.UNITS`), read from the metrics
+    schema.
 
     A key the schema describes has its own unit (:func:`ecc_lib.metrics_schema.metric_unit`); a
     key of a section the schema does not describe yet gets the unit of the schema's naming
@@ -200,13 +182,13 @@ def unit_code(key: str, *, section: str = "") -> str:
     full = f"{section}.{key}" if section else str(key)
     try:
         # a key the schema describes with a unit; not one it only allows (a new section)
-        unit = metric_unit(full) if "unit" in metric_node(full) else None
+        code = metric_unit(full) if "unit" in metric_node(full) else None
     except KeyError:
-        unit = None
-    if unit is None:
+        code = None
+    if code is None:
         name = str(key).lower()
-        unit = next((u for pattern, u in _conventions() if pattern.search(name)), "")
-    return SCHEMA_UNIT_CODES.get(unit, "")
+        code = next((u for pattern, u in _conventions() if pattern.search(name)), "plain")
+    return code
 
 
 def flatten(node: Any, *, prefix: str = "") -> dict[str, Any]:
@@ -300,19 +282,19 @@ def generic_rows(
     def is_used(key: str) -> bool:
         return any(key == u or key.startswith(u + ".") for u in used)
 
-    def row(base: str, estimate: str, unit: str, suffix: str = "") -> dict[str, str]:
+    def row(base: str, estimate: str, code: str, suffix: str = "") -> dict[str, str]:
         return {
             "dataset": dataset,
             "measure": humanise(base) + suffix,
             "estimate": estimate,
-            "unit": UNIT_TEXT.get(unit, ""),
+            "unit": unit(code).column,
         }
 
     rows = []
     for key, value in values.items():
         if is_used(key) or not finite(value):
             continue
-        unit = unit_code(key, section=section)
+        code = unit_code(key, section=section)
         # mean and sd over seeds: x_mean / x_sd (x_n_seeds) or x.mean / x.sd (x.n)
         sep = "_" if key.endswith("_mean") else "." if key.endswith(".mean") else ""
         if sep:
@@ -328,17 +310,17 @@ def generic_rows(
                     None,
                 )
                 rows.append(
-                    row(base, format_mean_sd(value, sd, unit, n=n), unit, " (mean over seeds)")
+                    row(base, format_mean_sd(value, sd, code, n=n), code, " (mean over seeds)")
                 )
             continue
         # {"estimate": x, "ci95": [low, high]}
         if key.endswith(".estimate"):
             base = key[: -len(".estimate")]
-            rows.append(row(base, format_interval(value, values.get(base + ".ci95"), unit), unit))
+            rows.append(row(base, format_interval(value, values.get(base + ".ci95"), code), code))
             continue
         ci = ci_of(values, key)
         if ci is not None:
-            rows.append(row(key, format_interval(value, ci, unit), unit))
+            rows.append(row(key, format_interval(value, ci, code), code))
     return rows
 
 
@@ -426,7 +408,6 @@ def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFr
 
 __all__ = [
     "MetricsReader",
-    "SCHEMA_UNIT_CODES",
     "ci_of",
     "flatten",
     "generic_rows",

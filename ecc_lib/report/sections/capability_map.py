@@ -137,7 +137,7 @@ def capability_map_section(run: RunContext, metrics: Mapping[str, Any]) -> Repor
         n_needs = int(values.get("n_groups_needing_other_model") or 0)
         section.findings = (
             f"Grouping: {detail}; the queries{where} fall into {n_groups} groups. In {n_other} of them "
-            f"({format_number(values.get('share_groups_other_best'), '%')}) another model than the "
+            f"({format_number(values.get('share_groups_other_best'), 'share')}) another model than the "
             f"global best, {global_best}, scores highest, and in {n_needs} the global best is "
             "distinguishable from (worse than) it. " + held_out_sentence(values)
         )

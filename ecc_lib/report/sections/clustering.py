@@ -94,7 +94,7 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 if method == "global"
                 else _record_text(all_record),
                 "held-out NLL (nats per comparison, first seed)": format_number(nll.get(method)),
-                "pairwise accuracy (first seed)": format_number(acc.get(method), "%"),
+                "pairwise accuracy (first seed)": format_number(acc.get(method), "share"),
                 "within-cluster Kendall tau": format_number(tau.get(method)),
             }
         )
@@ -174,9 +174,9 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         with_gain = (free.get("ranking_quality_gain_with_probe") or {}).get("ecc")
         without = (free.get("ranking_quality_gain_without_probe") or {}).get("ecc")
         text.append(
-            f"Under the leak-free protocol only {format_number(100 * free['share_with_probe'], 'pct')} "
+            f"Under the leak-free protocol only {format_number(free['share_with_probe'], 'share')} "
             "of test queries have a probe outside their scored pairs; ECC's gain is "
-            f"{format_number(with_gain, 'pct')} on those and {format_number(without, 'pct')} on the "
+            f"{format_number(with_gain, 'pct_nll')} on those and {format_number(without, 'pct_nll')} on the "
             "others (embedding only)."
         )
     if disjoint and finite(gain.get("ecc")):

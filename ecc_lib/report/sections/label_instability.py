@@ -72,8 +72,8 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             rows.append(
                 measure_row(
                     dataset,
-                    label + (f" (chance {format_number(level, '%')})" if finite(level) else ""),
-                    format_interval(values[key], values.get(key + "_ci95"), "%"),
+                    label + (f" (chance {format_number(level, 'share')})" if finite(level) else ""),
+                    format_interval(values[key], values.get(key + "_ci95"), "share"),
                     "% of queries",
                 )
             )
@@ -95,10 +95,12 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 "dataset": dataset,
                 "source of randomness": sources.get(name, name),
                 "flip rate": format_interval(
-                    summary.get("winner_flip_rate"), summary.get("winner_flip_rate_ci95"), "%"
+                    summary.get("winner_flip_rate"), summary.get("winner_flip_rate_ci95"), "share"
                 ),
                 "unstable pairs": format_interval(
-                    summary.get("unstable_pair_share"), summary.get("unstable_pair_share_ci95"), "%"
+                    summary.get("unstable_pair_share"),
+                    summary.get("unstable_pair_share_ci95"),
+                    "share",
                 ),
                 "queries": format_number(summary.get("n_queries"), "count"),
             }
@@ -129,16 +131,16 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     text = (
         f"On {dataset} ({n_models or 'several'} models, randomness from {origin}) the summary above "
         "quotes the three flip readings beside chance; the pairwise reading, "
-        f"{format_interval(rate, values.get('winner_flip_rate_ci95'), '%')}, is on its own no "
+        f"{format_interval(rate, values.get('winner_flip_rate_ci95'), 'share')}, is on its own no "
         "measure of instability."
         if lines
-        else f"On {dataset}, the flip rate is {format_interval(rate, values.get('winner_flip_rate_ci95'), '%')}."
+        else f"On {dataset}, the flip rate is {format_interval(rate, values.get('winner_flip_rate_ci95'), 'share')}."
     )
     dis = values.get("single_vs_distribution_disagreement")
     if finite(dis):
         text += (
             f" The single-shot winner differs from the distribution-aware label argmax U on "
-            f"{format_interval(dis, values.get('single_vs_distribution_disagreement_ci95'), '%')} of queries."
+            f"{format_interval(dis, values.get('single_vs_distribution_disagreement_ci95'), 'share')} of queries."
         )
     section.findings = text
     return section

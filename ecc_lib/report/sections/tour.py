@@ -75,7 +75,7 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 measure_row(
                     "synthetic",
                     label,
-                    format_interval(values[key], values.get(key + "_ci95"), "%"),
+                    format_interval(values[key], values.get(key + "_ci95"), "share"),
                     "% of queries",
                 )
             )
@@ -117,11 +117,11 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     if finite(values.get("single_shot_accuracy")):
         text.append(
             f"With repeated answers, one sampled answer per model names the true best model for "
-            f"{format_interval(values['single_shot_accuracy'], values.get('single_shot_accuracy_ci95'), '%')} "
+            f"{format_interval(values['single_shot_accuracy'], values.get('single_shot_accuracy_ci95'), 'share')} "
             f"of queries, the label from all observations for "
-            f"{format_interval(values.get('distribution_accuracy'), values.get('distribution_accuracy_ci95'), '%')}; "
+            f"{format_interval(values.get('distribution_accuracy'), values.get('distribution_accuracy_ci95'), 'share')}; "
             f"two single-shot labels of the same query disagree "
-            f"{format_interval(values.get('winner_flip_rate'), values.get('winner_flip_rate_ci95'), '%')} of the time."
+            f"{format_interval(values.get('winner_flip_rate'), values.get('winner_flip_rate_ci95'), 'share')} of the time."
         )
     section.findings = " ".join(text) or "The tour recorded no numbers."
     return section
