@@ -33,9 +33,18 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.data.schema import DataValidationError, validate_queries
+from ecc_lib.data.tables import read_table
 
 QUERY_FILE_SUFFIXES: tuple[str, ...] = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson")
 TEXT_COLUMNS: tuple[str, ...] = ("query_id", "text", "category", "answer", "choices", "passage")
+_CSV_OPTIONS = {
+    "dtype": {column: str for column in TEXT_COLUMNS},
+    "keep_default_na": False,
+    "na_values": [""],
+}
+"""How :func:`read_queries_file` reads a CSV or TSV through the one table reader
+(:func:`ecc_lib.data.tables.read_table`): the text columns as strings, and in every column only an
+empty cell is missing."""
 
 
 def is_missing(value: Any) -> bool:
@@ -127,23 +136,11 @@ def read_queries_file(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"queries file {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv"):
-        frame = pd.read_csv(
-            path,
-            sep="\t" if suffix == ".tsv" else ",",
-            dtype={column: str for column in TEXT_COLUMNS},
-            keep_default_na=False,
-            na_values=[""],
-        )
-    elif suffix in (".parquet", ".pq"):
-        frame = pd.read_parquet(path)
-    elif suffix in (".jsonl", ".ndjson"):
-        frame = pd.read_json(path, lines=True, dtype=False)
-    else:
+    if path.suffix.lower() not in QUERY_FILE_SUFFIXES:
         raise DataValidationError(
             f"{path}: queries file must end in one of {list(QUERY_FILE_SUFFIXES)}"
         )
+    frame = read_table(path, csv_options=_CSV_OPTIONS)
     return check_queries(frame, source=str(path))
 
 

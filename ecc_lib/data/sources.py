@@ -83,9 +83,9 @@ def load_bundled(
                 f"bundled dataset '{name}' is missing {file}; rebuild it with "
                 "`python scripts/build_bundled_data.py`"
             )
-    queries = validate_queries(pd.read_parquet(files["queries"]), source=str(files["queries"]))
+    queries = validate_queries(read_table(files["queries"]), source=str(files["queries"]))
     outcomes = validate_outcomes(
-        pd.read_parquet(files["outcomes"]), queries, source=str(files["outcomes"])
+        read_table(files["outcomes"]), queries, source=str(files["outcomes"])
     )
     return queries, outcomes
 

@@ -14,8 +14,10 @@ never drop rows silently: when they leave rows out they log how many and why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -131,6 +133,15 @@ def _read_tsv(path: Path) -> pd.DataFrame:
     return read_csv_keeping_text(path, sep="\t")
 
 
+_CSV_SEPARATORS = {".csv": ",", ".tsv": "\t"}
+
+
+def _read_csv_with(path: Path, *, sep: str, options: Mapping[str, Any]) -> pd.DataFrame:
+    """A CSV or TSV read with the caller's :func:`pandas.read_csv` keywords (:func:`read_table`)."""
+    refuse_duplicate_header(path, sep=sep)
+    return pd.read_csv(path, sep=sep, **options)
+
+
 def _read_json_lines(path: Path) -> pd.DataFrame:
     # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
     return pd.read_json(path, lines=True, dtype=False)
@@ -200,7 +211,9 @@ def table_suffix(path: str | Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
+def read_table(
+    path: str | Path, *, allow_pickle: bool = False, csv_options: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
     """Read a table by its extension: CSV, TSV, Parquet, JSONL/NDJSON or JSON (see
     :data:`TABLE_READERS`).
 
@@ -214,6 +227,12 @@ def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
     allow_pickle : bool, default False
         Read a pickle anyway; only for the RouterBench release downloaded by
         :func:`ecc_lib.data.sources.load_public` (that dataset ships as a pickled DataFrame).
+    csv_options : mapping, optional
+        Keywords of :func:`pandas.read_csv` for a CSV or TSV whose format differs from the text
+        keeping of :func:`read_csv_keeping_text` (the queries file of collection reads every
+        column with only an empty cell missing, :func:`ecc_lib.collect.queries.read_queries_file`);
+        the separator is the extension's, and the header is still checked
+        (:func:`refuse_duplicate_header`). Other file types ignore it.
 
     Returns
     -------
@@ -238,6 +257,8 @@ def read_table(path: str | Path, *, allow_pickle: bool = False) -> pd.DataFrame:
             "pd.read_pickle(path).to_parquet(...)"
         )
     reader = pd.read_pickle if suffix in PICKLE_SUFFIXES else TABLE_READERS.get(suffix)
+    if csv_options is not None and suffix in _CSV_SEPARATORS:
+        reader = partial(_read_csv_with, sep=_CSV_SEPARATORS[suffix], options=csv_options)
     if reader is None:
         raise DataValidationError(
             f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl "
