@@ -782,9 +782,20 @@ PRIORITY = (
 
 @dataclass(frozen=True)
 class SummaryOptions:
-    """What the caller wires into the summary (as :func:`summary_table`): the methods shown, the
-    gain reference, the baselines and per-method notes (the lead wires tuned baselines and ECC-CV's
-    choice in here); ``None`` takes the recorded defaults."""
+    """What the caller wires into the summary (as :func:`summary_table`; ``None`` takes the
+    recorded defaults).
+
+    Parameters
+    ----------
+    methods : sequence of str, optional
+        The methods shown.
+    reference : str, optional
+        The gain reference of the first verdict.
+    baselines : sequence of str, optional
+        The baselines of the second verdict.
+    notes : mapping, optional
+        A note per method (the lead wires tuned baselines and ECC-CV's choice in here).
+    """
 
     methods: Sequence[str] | None = None
     reference: str | None = None
