@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 from scipy.stats import rankdata
 
+from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons, available_cpus
 
 logger = logging.getLogger(__name__)
@@ -885,7 +886,7 @@ class BTBootstrap:
 def bootstrap_bt(
     comparisons: Comparisons,
     *,
-    n_boot: int = 1000,
+    n_boot: int = defaults.N_BOOT,
     confidence: float = 0.95,
     unit: str = "query",
     alpha: float = DEFAULT_ALPHA,

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-DEFAULT_N_BOOT = 1000
+from ecc_lib import defaults
+
+DEFAULT_N_BOOT = defaults.N_BOOT
 _BLOCK_ELEMENTS = 8_000_000
 
 

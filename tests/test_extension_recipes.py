@@ -150,11 +150,19 @@ def test_a_new_report_section_is_one_registry_record(monkeypatch, tmp_path):
         n = metrics["tour"]["n_queries"]
         return ReportSection(findings=f"The planted data hold {n} queries.")
 
+    def planted_summary(metrics, options):  # the section's own lines of the summary
+        n = metrics["tour"]["n_queries"]
+        return [("planted", report.SummaryLine("tour", f"The summary counts {n} queries."))]
+
     sections = tuple(s for s in registry.SECTIONS if s.key != "tour")
-    sections += (registry.Section("tour", planted_section, order=9, appendix=True),)
+    sections += (
+        registry.Section("tour", planted_section, order=9, appendix=True, summary=planted_summary),
+    )
     monkeypatch.setattr(build, "SECTIONS", sections)
     run = run_folder.run_context(tmp_path / "run")
     run_metrics.record_metrics(run, "tour", {"n_queries": 123})
     document = report.build_report(run)
     html = "\n".join(document.section_html() + document.appendix_sections_html())
     assert "The planted data hold 123 queries." in html
+    assert "The summary counts 123 queries." in document.summary_html  # no other file edited
+    assert "planted" in build.record_summary(run)  # and metrics.json["summary"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ecc_lib import labels
+from ecc_lib import labels, report
 from ecc_lib.bench.settings import bench_methods
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.method_registry import (
@@ -82,9 +82,7 @@ def test_a_new_method_is_one_registry_entry_end_to_end(new_method, tmp_path):
     recorded = run_metrics.collect_metrics(run)
     assert NEW_KEY in recorded["ecc"]["ranking_quality_gain"]
     # the report's summary table names it by its registry name
-    (table,) = [
-        line for line in report_summary.build_summary(recorded)["planted"] if line.topic == "table"
-    ]
+    (table,) = [line for line in report.build_summary(recorded)["planted"] if line.topic == "table"]
     row = next(r for r in table.rows if r["method"] == NEW_KEY)
     assert row["name"] == "k-means clusters"
     assert NEW_KEY in [r["method"] for r in report_summary.summary_table(

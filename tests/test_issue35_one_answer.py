@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ecc_lib import stats
+from ecc_lib import report, stats
 from ecc_lib.protocol.comparisons import (
     ComparisonRecord,
     clustering_records,
@@ -154,7 +154,7 @@ def test_a_gain_reads_higher_or_lower_by_its_sign_never_minus_lower(g, h, n_seed
     r = ComparisonRecord(
         "clustering_gain", "ecc", "global", g, (g - h, g + h), "pp", "disjoint", n_seeds
     )
-    lines = report_summary.build_summary(_metrics([r], n_seeds))["d"]
+    lines = report.build_summary(_metrics([r], n_seeds))["d"]
     (text,) = [t for t in _sentences(lines) if t.startswith("ECC")]
     assert not re.search(r"-\d[\d.]*% (lower|higher)", text), text
     shown = float(f"{abs(g):.1f}")
@@ -210,7 +210,7 @@ def test_at_most_five_sentences_of_at_most_35_words_on_any_table(gains, n_seeds,
     records = clustering_records(_frames(gains, n_seeds=n_seeds, n_test=40), n_boot=60)
     metrics = _metrics(records, n_seeds, n_train=n_train, gain_vs_k={"ecc@5": -1.0})
     metrics["parameters"] = {"ecc": {"n_clusters": 30}}
-    lines = report_summary.build_summary(metrics)["d"]
+    lines = report.build_summary(metrics)["d"]
     assert lines[0].topic == "table" and len(lines[0].rows) == len(gains)
     sentences = _sentences(lines)
     assert 1 <= len(sentences) <= report_summary.MAX_SENTENCES
@@ -308,9 +308,7 @@ def test_the_summary_table_comes_first_with_the_record_values(tmp_path):
     # every number of the table has the same value and interval in the body's headline table
     body = "\n".join(document.section_html())
     (table,) = [
-        x
-        for x in report_summary.build_summary(run_metrics.collect_metrics(run))["d"]
-        if x.topic == "table"
+        x for x in report.build_summary(run_metrics.collect_metrics(run))["d"] if x.topic == "table"
     ]
     for row in table.rows:
         for key in ("gain", "gain_all"):
@@ -401,7 +399,7 @@ def test_bench_and_run_give_equal_numbers_and_verdicts(folder, tmp_path, monkeyp
         assert r["verdict"] == b["verdict"], key
     assert any(k[0] == "routing_pays" and k[3] == "no_probe" for k in ran)
     # the report's summary and the bench's say the same about every question both show
-    report_lines = report_summary.build_summary(metrics)["agree"]
+    report_lines = report.build_summary(metrics)["agree"]
     bench_lines = [x for x in bench_summary(result)["agree"] if x.topic != "flips"]
     # (the bench's flip sentences may push the last, lowest-priority line out of its five)
     topics = {x.topic for x in bench_lines}
@@ -437,7 +435,7 @@ def test_ecc_lab_run_prints_the_recorded_summary(tmp_path):
     from ecc_lib.cli.run import _recorded_summary
 
     records = clustering_records(_frames({"ecc": -9.0}, n_seeds=1), n_boot=100)
-    summary = report_summary.summary_to_metrics(report_summary.build_summary(_metrics(records, 1)))
+    summary = report_summary.summary_to_metrics(report.build_summary(_metrics(records, 1)))
     path = tmp_path / "metrics.json"
     path.write_text(json.dumps({"summary": summary}))
     printed = _recorded_summary(path)
@@ -465,7 +463,7 @@ def test_the_table_takes_its_methods_a_reference_and_a_note_per_method():
     assert by["ecc_cv"]["note"] == notes["ecc_cv"] and notes["ecc_cv"] in report_summary.table_text(
         rows
     )
-    lines = report_summary.build_summary(
+    lines = report.build_summary(
         _metrics(records, 2), methods=["global_tuned", "ecc", "ecc_cv"], reference="global_tuned"
     )["d"]
     first = _sentences(lines)[0]
@@ -545,7 +543,7 @@ def test_with_the_tuned_reference_every_table_number_is_the_body_and_ecc_cv_sent
     )
     document = report.build_report(run)
     summary, body = document.summary_html, "\n".join(document.section_html())
-    lines = report_summary.build_summary(run_metrics.collect_metrics(run))["d"]
+    lines = report.build_summary(run_metrics.collect_metrics(run))["d"]
     (table,) = [x for x in lines if x.topic == "table"]
     rows = {row["method"]: row for row in table.rows}
     assert {row["reference"] for row in rows.values()} == {"global_tuned"}

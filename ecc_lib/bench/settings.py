@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from ecc_lib import defaults
 from ecc_lib.stats import DEFAULT_N_BOOT
 
 BENCH_VERSION = 3
@@ -29,12 +30,12 @@ class BenchSettings:
         Bootstrap resamples of every interval.
     """
 
-    n_clusters: int = 30
-    lam: float = 3.0
-    temperature: float = 0.1
-    n_pairs: int = 7
+    n_clusters: int = defaults.N_CLUSTERS
+    lam: float = defaults.LAM
+    temperature: float = defaults.TEMPERATURE
+    n_pairs: int = defaults.N_PAIRS
     n_probes: int = 1
-    test_size: float = 0.2
+    test_size: float = defaults.TEST_SIZE
     seed: int = 42
     n_seeds: int = 3
     n_boot: int = DEFAULT_N_BOOT

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ecc_lib import defaults as D
 from ecc_lib.cli.subcommand import Subcommand
 
 
@@ -37,14 +38,29 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="folder of the outputs: new, empty or an earlier bench folder (a non-empty folder "
         "ecc_lib did not write is refused)",
     )
-    parser.add_argument("--seed", type=int, default=42, help="first protocol seed (default 42)")
-    parser.add_argument("--k", type=int, default=30, help="number of clusters (default 30)")
-    parser.add_argument("--pairs", type=int, default=7, help="non-tie pairs per query (default 7)")
     parser.add_argument(
-        "--probes", type=int, default=1, help="probe comparisons per test query (default 1)"
+        "--seed", type=int, default=D.SEED, help=f"first protocol seed (default {D.SEED})"
     )
     parser.add_argument(
-        "--test-size", type=float, default=0.2, help="share of test queries (default 0.2)"
+        "--k", type=int, default=D.N_CLUSTERS, help=f"number of clusters (default {D.N_CLUSTERS})"
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=D.N_PAIRS,
+        help=f"non-tie pairs per query (default {D.N_PAIRS})",
+    )
+    parser.add_argument(
+        "--probes",
+        type=int,
+        default=D.N_PROBES,
+        help=f"probe comparisons per test query (default {D.N_PROBES})",
+    )
+    parser.add_argument(
+        "--test-size",
+        type=float,
+        default=D.TEST_SIZE,
+        help=f"share of test queries (default {D.TEST_SIZE:g})",
     )
 
 

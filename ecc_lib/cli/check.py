@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from ecc_lib import defaults as D
 from ecc_lib.cli.subcommand import Subcommand, write_json
 
 
@@ -30,8 +31,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed",
         type=int,
-        default=42,
-        help="protocol seed whose train/test split the duplicate-text check reads (default 42)",
+        default=D.SEED,
+        help="protocol seed whose train/test split the duplicate-text check reads "
+        f"(default {D.SEED})",
     )
     parser.add_argument(
         "--tie-tolerance",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 
+from ecc_lib import defaults as D
 from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
 
 
@@ -35,17 +36,20 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "--lambda",
         dest="cost_weight",
         type=float,
-        default=0.05,
-        help="cost weight lambda of the utility (default 0.05)",
+        default=D.COST_WEIGHT,
+        help=f"cost weight lambda of the utility (default {D.COST_WEIGHT:g})",
     )
     parser.add_argument(
-        "--beta", type=float, default=0.2, help="risk weight beta of the utility (default 0.2)"
+        "--beta",
+        type=float,
+        default=D.BETA,
+        help=f"risk weight beta of the utility (default {D.BETA:g})",
     )
     parser.add_argument(
         "--draws",
         type=int,
-        default=1000,
-        help="Monte Carlo draw pairs per query when scores are not binary (default 1000)",
+        default=D.N_DRAWS,
+        help=f"Monte Carlo draw pairs per query when scores are not binary (default {D.N_DRAWS})",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the Monte Carlo draws and bootstrap"
@@ -74,9 +78,9 @@ def _read(path: str):
 def dars_summary(
     outcomes,
     *,
-    cost_weight: float = 0.05,
-    beta: float = 0.2,
-    draws: int = 1000,
+    cost_weight: float = D.COST_WEIGHT,
+    beta: float = D.BETA,
+    draws: int = D.N_DRAWS,
     seed: int = 0,
     source: str | None = None,
     validate: bool = True,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from ecc_lib import defaults as D
 from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
 
 
@@ -41,14 +42,29 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "(all-MiniLM-L6-v2, default), 'static' (distilled from it, thousands of times faster, "
         "see the README) or a sentence-transformers model name",
     )
-    parser.add_argument("--k", type=int, default=30, help="number of clusters (default 30)")
-    parser.add_argument("--lam", type=float, default=3.0, help="cosine weight (default 3)")
     parser.add_argument(
-        "--temperature", type=float, default=0.1, help="softmax temperature (default 0.1)"
+        "--k", type=int, default=D.N_CLUSTERS, help=f"number of clusters (default {D.N_CLUSTERS})"
     )
-    parser.add_argument("--pairs", type=int, default=7, help="non-tie pairs per query (default 7)")
     parser.add_argument(
-        "--probes", type=int, default=1, help="probe comparisons per test query (default 1)"
+        "--lam", type=float, default=D.LAM, help=f"cosine weight (default {D.LAM:g})"
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=D.TEMPERATURE,
+        help=f"softmax temperature (default {D.TEMPERATURE:g})",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=D.N_PAIRS,
+        help=f"non-tie pairs per query (default {D.N_PAIRS})",
+    )
+    parser.add_argument(
+        "--probes",
+        type=int,
+        default=D.N_PROBES,
+        help=f"probe comparisons per test query (default {D.N_PROBES})",
     )
     parser.add_argument(
         "--tie-tolerance",
@@ -56,13 +72,16 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="TOL",
         help="mean scores of a query closer than this tie: such a pair is no comparison "
-        "(default 1e-4; ecc-lab check --tie-tolerance shows how many score gaps it ties)",
+        f"(default {D.TIE_TOLERANCE:g}; ecc-lab check --tie-tolerance shows how many score gaps it ties)",
     )
     parser.add_argument(
-        "--test-size", type=float, default=0.2, help="share of test queries (default 0.2)"
+        "--test-size",
+        type=float,
+        default=D.TEST_SIZE,
+        help=f"share of test queries (default {D.TEST_SIZE:g})",
     )
     parser.add_argument(
-        "--seed", type=int, default=42, help="seed of pairs, split and EM (default 42)"
+        "--seed", type=int, default=D.SEED, help=f"seed of pairs, split and EM (default {D.SEED})"
     )
     parser.add_argument(
         "--seeds",
@@ -74,14 +93,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--probe-evidence",
         choices=("mean", "sum"),
-        default="mean",
+        default=D.PROBE_EVIDENCE,
         help="how several probes count: 'mean' of their log-likelihoods (the authors' code) or "
-        "'sum' (Bayesian) (default mean)",
+        f"'sum' (Bayesian) (default {D.PROBE_EVIDENCE})",
     )
     parser.add_argument(
         "--probe-strategy",
         choices=("first", "random", "active"),
-        default="first",
+        default=D.PROBE_STRATEGY,
         help="which candidate comparison of a test query is its probe (default first, the "
         "paper); 'random' and 'active' also compare with 'first' on the scored pairs disjoint "
         "from both strategies' probes, each choosing among all the query's non-tie pairs that "
@@ -90,7 +109,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--evidence",
         choices=("sampled", "soft"),
-        default="sampled",
+        default=D.EVIDENCE,
         help="pair outcomes: the mean-score winner (sampled, the paper) or the win probability "
         "under the empirical score distributions (soft; needs repeated observations; adds the "
         "held-out soft-vs-sampled comparison, JSON: soft_evidence)",

@@ -28,6 +28,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ecc_lib import defaults as D
 from ecc_lib.cli.subcommand import Subcommand, UsageError, write_json
 
 
@@ -147,10 +148,12 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
         "--lambda",
         dest="cost_weight",
         type=float,
-        default=0.05,
-        help="cost weight lambda of the training utility (default 0.05)",
+        default=D.COST_WEIGHT,
+        help=f"cost weight lambda of the training utility (default {D.COST_WEIGHT:g})",
     )
-    parser.add_argument("--beta", type=float, default=0.2, help="risk weight beta (default 0.2)")
+    parser.add_argument(
+        "--beta", type=float, default=D.BETA, help=f"risk weight beta (default {D.BETA:g})"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the router (default 0)")
     parser.add_argument(
         "--param",

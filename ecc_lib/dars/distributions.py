@@ -38,14 +38,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.data.observations import SUBSETS as SUBSETS
 from ecc_lib.data.observations import RepeatedObservations, repeated_observations
 from ecc_lib.data.observations import observation_subsets as observation_subsets
 from ecc_lib.data.schema import QueryModelAxes
 
-DEFAULT_LAMBDA = 0.05
+DEFAULT_LAMBDA = defaults.COST_WEIGHT
 """Cost weight of the utility (authors' default)."""
-DEFAULT_BETA = 0.2
+DEFAULT_BETA = defaults.BETA
 """Risk (sigma) weight of the utility (authors' default)."""
 DEFAULT_TAU = 0.1
 """Temperature of soft labels ``softmax(U / tau)`` (our default; the paper leaves it open)."""

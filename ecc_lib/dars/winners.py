@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.dars.distributions import argmax_sets
 from ecc_lib.data.observations import RepeatedObservations, repeated_observations
 
 logger = logging.getLogger(__name__)
-DEFAULT_N_DRAWS = 1000
+DEFAULT_N_DRAWS = defaults.N_DRAWS
 """Monte Carlo draw pairs per query for the flip rate."""
 FLIP_METHODS = ("auto", "exact", "monte_carlo")
 FLIP_READINGS = ("pairwise", "strict", "change")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.data.schema import DataValidationError, QueryModelAxes
 
 logger = logging.getLogger(__name__)
@@ -377,7 +378,7 @@ def _sample_by_index(
     return rows, a, b, y
 
 
-DEFAULT_TIE_TOLERANCE = 1e-4
+DEFAULT_TIE_TOLERANCE = defaults.TIE_TOLERANCE
 """Scores of one query closer than this count as tied (absolute, on the [0, 1] score scale):
 continuous scores such as 0.70001 and 0.70000 are not a decisive pair (issue 23)."""
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons
 
 
 def split_queries(
-    n_queries: int, *, test_size: float = 0.2, random_state: int | np.random.Generator | None = 42
+    n_queries: int,
+    *,
+    test_size: float = defaults.TEST_SIZE,
+    random_state: int | np.random.Generator | None = defaults.SEED,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random train/test split of query positions.
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ecc_lib import defaults
 from ecc_lib._optional import require
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def dars_statistics(
     beta: float | None = None,
     change_draws: int | None = None,
     client=None,
-    n_boot: int = 1000,
+    n_boot: int = defaults.N_BOOT,
     random_state: int | None = 0,
 ) -> DarsStatistics:
     """DARS distributions, labels and flip readings with one Dask group-by over the outcomes.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ecc_lib import defaults
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.engine import blas_controller, fit_profiles, normalise_rows
@@ -153,7 +154,12 @@ class HumanLabelClusters(ProfileMixture):
     theta_, centroids_, responsibilities_, models_
     """
 
-    def __init__(self, alpha: float = DEFAULT_ALPHA, lam: float = 3.0, temperature: float = 0.1):
+    def __init__(
+        self,
+        alpha: float = DEFAULT_ALPHA,
+        lam: float = defaults.LAM,
+        temperature: float = defaults.TEMPERATURE,
+    ):
         self.alpha = alpha
         self.lam = lam
         self.temperature = temperature

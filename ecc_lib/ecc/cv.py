@@ -56,6 +56,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
 from ecc_lib.ecc.baselines import ComparisonOnlyECC, EmbeddingClusters, GlobalBT, HumanLabelClusters
@@ -264,7 +265,7 @@ class ECCCV(ProfileMixture):
         param_grid=None,
         extra_candidates=(),
         cv: int = DEFAULT_CV,
-        n_probes: int = 1,
+        n_probes: int = defaults.N_PROBES,
         cv_probe: str = "first",
         max_iter: int = DEFAULT_CV_MAX_ITER,
         tol: float = 1e-3,

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import ParameterGrid
 
+from ecc_lib import defaults
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 
 FAMILIES: tuple[str, ...] = ("global", "human", "emb_only", "comp_only", "ecc", "ecc_labels")
@@ -159,9 +160,9 @@ def describe_params(params: dict) -> str:
 def family_grid(
     family: str,
     *,
-    n_clusters: int = 30,
-    temperature: float = 0.1,
-    lam: float = 3.0,
+    n_clusters: int = defaults.N_CLUSTERS,
+    temperature: float = defaults.TEMPERATURE,
+    lam: float = defaults.LAM,
     label_weight: float | None = None,
     alphas=DEFAULT_ALPHAS,
 ) -> tuple[dict, ...]:

@@ -45,6 +45,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ecc_lib import defaults
 from ecc_lib.bradley_terry import (
     DEFAULT_ALPHA,
     pair_counts,
@@ -141,9 +142,9 @@ class ECC(ProfileMixture):
 
     def __init__(
         self,
-        n_clusters: int = 30,
-        lam: float = 3.0,
-        temperature: float = 0.1,
+        n_clusters: int = defaults.N_CLUSTERS,
+        lam: float = defaults.LAM,
+        temperature: float = defaults.TEMPERATURE,
         max_iter: int = 100,
         tol: float = KL_TOL,
         n_init: int = 1,

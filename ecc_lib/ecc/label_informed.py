@@ -32,6 +32,7 @@ import logging
 
 import numpy as np
 
+from ecc_lib import defaults
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
@@ -139,9 +140,9 @@ class LabelInformedECC(ECC):
 
     def __init__(
         self,
-        n_clusters: int = 30,
-        lam: float = 3.0,
-        temperature: float = 0.1,
+        n_clusters: int = defaults.N_CLUSTERS,
+        lam: float = defaults.LAM,
+        temperature: float = defaults.TEMPERATURE,
         label_weight: float | str = "cv",
         label_weights: tuple[float, ...] = DEFAULT_LABEL_WEIGHTS,
         cv_folds: int = DEFAULT_CV_FOLDS,

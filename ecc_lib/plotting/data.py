@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.plotting.style import (
     PAGE_WIDTH,
     SCORE_LABEL,
@@ -109,7 +110,7 @@ def plot_scores_by_category(
 def model_score_table(
     outcomes: pd.DataFrame,
     *,
-    n_boot: int = 1000,
+    n_boot: int = defaults.N_BOOT,
     random_state: int | None = 0,
 ) -> pd.DataFrame:
     """Mean score per model with a 95% percentile-bootstrap interval over queries.

@@ -35,6 +35,7 @@ import logging
 import numpy as np
 from scipy.special import expit, log_softmax
 
+from ecc_lib import defaults
 from ecc_lib.bradley_terry import log_sigmoid
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE, Comparisons, snap_ties
 from ecc_lib.data.splits import probe_models, split_probe
@@ -326,7 +327,7 @@ def probes_from_scores(
     scores: np.ndarray,
     test: Comparisons,
     *,
-    n_probes: int = 1,
+    n_probes: int = defaults.N_PROBES,
     strategy: str = "active",
     score_from: int | None = None,
     embeddings: np.ndarray | None = None,

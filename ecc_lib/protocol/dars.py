@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import DEFAULT_N_BOOT
 
@@ -194,9 +195,9 @@ class DARSResult:
 def run_dars(
     outcomes: pd.DataFrame,
     *,
-    cost_weight: float = 0.05,
-    beta: float = 0.2,
-    n_draws: int = 1000,
+    cost_weight: float = defaults.COST_WEIGHT,
+    beta: float = defaults.BETA,
+    n_draws: int = defaults.N_DRAWS,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     change_draws: int | None = None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.data import protocol_policy
 from ecc_lib.data.comparisons import (
     DEFAULT_TIE_TOLERANCE,
@@ -29,9 +30,9 @@ from ecc_lib.ecc.validation import labels_to_str
 
 logger = logging.getLogger(__name__)
 
-PAPER_N_PAIRS = 7
-PAPER_SEED = 42
-PAPER_TEST_SIZE = 0.2
+PAPER_N_PAIRS = defaults.N_PAIRS
+PAPER_SEED = defaults.SEED
+PAPER_TEST_SIZE = defaults.TEST_SIZE
 
 
 @dataclass
@@ -111,7 +112,7 @@ def prepare_protocol(
     random_state: int = PAPER_SEED,
     min_pairs: int = 2,
     models: tuple[str, ...] | None = None,
-    evidence: str = "sampled",
+    evidence: str = defaults.EVIDENCE,
     tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
 ) -> ProtocolData:
     """Sample comparisons and split queries as in the paper's protocol.

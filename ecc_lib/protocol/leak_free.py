@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons, snap_ties
 from ecc_lib.data.splits import probe_models
 from ecc_lib.protocol.data import ProtocolData
@@ -30,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 
 def probe_candidate_rows(
-    data: ProtocolData, *, n_probes: int = 1, score_from: int | None = None
+    data: ProtocolData, *, n_probes: int = defaults.N_PROBES, score_from: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which rows of ``data.test`` may be probes and which are scored.
 
@@ -98,8 +99,8 @@ def rank_within_query(query: np.ndarray) -> np.ndarray:
 def make_leak_free(
     data: ProtocolData,
     *,
-    n_probes: int = 1,
-    random_state: int | np.random.Generator | None = 42,
+    n_probes: int = defaults.N_PROBES,
+    random_state: int | np.random.Generator | None = defaults.SEED,
     outcomes=None,
 ) -> ProtocolData:
     """The leak-free protocol: redraw each test query's probe among pairs whose models appear in

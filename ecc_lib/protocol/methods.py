@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, MutableMapping
 
+from ecc_lib import defaults
 from ecc_lib.data import protocol_policy
 from ecc_lib.ecc.baselines import (
     ComparisonOnlyECC,
@@ -139,9 +140,9 @@ routing function, figure, report table and the bench."""
 
 def make_methods(
     *,
-    n_clusters: int = 30,
-    lam: float = 3.0,
-    temperature: float = 0.1,
+    n_clusters: int = defaults.N_CLUSTERS,
+    lam: float = defaults.LAM,
+    temperature: float = defaults.TEMPERATURE,
     random_state: int | None = PAPER_SEED,
     methods: tuple[str, ...] = METHODS,
     **ecc_params,

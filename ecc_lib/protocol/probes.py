@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.mixture import evidence
 from ecc_lib.protocol.active_probes import active_steps, probe_temperature, probes_from_scores
@@ -185,9 +186,9 @@ def select_probes(
     data: ProtocolData,
     model,
     *,
-    n_probes: int = 1,
+    n_probes: int = defaults.N_PROBES,
     score_from: int | None = None,
-    probe_strategy: str | ProbeStrategy = "first",
+    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY,
     random_state: int | np.random.Generator | None = 0,
 ) -> tuple[Comparisons | None, Comparisons, np.ndarray | None, np.ndarray]:
     """The probe and scored comparisons of the test queries for one fitted method.
@@ -274,7 +275,7 @@ def probe_responsibilities(
     *,
     mode: str = "both",
     labels: np.ndarray | None = None,
-    probe_evidence: str = "mean",
+    probe_evidence: str = defaults.PROBE_EVIDENCE,
 ) -> np.ndarray:
     """Responsibilities of test queries with an explicit choice of how probes count.
 

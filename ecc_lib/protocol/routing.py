@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.dars.distributions import CapabilityDistributions
 from ecc_lib.data.comparisons import Comparisons, score_matrix
 from ecc_lib.data.splits import probe_models
@@ -152,9 +153,9 @@ def route_choices(
     fitted: dict,
     *,
     setting: str = "no_probe",
-    n_probes: int = 1,
-    probe_evidence: str = "mean",
-    probe_strategy: str | ProbeStrategy = "first",
+    n_probes: int = defaults.N_PROBES,
+    probe_evidence: str = defaults.PROBE_EVIDENCE,
+    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY,
     random_state: int = 0,
 ) -> dict:
     """The model each fitted clustering routes every test query to, in one setting.
@@ -318,9 +319,9 @@ def routing_experiment(
     fitted: dict,
     *,
     outcomes: pd.DataFrame | None = None,
-    n_probes: int = 1,
-    probe_evidence: str = "mean",
-    probe_strategy: str | ProbeStrategy = "first",
+    n_probes: int = defaults.N_PROBES,
+    probe_evidence: str = defaults.PROBE_EVIDENCE,
+    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY,
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     random_state: int = 0,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.data.splits import touching_probe
 from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.validation import check_mode
@@ -198,15 +199,15 @@ def score_methods(
     data: ProtocolData,
     fitted: dict,
     *,
-    n_probes: int = 1,
+    n_probes: int = defaults.N_PROBES,
     mode: str = "both",
     score_from: int | None = None,
     fit_seconds: dict | None = None,
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     random_state: int = 0,
-    probe_evidence: str = "mean",
-    probe_strategy: str | ProbeStrategy = "first",
+    probe_evidence: str = defaults.PROBE_EVIDENCE,
+    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY,
 ) -> ECCEvaluation:
     """Score fitted methods on the test queries.
 

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ecc_lib import defaults
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.ecc.validation import MODES
 from ecc_lib.protocol.data import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE
@@ -63,13 +64,13 @@ class Protocol:
 
     n_pairs: int = PAPER_N_PAIRS
     test_size: float = PAPER_TEST_SIZE
-    n_probes: int = 1
-    probe_evidence: str = "mean"
-    probe_strategy: str | ProbeStrategy = "first"
+    n_probes: int = defaults.N_PROBES
+    probe_evidence: str = defaults.PROBE_EVIDENCE
+    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY
     leak_free: bool = False
     seeds: tuple[int, ...] = (PAPER_SEED,)
     n_boot: int = DEFAULT_N_BOOT
-    evidence: str = "sampled"
+    evidence: str = defaults.EVIDENCE
     tie_tolerance: float = DEFAULT_TIE_TOLERANCE
     mode: str = "both"
 

@@ -92,7 +92,13 @@ from ecc_lib.report.reading import (
     unit_code,
     utility_meaning,
 )
-from ecc_lib.report.registry import SECTIONS, Section, SectionBuilder, registered_section
+from ecc_lib.report.registry import (
+    SECTIONS,
+    Section,
+    SectionBuilder,
+    build_summary,
+    registered_section,
+)
 from ecc_lib.report.sections import (
     GAIN_METHODS,
     SECTION_TITLES,
@@ -111,7 +117,6 @@ from ecc_lib.report.summary import (
     SAME_EVERYWHERE,
     TUNED_OR_SEARCHED,
     SummaryLine,
-    build_summary,
     default_reference,
     ecc_cv_line,
     ecc_lines,

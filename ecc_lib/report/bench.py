@@ -449,7 +449,7 @@ def bench_metrics(label: str, entry: dict) -> dict:
 
 
 def bench_summary(result: BenchResult) -> dict:
-    """Per included dataset the report's summary (:func:`ecc_lib.report.summary.build_summary`)
+    """Per included dataset the report's summary (:func:`ecc_lib.report.registry.build_summary`)
     of the same comparison records: the bench and the report say the same thing.
 
     Parameters
@@ -461,7 +461,7 @@ def bench_summary(result: BenchResult) -> dict:
     dict
         Dataset -> list of :class:`~ecc_lib.report.summary.SummaryLine`.
     """
-    from ecc_lib.report.summary import build_summary
+    from ecc_lib.report.registry import build_summary
 
     out: dict = {}
     for label, entry in result.included.items():

@@ -18,10 +18,10 @@ from ecc_lib.report.document import Figure, Report, ReportSection, table_html
 from ecc_lib.report.formatting import DASH
 from ecc_lib.report.glossary import glossary_html
 from ecc_lib.report.reading import read_metrics, skip_reasons
-from ecc_lib.report.registry import SECTIONS, Section, registered_section
+from ecc_lib.report.registry import SECTIONS, Section, build_summary, registered_section
 from ecc_lib.report.sections import CAPABILITY_MAP_FIGURE, other_section
 from ecc_lib.report.sections.capability_map import no_other_model
-from ecc_lib.report.summary import build_summary, summary_to_metrics
+from ecc_lib.report.summary import summary_to_metrics
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics
@@ -133,7 +133,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
         title=title or report_title(metrics, run.run_dir.name),
         intro=intro,
         sections=sections,
-        summary_html=summary_html(build_summary(metrics)),
+        summary_html=summary_html(build_summary(metrics, sections=SECTIONS)),
     )
     document.appendix_html = (
         '<details class="appendix" id="appendix"><summary>Appendix: the synthetic tour, further '
@@ -375,7 +375,7 @@ def record_summary(run_dir: str | os.PathLike | run_folder.RunContext) -> dict[s
         What was recorded.
     """
     run = run_folder.run_context(run_dir)
-    payload = summary_to_metrics(build_summary(run_metrics.collect_metrics(run)))
+    payload = summary_to_metrics(build_summary(run_metrics.collect_metrics(run), sections=SECTIONS))
     run_metrics.record_metrics(run, "summary", payload)
     return payload
 

@@ -9,12 +9,14 @@ section's findings, tables, notes and further HTML (``None``: nothing to show).
 shares (its number and title, its figures, why a part or all of it is left out).
 
 A new section is one builder (a module of :mod:`ecc_lib.report.sections`) and one record in
-:data:`SECTIONS`.
+:data:`SECTIONS`; the record's ``summary`` hook, where it has one, gives the section's lines of
+the report's summary (:func:`build_summary` reads every registered hook, so no other file lists
+the sections' summary lines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,15 @@ from ecc_lib.report.sections import (
     ecc_section,
     routing_section,
     tour_section,
+)
+from ecc_lib.report.summary import (
+    SummaryHook,
+    SummaryLine,
+    SummaryOptions,
+    assemble_summary,
+    ecc_summary,
+    flip_summary,
+    routing_summary,
 )
 from ecc_lib.runs.execute import NOTEBOOK_TITLES, notebook_of
 from ecc_lib.runs.folder import RunContext
@@ -61,6 +72,9 @@ class Section:
     figure_names : tuple of str, default ()
         The figures it shows (without the notebook number); the section of their notebook then
         leaves them out.
+    summary : SummaryHook, optional
+        Its lines of the report's summary (:data:`ecc_lib.report.summary.SummaryHook`); without
+        one the section adds nothing to the summary.
     """
 
     key: str
@@ -71,6 +85,7 @@ class Section:
     recorded_by: str = ""
     heading: str = ""
     figure_names: tuple[str, ...] = ()
+    summary: SummaryHook | None = None
 
     @property
     def notebook(self) -> str:
@@ -118,9 +133,17 @@ SECTIONS: tuple[Section, ...] = (
         figure_names=(CAPABILITY_MAP_FIGURE,),
     ),
     Section("data", data_section, order=1, headline_figures=("model_scores",)),
-    Section("ecc", ecc_section, order=2, headline_figures=("leak_gains", "gains")),
-    Section("dars", dars_section, order=3, headline_figures=("flip_rates",)),
-    Section("routing", routing_section, order=4, headline_figures=("routing_scores",)),
+    Section(
+        "ecc", ecc_section, order=2, headline_figures=("leak_gains", "gains"), summary=ecc_summary
+    ),
+    Section("dars", dars_section, order=3, headline_figures=("flip_rates",), summary=flip_summary),
+    Section(
+        "routing",
+        routing_section,
+        order=4,
+        headline_figures=("routing_scores",),
+        summary=routing_summary,
+    ),
     Section("tour", tour_section, order=5, appendix=True),
 )
 """Every section of the report, in the order a reader needs: which model for which queries (right
@@ -150,4 +173,38 @@ def registered_section(key: str) -> Section:
     raise KeyError(f"no report section reports {key!r}")
 
 
-__all__ = ["SECTIONS", "Section", "SectionBuilder", "registered_section"]
+def build_summary(
+    metrics: Mapping[str, Any],
+    *,
+    methods: Sequence[str] | None = None,
+    reference: str | None = None,
+    baselines: Sequence[str] | None = None,
+    notes: Mapping[str, str] | None = None,
+    sections: Sequence[Section] | None = None,
+) -> dict[str, list[SummaryLine]]:
+    """The report's summary: per dataset its table and at most
+    :data:`~ecc_lib.report.summary.MAX_SENTENCES` sentences, from the summary hook of every
+    registered section, in the report's order.
+
+    Parameters
+    ----------
+    metrics : mapping
+        The whole ``metrics.json``.
+    methods, reference, baselines, notes
+        As :func:`~ecc_lib.report.summary.summary_table` (the lead wires tuned baselines and
+        ECC-CV's choice in here).
+    sections : sequence of Section, optional
+        The report's sections (default :data:`SECTIONS`).
+
+    Returns
+    -------
+    dict
+        Dataset name -> lines (the ``table`` line first where there is one).
+    """
+    options = SummaryOptions(methods, reference, baselines, notes)
+    ordered = sorted(SECTIONS if sections is None else sections, key=lambda s: s.order)
+    hooks = [section.summary for section in ordered if section.summary is not None]
+    return assemble_summary(metrics, hooks, options)
+
+
+__all__ = ["SECTIONS", "Section", "SectionBuilder", "build_summary", "registered_section"]

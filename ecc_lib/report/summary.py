@@ -20,7 +20,7 @@ they hold several.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -780,22 +780,115 @@ PRIORITY = (
 """Which sentences stay when a dataset has more than :data:`MAX_SENTENCES` (first topics first)."""
 
 
-def build_summary(
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What the caller wires into the summary (as :func:`summary_table`; ``None`` takes the
+    recorded defaults).
+
+    Parameters
+    ----------
+    methods : sequence of str, optional
+        The methods shown.
+    reference : str, optional
+        The gain reference of the first verdict.
+    baselines : sequence of str, optional
+        The baselines of the second verdict.
+    notes : mapping, optional
+        A note per method (the lead wires tuned baselines and ECC-CV's choice in here).
+    """
+
+    methods: Sequence[str] | None = None
+    reference: str | None = None
+    baselines: Sequence[str] | None = None
+    notes: Mapping[str, str] | None = None
+
+
+SummaryHook = Callable[[Mapping[str, Any], SummaryOptions], list[tuple[str, SummaryLine]]]
+"""A report section's summary hook (``Section.summary``): ``(metrics, options) -> [(dataset,
+line), ...]``, the section's candidate summary lines, most important first within a topic."""
+
+
+def ecc_summary(
+    metrics: Mapping[str, Any], options: SummaryOptions
+) -> list[tuple[str, SummaryLine]]:
+    """The clustering section's summary hook: :func:`ecc_lines` on its dataset.
+
+    Parameters
+    ----------
+    metrics : mapping
+    options : SummaryOptions
+
+    Returns
+    -------
+    list of (str, SummaryLine)
+    """
+    ecc = metrics.get("ecc") or {}
+    if not isinstance(ecc, Mapping):
+        return []
+    lines = ecc_lines(
+        metrics,
+        methods=options.methods,
+        reference=options.reference,
+        baselines=options.baselines,
+        notes=options.notes,
+    )
+    return [(str(ecc.get("dataset", "")), line) for line in lines]
+
+
+def flip_summary(
+    metrics: Mapping[str, Any], options: SummaryOptions
+) -> list[tuple[str, SummaryLine]]:
+    """The label-instability section's summary hook: :func:`flip_lines` on its dataset.
+
+    Parameters
+    ----------
+    metrics : mapping
+    options : SummaryOptions
+        Unused (the flip readings take no options).
+
+    Returns
+    -------
+    list of (str, SummaryLine)
+    """
+    dars = metrics.get("dars") or {}
+    if not isinstance(dars, Mapping):
+        return []
+    return [(str(dars.get("dataset", "")), line) for line in flip_lines(metrics)]
+
+
+def routing_summary(
+    metrics: Mapping[str, Any], options: SummaryOptions
+) -> list[tuple[str, SummaryLine]]:
+    """The routing section's summary hook: :func:`routing_lines`.
+
+    Parameters
+    ----------
+    metrics : mapping
+    options : SummaryOptions
+        Unused.
+
+    Returns
+    -------
+    list of (str, SummaryLine)
+    """
+    return routing_lines(metrics)
+
+
+def assemble_summary(
     metrics: Mapping[str, Any],
-    *,
-    methods: Sequence[str] | None = None,
-    reference: str | None = None,
-    baselines: Sequence[str] | None = None,
-    notes: Mapping[str, str] | None = None,
+    hooks: Sequence[SummaryHook],
+    options: SummaryOptions | None = None,
 ) -> dict[str, list[SummaryLine]]:
-    """Per dataset its table (clustering datasets) and at most :data:`MAX_SENTENCES` sentences.
+    """Per dataset its table (clustering datasets) and at most :data:`MAX_SENTENCES` sentences,
+    from the sections' summary hooks in the report's order
+    (:func:`ecc_lib.report.registry.build_summary` passes the registered ones).
 
     Parameters
     ----------
     metrics : mapping
         The whole ``metrics.json``.
-    methods, reference, baselines, notes
-        As :func:`summary_table` (the lead wires tuned baselines and ECC-CV's choice in here).
+    hooks : sequence of SummaryHook
+    options : SummaryOptions, optional
 
     Returns
     -------
@@ -803,19 +896,11 @@ def build_summary(
         Dataset name -> lines (the ``table`` line first where there is one).
     """
     metrics = read_metrics(metrics)
+    options = options or SummaryOptions()
     out: dict[str, list[SummaryLine]] = {}
-    ecc = metrics.get("ecc") or {}
-    if isinstance(ecc, Mapping):
-        for line in ecc_lines(
-            metrics, methods=methods, reference=reference, baselines=baselines, notes=notes
-        ):
-            out.setdefault(str(ecc.get("dataset", "")), []).append(line)
-    dars = metrics.get("dars") or {}
-    if isinstance(dars, Mapping):
-        for line in flip_lines(metrics):
-            out.setdefault(str(dars.get("dataset", "")), []).append(line)
-    for dataset, line in routing_lines(metrics):
-        out.setdefault(dataset, []).append(line)
+    for hook in hooks:
+        for dataset, line in hook(metrics, options):
+            out.setdefault(dataset, []).append(line)
     return {name: _most_important(lines) for name, lines in out.items()}
 
 
@@ -885,7 +970,12 @@ __all__ = [
     "SAME_EVERYWHERE",
     "SummaryLine",
     "TUNED_OR_SEARCHED",
-    "build_summary",
+    "SummaryHook",
+    "SummaryOptions",
+    "assemble_summary",
+    "ecc_summary",
+    "flip_summary",
+    "routing_summary",
     "default_reference",
     "ecc_cv_line",
     "ecc_lines",

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.dars.distributions import (
     DEFAULT_BETA,
     DEFAULT_LAMBDA,
@@ -737,10 +738,10 @@ def train_deployed(
     router_kwargs: Mapping | None = None,
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
-    test_size: float = 0.2,
+    test_size: float = defaults.TEST_SIZE,
     calibration_size: float = 0.25,
     calibration_folds: int | None = None,
-    split_seed: int = 42,
+    split_seed: int = defaults.SEED,
     random_state: int = 0,
 ) -> tuple[DeployedRouter, TrainingSplit]:
     """Fit one router family on a dataset, keeping calibration and test queries aside.

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.routers.base import Router, router_parameters, seed_from
 
 
@@ -46,7 +47,7 @@ class ECCRouter(Router):
     """
 
     target: str = "utility"
-    n_clusters: int = 30
+    n_clusters: int = defaults.N_CLUSTERS
     ecc_params: dict | None = None
 
     _learns_utility_only = True

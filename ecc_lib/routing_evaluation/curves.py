@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.dars.distributions import DEFAULT_BETA, CapabilityDistributions
 from ecc_lib.routers import Router
 from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
@@ -126,7 +127,7 @@ def pareto_area_ci(
     quality: np.ndarray,
     *,
     cost_range: tuple[float, float] = (0.0, 1.0),
-    n_boot: int = 1000,
+    n_boot: int = defaults.N_BOOT,
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = 0,
 ) -> tuple[float, list[float]]:

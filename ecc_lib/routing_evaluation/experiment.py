@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.dars.distributions import (
     DEFAULT_BETA,
     DEFAULT_LAMBDA,
@@ -76,8 +77,8 @@ def routing_table(
     n_runs: int = 10,
     cost_weight: float = DEFAULT_LAMBDA,
     beta: float = DEFAULT_BETA,
-    test_size: float = 0.2,
-    split_seed: int = 42,
+    test_size: float = defaults.TEST_SIZE,
+    split_seed: int = defaults.SEED,
     random_state: int = 0,
     n_boot: int = DEFAULT_N_BOOT,
     lambdas: Sequence[float] = DEFAULT_LAMBDA_GRID,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons, score_matrix, snap_ties
 from ecc_lib.data.splits import probe_models, split_probe
@@ -56,11 +57,11 @@ def new_model_experiment(
     new_model: str,
     *,
     budgets: tuple[int, ...] = (10, 30, 100, 300),
-    n_clusters: int = 30,
-    lam: float = 3.0,
-    temperature: float = 0.1,
+    n_clusters: int = defaults.N_CLUSTERS,
+    lam: float = defaults.LAM,
+    temperature: float = defaults.TEMPERATURE,
     n_pairs: int = PAPER_N_PAIRS,
-    n_probes: int = 1,
+    n_probes: int = defaults.N_PROBES,
     test_size: float = PAPER_TEST_SIZE,
     random_state: int = PAPER_SEED,
     n_boot: int = DEFAULT_N_BOOT,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ecc_lib import defaults
 from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
@@ -120,7 +121,7 @@ def probe_strategy_comparison(
     reference,
     *,
     strategy: str = "active",
-    n_probes: int = 1,
+    n_probes: int = defaults.N_PROBES,
     curve: tuple[int, ...] = (1, 2, 3),
     criterion: str = "entropy",
     n_boot: int = DEFAULT_N_BOOT,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons, make_comparisons
 from ecc_lib.data.splits import split_queries
 from ecc_lib.ecc.estimator import ECC
@@ -30,7 +31,7 @@ def soft_evidence_comparison(
     *,
     n_draws: int = 5,
     n_clusters: int = 10,
-    test_size: float = 0.2,
+    test_size: float = defaults.TEST_SIZE,
     mode: str = "embedding",
     truth: np.ndarray | None = None,
     n_boot: int = DEFAULT_N_BOOT,

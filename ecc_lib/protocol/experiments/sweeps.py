@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.ecc.mixture import evidence
@@ -65,7 +66,7 @@ def evaluate_modes(
     fitted: dict,
     *,
     modes: tuple[str, ...] = MODES,
-    n_probes: int = 1,
+    n_probes: int = defaults.N_PROBES,
     **kwargs,
 ) -> pd.DataFrame:
     """Gain of every method under each inference mode (one row per mode and method).
@@ -142,10 +143,10 @@ def sweep_clusters(
     *,
     ks: tuple[int, ...] = (5, 10, 20, 30, 50),
     methods: tuple[str, ...] = ("global", "ecc", "emb_only"),
-    lam: float = 3.0,
-    temperature: float = 0.1,
+    lam: float = defaults.LAM,
+    temperature: float = defaults.TEMPERATURE,
     random_state: int = PAPER_SEED,
-    n_probes: int = 1,
+    n_probes: int = defaults.N_PROBES,
     mode: str = "both",
     ecc_params: dict | None = None,
     **kwargs,
@@ -453,9 +454,9 @@ def score_label_informed(
     fitted: dict,
     result: ECCEvaluation,
     *,
-    n_clusters: int = 30,
-    lam: float = 3.0,
-    temperature: float = 0.1,
+    n_clusters: int = defaults.N_CLUSTERS,
+    lam: float = defaults.LAM,
+    temperature: float = defaults.TEMPERATURE,
     random_state: int | None = 42,
     **ecc_params,
 ) -> ECCEvaluation:

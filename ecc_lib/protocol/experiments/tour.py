@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ecc_lib import defaults
 from ecc_lib.dars import distributions as dars
 from ecc_lib.dars import winners as dars_winners
 from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT
@@ -87,7 +88,7 @@ def recovery_table(
     labelings: dict[str, np.ndarray],
     *,
     reference: str = "emb_only",
-    n_boot: int = 1000,
+    n_boot: int = defaults.N_BOOT,
     random_state: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, float | list[float]]]:
     """Adjusted Rand index of each labelling against the planted truth, with 95% CIs.
@@ -135,7 +136,7 @@ def recovery_table(
 
 
 def label_truth_table(
-    data: RepeatedOutcomesData, *, n_boot: int = 1000, random_state: int = 0
+    data: RepeatedOutcomesData, *, n_boot: int = defaults.N_BOOT, random_state: int = 0
 ) -> pd.DataFrame:
     """How often labels name the planted best model, and how often single-shot labels flip.
 
