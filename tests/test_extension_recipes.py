@@ -166,3 +166,17 @@ def test_a_new_report_section_is_one_registry_record(monkeypatch, tmp_path):
     assert "The planted data hold 123 queries." in html
     assert "The summary counts 123 queries." in document.summary_html  # no other file edited
     assert "planted" in build.record_summary(run)  # and metrics.json["summary"]
+
+
+def test_make_run_takes_every_registered_router_family():
+    """Notebook 04 and the example configuration name no router family (an empty list runs
+    every registered one), so a family added to ``ROUTER_FAMILIES`` reaches ``make run``."""
+    from ecc_lib import paths
+    from ecc_lib.runs import config as run_config
+
+    notebook = paths.notebooks_dir() / "04_routing.ipynb"
+    assert run_config.notebook_parameters(notebook)["routers"]["default"] == []
+    example = run_config.load_config(paths.notebooks_dir() / "params.example.yaml")
+    assert example.get("04_routing", {}).get("routers", []) == []
+    source = notebook.read_text()
+    assert "router_families()" in source  # [] resolved to the registry before anything runs

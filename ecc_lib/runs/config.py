@@ -90,6 +90,10 @@ NON_EMPTY_LISTS: tuple[str, ...] = ("k_sweep", "probe_sweep", "lambdas")
 """List parameters that need at least one item (``datasets: []`` is how notebook 01 is told to
 read only ``--dataset``)."""
 
+EMPTY_DEFAULT_ITEMS: dict[str, type] = {"routers": str, "datasets": str}
+"""Item type of the list parameters whose default is empty (``routers: []`` runs every registered
+router family), where the default has no item to read it from."""
+
 MAX_CONFIG_BYTES = 1_000_000
 """Largest configuration file read (a configuration is a few hundred bytes)."""
 
@@ -355,6 +359,8 @@ def _check_value(notebook: str, name: str, value: Any, declared: Mapping[str, An
         if not value and name in NON_EMPTY_LISTS:
             raise ParameterValueError(f"{where} must not be an empty list (default {default!r})")
         kinds = {type(item) for item in default}
+        if not default and name in EMPTY_DEFAULT_ITEMS:
+            kinds = {EMPTY_DEFAULT_ITEMS[name]}
         if kinds and kinds <= {int, float, str}:
             numeric = kinds <= {int, float}
             for item in value:
