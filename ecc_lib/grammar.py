@@ -62,8 +62,6 @@ UNITS: dict[str, Unit] = {
 }
 """Every unit the report writes: the only place where scale and unit sign are chosen."""
 
-DIFFERENCE_OF = {"pct_nll": "pp", "share": "pp_share", "score": "score_diff", "plain": "signed"}
-"""The unit of ``A minus B`` for ``A`` and ``B`` in a level unit."""
 
 _ALIASES = {"%": "share", "pct": "pct_nll", "": "plain"}
 """Older unit codes of :mod:`ecc_lib.report.formatting`."""
@@ -323,18 +321,14 @@ __all__ = [
     "BETTER_WORSE",
     "Comparison",
     "DASH",
-    "DIFFERENCE_OF",
     "HIGHER_LOWER",
     "PM",
     "UNITS",
-    "Unit",
     "comparison_sentence",
     "difference_text",
     "direction",
     "finite",
-    "has_interval",
     "interval",
-    "level_text",
     "number",
     "unit",
     "verdict",

@@ -61,7 +61,9 @@ sys.meta_path.insert(0, _Blocker())
 PROTOCOL = """
 import json, sys
 import numpy as np
-from ecc_lib import ECC, Protocol, load_bundled, make_comparisons, run_protocol
+from ecc_lib import ECC, Protocol, load_bundled
+from ecc_lib.data.comparisons import make_comparisons
+from ecc_lib.protocol.ecc_protocol import run_protocol
 from ecc_lib.embed.cache import EmbeddingCache, text_digests
 
 queries, outcomes = load_bundled("dcrouter")

@@ -87,6 +87,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-]
+__all__: list[str] = []

@@ -140,7 +140,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "protocol_split",
-]
+__all__: list[str] = []

@@ -288,8 +288,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "dars_summary",
-    "format_summary",
-]
+__all__: list[str] = []

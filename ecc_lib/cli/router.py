@@ -361,7 +361,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "format_operating_point",
-]
+__all__: list[str] = []

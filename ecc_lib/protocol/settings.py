@@ -166,4 +166,6 @@ class Protocol:
         }
 
 
-__all__ = ["EVIDENCE", "Protocol"]
+__all__ = [
+    "Protocol",
+]

@@ -157,10 +157,4 @@ def humanise(key: str) -> str:
     return words[0] + (": " + ", ".join(words[1:]) if len(words) > 1 else "")
 
 
-__all__ = [
-    "UNIT_TEXT",
-    "format_interval",
-    "format_mean_sd",
-    "format_number",
-    "humanise",
-]
+__all__: list[str] = []

@@ -150,4 +150,7 @@ def registered_section(key: str) -> Section:
     raise KeyError(f"no report section reports {key!r}")
 
 
-__all__ = ["SECTIONS", "Section", "SectionBuilder", "registered_section"]
+__all__ = [
+    "SECTIONS",
+    "Section",
+]

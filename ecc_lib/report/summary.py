@@ -876,25 +876,8 @@ def summary_text(summary: Mapping[str, list[SummaryLine]]) -> str:
 
 
 __all__ = [
-    "MAX_LINES",
-    "MAX_SENTENCES",
-    "MAX_WORDS",
-    "MIN_QUERIES_PER_CLUSTER",
-    "NO_VERDICT",
-    "PRIORITY",
     "SAME_EVERYWHERE",
-    "SummaryLine",
-    "TUNED_OR_SEARCHED",
     "build_summary",
     "default_reference",
     "ecc_cv_line",
-    "ecc_lines",
-    "ecc_records",
-    "flip_lines",
-    "routing_lines",
-    "summary_table",
-    "summary_text",
-    "summary_to_metrics",
-    "record_text",
-    "table_text",
 ]
