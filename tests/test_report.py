@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 from pathlib import Path
@@ -296,14 +295,7 @@ def test_public_report_names_are_importable_from_the_package(name):
     import importlib
 
     module = importlib.import_module(f"ecc_lib.report.{name}")
-    tree = ast.parse(Path(module.__file__).read_text())
-    defined = [
-        node.name if not isinstance(node, ast.Assign) else node.targets[0].id
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-        or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name))
-    ]
-    public = {n for n in defined if not n.startswith("_") and not n.endswith("_section")}
+    public = {n for n in module.__all__ if not n.endswith("_section")}
     missing = {n for n in public if getattr(report, n, None) is not getattr(module, n)}
     assert not missing, f"re-export these from ecc_lib.report: {sorted(missing)}"
 

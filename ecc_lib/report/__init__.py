@@ -37,9 +37,22 @@ from __future__ import annotations
 
 from ecc_lib.report.build import build_report, record_summary
 from ecc_lib.report.latex import save_headline_tables
+from ecc_lib.report.reading import MetricsReader, read_table
+from ecc_lib.report.summary import (
+    SAME_EVERYWHERE,
+    build_summary,
+    default_reference,
+    ecc_cv_line,
+)
 
 __all__ = [
+    "MetricsReader",
+    "SAME_EVERYWHERE",
     "build_report",
+    "build_summary",
+    "default_reference",
+    "ecc_cv_line",
+    "read_table",
     "record_summary",
     "save_headline_tables",
 ]
