@@ -242,7 +242,7 @@ def embed():
     embed_texts(["a text that no cache holds, 8d0f3c"], use_cache=False)
 attempt("embed", embed)
 def collect():
-    from ecc_lib.collect import ChatClient
+    from ecc_lib.collect.client import ChatClient
     ChatClient("http://127.0.0.1:9/v1")
 attempt("collect", collect)
 def dask_fit():
