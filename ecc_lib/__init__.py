@@ -21,43 +21,24 @@ the package itself; the heavier ones are imported on first use.
 from __future__ import annotations
 
 from ecc_lib._optional import lazy_exports
-from ecc_lib.data.comparisons import Comparisons, make_comparisons
-from ecc_lib.data.schema import DataValidationError, validate_outcomes, validate_queries
-from ecc_lib.data.splits import split_probe, split_queries
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "load_bundled": "ecc_lib.data.sources",
-    "read_queries": "ecc_lib.data.tables",
-    "read_outcomes": "ecc_lib.data.tables",
     "embed_texts": "ecc_lib.embed.encode",
-    "fit_bt_pairwise": "ecc_lib.bradley_terry",
     "ECC": "ecc_lib.ecc.estimator",
-    "ComparisonOnlyECC": "ecc_lib.ecc.baselines",
-    "EmbeddingClusters": "ecc_lib.ecc.baselines",
-    "GlobalBT": "ecc_lib.ecc.baselines",
-    "HumanLabelClusters": "ecc_lib.ecc.baselines",
-    "run_protocol": "ecc_lib.protocol.ecc_protocol",
     "Protocol": "ecc_lib.protocol.settings",
     "run_ecc": "ecc_lib.protocol.results",
-    "run_dars": "ecc_lib.protocol.dars",
-    "capability_distributions": "ecc_lib.dars.distributions",
-    "label_instability": "ecc_lib.dars.label_instability",
-    "make_router": "ecc_lib.routers",
-    "routing_table": "ecc_lib.routing_evaluation",
 }
 
 __all__ = [
-    "Comparisons",
-    "DataValidationError",
     "__version__",
-    "make_comparisons",
-    "split_probe",
-    "split_queries",
-    "validate_outcomes",
-    "validate_queries",
-    *_LAZY,
+    "load_bundled",
+    "embed_texts",
+    "ECC",
+    "Protocol",
+    "run_ecc",
 ]
 
 __getattr__ = lazy_exports(__name__, _LAZY)

@@ -142,4 +142,8 @@ def lazy_exports(package: str, exports: dict[str, str]):
     return __getattr__
 
 
-__all__ = ["EXTRAS", "MissingExtraError", "lazy_exports", "progress", "require"]
+__all__ = [
+    "lazy_exports",
+    "progress",
+    "require",
+]

@@ -966,21 +966,8 @@ def bootstrap_bt(
 
 
 __all__ = [
-    "ARMIJO",
-    "BTBootstrap",
-    "CG_FORCING",
     "DEFAULT_ALPHA",
-    "DENSE_NEWTON_MAX_MODELS",
-    "LINE_SEARCH_STEPS",
-    "NEWTON_MAX_ITER",
-    "NEWTON_TOL",
-    "PRECISION",
     "PairCounts",
-    "bootstrap_bt",
-    "bt_log_likelihood",
-    "bt_log_likelihood_grad",
-    "bt_objective",
-    "bt_objective_grad",
     "count_matrix",
     "fit_bt_counts",
     "fit_bt_pairs",
@@ -989,7 +976,5 @@ __all__ = [
     "observed_pair_codes",
     "pair_counts",
     "pair_log_probs",
-    "score_ranks",
-    "win_counts",
     "win_probability",
 ]

@@ -89,9 +89,6 @@ UNITS: dict[str, Unit] = {
 """Every unit of the report and of the metrics schema (its ``unit`` keyword holds these codes):
 the only place where scale, unit sign and the unit's words are chosen."""
 
-DIFFERENCE_OF = {"pct_nll": "pp", "share": "pp_share", "score": "score_diff", "plain": "signed"}
-"""The unit of ``A minus B`` for ``A`` and ``B`` in a level unit."""
-
 
 def unit(code: str) -> Unit:
     """The :class:`Unit` of a code.
@@ -356,18 +353,14 @@ __all__ = [
     "BETTER_WORSE",
     "Comparison",
     "DASH",
-    "DIFFERENCE_OF",
     "HIGHER_LOWER",
     "PM",
     "UNITS",
-    "Unit",
     "comparison_sentence",
     "difference_text",
     "direction",
     "finite",
-    "has_interval",
     "interval",
-    "level_text",
     "number",
     "unit",
     "verdict",

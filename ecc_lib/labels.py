@@ -271,12 +271,9 @@ def model_name_legend(names: Sequence[str], *, width: int = 24) -> pd.DataFrame:
 
 
 __all__ = [
-    "METHOD_LABELS",
-    "METHOD_NAMES",
     "PLURAL",
     "ROUTING_METHOD_LABELS",
     "ROUTING_SETTING_LABELS",
-    "SUPERVISION_SUFFIXES",
     "TOUR_METHOD_NAMES",
     "method_label",
     "method_name",

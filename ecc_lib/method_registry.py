@@ -361,11 +361,8 @@ __all__ = [
     "METHOD_SPECS",
     "MethodSpec",
     "REFERENCE",
-    "SpecView",
     "attach_factory",
     "method_keys",
-    "method_spec",
     "register_method",
     "spec_view",
-    "unregister_method",
 ]

@@ -321,13 +321,9 @@ def metric_description(key: str) -> str:
 
 
 __all__ = [
-    "MetricsSchemaError",
-    "metric_description",
     "metric_node",
     "metric_unit",
     "metrics_schema",
-    "schema_errors",
-    "schema_version",
     "validate_metrics",
     "validate_section",
 ]

@@ -122,13 +122,10 @@ def notebooks_dir() -> Path:
 
 
 __all__ = [
-    "BUNDLE",
-    "PACKAGE_DIR",
     "REPO_ROOT",
     "bundled_embeddings_dir",
     "cache_dir",
     "data_dir",
-    "is_source_checkout",
     "notebooks_dir",
     "runs_dir",
 ]

@@ -265,12 +265,6 @@ def secret_replacements(values: Any) -> dict[str, str]:
 
 __all__ = [
     "MIN_BARE_SECRET",
-    "REDACTED",
-    "REDACTED_USER",
-    "DIGEST_PARAMETER",
-    "MIN_RANDOM_SECRET",
-    "SECRET_PARAMETER",
-    "looks_like_credential",
     "redact_url",
     "redact_urls_in",
     "secret_replacements",

@@ -36,8 +36,6 @@ from pathlib import Path
 
 import pandas as pd
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-"""First characters that make a spreadsheet read a CSV cell as a formula."""
 CSV_QUOTE = "'"
 """Prefix that makes a spreadsheet show such a cell as text."""
 _FORMULA = re.compile(r"^'*[=+\-@\t\r]")
@@ -553,23 +551,15 @@ def _holds_carriage_return(frame: pd.DataFrame) -> bool:
 
 
 __all__ = [
-    "CSV_QUOTE",
-    "FORMULA_START",
-    "LinkedOutputError",
     "OUTPUT_MARKER",
     "OUTPUT_MARKER_FORMAT",
     "OutputError",
-    "OutputFolderError",
     "atomic_path",
     "claim_output_folder",
     "is_marked_folder",
     "mark_folder",
-    "csv_restore_cell",
     "csv_restore_frame",
-    "csv_safe_cell",
-    "csv_safe_frame",
     "open_no_follow",
-    "os_error_sentence",
     "refuse_links",
     "write_bytes",
     "write_csv",

@@ -55,6 +55,5 @@ def to_jsonable(value: Any) -> Any:
 
 
 __all__ = [
-    "SIGNIFICANT_DIGITS",
     "to_jsonable",
 ]

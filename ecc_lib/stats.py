@@ -516,7 +516,6 @@ __all__ = [
     "DEFAULT_N_BOOT",
     "INTERVAL_NAME",
     "adjusted_rand_ci",
-    "adjusted_rand_index",
     "bootstrap_ci",
     "bootstrap_indices",
     "bootstrap_mean_ci",

@@ -8,11 +8,18 @@ modules without ``__all__``, the names bound by import statements (``np``, ``Pat
 imported from elsewhere); ``defined`` counts only the public names a module defines itself (def,
 class, assignment), so that no name counts twice.
 
+``--surface`` counts what a user can learn: the ``__all__`` names of every module whose dotted path
+has no part starting with ``_``, each counted once for the object it names. A name a package face
+re-exports (``from ecc_lib.x.y import NAME``, or a ``_EXPORTS``/``_LAZY`` dict of lazy exports) is
+followed to the module that defines it, so ``ecc_lib.ECC``, ``ecc_lib.ecc.ECC`` and
+``ecc_lib.ecc.estimator.ECC`` are one name. The default count is unchanged by this option.
+
 Run from the repository root::
 
     python scripts/count_public_names.py                # the working tree
     python scripts/count_public_names.py --rev main     # a git revision
     python scripts/count_public_names.py --per-module   # one line per module
+    python scripts/count_public_names.py --surface      # distinct public objects
 """
 
 from __future__ import annotations
@@ -183,12 +190,91 @@ def count(rev: str | None = None) -> dict:
     }
 
 
+def _origins(module: str, source: str, is_face: bool) -> dict[str, tuple[str, str]]:
+    """``{name: (module, name)}`` of the names a module imports or exports lazily."""
+    found: dict[str, tuple[str, str]] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom):
+            base = module.split(".") if is_face else module.split(".")[:-1]
+            if node.level:
+                base = base[: len(base) - (node.level - 1)]
+                where = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                where = node.module or ""
+            for alias in node.names:
+                found[alias.asname or alias.name] = (where, alias.name)
+        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        value = getattr(node, "value", None)
+        if isinstance(value, ast.Dict) and any(
+            isinstance(t, ast.Name) and t.id in ("_EXPORTS", "_LAZY") for t in targets
+        ):
+            for key, where in zip(value.keys, value.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(where, ast.Constant):
+                    found[key.value] = (where.value, key.value)
+    return found
+
+
+def surface(rev: str | None = None) -> dict:
+    """Distinct public objects (see ``--surface`` in the module docstring).
+
+    Parameters
+    ----------
+    rev : str, optional
+        A git revision (default: the working tree).
+
+    Returns
+    -------
+    dict
+        ``surface`` (distinct objects), ``declared`` (``__all__`` entries of public modules) and
+        ``names`` (sorted ``module.name`` of each object).
+    """
+    sources = _sources(rev)
+    faces = {m for m in sources if _is_face(m, sources)}
+    origins = {m: _origins(m, s, m in faces) for m, s in sources.items()}
+    objects: set[str] = set()
+    declared = 0
+    for module, source in sources.items():
+        if any(part.startswith("_") for part in module.split(".")):
+            continue
+        names = module_names(module, source)
+        if not names.has_all:
+            continue
+        for name in names.public:
+            declared += 1
+            where = (module, name)
+            for _ in range(10):  # follow re-exports to the defining module
+                nxt = origins.get(where[0], {}).get(where[1])
+                if nxt is None or nxt[0] not in sources:
+                    break
+                where = nxt
+            objects.add(f"{where[0]}.{where[1]}")
+    return {"surface": len(objects), "declared": declared, "names": sorted(objects)}
+
+
+def _is_face(module: str, sources: dict[str, str]) -> bool:
+    """Whether ``module`` is a package (another module lies below it)."""
+    return any(other.startswith(module + ".") for other in sources)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", help="a git revision (default: the working tree)")
     parser.add_argument("--per-module", action="store_true", help="one line per module")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--surface", action="store_true", help="distinct public objects, re-exports counted once"
+    )
     args = parser.parse_args(argv)
+    if args.surface:
+        found = surface(args.rev)
+        if args.json:
+            print(json.dumps(found, indent=2))
+            return 0
+        print(
+            f"{args.rev or 'working tree'}: {found['surface']} distinct public names "
+            f"({found['declared']} __all__ entries of public modules)"
+        )
+        return 0
     result = count(args.rev)
     if args.json:
         print(json.dumps(result, indent=2))

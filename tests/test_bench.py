@@ -14,6 +14,9 @@ import pytest
 
 from ecc_lib import bench
 from ecc_lib.bench import dataset as bench_dataset_module
+from ecc_lib.bench.dataset import bench_dataset, data_fingerprint
+from ecc_lib.bench.seed import bench_seed
+from ecc_lib.bench.settings import bench_methods
 from ecc_lib.cli import main
 from ecc_lib.embed.cache import EmbeddingCache, text_digests
 from ecc_lib.grammar import Comparison, verdict
@@ -185,7 +188,7 @@ def test_another_dataset_of_the_same_name_is_recomputed(folders, benched, tmp_pa
     outcomes["score"] = 1.0 - outcomes["score"]  # every outcome reversed: another dataset
     outcomes.to_parquet(other / "outcomes.parquet", index=False)
     calls: list[int] = []
-    real = bench.bench_seed
+    real = bench_seed
     monkeypatch.setattr(
         bench_dataset_module, "bench_seed", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
@@ -195,18 +198,18 @@ def test_another_dataset_of_the_same_name_is_recomputed(folders, benched, tmp_pa
     assert not any("already done" in line or "cached" in line for line in lines)
     assert len(calls) == 2
     first = json.loads((out / "datasets" / "good.json").read_text())
-    assert first["data_sha256"] == bench.data_fingerprint(str(good))
-    assert again.datasets["good"]["data_sha256"] == bench.data_fingerprint(str(other))
+    assert first["data_sha256"] == data_fingerprint(str(good))
+    assert again.datasets["good"]["data_sha256"] == data_fingerprint(str(other))
     assert again.datasets["good"]["summary"]["gain"] != first["summary"]["gain"]
 
 
 def test_ecc_cv_joins_the_methods_when_registered(monkeypatch):
     from ecc_lib.protocol import methods as ecc_protocol
 
-    assert "ecc_cv" not in bench.bench_methods(True) or "ecc_cv" in ecc_protocol.METHOD_FACTORIES
+    assert "ecc_cv" not in bench_methods(True) or "ecc_cv" in ecc_protocol.METHOD_FACTORIES
     monkeypatch.setitem(ecc_protocol.METHOD_FACTORIES, "ecc_cv", lambda *a, **k: None)
-    assert bench.bench_methods(True)[-1] == "ecc_cv"
-    assert bench.bench_methods(False).count("ecc_cv") == 1
+    assert bench_methods(True)[-1] == "ecc_cv"
+    assert bench_methods(False).count("ecc_cv") == 1
 
 
 def test_verdict():
@@ -284,7 +287,7 @@ def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
         bench_dataset_module, "bench_methods", lambda labels: ("global", "ecc", "emb_only")
     )
     settings = bench.BenchSettings(n_clusters=2, n_seeds=1, n_boot=50)
-    entry = bench.bench_dataset(
+    entry = bench_dataset(
         str(folder), settings=settings, out_dir=tmp_path / "out", show_progress=False
     )
     assert entry["status"] == "done", entry.get("reason")

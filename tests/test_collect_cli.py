@@ -134,7 +134,7 @@ def test_an_incomplete_collection_is_said_in_the_export_the_metrics_and_the_repo
     from test_collect_support import fast
 
     from ecc_lib.collect import collect
-    from ecc_lib.report import data_notes
+    from ecc_lib.report.sections.other import data_notes
     from ecc_lib.runs import folder as run_folder
     from ecc_lib.runs import provenance
     from ecc_lib.runs.inputs import recorded_policy

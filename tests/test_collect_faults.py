@@ -31,13 +31,9 @@ from test_collect_support import (
 )
 
 from ecc_lib.cli import main
-from ecc_lib.collect import (
-    EndpointConfigError,
-    EndpointUnreachableError,
-    StoreError,
-    collect,
-)
+from ecc_lib.collect import collect
 from ecc_lib.collect import store as store_module
+from ecc_lib.collect.errors import EndpointConfigError, EndpointUnreachableError, StoreError
 
 KEY = "sk-live-SECRET-4242"
 ROOT = Path(__file__).resolve().parents[1]

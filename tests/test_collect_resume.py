@@ -24,7 +24,9 @@ from test_collect_support import (
     wait_for_records,
 )
 
-from ecc_lib.collect import EndpointAuthError, acollect, collect
+from ecc_lib.collect import collect
+from ecc_lib.collect.errors import EndpointAuthError
+from ecc_lib.collect.runner import acollect
 from ecc_lib.collect.store import CollectionStore
 
 

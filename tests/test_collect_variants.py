@@ -10,7 +10,8 @@ from fake_openai_server import FakeOpenAIServer
 from test_collect_support import QUERIES, fast, record_lines, responder
 
 from ecc_lib.cli import main
-from ecc_lib.collect import ModelSpec, collect, parse_model_spec, parse_models, read_collected
+from ecc_lib.collect import collect, read_collected
+from ecc_lib.collect.models import ModelSpec, parse_model_spec, parse_models
 
 # -- the syntax --------------------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 from ecc_lib.data.comparisons import make_comparisons  # noqa: E402
 from ecc_lib.data.sources import load_bundled  # noqa: E402
-from ecc_lib.distributed import fit_partitioned, use_dask  # noqa: E402
+from ecc_lib.distributed import fit_partitioned
+from ecc_lib.distributed.scheduler import use_dask
 from ecc_lib.ecc.baselines import EmbeddingClusters  # noqa: E402
 from ecc_lib.ecc.estimator import ECC  # noqa: E402
 from ecc_lib.embed.encode import embed_texts  # noqa: E402

@@ -18,6 +18,7 @@ from sklearn.utils import estimator_checks as checks
 from ecc_lib import routers
 from ecc_lib.ecc import baselines as ecc_baselines
 from ecc_lib.ecc import estimator as ecc
+from ecc_lib.routers.base import BestFixedRouter, RandomRouter
 
 CHECKS = (
     checks.check_parameters_default_constructible,
@@ -31,8 +32,8 @@ CHECKS = (
 )
 ESTIMATORS = [
     *routers.router_families().values(),
-    routers.BestFixedRouter,
-    routers.RandomRouter,
+    BestFixedRouter,
+    RandomRouter,
     ecc.ECC,
     ecc_baselines.ComparisonOnlyECC,
     ecc_baselines.EmbeddingClusters,

@@ -143,6 +143,7 @@ def test_a_new_report_section_is_one_registry_record(monkeypatch, tmp_path):
     from ecc_lib import report
     from ecc_lib.report import build, registry
     from ecc_lib.report.document import ReportSection
+    from ecc_lib.report.summary import SummaryLine
     from ecc_lib.runs import folder as run_folder
     from ecc_lib.runs import metrics as run_metrics
 
@@ -152,7 +153,7 @@ def test_a_new_report_section_is_one_registry_record(monkeypatch, tmp_path):
 
     def planted_summary(metrics, options):  # the section's own lines of the summary
         n = metrics["tour"]["n_queries"]
-        return [("planted", report.SummaryLine("tour", f"The summary counts {n} queries."))]
+        return [("planted", SummaryLine("tour", f"The summary counts {n} queries."))]
 
     sections = tuple(s for s in registry.SECTIONS if s.key != "tour")
     sections += (

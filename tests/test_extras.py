@@ -61,7 +61,9 @@ sys.meta_path.insert(0, _Blocker())
 PROTOCOL = """
 import json, sys
 import numpy as np
-from ecc_lib import ECC, Protocol, load_bundled, make_comparisons, run_protocol
+from ecc_lib import ECC, Protocol, load_bundled
+from ecc_lib.data.comparisons import make_comparisons
+from ecc_lib.protocol.ecc_protocol import run_protocol
 from ecc_lib.embed.cache import EmbeddingCache, text_digests
 
 queries, outcomes = load_bundled("dcrouter")
@@ -240,7 +242,7 @@ def embed():
     embed_texts(["a text that no cache holds, 8d0f3c"], use_cache=False)
 attempt("embed", embed)
 def collect():
-    from ecc_lib.collect import ChatClient
+    from ecc_lib.collect.client import ChatClient
     ChatClient("http://127.0.0.1:9/v1")
 attempt("collect", collect)
 def dask_fit():

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ecc_lib import grammar
 from ecc_lib.grammar import Comparison
+from ecc_lib.report.reading import flatten, generic_rows
 
 values = st.floats(min_value=-500, max_value=500, allow_nan=False, allow_infinity=False)
 widths = st.floats(min_value=0, max_value=200, allow_nan=False, allow_infinity=False)
@@ -74,12 +75,11 @@ def test_units_of_levels_and_differences():
 def test_probe_strategy_difference_is_in_points_of_gain():
     """'probe strategies: difference -585.2% ... % of queries' read a gain difference in
     percentage points as a share ("strategies" contains "rate")."""
-    from ecc_lib import report
 
-    values = report.flatten(
+    values = flatten(
         {"probe_strategies": {"difference": -5.8516, "difference_ci95": [-10.475, -1.88]}}
     )
-    (row,) = report.generic_rows(values, used=set(), dataset="d")
+    (row,) = generic_rows(values, used=set(), dataset="d")
     assert row["estimate"] == "-5.9 pp [-10.5, -1.9]"
     assert row["unit"] == "percentage points of gain"
 

@@ -20,6 +20,8 @@ from ecc_lib.method_registry import (
     spec_view,
     unregister_method,
 )
+from ecc_lib.plotting.clustering import METHOD_COLORS
+from ecc_lib.plotting.style import method_colour
 from ecc_lib.protocol import methods as protocol_methods
 from ecc_lib.protocol.results import run_ecc
 from ecc_lib.protocol.settings import Protocol
@@ -89,8 +91,8 @@ def test_a_new_method_is_one_registry_entry_end_to_end(new_method, tmp_path):
         report_summary.ecc_records(recorded)
     )]  # fmt: skip
     # the figures: its colour and label
-    assert plotting.method_colour(NEW_KEY) == NEW_COLOUR
-    assert plotting.METHOD_COLORS[NEW_KEY] == NEW_COLOUR
+    assert method_colour(NEW_KEY) == NEW_COLOUR
+    assert METHOD_COLORS[NEW_KEY] == NEW_COLOUR
     assert labels.method_label(NEW_KEY) == "k-means clusters"
     fig = plotting.plot_gains(result.first.table())  # the gains figure of notebook 03
     colours = {tuple(np.round(p.get_facecolor(), 4)) for p in fig.axes[0].patches}
@@ -121,7 +123,8 @@ def test_the_views_are_the_registry():
     assert dict(labels.METHOD_LABELS) == {s.key: s.label for s in specs}
     assert dict(labels.METHOD_NAMES) == {s.key: s.name for s in specs}
     assert set(labels.PLURAL) == {s.key for s in specs if s.plural}
-    from ecc_lib.plotting import METHOD_COLORS, METHOD_COLOURS
+    from ecc_lib.plotting.clustering import METHOD_COLORS
+    from ecc_lib.plotting.style import METHOD_COLOURS
 
     assert dict(METHOD_COLORS) == {s.key: s.colour for s in specs}
     assert all(METHOD_COLOURS[s.key] == s.colour for s in specs)

@@ -8,6 +8,8 @@ import pytest
 
 from ecc_lib import routing_evaluation as ev
 from ecc_lib.protocol.comparisons import routing_records
+from ecc_lib.routing_evaluation.curves import pareto_area, pareto_area_ci
+from ecc_lib.routing_evaluation.paired import paired_differences
 
 
 def _arms(fixed, router, oracle):
@@ -30,7 +32,7 @@ def test_the_routing_dataset_headline_is_the_one_interval_of_the_records(seed):
     fixed = rng.uniform(0.3, 0.8, 57)
     router = np.clip(fixed + rng.normal(0.02, 0.1, 57), 0, 1)
     oracle = np.maximum(fixed, router) + 0.05
-    _, versus = ev.paired_differences(_arms(fixed, router, oracle), [], n_boot=300)
+    _, versus = paired_differences(_arms(fixed, router, oracle), [], n_boot=300)
     (record,) = routing_records(
         [{"split": {"global": fixed, "kNN": router}}], n_boot=300, random_state=0
     )
@@ -143,17 +145,17 @@ def test_the_pareto_area_interval_resamples_the_per_query_rows():
     n_points, n_queries = 5, 60
     cost = rng.uniform(0.0, 1.0, (n_points, n_queries)) * np.linspace(0.2, 1.0, n_points)[:, None]
     quality = rng.uniform(0.0, 1.0, (n_points, n_queries))
-    area, ci = ev.pareto_area_ci(cost, quality, n_boot=200, random_state=1)
-    assert area == pytest.approx(ev.pareto_area(cost.mean(axis=1), quality.mean(axis=1)))
+    area, ci = pareto_area_ci(cost, quality, n_boot=200, random_state=1)
+    assert area == pytest.approx(pareto_area(cost.mean(axis=1), quality.mean(axis=1)))
     index = bootstrap_indices(n_queries, n_boot=200, random_state=1)
-    loop = [ev.pareto_area(cost[:, i].mean(axis=1), quality[:, i].mean(axis=1)) for i in index]
+    loop = [pareto_area(cost[:, i].mean(axis=1), quality[:, i].mean(axis=1)) for i in index]
     assert ci == pytest.approx(percentile_interval(np.array(loop)), abs=1e-12)
     assert ci[0] < area < ci[1]
     # every query alike: no sampling noise, an interval of width 0
-    flat_area, flat_ci = ev.pareto_area_ci(np.full((3, 20), 0.5), np.full((3, 20), 0.7))
+    flat_area, flat_ci = pareto_area_ci(np.full((3, 20), 0.5), np.full((3, 20), 0.7))
     assert flat_ci == pytest.approx([flat_area, flat_area]) and flat_area == pytest.approx(0.35)
     with pytest.raises(ValueError, match="one shape"):
-        ev.pareto_area_ci(cost, quality[:, :3])
+        pareto_area_ci(cost, quality[:, :3])
 
 
 def test_the_routing_table_gives_each_pareto_area_its_interval():

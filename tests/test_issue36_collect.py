@@ -12,8 +12,9 @@ from fake_openai_server import FakeOpenAIServer
 from test_collect_support import MODELS, QUERIES, fast, record_lines, responder
 
 from ecc_lib.cli import main
-from ecc_lib.collect import EndpointConfigError, collect
+from ecc_lib.collect import collect
 from ecc_lib.collect.client import ChatClient
+from ecc_lib.collect.errors import EndpointConfigError
 
 pytest.importorskip("httpx")
 

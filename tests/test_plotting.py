@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib
@@ -20,6 +18,9 @@ from matplotlib.colors import to_rgba  # noqa: E402
 
 from ecc_lib import plotting
 from ecc_lib.labels import model_name_legend, short_model_names
+from ecc_lib.plotting.clustering import METHOD_COLORS, project_2d
+from ecc_lib.plotting.label_instability import TIE_LABEL
+from ecc_lib.plotting.style import OTHERS_GREY, PAGE_WIDTH, method_colour, relative_luminance
 from ecc_lib.runs import artifacts as run_artifacts  # noqa: E402
 
 
@@ -129,9 +130,9 @@ def test_label_confusion_counts_ties_separately():
     winner = np.array([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.2, 0.3, 0.5]])
     utilities = np.array([[0.9, 0.1, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
     confusion = plotting.label_confusion(winner, utilities, ["a", "b", "c"])
-    assert list(confusion.index) == ["a", "b", "c", plotting.TIE_LABEL]
+    assert list(confusion.index) == ["a", "b", "c", TIE_LABEL]
     np.testing.assert_allclose(confusion.loc["a"], [0.5, 0.5, 0.0])
-    np.testing.assert_allclose(confusion.loc[plotting.TIE_LABEL], [0.0, 1.0, 0.0])
+    np.testing.assert_allclose(confusion.loc[TIE_LABEL], [0.0, 1.0, 0.0])
     np.testing.assert_allclose(confusion.loc["c"], [0.2, 0.3, 0.5])
     assert confusion.to_numpy().sum() == pytest.approx(3.0)
     fig = plotting.plot_label_disagreement(confusion, rate=0.25)
@@ -192,7 +193,7 @@ def test_cluster_category_shares_sum_to_one():
 def test_project_2d_finds_the_main_direction():
     rng = np.random.default_rng(0)
     x = np.column_stack([rng.normal(0, 10, 200), rng.normal(0, 1, 200), rng.normal(0, 0.1, 200)])
-    coords, ratio = plotting.project_2d(x)
+    coords, ratio = project_2d(x)
     assert coords.shape == (200, 2)
     assert ratio[0] > 0.95 and ratio[0] > ratio[1]
     np.testing.assert_allclose(np.abs(coords[:, 0]), np.abs(x[:, 0] - x[:, 0].mean()), atol=0.5)
@@ -248,7 +249,7 @@ def test_figures_draw_into_a_given_axes():
 
 
 def _contrast(a, b) -> float:
-    la, lb = plotting.relative_luminance(to_rgba(a)), plotting.relative_luminance(to_rgba(b))
+    la, lb = relative_luminance(to_rgba(a)), relative_luminance(to_rgba(b))
     return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 
 
@@ -312,7 +313,7 @@ def test_named_clusters_never_take_the_grey_of_the_others():
     x = rng.normal(size=(300, 4))
     labels = rng.integers(0, 15, 300)
     fig = plotting.plot_query_map(x, labels, names=[f"c{k}" for k in range(15)])
-    grey = np.array(to_rgba(plotting.OTHERS_GREY))
+    grey = np.array(to_rgba(OTHERS_GREY))
     named = fig.axes[0].collections[1:]
     assert len(named) == 10
     for collection in named:
@@ -383,23 +384,11 @@ def test_saved_figures_are_page_wide_with_embedded_truetype_fonts(tmp_path):
     fig = plotting.plot_model_scores(plotting.model_score_table(outcomes, n_boot=20))
     png, pdf = run_artifacts.save_figure(fig, tmp_path, "01_scores", caption="A caption.")
     width, _ = plt.imread(png).shape[1], None
-    assert width == round(plotting.PAGE_WIDTH * 200)
+    assert width == round(PAGE_WIDTH * 200)
     data = pdf.read_bytes()
     assert b"/FontFile2" in data and b"/Type3" not in data
     assert run_artifacts.save_figure(None, tmp_path, "01_scores") == []
     assert not png.exists() and not pdf.exists()
-
-
-def _public_names(module) -> set[str]:
-    """Public functions, classes and constants defined at the top level of ``module``'s source."""
-    tree = ast.parse(Path(module.__file__).read_text())
-    defined = [
-        node.name if not isinstance(node, ast.Assign) else node.targets[0].id
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-        or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name))
-    ]
-    return {name for name in defined if not name.startswith("_")}
 
 
 @pytest.mark.parametrize(
@@ -409,9 +398,7 @@ def test_every_public_figure_is_importable_from_the_package(name):
     import importlib
 
     module = importlib.import_module(f"ecc_lib.plotting.{name}")
-    missing = {
-        n for n in _public_names(module) if getattr(plotting, n, None) is not getattr(module, n)
-    }
+    missing = {n for n in module.__all__ if getattr(plotting, n, None) is not getattr(module, n)}
     assert not missing, f"re-export these from ecc_lib.plotting: {sorted(missing)}"
     assert set(plotting.__all__) <= set(dir(plotting))
 
@@ -465,10 +452,10 @@ def test_clusters_that_share_a_category_get_their_second_one():
 
 
 def test_one_colour_per_method_in_every_figure():
-    assert plotting.method_colour("ECC") == plotting.method_colour("ecc") == "tab:red"
-    assert plotting.method_colour("ECC (DARS)") == plotting.METHOD_COLORS["ecc"]
-    assert plotting.method_colour("kNN (single-shot)") == plotting.method_colour("kNN (DARS)")
-    assert plotting.method_colour("new_method") == plotting.method_colour("new_method")
+    assert method_colour("ECC") == method_colour("ecc") == "tab:red"
+    assert method_colour("ECC (DARS)") == METHOD_COLORS["ecc"]
+    assert method_colour("kNN (single-shot)") == method_colour("kNN (DARS)")
+    assert method_colour("new_method") == method_colour("new_method")
 
 
 def test_routing_settings_draw_no_empty_rows():

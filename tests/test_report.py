@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 from pathlib import Path
@@ -29,24 +28,29 @@ from ecc_lib.runs import metrics as run_metrics  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from latex_check import assert_latex_tables_compile  # noqa: E402
 
+from ecc_lib.grammar import DASH
+from ecc_lib.report.formatting import format_interval, format_mean_sd, format_number
+from ecc_lib.report.latex import latex_table
+from ecc_lib.report.reading import flatten, generic_rows, skip_reasons
+
 # ------------------------------------------------------------------------------ formatting
 
 
 def test_format_interval_percent_and_plain():
-    assert report.format_interval(0.282, [0.251, 0.314], "share") == "28.2% [25.1, 31.4]"
-    assert report.format_interval(28.24, [25.05, 31.36], "pct_nll") == "28.2% [25.1, 31.4]"
-    assert report.format_interval(0.8705, [0.8434, 0.8972]) == "0.871 [0.843, 0.897]"
+    assert format_interval(0.282, [0.251, 0.314], "share") == "28.2% [25.1, 31.4]"
+    assert format_interval(28.24, [25.05, 31.36], "pct_nll") == "28.2% [25.1, 31.4]"
+    assert format_interval(0.8705, [0.8434, 0.8972]) == "0.871 [0.843, 0.897]"
     # no interval, or a missing bound: the value alone; a missing value: a dash, never NaN
-    assert report.format_interval(0.5, None) == "0.500"
-    assert report.format_interval(0.5, [None, 0.6]) == "0.500"
-    assert report.format_interval(float("nan"), [0.1, 0.2]) == report.DASH
-    assert report.format_number(None) == report.DASH
-    assert report.format_number(5989, "count") == "5,989"
+    assert format_interval(0.5, None) == "0.500"
+    assert format_interval(0.5, [None, 0.6]) == "0.500"
+    assert format_interval(float("nan"), [0.1, 0.2]) == DASH
+    assert format_number(None) == DASH
+    assert format_number(5989, "count") == "5,989"
 
 
 def test_format_mean_sd_over_seeds():
-    assert report.format_mean_sd(0.282, 0.013, "share", n=5) == "28.2% \u00b1 1.3 (5 seeds)"
-    assert report.format_mean_sd(0.5, None) == "0.500"
+    assert format_mean_sd(0.282, 0.013, "share", n=5) == "28.2% \u00b1 1.3 (5 seeds)"
+    assert format_mean_sd(0.5, None) == "0.500"
 
 
 @given(
@@ -56,12 +60,12 @@ def test_format_mean_sd_over_seeds():
 )
 @settings(max_examples=60, deadline=None)
 def test_formatted_numbers_never_say_nan(value, width, unit):
-    text = report.format_interval(value, [value - width, value + width], unit)
+    text = format_interval(value, [value - width, value + width], unit)
     assert "nan" not in text.lower() and text.count("[") == 1
 
 
 def test_generic_rows_pair_intervals_and_seed_spreads():
-    values = report.flatten(
+    values = flatten(
         {
             "gain": {"ecc": 28.0},
             "gain_ci95": {"ecc": [25.0, 31.0]},
@@ -73,7 +77,7 @@ def test_generic_rows_pair_intervals_and_seed_spreads():
             "shown_ci95": [0.3, 0.5],
         }
     )
-    rows = report.generic_rows(values, used={"shown"}, dataset="d")
+    rows = generic_rows(values, used={"shown"}, dataset="d")
     estimates = {r["measure"]: r["estimate"] for r in rows}
     assert estimates["gain: ECC"] == "28.0% [25.0, 31.0]"
     assert estimates["flip rate (mean over seeds)"] == "30.0% \u00b1 2.0 (4 seeds)"
@@ -81,9 +85,9 @@ def test_generic_rows_pair_intervals_and_seed_spreads():
 
 
 def test_skip_reasons_found_at_any_depth():
-    reasons = report.skip_reasons({"a": 1, "curves_skipped": "no prices", "b": {"skipped": "why"}})
+    reasons = skip_reasons({"a": 1, "curves_skipped": "no prices", "b": {"skipped": "why"}})
     assert reasons == {"curves_skipped": "no prices", "b.skipped": "why"}
-    assert report.skip_reasons("one category") == {"": "one category"}
+    assert skip_reasons("one category") == {"": "one category"}
 
 
 # ------------------------------------------------------------------------------ LaTeX
@@ -93,7 +97,7 @@ def test_latex_table_is_booktabs_and_escaped():
     frame = pd.DataFrame(
         {"method": ["ECC_1 & co"], "gain": ["28.2% [25.1, 31.4]"], "sd": ["0.1 \u00b1 0.2"]}
     )
-    text = report.latex_table(frame, caption="Gain (%)", label="tab:x")
+    text = latex_table(frame, caption="Gain (%)", label="tab:x")
     lines = text.splitlines()
     assert r"\toprule" in lines and r"\midrule" in lines and r"\bottomrule" in lines
     assert r"\begin{tabular}{lll}" in lines
@@ -241,15 +245,13 @@ def test_export_sets_title_and_alt_text(tmp_path, fake_run):
 
 
 def test_generic_rows_read_nested_seed_summaries_and_estimates():
-    values = report.flatten(
+    values = flatten(
         {
             "gain_seeds": {"ecc": {"mean": 28.0, "sd": 1.5, "n": 5}},
             "leak_free": {"estimate": 0.1, "ci95": [0.05, 0.15]},
         }
     )
-    rows = {
-        r["measure"]: r["estimate"] for r in report.generic_rows(values, used=set(), dataset="d")
-    }
+    rows = {r["measure"]: r["estimate"] for r in generic_rows(values, used=set(), dataset="d")}
     assert rows["gain seeds: ECC (mean over seeds)"] == "28.0% \u00b1 1.5 (5 seeds)"
     assert rows["leak free"] == "0.100 [0.050, 0.150]"
     assert len(rows) == 2
@@ -269,15 +271,15 @@ def test_unknown_sections_and_data_notes_are_reported(fake_run):
 
 
 def test_wide_latex_tables_span_the_page():
-    wide = report.latex_table(pd.DataFrame({c: ["1"] for c in "abcde"}))
-    narrow = report.latex_table(pd.DataFrame({c: ["1"] for c in "ab"}))
+    wide = latex_table(pd.DataFrame({c: ["1"] for c in "abcde"}))
+    narrow = latex_table(pd.DataFrame({c: ["1"] for c in "ab"}))
     assert wide.startswith(r"\begin{table*}") and wide.rstrip().endswith(r"\end{table*}")
     assert narrow.startswith(r"\begin{table}") and narrow.rstrip().endswith(r"\end{table}")
 
 
 def test_no_negative_zero():
-    assert report.format_interval(-1e-6, [-2e-6, 0.0], "share") == "0.0% [0.0, 0.0]"
-    assert report.format_number(-0.05) == "-0.050"
+    assert format_interval(-1e-6, [-2e-6, 0.0], "share") == "0.0% [0.0, 0.0]"
+    assert format_number(-0.05) == "-0.050"
 
 
 @pytest.mark.parametrize(
@@ -297,14 +299,7 @@ def test_public_report_names_are_importable_from_the_package(name):
     import importlib
 
     module = importlib.import_module(f"ecc_lib.report.{name}")
-    tree = ast.parse(Path(module.__file__).read_text())
-    defined = [
-        node.name if not isinstance(node, ast.Assign) else node.targets[0].id
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-        or (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name))
-    ]
-    public = {n for n in defined if not n.startswith("_") and not n.endswith("_section")}
+    public = {n for n in module.__all__ if not n.endswith("_section")}
     missing = {n for n in public if getattr(report, n, None) is not getattr(module, n)}
     assert not missing, f"re-export these from ecc_lib.report: {sorted(missing)}"
 
@@ -319,11 +314,11 @@ def test_public_report_names_are_importable_from_the_package(name):
 def test_an_interval_shows_its_bounds_in_the_units_of_its_value(value, low, high, unit):
     import re
 
-    text = report.format_interval(value, [low, high], unit)
-    number = report.format_number(value, unit)
+    text = format_interval(value, [low, high], unit)
+    number = format_number(value, unit)
     assert text.startswith(number)
-    if number == report.DASH:
-        assert text == report.DASH
+    if number == DASH:
+        assert text == DASH
         return
     inner = text[len(number) :]
     assert inner.startswith(" [") and inner.endswith("]")

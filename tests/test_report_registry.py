@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ecc_lib import grammar, report
-from ecc_lib.report.reading import MetricsReader, read_metrics, unit_code
+from ecc_lib.report.document import ReportSection, report_table_name
+from ecc_lib.report.reading import MetricsReader, flatten, generic_rows, read_metrics, unit_code
 from ecc_lib.report.registry import SECTIONS, registered_section
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics
@@ -66,8 +67,8 @@ def test_a_builder_returns_its_section(tmp_path):
     section = registered_section("tour").build(
         run, {"tour": {"ari": {"ecc": 0.9}, "ari_ci95": {"ecc": [0.8, 1.0]}, "n_queries": 40}}
     )
-    assert isinstance(section, report.ReportSection)
-    assert section.tables[0].name == report.report_table_name("tour_headline")
+    assert isinstance(section, ReportSection)
+    assert section.tables[0].name == report_table_name("tour_headline")
     assert "0.900 [0.800, 1.000]" in section.findings
 
 
@@ -110,7 +111,7 @@ def test_label_informed_differences_read_in_points_of_gain():
     numbers (``+21.709 [+17.197, +25.879]``, unit "difference"), beside the same numbers in
     percentage points in the clustering section: the key "differences_disjoint" has no "gain"
     in it. The schema now describes them in pp."""
-    values = report.flatten(
+    values = flatten(
         {
             "ecc_labels": {
                 "differences_disjoint": {
@@ -119,6 +120,6 @@ def test_label_informed_differences_read_in_points_of_gain():
             }
         }
     )
-    (row,) = report.generic_rows(values, used=set(), dataset="d", section="ecc_beyond")
+    (row,) = generic_rows(values, used=set(), dataset="d", section="ecc_beyond")
     assert row["estimate"] == "+21.7 pp [+17.2, +25.9]"
     assert row["unit"] == "percentage points of gain"

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from ecc_lib import report
+from ecc_lib.report.summary import build_summary
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics
 
@@ -149,7 +150,7 @@ def foreign_run(tmp_path):
 
 
 def test_foreign_summary_says_no_clustering_beats_the_global_model(foreign_run):
-    summary = report.build_summary(run_metrics.collect_metrics(foreign_run))
+    summary = build_summary(run_metrics.collect_metrics(foreign_run))
     lines = summary["outside"]
     sentences = [line for line in lines if line.topic != "table"]
     assert lines[0].topic == "table" and len(sentences) <= report.summary.MAX_SENTENCES
@@ -221,7 +222,7 @@ def test_bundled_shape_summary_quotes_leak_aware_readings(tmp_path):
         {"dataset": "dcrouter", "seeds": [42, 43, 44], "n_train": 3736, "comparisons": records},
         parameters={"n_clusters": 30},
     )
-    lines = report.build_summary(run_metrics.collect_metrics(run))["dcrouter"]
+    lines = build_summary(run_metrics.collect_metrics(run))["dcrouter"]
     sentences = [line for line in lines if line.topic != "table"]
     texts = [line.text for line in sentences]
     assert assert_words_agree(sentences) == len([t for t in texts if " minus " in t])
@@ -250,7 +251,7 @@ def test_a_new_method_appears_without_code_changes(tmp_path):
             "comparisons": synthetic_records({"ecc": 5.0, "ecc_plus": 9.0}, n_seeds=2),
         },
     )
-    lines = report.build_summary(run_metrics.collect_metrics(run))["d"]
+    lines = build_summary(run_metrics.collect_metrics(run))["d"]
     texts = [line.text for line in lines if line.topic != "table"]
     assert texts[0].startswith("ECC is better than one global BT")
     (best,) = [t for t in texts if t.lower().startswith("ecc plus")]
@@ -270,7 +271,7 @@ def test_the_leak_free_coverage_is_not_appended_to_a_standard_protocol_number(tm
         "leak_free": {"share_with_probe": 0.139},
     }
     run_metrics.record_metrics(run, "ecc", values)
-    lines = report.build_summary(run_metrics.collect_metrics(run))["d"]
+    lines = build_summary(run_metrics.collect_metrics(run))["d"]
     assert not any("13.9%" in line.text or "leak-free" in line.text for line in lines)
 
 

@@ -11,7 +11,8 @@ import pytest
 from ecc_lib.dars.distributions import capability_distributions
 from ecc_lib.data.observations import repeated_observations
 from ecc_lib.data.sources import load_bundled
-from ecc_lib.routers import BestFixedRouter, RandomRouter, make_router, router_families
+from ecc_lib.routers import make_router, router_families
+from ecc_lib.routers.base import BestFixedRouter, RandomRouter
 from ecc_lib.routers.io import (
     ARRAYS_FILE,
     META_FILE,

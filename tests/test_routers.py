@@ -12,6 +12,7 @@ from sklearn.exceptions import NotFittedError
 from ecc_lib import routers
 from ecc_lib.dars import distributions as dars
 from ecc_lib.data.splits import split_queries
+from ecc_lib.routers.base import BestFixedRouter, RandomRouter, target_matrix
 from ecc_lib.routers.training import TorchRouter
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -132,15 +133,15 @@ def test_knn_inverse_distance_hand_case():
 
 
 def test_best_fixed_and_random_references(planted):
-    fixed = routers.BestFixedRouter().fit(planted["x_train"], planted["train"])
+    fixed = BestFixedRouter().fit(planted["x_train"], planted["train"])
     choice = fixed.route(planted["x_test"])
     assert len(set(choice.tolist())) == 1
     assert choice[0] == np.argmax(planted["train"].utility().mean(axis=0))
-    rand = routers.RandomRouter(random_state=0).fit(planted["x_train"], planted["train"])
+    rand = RandomRouter(random_state=0).fit(planted["x_train"], planted["train"])
     picks = rand.route(np.repeat(planted["x_test"], 20, axis=0))
     counts = np.bincount(picks, minlength=4) / len(picks)
     np.testing.assert_allclose(counts, 0.25, atol=0.03)
-    again = routers.RandomRouter(random_state=0).fit(planted["x_train"], planted["train"])
+    again = RandomRouter(random_state=0).fit(planted["x_train"], planted["train"])
     np.testing.assert_array_equal(again.route(np.repeat(planted["x_test"], 20, axis=0)), picks)
 
 
@@ -169,7 +170,7 @@ def test_errors():
 
 def test_mf_and_mirt_beat_constant_predictor(planted):
     """Training ends below the loss of the best constant (per column) predictor."""
-    y, _, _ = routers.target_matrix(planted["train"])
+    y, _, _ = target_matrix(planted["train"])
     mf = routers.MatrixFactorizationRouter(n_iter=100, random_state=0)
     mf.fit(planted["x_train"], planted["train"])
     # standardised targets: the best constant has mean squared error 1 (per non-constant column)
@@ -272,7 +273,7 @@ def test_graph_router_edges_and_masking(planted):
         planted["x_train"], planted["train"]
     )
     # edges hold the standardised targets (n_train, n_models, 3 components), in model order
-    z = router.scaler_.transform(routers.target_matrix(planted["train"])[0])
+    z = router.scaler_.transform(target_matrix(planted["train"])[0])
     assert router.edges_train_.shape == (len(planted["x_train"]), 4, 3)
     np.testing.assert_allclose(router.edges_train_[:, :, 0], z[:, :4])
     np.testing.assert_allclose(router.edges_train_[:, :, 2], z[:, 8:])
@@ -367,7 +368,7 @@ def test_scaled_families_predict_on_the_target_scale(planted, name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         router.fit(planted["x_train"], planted["train"])
-    y, _, _ = routers.target_matrix(planted["train"])
+    y, _, _ = target_matrix(planted["train"])
     pred = router.predict(planted["x_train"])
     # sigma_q (the last 4 columns): its mean and its scaled mean lie far apart, and the mean
     # prediction lies near the mean target

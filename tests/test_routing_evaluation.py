@@ -11,6 +11,20 @@ from hypothesis.extra.numpy import arrays
 
 from ecc_lib import routing_evaluation as ev
 from ecc_lib.dars import distributions as dars
+from ecc_lib.routing_evaluation.curves import (
+    DEFAULT_LAMBDA_GRID,
+    cost_quality_curve,
+    curve_of_choices,
+    pareto_area,
+)
+from ecc_lib.routing_evaluation.held_out import (
+    expected_random_metrics,
+    gap_closed,
+    held_out_truth,
+    oracle_choices,
+)
+from ecc_lib.routing_evaluation.paired import joint_bootstrap_weights, paired_differences
+from ecc_lib.routing_evaluation.table import RoutingTable
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 
@@ -37,10 +51,10 @@ def test_pareto_front_hand_case():
 
 def test_pareto_area_hand_case():
     # budget in [0, 0.2): nothing; [0.2, 0.6): 0.5; [0.6, 1]: 0.8
-    assert ev.pareto_area([0.2, 0.6], [0.5, 0.8]) == pytest.approx(0.5 * 0.4 + 0.8 * 0.4)
+    assert pareto_area([0.2, 0.6], [0.5, 0.8]) == pytest.approx(0.5 * 0.4 + 0.8 * 0.4)
     # a dominated point changes nothing
-    assert ev.pareto_area([0.2, 0.6, 0.7], [0.5, 0.8, 0.6]) == pytest.approx(0.52)
-    assert ev.pareto_area([0.0], [0.9]) == pytest.approx(0.9)
+    assert pareto_area([0.2, 0.6, 0.7], [0.5, 0.8, 0.6]) == pytest.approx(0.52)
+    assert pareto_area([0.0], [0.9]) == pytest.approx(0.9)
 
 
 @settings(max_examples=50, deadline=None)
@@ -52,27 +66,27 @@ def test_pareto_properties(cost, quality):
     front = ev.pareto_front(cost, quality)
     assert front.any()
     # the front alone gives the same area, and the area is bounded by the best quality
-    area = ev.pareto_area(cost, quality)
-    assert area == pytest.approx(ev.pareto_area(cost[front], quality[front]))
+    area = pareto_area(cost, quality)
+    assert area == pytest.approx(pareto_area(cost[front], quality[front]))
     assert 0 <= area <= quality.max() + 1e-12
 
 
 def test_gap_closed():
-    assert ev.gap_closed(0.5, 0.5, 0.9) == 0.0
-    assert ev.gap_closed(0.9, 0.5, 0.9) == 1.0
-    assert ev.gap_closed(0.7, 0.5, 0.9) == pytest.approx(0.5)
-    assert np.isnan(ev.gap_closed(0.7, 0.5, 0.5))
+    assert gap_closed(0.5, 0.5, 0.9) == 0.0
+    assert gap_closed(0.9, 0.5, 0.9) == 1.0
+    assert gap_closed(0.7, 0.5, 0.9) == pytest.approx(0.5)
+    assert np.isnan(gap_closed(0.7, 0.5, 0.5))
 
 
 def test_evaluate_choices_and_references(synthetic):
     obs = dars.repeated_observations(synthetic.outcomes)
-    truth = ev.held_out_truth(obs)
+    truth = held_out_truth(obs)
     assert truth.rewrites is not None and truth.decodes is not None
     u = truth.both.utility()
-    oracle = ev.oracle_choices(truth)
+    oracle = oracle_choices(truth)
     metrics = ev.evaluate_choices(oracle, truth)
     np.testing.assert_allclose(metrics["utility"], u.max(axis=1))
-    random = ev.expected_random_metrics(truth)
+    random = expected_random_metrics(truth)
     np.testing.assert_allclose(random["utility"], u.mean(axis=1))
     np.testing.assert_allclose(random["score"], truth.both.mu_q.mean(axis=1))
     # the rewrite and decode scores come from their own observations
@@ -93,7 +107,7 @@ def test_rewrites_only_has_no_decode_metrics():
         for v in range(3)
     ]
     obs = dars.repeated_observations(pd.DataFrame(rows))
-    truth = ev.held_out_truth(obs)
+    truth = held_out_truth(obs)
     assert truth.decodes is None and truth.rewrites is not None
     metrics = ev.evaluate_choices(np.zeros(3, dtype=int), truth)
     assert np.isnan(metrics["score_decode"]).all()
@@ -104,11 +118,11 @@ def test_rewrites_only_has_no_decode_metrics():
 def test_oracle_curve_is_monotone(synthetic):
     """Raising lambda never raises the oracle's cost (argmax of q - lambda c per query)."""
     obs = dars.repeated_observations(synthetic.outcomes)
-    truth = ev.held_out_truth(obs)
+    truth = held_out_truth(obs)
     costs, scores = [], []
-    for lam in ev.DEFAULT_LAMBDA_GRID:
+    for lam in DEFAULT_LAMBDA_GRID:
         m = ev.evaluate_choices(
-            ev.oracle_choices(truth, cost_weight=lam, beta=0.0), truth, cost_weight=lam, beta=0.0
+            oracle_choices(truth, cost_weight=lam, beta=0.0), truth, cost_weight=lam, beta=0.0
         )
         costs.append(m["cost"].mean())
         scores.append(m["score"].mean())
@@ -156,7 +170,7 @@ def test_routing_table_structure_and_references(synthetic):
     # DARS targets beat single-shot ones for kNN on this seeded task (measured 0.778 vs 0.766)
     assert table.loc[("kNN", "DARS"), "utility"] > table.loc[("kNN", "single-shot"), "utility"]
     assert len(result.runs) == 3 + 2 * (1 + 3)
-    assert set(result.curves["lambda"]) == set(ev.DEFAULT_LAMBDA_GRID)
+    assert set(result.curves["lambda"]) == set(DEFAULT_LAMBDA_GRID)
     assert result.info["n_test"] == 60
     text = ev.format_routing_table(result).to_string()
     assert "±" in text
@@ -230,7 +244,7 @@ def test_routing_table_trains_the_listwise_and_graph_families(synthetic):
 
 
 def per_query_arms(dars_u, single_u, fixed_u, oracle_u, name="kNN"):
-    """A ``per_query`` mapping with score = utility, for :func:`ev.paired_differences`."""
+    """A ``per_query`` mapping with score = utility, for :func:`paired_differences`."""
 
     def metrics(u):
         u = np.asarray(u, float)
@@ -245,14 +259,14 @@ def per_query_arms(dars_u, single_u, fixed_u, oracle_u, name="kNN"):
 
 
 def test_joint_bootstrap_weights():
-    q, r = ev.joint_bootstrap_weights(7, 3, n_boot=50, random_state=1)
+    q, r = joint_bootstrap_weights(7, 3, n_boot=50, random_state=1)
     assert q.shape == (50, 7) and r.shape == (50, 3)
     np.testing.assert_allclose(q.sum(axis=1), 1.0)
     np.testing.assert_allclose(r.sum(axis=1), 1.0)
     # multiples of 1 / n_units, and resampled (not all equal to the identity)
     np.testing.assert_allclose(q * 7, np.round(q * 7))
     assert np.ptp(r, axis=0).max() > 0
-    q2, r2 = ev.joint_bootstrap_weights(7, 3, n_boot=50, random_state=1)
+    q2, r2 = joint_bootstrap_weights(7, 3, n_boot=50, random_state=1)
     np.testing.assert_array_equal(q, q2)
     np.testing.assert_array_equal(r, r2)
 
@@ -262,7 +276,7 @@ def test_paired_difference_hand_case():
     oracle = fixed + 0.2
     single = [fixed + 0.05, fixed + 0.05, fixed + 0.05]
     # DARS = single-shot + 0.1 on every query of every run: the difference is exactly 0.1
-    paired, versus = ev.paired_differences(
+    paired, versus = paired_differences(
         per_query_arms(fixed + 0.15, single, fixed, oracle), ["kNN"], n_boot=200
     )
     row = paired.iloc[0]
@@ -286,7 +300,7 @@ def test_paired_interval_covers_the_single_shot_runs():
     # differ, so the joint interval must be wide
     base = np.full(30, 0.5)
     single = [base + shift for shift in (-0.1, 0.0, 0.1, -0.05, 0.05)]
-    paired, _ = ev.paired_differences(
+    paired, _ = paired_differences(
         per_query_arms(base, single, base - 0.2, base + 0.3), ["kNN"], n_boot=400
     )
     row = paired.iloc[0]
@@ -300,8 +314,8 @@ def test_headline_says_when_no_router_beats_best_fixed():
     fixed = rng.uniform(0.5, 0.9, 40)
     worse = fixed - 0.1
     per_query = per_query_arms(worse, [worse, worse - 0.01], fixed, fixed + 0.1)
-    paired, versus = ev.paired_differences(per_query, ["kNN"], n_boot=200)
-    result = ev.RoutingTable(
+    paired, versus = paired_differences(per_query, ["kNN"], n_boot=200)
+    result = RoutingTable(
         table=pd.DataFrame(),
         runs=pd.DataFrame(),
         curves=pd.DataFrame(),
@@ -322,8 +336,8 @@ def test_headline_says_when_no_router_beats_best_fixed():
 def test_headline_names_a_router_that_matches_the_best_fixed_model():
     fixed = np.linspace(0.3, 0.9, 20)
     per_query = per_query_arms(fixed, [fixed - 0.05, fixed - 0.02], fixed, fixed + 0.1)
-    paired, versus = ev.paired_differences(per_query, ["kNN"], n_boot=100)
-    result = ev.RoutingTable(
+    paired, versus = paired_differences(per_query, ["kNN"], n_boot=100)
+    result = RoutingTable(
         pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {"best_fixed_model": "m0"}, paired, versus
     )
     headline = ev.routing_headline(result)
@@ -361,20 +375,14 @@ def test_refitted_curves_put_the_ecc_router_on_the_cost_quality_plane(synthetic)
 
 
 def test_the_package_exports_every_public_name_of_its_modules():
-    """routing_evaluation is split by job; callers keep importing every name from the package."""
+    """routing_evaluation is split by job; callers import every public name from the package."""
     import importlib
-    import inspect
 
     for job in ("held_out", "curves", "experiment", "paired", "summary"):
         module = importlib.import_module(f"ecc_lib.routing_evaluation.{job}")
-        own = {
-            name
-            for name, obj in vars(module).items()
-            if not name.startswith("_")
-            and (inspect.isfunction(obj) or inspect.isclass(obj))
-            and obj.__module__ == module.__name__
-        }
-        assert own and own <= set(ev.__all__), (job, own - set(ev.__all__))
+        own = set(module.__all__)
+        assert own <= set(ev.__all__), (job, own - set(ev.__all__))
+        assert all(getattr(ev, name) is getattr(module, name) for name in own)
     assert all(hasattr(ev, name) for name in ev.__all__)
 
 
@@ -386,12 +394,12 @@ def test_cost_quality_curve_refits_a_utility_router_at_each_weight(synthetic):
     x = synthetic.embeddings[[position[q] for q in obs.query_ids]].astype(float)
     train = np.arange(obs.n_queries) < 200
     targets = dars.capability_distributions(obs.select_queries(train))
-    truth = ev.held_out_truth(obs.select_queries(~train))
+    truth = held_out_truth(obs.select_queries(~train))
     lambdas = (0.0, 1.0)
     router = routers.KNNRouter(target="utility").fit(x[train], targets)
     with pytest.raises(ValueError, match="refit"):
-        ev.cost_quality_curve(router, x[~train], truth, lambdas=lambdas)
-    curve = ev.cost_quality_curve(
+        cost_quality_curve(router, x[~train], truth, lambdas=lambdas)
+    curve = cost_quality_curve(
         router, x[~train], truth, lambdas=lambdas, refit_on=(x[train], targets)
     )
     # the same as a router fitted at each weight by hand
@@ -401,5 +409,5 @@ def test_cost_quality_curve_refits_a_utility_router_at_each_weight(synthetic):
         .route(x[~train], cost_weight=lam)
         for lam in lambdas
     ]
-    pd.testing.assert_frame_equal(curve, ev.curve_of_choices(by_hand, truth, lambdas=lambdas))
+    pd.testing.assert_frame_equal(curve, curve_of_choices(by_hand, truth, lambdas=lambdas))
     assert router.cost_weight == routers.KNNRouter().cost_weight  # the router itself is untouched

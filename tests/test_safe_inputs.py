@@ -34,6 +34,9 @@ from matplotlib.text import Text  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from latex_check import assert_latex_tables_compile  # noqa: E402
 
+from ecc_lib.plotting.data import pooled_column_name
+from ecc_lib.report.latex import latex_table
+
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
@@ -59,7 +62,7 @@ def test_a_category_named_all_keeps_its_column_beside_the_pooled_one():
     assert list(table.columns) == ["all", "b", "all (pooled)"]
     assert table.loc["m1", "all"] == 1.0 and table.loc["m2", "all"] == 0.0  # the category
     assert table.loc["m1", "all (pooled)"] == 0.5 and table.loc["m2", "all (pooled)"] == 0.25
-    assert plotting.pooled_column_name(["all", "all (pooled)"]) == "all (pooled 2)"
+    assert pooled_column_name(["all", "all (pooled)"]) == "all (pooled 2)"
 
 
 # ------------------------------------------- 13: human labels where no test category is known
@@ -269,7 +272,7 @@ HARD_CELLS = [
 
 def test_latex_tables_with_any_text_compile():
     frame = pd.DataFrame({"[model]": HARD_CELLS, "reversed": HARD_CELLS[::-1]})
-    text = report.latex_table(frame, caption="Caption \u00e9 \u4e2d [x]\n\nend", label="tab:x")
+    text = latex_table(frame, caption="Caption \u00e9 \u4e2d [x]\n\nend", label="tab:x")
     assert text.isascii()
     assert "[U+4E2D]" in text and r"\ensuremath{\alpha}" in text and r"caf\'{e}" in text
     assert "\u200f" not in text and "\x00" not in text and "\n\n" not in text

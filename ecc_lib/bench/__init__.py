@@ -37,36 +37,11 @@ The package, one job per module (every public name is importable from :mod:`ecc_
 
 from __future__ import annotations
 
-from ecc_lib.bench.dataset import (
-    bench_dataset,
-    data_fingerprint,
-    dataset_label,
-    flip_readings,
-    prepare_dataset,
-)
 from ecc_lib.bench.result import BenchResult, run_bench
-from ecc_lib.bench.seed import bench_seed, disjoint_differences
-from ecc_lib.bench.settings import (
-    BENCH_VERSION,
-    REFERENCES,
-    BenchSettings,
-    bench_methods,
-)
-from ecc_lib.bench.summary import summarise_seeds
+from ecc_lib.bench.settings import BenchSettings
 
 __all__ = [
-    "BENCH_VERSION",
-    "REFERENCES",
     "BenchResult",
     "BenchSettings",
-    "bench_dataset",
-    "bench_methods",
-    "bench_seed",
-    "data_fingerprint",
-    "dataset_label",
-    "disjoint_differences",
-    "flip_readings",
-    "prepare_dataset",
     "run_bench",
-    "summarise_seeds",
 ]

@@ -281,10 +281,4 @@ def bench_dataset(
     return to_jsonable(entry)
 
 
-__all__ = [
-    "bench_dataset",
-    "data_fingerprint",
-    "dataset_label",
-    "flip_readings",
-    "prepare_dataset",
-]
+__all__: list[str] = []

@@ -325,4 +325,7 @@ def run_bench(
     return BenchResult(entries, settings, seconds=time.perf_counter() - start)
 
 
-__all__ = ["BenchResult", "run_bench"]
+__all__ = [
+    "BenchResult",
+    "run_bench",
+]

@@ -206,4 +206,4 @@ def bench_seed(
     return to_jsonable(record)
 
 
-__all__ = ["bench_seed", "disjoint_differences"]
+__all__: list[str] = []

@@ -99,4 +99,6 @@ def bench_methods(has_labels: bool) -> tuple[str, ...]:
     return default_methods(has_labels)
 
 
-__all__ = ["BENCH_VERSION", "REFERENCES", "BenchSettings", "bench_methods"]
+__all__ = [
+    "BenchSettings",
+]

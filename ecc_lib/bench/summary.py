@@ -202,4 +202,4 @@ def _summarise_routing(records: list[dict], comparisons: list) -> dict:
     return out
 
 
-__all__ = ["summarise_seeds"]
+__all__: list[str] = []

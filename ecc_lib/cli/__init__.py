@@ -120,9 +120,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 __all__ = [
-    "SUBCOMMAND_MODULES",
-    "OwnLineHandler",
-    "build_parser",
-    "configure_output",
     "main",
 ]

@@ -103,6 +103,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-]
+__all__: list[str] = []

@@ -142,7 +142,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "protocol_split",
-]
+__all__: list[str] = []

@@ -244,7 +244,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "SUBCOMMANDS",
-]
+__all__: list[str] = []

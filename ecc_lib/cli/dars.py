@@ -292,8 +292,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "dars_summary",
-    "format_summary",
-]
+__all__: list[str] = []

@@ -86,8 +86,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "dataset_summaries",
-    "format_summaries",
-]
+__all__: list[str] = []

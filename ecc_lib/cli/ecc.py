@@ -726,12 +726,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "ecc_result_from_args",
-    "format_comparisons",
-    "format_result",
-    "format_routing",
-    "format_seeds",
-    "protocol_from_args",
-]
+__all__: list[str] = []

@@ -173,10 +173,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "EXAMPLE_CONFIG",
-    "InitError",
-    "SUBCOMMANDS",
-    "init_folder",
-    "starter_files",
-]
+__all__: list[str] = []

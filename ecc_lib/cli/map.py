@@ -154,4 +154,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = ["SUBCOMMANDS"]
+__all__: list[str] = []

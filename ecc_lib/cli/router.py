@@ -364,7 +364,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-    "format_operating_point",
-]
+__all__: list[str] = []

@@ -161,6 +161,4 @@ SUBCOMMANDS = (
 )
 
 
-__all__ = [
-    "SUBCOMMANDS",
-]
+__all__: list[str] = []

@@ -178,14 +178,4 @@ def add_scheduler_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-__all__ = [
-    "Handler",
-    "INTERRUPTED",
-    "Subcommand",
-    "USER_ERRORS",
-    "UsageError",
-    "add_scheduler_option",
-    "is_user_error",
-    "run_handler",
-    "write_json",
-]
+__all__: list[str] = []

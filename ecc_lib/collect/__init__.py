@@ -18,84 +18,13 @@ its :mod:`~ecc_lib.collect.summary`; :mod:`~ecc_lib.collect.client` (HTTP client
 dataset folders), :mod:`~ecc_lib.collect.local_server` (a local llama.cpp server).
 """
 
-from ecc_lib.collect.client import ChatClient, ChatResult
-from ecc_lib.collect.errors import (
-    CollectError,
-    CollectionInterrupted,
-    EndpointAuthError,
-    EndpointConfigError,
-    EndpointError,
-    EndpointNotFoundError,
-    EndpointRedirectError,
-    EndpointResponseError,
-    EndpointUnreachableError,
-    StoreError,
-)
-from ecc_lib.collect.export import (
-    collected_outcomes,
-    collected_queries,
-    export_dataset,
-    export_outcomes,
-    read_collected,
-    records_frame,
-)
-from ecc_lib.collect.models import ModelSpec, parse_model_spec, parse_models
-from ecc_lib.collect.pricing import Price, call_cost, price_table, read_price_table
-from ecc_lib.collect.prompts import ParsedRewrites, read_rewrites
-from ecc_lib.collect.queries import read_queries_file
-from ecc_lib.collect.runner import CollectionSummary, acollect, collect
-from ecc_lib.collect.scorers import (
-    SCORERS,
-    ScoringFailure,
-    choose_scorer,
-    exact_match,
-    extract_final_answer,
-    multiple_choice_letter,
-    numeric_equivalence,
-    token_f1,
-)
-from ecc_lib.collect.store import CollectionStore, observation_type
+from ecc_lib.collect.export import read_collected, records_frame
+from ecc_lib.collect.runner import collect
+from ecc_lib.collect.store import CollectionStore
 
 __all__ = [
-    "SCORERS",
-    "ChatClient",
-    "ChatResult",
-    "CollectError",
-    "CollectionInterrupted",
     "CollectionStore",
-    "CollectionSummary",
-    "EndpointAuthError",
-    "EndpointConfigError",
-    "EndpointError",
-    "EndpointNotFoundError",
-    "EndpointRedirectError",
-    "EndpointResponseError",
-    "EndpointUnreachableError",
-    "ModelSpec",
-    "ParsedRewrites",
-    "Price",
-    "ScoringFailure",
-    "StoreError",
-    "acollect",
-    "call_cost",
-    "choose_scorer",
     "collect",
-    "collected_outcomes",
-    "collected_queries",
-    "exact_match",
-    "export_dataset",
-    "export_outcomes",
-    "extract_final_answer",
-    "multiple_choice_letter",
-    "numeric_equivalence",
-    "observation_type",
-    "parse_model_spec",
-    "parse_models",
-    "price_table",
     "read_collected",
-    "read_price_table",
-    "read_queries_file",
-    "read_rewrites",
     "records_frame",
-    "token_f1",
 ]

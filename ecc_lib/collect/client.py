@@ -935,20 +935,9 @@ class ChatClient:
 
 __all__ = [
     "ChatClient",
-    "ChatResult",
     "DEFAULT_MAX_RESPONSE_BYTES",
-    "ERROR_BODY_CHARS",
-    "MAX_REDIRECTS",
-    "REDACTED",
-    "RETRY_STATUSES",
-    "UnusableContent",
-    "chat_url",
     "check_api_key",
     "check_base_url",
-    "origin",
-    "parse_chat_response",
     "public_url",
     "redact",
-    "secret_forms",
-    "utc_now",
 ]

@@ -246,10 +246,4 @@ class RunContext:
             self.first_failure_logged = True
 
 
-__all__ = [
-    "FATAL_ERRORS",
-    "PreparedQuery",
-    "RunContext",
-    "call_fields",
-    "prepare_queries",
-]
+__all__: list[str] = []

@@ -104,13 +104,4 @@ class CollectionInterrupted(CollectError):
 
 __all__ = [
     "CollectError",
-    "CollectionInterrupted",
-    "EndpointAuthError",
-    "EndpointConfigError",
-    "EndpointError",
-    "EndpointNotFoundError",
-    "EndpointRedirectError",
-    "EndpointResponseError",
-    "EndpointUnreachableError",
-    "StoreError",
 ]

@@ -357,18 +357,10 @@ def collection_notes(folder: str | os.PathLike) -> list[str]:
 
 
 __all__ = [
-    "COLLECTION_FILE",
-    "DATASET_QUERY_COLUMNS",
-    "EXPORT_EXTRA_COLUMNS",
     "EXPORT_SUFFIXES",
-    "checked_status",
-    "collected_outcomes",
-    "collected_queries",
     "collection_notes",
-    "collection_status",
     "export_dataset",
     "export_outcomes",
-    "incomplete_collection_sentence",
     "read_collected",
     "records_frame",
 ]

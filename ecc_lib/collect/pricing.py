@@ -239,13 +239,4 @@ def call_cost(
     return cost, "price_table"
 
 
-__all__ = [
-    "MAX_REPORTED_COST_USD",
-    "PRICE_COLUMNS",
-    "Price",
-    "REPORTED_COST_FIELDS",
-    "call_cost",
-    "price_table",
-    "read_price_table",
-    "reported_cost",
-]
+__all__: list[str] = []

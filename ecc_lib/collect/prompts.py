@@ -506,27 +506,4 @@ def parse_rewrites(content: str | None) -> list[str]:
     return read_rewrites(content).rewrites
 
 
-__all__ = [
-    "ANSWER_FORMATS",
-    "ANSWER_SYSTEM_PROMPT",
-    "DEFAULT_ANSWER_FORMAT",
-    "LETTERS",
-    "MIN_REWRITE_WORD_SHARE",
-    "PROMPT_VERSION",
-    "ParsedRewrites",
-    "RESPONSE_FORMATS",
-    "REWRITES_SCHEMA",
-    "REWRITE_FORMATS",
-    "REWRITE_SYSTEM_PROMPT",
-    "SINGLE_REWRITE_EXAMPLES",
-    "SINGLE_REWRITE_SYSTEM_PROMPT",
-    "answer_messages",
-    "format_options",
-    "parse_rewrites",
-    "read_rewrites",
-    "read_single_rewrite",
-    "rewrite_messages",
-    "rewrite_refusal",
-    "rewrite_response_format",
-    "single_rewrite_messages",
-]
+__all__: list[str] = []

@@ -189,11 +189,4 @@ def check_queries(queries: pd.DataFrame, *, source: str | None = None) -> pd.Dat
     return frame
 
 
-__all__ = [
-    "QUERY_FILE_SUFFIXES",
-    "TEXT_COLUMNS",
-    "check_queries",
-    "is_missing",
-    "parse_choices",
-    "read_queries_file",
-]
+__all__: list[str] = []

@@ -329,11 +329,4 @@ class Rewriter:
         progress.step(ok and not missing, summary.spend_usd)
 
 
-__all__ = [
-    "REWRITE_ATTEMPTS",
-    "REWRITE_TEMPERATURE",
-    "Rewriter",
-    "UNSUPPORTED_FORMAT_STATUSES",
-    "accept_rewrites",
-    "reveals_answer",
-]
+__all__: list[str] = []

@@ -531,8 +531,6 @@ collect.__signature__ = _SIGNATURE  # type: ignore[attr-defined]  # help() and t
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
-    "OPENAI_API_HOST",
-    "acollect",
     "collect",
     "is_openai_host",
 ]

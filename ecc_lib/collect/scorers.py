@@ -682,28 +682,4 @@ def apply_scorer(
     return value, None
 
 
-__all__ = [
-    "CATEGORY_KEYWORDS",
-    "DEFAULT_SCORER",
-    "LETTERS",
-    "SCORERS",
-    "SCORER_SECTIONS",
-    "Scorer",
-    "ScoringFailure",
-    "apply_scorer",
-    "choose_scorer",
-    "drop_bag",
-    "exact_match",
-    "extract_final_answer",
-    "get_scorer",
-    "last_boxed",
-    "multiple_choice_letter",
-    "normalise_answer",
-    "numbers_equal",
-    "numeric_equivalence",
-    "parse_number",
-    "reference_letter",
-    "references",
-    "scorer_for_category",
-    "token_f1",
-]
+__all__: list[str] = []

@@ -746,20 +746,5 @@ class CollectionStore:
 
 __all__ = [
     "CollectionStore",
-    "FAILURES_FILE",
-    "LOCK_FILE",
-    "MANIFEST_FILE",
-    "QUERIES_FILE",
-    "QUERY_FIELDS",
-    "QUERY_IDENTITY_FIELDS",
-    "RECORDS_FILE",
-    "REWRITES_FILE",
-    "REWRITE_CALLS_FILE",
-    "RecordKey",
-    "STORE_FORMAT",
     "observation_type",
-    "os_error_message",
-    "read_jsonl",
-    "record_key",
-    "to_json_line",
 ]

@@ -229,10 +229,4 @@ def without_final_answer_sentence(n_without: int, n_answers: int) -> str:
     )
 
 
-__all__ = [
-    "CollectionSummary",
-    "SETTINGS_THAT_SHAPE_RECORDS",
-    "log_summary",
-    "warn_on_changed_settings",
-    "without_final_answer_sentence",
-]
+__all__: list[str] = []

@@ -212,8 +212,4 @@ def run_coroutine(make: Callable[[], Awaitable[Any]]) -> Any:
     return state["value"]
 
 
-__all__ = [
-    "Progress",
-    "run_coroutine",
-    "run_pool",
-]
+__all__: list[str] = []

@@ -396,13 +396,10 @@ __all__ = [
     "DEFAULT_BETA",
     "DEFAULT_LAMBDA",
     "DEFAULT_TAU",
-    "argmax_sets",
     "capability_distributions",
     "hard_labels",
     "label_shares",
-    "regression_targets",
     "single_shot_distributions",
     "single_shot_draws",
     "soft_labels",
-    "utility",
 ]

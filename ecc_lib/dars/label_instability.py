@@ -254,7 +254,6 @@ def label_instability(
 
 
 __all__ = [
-    "SubsetDiagnostics",
     "label_instability",
     "subset_diagnostics",
 ]

@@ -22,8 +22,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_N_DRAWS = defaults.N_DRAWS
 """Monte Carlo draw pairs per query for the flip rate."""
 FLIP_METHODS = ("auto", "exact", "monte_carlo")
-FLIP_READINGS = ("pairwise", "strict", "change")
-"""The three readings of the winner flip rate (``docs/design.md`` section 4)."""
 _MC_CHUNK_ELEMENTS = 1 << 18
 
 
@@ -465,16 +463,11 @@ def _single_shot_winners_monte_carlo(
 
 
 __all__ = [
-    "DEFAULT_N_DRAWS",
-    "FLIP_METHODS",
-    "FLIP_READINGS",
-    "SingleShotWinners",
     "chance_flip_rates",
     "change_probability",
     "default_change_draws",
     "flip_probability",
     "single_shot_winners",
     "strict_flip_probability_exact",
-    "tied_top_probability_exact",
     "winner_probabilities_exact",
 ]

@@ -156,11 +156,5 @@ def timed(function):
 
 
 __all__ = [
-    "LISTED_NAMES",
-    "STATUSES",
     "CheckResult",
-    "ScoreTable",
-    "name_list",
-    "score_table",
-    "timed",
 ]

@@ -192,8 +192,6 @@ def format_checks(results: dict[str, CheckResult], *, label: str = "") -> str:
 
 __all__ = [
     "CHECK_NAMES",
-    "TABLE_CHECKS",
-    "TIE_TOLERANCE_CHECKS",
     "checks_to_dict",
     "failures",
     "format_checks",

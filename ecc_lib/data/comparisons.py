@@ -545,10 +545,6 @@ def sample_pairs(
 __all__ = [
     "Comparisons",
     "DEFAULT_TIE_TOLERANCE",
-    "DENSE_MAX_MODELS",
-    "KEY_CHUNK_ROWS",
-    "SORT_CHUNK_ROWS",
-    "TIE_POLICIES",
     "available_cpus",
     "make_comparisons",
     "sample_pairs",

@@ -276,6 +276,5 @@ __all__ = [
     "apply_data_policy",
     "cost_reason",
     "has_repeated_observations",
-    "models_per_query",
     "no_repeats_reason",
 ]

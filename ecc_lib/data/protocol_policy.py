@@ -341,18 +341,10 @@ def small_data_warning(n_train: int) -> str | None:
 
 
 __all__ = [
-    "DataPolicyError",
-    "MIN_EMBEDDING_DIMS",
-    "MIN_TRAIN_QUERIES",
-    "SMALL_DATA_TRAIN_QUERIES",
     "check_embedding_dims",
     "check_protocol_sizes",
     "check_utility_weights",
-    "duplicate_text_note",
     "human_baseline_reason",
     "protocol_notes",
-    "small_data_warning",
-    "split_duplicate_note",
     "two_models_note",
-    "unseen_category_note",
 ]

@@ -420,12 +420,9 @@ __all__ = [
     "PUBLIC_DATASETS",
     "bundled_files",
     "dataset_files",
-    "download_public",
     "from_dars_release",
     "from_routerbench",
     "from_sprout",
     "load_bundled",
     "load_dataset",
-    "load_public",
-    "logged_decisions_message",
 ]

@@ -474,20 +474,4 @@ def check_score_type(
     return CheckResult(name, "ok", text, numbers)
 
 
-__all__ = [
-    "ALIGNED_R",
-    "ALIGNED_Z",
-    "ALL_TIES_WARN_SHARE",
-    "DECISIVE_TOLERANCE",
-    "GRADED_MAX_LEVELS",
-    "TIE_TOLERANCE_HOW",
-    "MIN_PROTOCOL_PAIRS",
-    "NEAR_IDENTICAL_R",
-    "check_all_ties",
-    "check_constant_models",
-    "check_item_alignment",
-    "check_near_identical_models",
-    "check_never_or_always_wins",
-    "check_score_type",
-    "item_correlations",
-]
+__all__: list[str] = []

@@ -582,23 +582,14 @@ def is_table_file(path: str | Path) -> bool:
 
 
 __all__ = [
-    "COMPRESSION_SUFFIXES",
-    "ID_COLUMNS",
-    "PICKLE_SUFFIXES",
-    "QUERY_TEXT_COLUMNS",
-    "RESERVED_WIDE_COLUMNS",
     "TABLE_READERS",
     "TABLE_WRITERS",
-    "TEXT_COLUMNS",
     "WRITE_SUFFIXES",
     "from_wide",
-    "infer_model_columns",
     "is_table_file",
     "read_csv_keeping_text",
-    "refuse_duplicate_header",
     "read_outcomes",
     "read_queries",
     "read_table",
-    "table_suffix",
     "write_table",
 ]

@@ -224,9 +224,5 @@ def check_embedding_collapse(embeddings: np.ndarray, texts: Sequence[str]) -> Ch
 
 
 __all__ = [
-    "COLLAPSE_FAIL_COSINE",
-    "COLLAPSE_FAIL_SHARE",
-    "check_embedding_collapse",
-    "check_text_length",
     "check_texts",
 ]

@@ -32,30 +32,19 @@ Or pass a ``dask.array`` of embeddings (for example over a memory-mapped ``.npy`
 :func:`fit_partitioned`; its row chunks are the partitions and are read from disk at every step.
 """
 
-from ecc_lib.distributed.ecc_fit import Partition, fit_partitioned, partitions_from_arrays
-from ecc_lib.distributed.group_bys import DarsStatistics, dars_statistics, flip_rate_agreement
-from ecc_lib.distributed.scheduler import (
-    DEFAULT_PARTITION_ROWS,
-    active,
-    dask_client,
-    scheduler_context,
-    use_dask,
-)
+from ecc_lib.distributed.ecc_fit import Partition, fit_partitioned
+from ecc_lib.distributed.group_bys import dars_statistics, flip_rate_agreement
+from ecc_lib.distributed.scheduler import active, dask_client, scheduler_context
 from ecc_lib.ecc.backends import register_data_backend
 
 # the EM engine runs a fit here when `active` says so (inside `use_dask`, or on a dask array)
 register_data_backend("dask", active, fit_partitioned)
 
 __all__ = [
-    "DEFAULT_PARTITION_ROWS",
-    "DarsStatistics",
     "Partition",
-    "active",
     "dars_statistics",
     "dask_client",
     "fit_partitioned",
     "flip_rate_agreement",
-    "partitions_from_arrays",
     "scheduler_context",
-    "use_dask",
 ]

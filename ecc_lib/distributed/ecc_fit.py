@@ -357,5 +357,4 @@ def fit_partitioned(
 __all__ = [
     "Partition",
     "fit_partitioned",
-    "partitions_from_arrays",
 ]

@@ -212,7 +212,6 @@ def flip_rate_agreement(stats: DarsStatistics, summary: dict):
 
 
 __all__ = [
-    "DarsStatistics",
     "dars_statistics",
     "flip_rate_agreement",
 ]

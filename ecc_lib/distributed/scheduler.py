@@ -162,13 +162,7 @@ def active_settings() -> dict | None:
 
 
 __all__ = [
-    "CONNECT_TIMEOUT",
-    "DEFAULT_PARTITION_ROWS",
-    "SchedulerError",
     "active",
-    "active_settings",
     "dask_client",
-    "is_dask_array",
     "scheduler_context",
-    "use_dask",
 ]

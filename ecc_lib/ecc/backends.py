@@ -129,10 +129,5 @@ def backend_requested(embeddings) -> bool:
 
 
 __all__ = [
-    "DataBackend",
-    "backend_requested",
-    "data_backend",
-    "in_memory_fits",
-    "is_backend_array",
     "register_data_backend",
 ]

@@ -249,4 +249,9 @@ class HumanLabelClusters(ProfileMixture):
         return out
 
 
-__all__ = ["ComparisonOnlyECC", "EmbeddingClusters", "GlobalBT", "HumanLabelClusters"]
+__all__ = [
+    "ComparisonOnlyECC",
+    "EmbeddingClusters",
+    "GlobalBT",
+    "HumanLabelClusters",
+]

@@ -661,10 +661,6 @@ class _Fold:
 
 
 __all__ = [
-    "DEFAULT_CV_MAX_ITER",
-    "DEFAULT_FACTOR",
     "ECCCV",
     "FIT_MEMO",
-    "RULES",
-    "candidate_seed",
 ]

@@ -387,20 +387,9 @@ def describe_choices(choices) -> str:
 
 
 __all__ = [
-    "BT_FAMILIES",
-    "DEFAULT_ALPHAS",
-    "DEFAULT_PARAM_GRID",
-    "FAMILIES",
-    "LABEL_FAMILIES",
-    "PARAM_DEFAULTS",
-    "PARAM_KEYS",
     "choice_words",
     "describe_choices",
     "describe_params",
-    "expand_grid",
     "family_grid",
-    "halving_schedule",
     "is_clustering",
-    "prior_words",
-    "results_table",
 ]

@@ -586,19 +586,11 @@ def run_em(
 
 
 __all__ = [
-    "BLOCK_ROWS",
-    "MIN_BLOCK_ROWS",
-    "EMRun",
-    "LocalData",
-    "blas_controller",
     "block_e_step",
-    "block_rows",
     "block_statistics",
     "fit_profiles",
     "neg_entropy",
     "normalise_rows",
-    "resolve_n_jobs",
-    "row_blocks",
     "run_em",
     "softmax_rows",
 ]

@@ -382,7 +382,5 @@ class LabelInformedECC(ECC):
 
 
 __all__ = [
-    "DEFAULT_LABEL_WEIGHTS",
     "LabelInformedECC",
-    "category_log_prior",
 ]

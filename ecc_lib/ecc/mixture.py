@@ -337,8 +337,6 @@ class ProfileMixture(BaseEstimator):
 
 __all__ = [
     "ProfileMixture",
-    "_PROB_CLIP",
     "comparison_nll",
     "evidence",
-    "log_prob_table",
 ]

@@ -25,8 +25,6 @@ import pandas as pd
 
 from ecc_lib.data.comparisons import Comparisons
 
-EVIDENCE_KINDS: tuple[str, ...] = ("sampled", "soft")
-
 
 def _observation_groups(outcomes: pd.DataFrame, comparisons: Comparisons):
     """Observations sorted by (query, model) group with the group of each (query, model)."""
@@ -185,7 +183,6 @@ def true_win_probability(p: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
-    "EVIDENCE_KINDS",
     "has_repeats",
     "sampled_outcomes",
     "soft_outcomes",

@@ -200,12 +200,9 @@ def with_defaults(init, **defaults):
 
 
 __all__ = [
-    "MISSING_LABEL",
     "MODES",
     "check_comparisons",
     "check_embeddings",
     "check_mode",
     "labels_to_str",
-    "log_missing_labels",
-    "with_defaults",
 ]

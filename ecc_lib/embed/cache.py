@@ -257,4 +257,6 @@ class EmbeddingCache:
         return target
 
 
-__all__ = ["EmbeddingCache", "text_digests"]
+__all__ = [
+    "text_digests",
+]

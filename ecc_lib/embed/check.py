@@ -147,4 +147,8 @@ def embedding_check(
     return check
 
 
-__all__ = ["EmbeddingCheck", "count_duplicate_vectors", "embedding_check"]
+__all__ = [
+    "EmbeddingCheck",
+    "count_duplicate_vectors",
+    "embedding_check",
+]

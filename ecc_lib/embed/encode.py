@@ -213,4 +213,7 @@ def build_static_embedder(path):
 
 register_weights_builder(build_static_embedder)
 
-__all__ = ["build_static_embedder", "embed_texts", "static_refit_corpus"]
+__all__ = [
+    "embed_texts",
+    "static_refit_corpus",
+]

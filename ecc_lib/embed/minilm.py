@@ -339,9 +339,6 @@ def _estimate_message(texts: Sequence[str], seconds: float) -> str:
 
 
 __all__ = [
-    "DEFAULT_BATCH_TOKENS",
     "encode_minilm",
-    "minilm_batches",
     "minilm_threads",
-    "onnx_session",
 ]

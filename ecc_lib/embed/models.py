@@ -226,12 +226,7 @@ def load_model(model_name: str | None = None, *, device: str | None = "cpu"):
 
 
 __all__ = [
-    "DEFAULT_MODEL",
-    "EMBEDDERS",
-    "cache_key",
     "canonical_model_name",
     "load_model",
-    "local_model_path",
-    "model_digest",
     "model_slug",
 ]

@@ -142,4 +142,6 @@ def text_views(
     return views, too_long, max_length
 
 
-__all__ = ["DEFAULT_TEXT_VIEW", "TEXT_VIEWS", "text_views"]
+__all__ = [
+    "text_views",
+]

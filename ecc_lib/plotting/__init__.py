@@ -22,11 +22,8 @@ from ecc_lib._optional import require
 
 require("matplotlib", extra="plot", purpose="ecc_lib.plotting")  # before any figure module
 
-from ecc_lib.plotting.capability_map import capability_map_matrix, plot_capability_map
+from ecc_lib.plotting.capability_map import plot_capability_map
 from ecc_lib.plotting.clustering import (
-    LEAK_READING_COLORS,
-    LEAK_READING_LABELS,
-    METHOD_COLORS,
     cluster_names,
     plot_cluster_category,
     plot_cluster_profiles,
@@ -34,21 +31,16 @@ from ecc_lib.plotting.clustering import (
     plot_gains,
     plot_leak_gains,
     plot_query_map,
-    project_2d,
 )
 from ecc_lib.plotting.data import (
     model_score_table,
     plot_model_scores,
     plot_observations_per_pair,
     plot_scores_by_category,
-    pooled_column_name,
     scores_by_category_table,
 )
 from ecc_lib.plotting.estimates import plot_estimates
 from ecc_lib.plotting.label_instability import (
-    READING_LABELS,
-    SIDE_LABELS,
-    TIE_LABEL,
     flip_rate_table,
     label_confusion,
     plot_flip_rates,
@@ -56,62 +48,14 @@ from ecc_lib.plotting.label_instability import (
     plot_sigma_distribution,
 )
 from ecc_lib.plotting.routing import (
-    REFERENCE_ROUTERS,
-    ROUTING_KIND_COLORS,
     plot_cost_quality,
     plot_routing_cost_quality,
     plot_routing_settings,
     plot_routing_table,
 )
-from ecc_lib.plotting.style import (
-    CLUSTER_COLORS,
-    COLUMN_WIDTH,
-    FONT_SIZE,
-    METHOD_COLOURS,
-    OTHERS_GREY,
-    PAGE_WIDTH,
-    SCORE_LABEL,
-    TITLE_SIZE,
-    clean_errors,
-    draw_literally,
-    drawable_text,
-    error_bars,
-    figure_axes,
-    heatmap,
-    literal_text,
-    method_colour,
-    model_labels,
-    relative_luminance,
-    short_label,
-    styled,
-    text_colour,
-)
 
 __all__ = [
-    "capability_map_matrix",
     "plot_capability_map",
-    "clean_errors",
-    "error_bars",
-    "figure_axes",
-    "heatmap",
-    "model_labels",
-    "short_label",
-    "styled",
-    "CLUSTER_COLORS",
-    "COLUMN_WIDTH",
-    "FONT_SIZE",
-    "LEAK_READING_COLORS",
-    "LEAK_READING_LABELS",
-    "METHOD_COLORS",
-    "OTHERS_GREY",
-    "PAGE_WIDTH",
-    "READING_LABELS",
-    "REFERENCE_ROUTERS",
-    "ROUTING_KIND_COLORS",
-    "SCORE_LABEL",
-    "SIDE_LABELS",
-    "TIE_LABEL",
-    "TITLE_SIZE",
     "cluster_names",
     "flip_rate_table",
     "label_confusion",
@@ -132,15 +76,6 @@ __all__ = [
     "plot_routing_settings",
     "plot_routing_table",
     "plot_scores_by_category",
-    "pooled_column_name",
     "plot_sigma_distribution",
-    "project_2d",
-    "draw_literally",
-    "drawable_text",
-    "literal_text",
-    "relative_luminance",
     "scores_by_category_table",
-    "METHOD_COLOURS",
-    "method_colour",
-    "text_colour",
 ]

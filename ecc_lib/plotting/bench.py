@@ -92,4 +92,6 @@ def plot_bench_gains(result, *, title: str | None = None, ax=None):
     return fig
 
 
-__all__ = ["plot_bench_gains"]
+__all__ = [
+    "plot_bench_gains",
+]

@@ -162,4 +162,6 @@ def plot_capability_map(
     return fig
 
 
-__all__ = ["capability_map_matrix", "plot_capability_map"]
+__all__ = [
+    "plot_capability_map",
+]

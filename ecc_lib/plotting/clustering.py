@@ -519,9 +519,6 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
 
 
 __all__ = [
-    "LEAK_READING_COLORS",
-    "LEAK_READING_LABELS",
-    "METHOD_COLORS",
     "cluster_names",
     "plot_cluster_category",
     "plot_cluster_profiles",
@@ -529,5 +526,4 @@ __all__ = [
     "plot_gains",
     "plot_leak_gains",
     "plot_query_map",
-    "project_2d",
 ]

@@ -265,6 +265,5 @@ __all__ = [
     "plot_model_scores",
     "plot_observations_per_pair",
     "plot_scores_by_category",
-    "pooled_column_name",
     "scores_by_category_table",
 ]

@@ -332,9 +332,6 @@ def plot_label_disagreement(
 
 
 __all__ = [
-    "READING_LABELS",
-    "SIDE_LABELS",
-    "TIE_LABEL",
     "flip_rate_table",
     "label_confusion",
     "plot_flip_rates",

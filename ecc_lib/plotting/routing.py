@@ -403,8 +403,6 @@ def plot_routing_cost_quality(
 
 
 __all__ = [
-    "REFERENCE_ROUTERS",
-    "ROUTING_KIND_COLORS",
     "plot_cost_quality",
     "plot_routing_cost_quality",
     "plot_routing_settings",

@@ -441,26 +441,4 @@ def text_colour(rgba) -> str:
     return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
 
 
-__all__ = [
-    "CLUSTER_COLORS",
-    "COLUMN_WIDTH",
-    "FONT_SIZE",
-    "METHOD_COLOURS",
-    "OTHERS_GREY",
-    "PAGE_WIDTH",
-    "SCORE_LABEL",
-    "TITLE_SIZE",
-    "clean_errors",
-    "draw_literally",
-    "drawable_text",
-    "error_bars",
-    "figure_axes",
-    "heatmap",
-    "literal_text",
-    "method_colour",
-    "model_labels",
-    "relative_luminance",
-    "short_label",
-    "styled",
-    "text_colour",
-]
+__all__: list[str] = []

@@ -446,12 +446,4 @@ def probes_from_scores(
     return probe.take(order)
 
 
-__all__ = [
-    "ACTIVE_CRITERIA",
-    "SCORE_MATRIX_STRATEGIES",
-    "candidate_pairs",
-    "expected_entropy",
-    "active_steps",
-    "probe_temperature",
-    "probes_from_scores",
-]
+__all__: list[str] = []

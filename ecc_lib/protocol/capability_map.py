@@ -934,12 +934,6 @@ def _group_index(cmap: CapabilityMap, key) -> int:
 
 __all__ = [
     "CATEGORIES",
-    "DEFAULT_MAP_BOOT",
-    "MIN_GROUP_QUERIES",
-    "CapabilityMap",
-    "GroupView",
     "capability_map",
-    "class_tfidf_terms",
     "show_group",
-    "unique_group_names",
 ]

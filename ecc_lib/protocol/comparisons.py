@@ -612,8 +612,6 @@ def records_to_metrics(records: Iterable[ComparisonRecord]) -> list[dict]:
 
 __all__ = [
     "LEAK_FREE_SETTINGS",
-    "QUESTIONS",
-    "ROUTING_REFERENCES",
     "ComparisonRecord",
     "clustering_records",
     "find",

@@ -393,4 +393,7 @@ class RoutingRecord:
         )
 
 
-__all__ = ["DARSResult", "RoutingRecord", "run_dars"]
+__all__ = [
+    "RoutingRecord",
+    "run_dars",
+]

@@ -345,11 +345,7 @@ def single_pair_settings(data: ProtocolData, *, n_probes: int, leak_free: bool) 
 
 
 __all__ = [
-    "PAPER_N_PAIRS",
-    "PAPER_SEED",
-    "PAPER_TEST_SIZE",
     "ProtocolData",
     "left_out_reasons",
     "prepare_protocol",
-    "single_pair_settings",
 ]

@@ -171,5 +171,4 @@ def run_seed(
 
 __all__ = [
     "run_protocol",
-    "run_seed",
 ]

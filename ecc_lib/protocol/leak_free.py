@@ -191,6 +191,4 @@ def make_leak_free(
 
 __all__ = [
     "make_leak_free",
-    "probe_candidate_rows",
-    "rank_within_query",
 ]

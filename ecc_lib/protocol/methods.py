@@ -309,14 +309,7 @@ def fit_methods(data: ProtocolData, methods: dict) -> tuple[dict, dict]:
 
 
 __all__ = [
-    "DEFAULT_TUNED",
-    "LABEL_METHODS",
-    "METHODS",
-    "METHOD_FACTORIES",
     "default_methods",
     "fit_methods",
     "make_methods",
-    "methods_from_prototype",
-    "prototype_parameters",
-    "TUNED_METHODS",
 ]

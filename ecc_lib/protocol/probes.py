@@ -321,13 +321,7 @@ def probe_responsibilities(
 
 
 __all__ = [
-    "PROBE_EVIDENCE",
     "PROBE_STRATEGIES",
-    "ProbeStrategy",
-    "probe_active",
     "probe_first",
-    "probe_random",
-    "probe_responsibilities",
-    "resolve_probe_strategy",
     "select_probes",
 ]

@@ -30,7 +30,7 @@ from ecc_lib.ecc.cv_grid import choice_words
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.capability_map import CapabilityMap, capability_map
 from ecc_lib.protocol.comparisons import records_to_metrics
-from ecc_lib.protocol.dars import DARSResult, RoutingRecord, run_dars
+from ecc_lib.protocol.dars import RoutingRecord, run_dars
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.methods import default_methods, prototype_parameters
 from ecc_lib.protocol.scoring import ECCEvaluation
@@ -474,8 +474,6 @@ def run_ecc(
 
 
 __all__ = [
-    "CapabilityMap",
-    "DARSResult",
     "ECCResult",
     "RoutingRecord",
     "ecc_beyond_metrics",

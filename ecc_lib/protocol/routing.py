@@ -485,12 +485,7 @@ def routing_experiment(
 
 
 __all__ = [
-    "ROUTING_SETTINGS",
-    "RoutingResult",
     "probe_winner",
-    "route_choices",
     "routed_scores",
-    "routed_values",
     "routing_experiment",
-    "held_out_means",
 ]

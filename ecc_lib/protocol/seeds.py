@@ -464,10 +464,6 @@ def routing_over_seeds(per_seed: list[dict]) -> dict:
 
 
 __all__ = [
-    "MultiSeedEvaluation",
-    "clustering_routing_table",
     "mean_sd",
-    "routing_metrics",
-    "routing_over_seeds",
     "run_seeds",
 ]

@@ -167,4 +167,6 @@ class Protocol:
         }
 
 
-__all__ = ["EVIDENCE", "Protocol"]
+__all__ = [
+    "Protocol",
+]

@@ -159,10 +159,7 @@ def ecc_cv_verdict(choice: Mapping, records: Sequence, *, where: str = "") -> st
 
 
 __all__ = [
-    "TUNED_BASELINES",
-    "TUNED_REFERENCE",
     "choice_summary",
-    "ecc_cv_verdict",
     "regain",
     "tuned_gains",
 ]

@@ -499,10 +499,6 @@ def format_bench(result: BenchResult) -> str:
 
 
 __all__ = [
-    "bench_html",
-    "bench_metrics",
-    "bench_summary",
-    "bench_tex",
     "format_bench",
     "headline_table",
     "write_bench_outputs",

@@ -452,11 +452,6 @@ def appendix_html(metrics: Mapping[str, Any], run) -> str:
 
 
 __all__ = [
-    "SHARED_KEYS",
-    "appendix_html",
     "build_report",
-    "degenerate_figures",
     "record_summary",
-    "report_title",
-    "summary_html",
 ]

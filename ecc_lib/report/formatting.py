@@ -134,9 +134,4 @@ def humanise(key: str) -> str:
     return words[0] + (": " + ", ".join(words[1:]) if len(words) > 1 else "")
 
 
-__all__ = [
-    "format_interval",
-    "format_mean_sd",
-    "format_number",
-    "humanise",
-]
+__all__: list[str] = []

@@ -365,12 +365,5 @@ def terms_html(text: str) -> str:
 
 
 __all__ = [
-    "GLOSSARY",
-    "GUIDE_PAGE",
-    "glossary_html",
     "glossary_markdown",
-    "glossary_terms",
-    "term_anchor",
-    "terms_html",
-    "used_terms",
 ]

@@ -321,9 +321,5 @@ def save_latex_table(
 
 
 __all__ = [
-    "latex_escape",
-    "latex_problems",
-    "latex_table",
     "save_headline_tables",
-    "save_latex_table",
 ]

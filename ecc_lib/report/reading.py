@@ -408,14 +408,5 @@ def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFr
 
 __all__ = [
     "MetricsReader",
-    "ci_of",
-    "flatten",
-    "generic_rows",
-    "measure_frame",
-    "measure_row",
-    "utility_meaning",
-    "read_metrics",
     "read_table",
-    "skip_reasons",
-    "unit_code",
 ]

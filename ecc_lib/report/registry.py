@@ -207,4 +207,8 @@ def build_summary(
     return assemble_summary(metrics, hooks, options)
 
 
-__all__ = ["SECTIONS", "Section", "SectionBuilder", "build_summary", "registered_section"]
+__all__ = [
+    "SECTIONS",
+    "Section",
+    "build_summary",
+]

@@ -41,14 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib.routers.base import (
-    COMPONENTS,
-    TARGET_KINDS,
-    BestFixedRouter,
-    RandomRouter,
-    Router,
-    target_matrix,
-)
+from ecc_lib.routers.base import Router
 from ecc_lib.routers.classic import ClusterRouter, KNNRouter, MLPRouter
 from ecc_lib.routers.ecc_router import ECCRouter
 from ecc_lib.routers.factorisation import MatrixFactorizationRouter, MIRTRouter
@@ -56,23 +49,10 @@ from ecc_lib.routers.graph import GraphRouter
 from ecc_lib.routers.ranking import SoftmaxRankingRouter
 
 __all__ = [
-    "COMPONENTS",
     "ROUTER_FAMILIES",
-    "TARGET_KINDS",
-    "BestFixedRouter",
-    "ClusterRouter",
-    "ECCRouter",
-    "GraphRouter",
-    "KNNRouter",
-    "MIRTRouter",
-    "MLPRouter",
-    "MatrixFactorizationRouter",
-    "RandomRouter",
     "Router",
-    "SoftmaxRankingRouter",
     "make_router",
     "router_families",
-    "target_matrix",
 ]
 
 ROUTER_FAMILIES: dict[str, type[Router]] = {

@@ -395,15 +395,6 @@ class RandomRouter(Router):
 
 
 __all__ = [
-    "BestFixedRouter",
-    "COMPONENTS",
-    "RandomRouter",
     "Router",
-    "TARGET_KINDS",
-    "Targets",
-    "Weight",
-    "as_features",
     "router_parameters",
-    "seed_from",
-    "target_matrix",
 ]

@@ -186,9 +186,4 @@ class ClusterRouter(Router):
         return self.profiles_[nearest].mean(axis=1)
 
 
-__all__ = [
-    "ClusterRouter",
-    "KNNRouter",
-    "MLPRouter",
-    "inverse_distance_weights",
-]
+__all__: list[str] = []

@@ -888,13 +888,9 @@ def train_deployed(
 
 
 __all__ = [
-    "CALIBRATION_FILE",
-    "Calibration",
     "DeployedRouter",
     "TARGET_CHOICES",
     "TrainingSplit",
-    "data_digest",
     "load_deployed",
-    "router_parts",
     "train_deployed",
 ]

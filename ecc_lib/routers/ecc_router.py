@@ -97,6 +97,4 @@ class ECCRouter(Router):
         return self.intercept_ + self.slope_ * self._strength(x)
 
 
-__all__ = [
-    "ECCRouter",
-]
+__all__: list[str] = []

@@ -139,8 +139,4 @@ class MIRTRouter(FactorisationRouter):
         return expit(self._forward(x))
 
 
-__all__ = [
-    "FactorisationRouter",
-    "MIRTRouter",
-    "MatrixFactorizationRouter",
-]
+__all__: list[str] = []

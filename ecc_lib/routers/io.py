@@ -526,20 +526,4 @@ def load_router(
     return router, metadata
 
 
-__all__ = [
-    "ARRAYS_FILE",
-    "ESTIMATOR_CLASSES",
-    "FORMAT",
-    "FORMAT_VERSION",
-    "META_FILE",
-    "NETWORK_CLASSES",
-    "RouterFileError",
-    "check_compatible",
-    "load_router",
-    "package_version",
-    "read_arrays",
-    "read_metadata",
-    "router_from_state",
-    "router_state",
-    "save_router",
-]
+__all__: list[str] = []

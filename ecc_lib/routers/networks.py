@@ -390,14 +390,4 @@ FACTORISATION_LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Ten
 cross-entropy of the logits against fractional targets in [0, 1] (IRT)."""
 
 
-__all__ = [
-    "BipartiteGraphNet",
-    "FACTORISATION_LOSSES",
-    "FactorisationNet",
-    "as_tensor",
-    "predict_numpy",
-    "torch_generator",
-    "torch_threads",
-    "train_full_batch",
-    "validation_split",
-]
+__all__: list[str] = []

@@ -88,6 +88,4 @@ class SoftmaxRankingRouter(TorchRouter):
         return self.tau * (scores - scores.mean(axis=1, keepdims=True)) + self.utility_mean_
 
 
-__all__ = [
-    "SoftmaxRankingRouter",
-]
+__all__: list[str] = []

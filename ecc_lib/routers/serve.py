@@ -585,12 +585,7 @@ def export_decisions(log_dir: str | Path, folder: str | Path) -> Path:
 
 
 __all__ = [
-    "DECISIONS_FILE",
-    "DEFAULT_MAX_REQUEST_BYTES",
     "RouterServer",
-    "export_decisions",
-    "last_user_message",
     "parse_upstreams",
     "read_decisions",
-    "upstream_key",
 ]

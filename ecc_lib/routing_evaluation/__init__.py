@@ -37,63 +37,20 @@ One module per job, every public name importable from this package:
 
 from __future__ import annotations
 
-from ecc_lib.routing_evaluation.curves import (
-    DEFAULT_LAMBDA_GRID,
-    MAX_COST_WEIGHT,
-    check_lambdas,
-    cost_quality_curve,
-    curve_of_choices,
-    pareto_area,
-    pareto_area_ci,
-    pareto_area_replicates,
-    pareto_front,
-)
+from ecc_lib.routing_evaluation.curves import pareto_front
 from ecc_lib.routing_evaluation.experiment import routing_table
-from ecc_lib.routing_evaluation.held_out import (
-    METRICS,
-    HeldOut,
-    best_fixed_model,
-    evaluate_choices,
-    expected_random_metrics,
-    gap_closed,
-    held_out_truth,
-    oracle_choices,
-)
-from ecc_lib.routing_evaluation.paired import (
-    PAIRED_METRICS,
-    joint_bootstrap_weights,
-    paired_differences,
-)
+from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
 from ecc_lib.routing_evaluation.summary import (
     format_paired_differences,
     format_routing_table,
     routing_headline,
 )
-from ecc_lib.routing_evaluation.table import RoutingTable
 
 __all__ = [
-    "DEFAULT_LAMBDA_GRID",
-    "MAX_COST_WEIGHT",
-    "check_lambdas",
-    "METRICS",
-    "PAIRED_METRICS",
     "HeldOut",
-    "RoutingTable",
-    "best_fixed_model",
-    "cost_quality_curve",
-    "curve_of_choices",
     "evaluate_choices",
-    "expected_random_metrics",
     "format_paired_differences",
     "format_routing_table",
-    "gap_closed",
-    "held_out_truth",
-    "joint_bootstrap_weights",
-    "oracle_choices",
-    "paired_differences",
-    "pareto_area",
-    "pareto_area_ci",
-    "pareto_area_replicates",
     "pareto_front",
     "routing_headline",
     "routing_table",

@@ -316,13 +316,5 @@ def cost_quality_curve(
 
 
 __all__ = [
-    "MAX_COST_WEIGHT",
-    "check_lambdas",
-    "DEFAULT_LAMBDA_GRID",
-    "cost_quality_curve",
-    "curve_of_choices",
-    "pareto_area_ci",
-    "pareto_area_replicates",
-    "pareto_area",
     "pareto_front",
 ]

@@ -313,4 +313,6 @@ def _summaries(
     return run_rows, table_rows
 
 
-__all__ = ["routing_table"]
+__all__ = [
+    "routing_table",
+]

@@ -224,11 +224,5 @@ def gap_closed(value: float, fixed: float, oracle: float) -> float:
 
 __all__ = [
     "HeldOut",
-    "METRICS",
-    "best_fixed_model",
     "evaluate_choices",
-    "expected_random_metrics",
-    "gap_closed",
-    "held_out_truth",
-    "oracle_choices",
 ]

@@ -234,8 +234,4 @@ def paired_differences(
     )
 
 
-__all__ = [
-    "PAIRED_METRICS",
-    "joint_bootstrap_weights",
-    "paired_differences",
-]
+__all__: list[str] = []

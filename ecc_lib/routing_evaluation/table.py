@@ -43,4 +43,4 @@ class RoutingTable:
     versus_fixed: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-__all__ = ["RoutingTable"]
+__all__: list[str] = []

@@ -206,8 +206,6 @@ def list_tables(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
 
 
 __all__ = [
-    "FIGURE_FORMATS",
-    "FIGURE_WIDTHS",
     "list_figures",
     "list_tables",
     "save_figure",

@@ -521,23 +521,5 @@ def resolve_parameters(
 
 
 __all__ = [
-    "ConfigError",
-    "LARGEST_WEIGHT",
-    "MAX_CONFIG_BYTES",
-    "NON_EMPTY_LISTS",
-    "PARAMETER_MINIMA",
-    "PARAMETER_RANGES",
-    "PATH_PARAMETERS",
-    "ParameterTypeError",
-    "ParameterValueError",
-    "RESERVED_PARAMETERS",
-    "STANDALONE_NOTEBOOKS",
-    "UnknownParameterError",
-    "discover_notebooks",
-    "load_config",
     "notebook_parameters",
-    "recorded_parameters",
-    "resolve_parameters",
-    "resolve_path_value",
-    "select_notebooks",
 ]

@@ -95,4 +95,4 @@ def check_data_digests(
     return digests
 
 
-__all__ = ["DATA_DIGESTS_KEY", "DatasetChangedError", "check_data_digests"]
+__all__: list[str] = []

@@ -520,19 +520,8 @@ def export_report(
 
 
 __all__ = [
-    "INTERRUPTED_TAG",
     "NOTEBOOK_SECTIONS",
     "NOTEBOOK_TITLES",
-    "NotebookExecutionError",
-    "NotebookTimeoutError",
-    "REPORT_CSS",
     "REPORT_NOTEBOOK_PREFIX",
-    "RunInterrupted",
-    "execute_notebook",
-    "export_report",
-    "interpreter_kernel_manager_class",
-    "kernel_environment",
-    "mark_interrupted",
     "notebook_of",
-    "scrub_credentials",
 ]

@@ -52,7 +52,6 @@ from ecc_lib import paths
 from ecc_lib.redaction import redact_urls_in
 from ecc_lib.safe_output import (
     OUTPUT_MARKER,
-    OUTPUT_MARKER_FORMAT,
     is_marked_folder,
     mark_folder,
     open_no_follow,
@@ -71,9 +70,9 @@ METRICS_FILE = "metrics.json"
 RUN_FILE = "run.json"
 REPORT_FILE = "report.html"
 MARKER_FILE = OUTPUT_MARKER
-"""Marker of a run folder written by ecc_lib (a small JSON object, :data:`MARKER_FORMAT`); the
+"""Marker of a run folder written by ecc_lib (a small JSON object,
+:data:`ecc_lib.safe_output.OUTPUT_MARKER_FORMAT`); the
 marker of every ecc_lib output folder (:func:`ecc_lib.safe_output.claim_output_folder`)."""
-MARKER_FORMAT = OUTPUT_MARKER_FORMAT
 LOCK_FILE = ".ecc_lib-run.lock"
 """Held (an OS file lock) while ``ecc-lab run`` writes into the folder."""
 MAX_FILE_LABEL = 80
@@ -416,27 +415,9 @@ def read_json(path: str | os.PathLike) -> Any:
 
 
 __all__ = [
-    "FIGURES",
-    "LOCK_FILE",
-    "MARKER_FILE",
-    "MARKER_FORMAT",
-    "MAX_FILE_LABEL",
-    "METRICS",
-    "METRICS_FILE",
-    "PROVENANCE",
-    "REPORT_FILE",
     "RUN_FILE",
     "RunContext",
-    "RunFolderBusyError",
-    "TABLES",
     "check_name",
-    "default_run_name",
     "file_label",
-    "is_run_folder",
-    "lock_run_folder",
-    "read_json",
-    "resolve_run_dir",
     "run_context",
-    "write_json",
-    "write_run_marker",
 ]

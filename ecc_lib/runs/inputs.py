@@ -77,7 +77,6 @@ def record_embedding_check(run_dir, label: str, check: EmbeddingCheck) -> None:
 
 __all__ = [
     "record_checks",
-    "record_data_policy",
     "record_embedding_check",
     "recorded_policy",
 ]

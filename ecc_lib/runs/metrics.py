@@ -229,11 +229,8 @@ def get_metric(metrics: Mapping[str, Any], dotted_key: str) -> Any:
 
 
 __all__ = [
-    "HEADLINE_METRICS",
     "collect_metrics",
     "flatten_metrics",
-    "get_metric",
-    "headline_metrics",
     "record_metric_entry",
     "record_metrics",
 ]

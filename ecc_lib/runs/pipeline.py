@@ -524,13 +524,5 @@ def _run_locked(
 
 
 __all__ = [
-    "DamagedRunRecordError",
-    "DatasetMixError",
-    "KILLED_REASON",
-    "OutFolderError",
-    "RunResult",
-    "check_datasets",
-    "check_out_folder",
-    "notebook_datasets",
     "run_pipeline",
 ]

@@ -336,15 +336,9 @@ def write_metrics(run_dir: str | os.PathLike | RunContext) -> Path:
 
 
 __all__ = [
-    "PACKAGES",
     "dataset_fingerprint",
     "dataset_label",
-    "git_state",
     "load_dataset",
-    "package_versions",
     "provenance",
     "record_dataset",
-    "sha256_file",
-    "subsample_queries",
-    "write_metrics",
 ]

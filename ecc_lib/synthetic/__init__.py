@@ -9,4 +9,8 @@
 from ecc_lib.synthetic.capability import CapabilityData, make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
-__all__ = ["CapabilityData", "make_capability_data", "make_repeated_outcomes"]
+__all__ = [
+    "CapabilityData",
+    "make_capability_data",
+    "make_repeated_outcomes",
+]

@@ -220,6 +220,5 @@ def assemble_capability_data(
 
 __all__ = [
     "CapabilityData",
-    "assemble_capability_data",
     "make_capability_data",
 ]

@@ -273,9 +273,4 @@ def write_foreign_dataset(
     return ForeignDataset(folder, queries, outcomes, data.embeddings, missing, single)
 
 
-__all__ = [
-    "ForeignDataset",
-    "few_shot_prefix",
-    "few_shot_texts",
-    "write_foreign_dataset",
-]
+__all__: list[str] = []

@@ -161,4 +161,6 @@ def make_regime(name: str, *, random_state: int | np.random.Generator | None = 0
     return make_axis_data(**{**REGIMES[name], **overrides}, random_state=random_state)
 
 
-__all__ = ["REGIMES", "make_axis_data", "make_regime"]
+__all__ = [
+    "make_regime",
+]

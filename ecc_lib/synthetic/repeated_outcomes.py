@@ -243,7 +243,5 @@ def make_repeated_outcomes(
 
 __all__ = [
     "RepeatedOutcomesData",
-    "RepeatedOutcomesTruth",
-    "SCORE_TYPES",
     "make_repeated_outcomes",
 ]

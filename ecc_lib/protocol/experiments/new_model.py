@@ -290,4 +290,6 @@ def new_model_experiment(
     return pd.DataFrame(rows)
 
 
-__all__ = ["new_model_experiment"]
+__all__ = [
+    "new_model_experiment",
+]

@@ -325,6 +325,4 @@ def summarise_probe_strategy(per_seed: list[dict]) -> dict:
 __all__ = [
     "compare_probe_strategies",
     "probe_strategy_comparison",
-    "probe_strategy_over_seeds",
-    "summarise_probe_strategy",
 ]

@@ -177,4 +177,6 @@ def soft_evidence_comparison(
     return out
 
 
-__all__ = ["soft_evidence_comparison"]
+__all__ = [
+    "soft_evidence_comparison",
+]

@@ -510,13 +510,9 @@ def score_label_informed(
 
 
 __all__ = [
-    "HIDDEN_EXAMPLE_CATEGORIES",
     "cluster_summary",
-    "cross_cluster_nll_gap",
     "diagnostics",
-    "evaluate_modes",
     "score_label_informed",
     "sweep_clusters",
     "sweep_probes",
-    "within_cluster_consistency",
 ]

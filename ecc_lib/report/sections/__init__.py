@@ -6,11 +6,7 @@ and plainly when a result is negative), its headline tables and notes.
 
 from __future__ import annotations
 
-from ecc_lib.report.sections.capability_map import (
-    CAPABILITY_MAP_FIGURE,
-    CAPABILITY_MAP_TABLE,
-    capability_map_section,
-)
+from ecc_lib.report.sections.capability_map import CAPABILITY_MAP_FIGURE, capability_map_section
 from ecc_lib.report.sections.clustering import (
     GAIN_METHODS,
     cluster_summary_html,
@@ -25,15 +21,14 @@ from ecc_lib.report.sections.tour import tour_section
 
 __all__ = [
     "CAPABILITY_MAP_FIGURE",
-    "CAPABILITY_MAP_TABLE",
+    "GAIN_METHODS",
     "SECTION_TITLES",
     "capability_map_section",
-    "GAIN_METHODS",
     "cluster_summary_html",
-    "ecc_cv_choice_text",
     "dars_section",
     "data_notes",
     "data_section",
+    "ecc_cv_choice_text",
     "ecc_section",
     "other_section",
     "routing_section",

@@ -155,10 +155,5 @@ def capability_map_section(run: RunContext, metrics: Mapping[str, Any]) -> Repor
 
 
 __all__ = [
-    "CAPABILITY_MAP_FIGURE",
-    "CAPABILITY_MAP_TABLE",
-    "capability_map_section",
     "group_table",
-    "held_out_sentence",
-    "no_other_model",
 ]

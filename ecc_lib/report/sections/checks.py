@@ -83,4 +83,4 @@ def add_checks(section: ReportSection, values: Mapping[str, Any] | None) -> None
     section.findings = sentence + (" " + section.findings if section.findings else "")
 
 
-__all__ = ["add_checks", "checks_sentence"]
+__all__: list[str] = []

@@ -145,6 +145,4 @@ def data_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     return section
 
 
-__all__ = [
-    "data_section",
-]
+__all__: list[str] = []

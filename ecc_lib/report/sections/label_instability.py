@@ -146,6 +146,4 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     return section
 
 
-__all__ = [
-    "dars_section",
-]
+__all__: list[str] = []

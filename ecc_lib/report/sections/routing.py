@@ -235,6 +235,4 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
     return section
 
 
-__all__ = [
-    "routing_section",
-]
+__all__: list[str] = []

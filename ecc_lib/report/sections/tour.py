@@ -127,6 +127,4 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     return section
 
 
-__all__ = [
-    "tour_section",
-]
+__all__: list[str] = []
