@@ -49,7 +49,7 @@ def test_no_file_cites_a_design_document_outside_the_repository():
     design = ROOT / "docs" / "design.md"
     assert design.is_file()
     headings = re.findall(r"^## (\d+)\.", design.read_text(encoding="utf-8"), flags=re.M)
-    assert headings == [str(i) for i in range(1, 9)]
+    assert len(headings) >= 8 and headings == [str(i) for i in range(1, len(headings) + 1)]
     offenders = []
     for path in _tracked("ecc_lib", "docs", "notebooks", "README.md"):
         if path.suffix not in {".py", ".md", ".ipynb", ".rst", ".txt", ".json", ".toml"}:

@@ -11,8 +11,8 @@ import pytest
 
 from ecc_lib import grammar
 from ecc_lib.metrics_schema import metric_unit, metrics_schema
-from ecc_lib.report import format_interval, format_number, generic_rows
-from ecc_lib.report.reading import unit_code
+from ecc_lib.report.formatting import format_interval, format_number
+from ecc_lib.report.reading import generic_rows, unit_code
 
 PACKAGE = Path(grammar.__file__).resolve().parent
 OLD_SPELLINGS = {
@@ -115,7 +115,7 @@ def test_old_unit_codes_are_refused(old):
 
 def test_a_table_row_names_its_unit_from_the_grammar():
     values = {"ecc_minus_global": {"estimate": 0.0123, "ci95": [-0.01, 0.03]}}
-    from ecc_lib.report import flatten
+    from ecc_lib.report.reading import flatten
 
     (row,) = generic_rows(
         flatten({"routing_differences": {"probe": values}}),

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from ecc_lib import report
-from ecc_lib.report.summary import build_summary
+from ecc_lib.report.registry import build_summary
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics
 
