@@ -727,10 +727,7 @@ class TrainingSplit:
 
 
 def _query_features(
-    queries: pd.DataFrame,
-    obs: RepeatedObservations,
-    embedder: str,
-    embeddings: np.ndarray | None,
+    queries: pd.DataFrame, obs: RepeatedObservations, embedder: str, embeddings: np.ndarray | None
 ) -> np.ndarray:
     """Features of the outcome queries, in their order: ``embeddings`` realigned, or the texts
     embedded by ``embedder``; every outcome query needs a text."""

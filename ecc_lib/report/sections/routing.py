@@ -97,11 +97,7 @@ def _paired_table(paired: Mapping[str, Any], dataset: str) -> HeadlineTable:
 
 
 def _more_rows(
-    headline: Mapping[str, Any],
-    paired: Any,
-    dataset: str,
-    cost_dataset: str,
-    cost_repeats: bool,
+    headline: Mapping[str, Any], paired: Any, dataset: str, cost_dataset: str, cost_repeats: bool
 ) -> list[dict]:
     """Measure rows: the unpaired supervision effect, the Pareto areas and any other headline key."""
     extra = []
