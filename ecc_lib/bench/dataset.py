@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -183,12 +183,7 @@ def bench_dataset(
     done_path = out_dir / "datasets" / f"{label}.json"
     done = _read_json(done_path) if done_path.is_file() else None
     fingerprint = data_fingerprint(name)
-    if (
-        done
-        and done.get("settings") == settings.key()
-        and done.get("seeds") == settings.seeds
-        and done.get("data_sha256") == fingerprint
-    ):
+    if _is_current(done, settings, fingerprint, seeds=settings.seeds):
         say(f"[{label}] already done in {done_path}: not recomputed")
         return done
     start = time.perf_counter()
@@ -212,51 +207,30 @@ def bench_dataset(
     failed = checks_module.failures(results)
     say(f"[{label}] checks: {checks_module.worst_status(results)}")
     if failed:
-        entry.update(
+        return _finish(
+            entry,
+            done_path,
             status="failed_checks",
             failures=failed,
             checks=checks_module.checks_to_dict(results),
             seconds=time.perf_counter() - start,
         )
-        _write_json(done_path, entry)
-        return to_jsonable(entry)
     methods = bench_methods(human_baseline_reason(queries.get("category")) is None)
     entry["methods"] = list(methods)
+    data = (queries, outcomes, embeddings)
     work = out_dir / "work" / label
-    records = []
-    for i, seed in enumerate(settings.seeds):
-        path = work / f"seed_{seed}.json"
-        cached = _read_json(path) if path.is_file() else None
-        if (
-            cached
-            and cached.get("settings") == settings.key()
-            and cached.get("methods_run") == list(methods)
-            and cached.get("data_sha256") == fingerprint
-        ):
-            records.append(cached)
-            say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): cached")
-            continue
-        say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): running")
-        try:
-            record = bench_seed(
-                queries, outcomes, embeddings, seed=seed, methods=methods, settings=settings
-            )
-        except ValueError as error:  # the protocol does not apply (too few decisive pairs ...)
-            entry.update(
-                status="not_applicable",
-                reason=f"the ECC protocol does not apply: {error}",
-                checks=checks_module.checks_to_dict(results),
-                seconds=time.perf_counter() - start,
-            )
-            say(f"[{label}] {entry['reason']}")
-            _write_json(done_path, entry)
-            return to_jsonable(entry)
-        record["settings"] = settings.key()
-        record["methods_run"] = list(methods)
-        record["data_sha256"] = fingerprint
-        _write_json(path, record)
-        records.append(record)
-        say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): {record['seconds']:.1f} s")
+    records, error = _seed_records(data, methods, settings, fingerprint, work, label, say)
+    if error is not None:  # the protocol does not apply (too few decisive pairs ...)
+        reason = f"the ECC protocol does not apply: {error}"
+        say(f"[{label}] {reason}")
+        return _finish(
+            entry,
+            done_path,
+            status="not_applicable",
+            reason=reason,
+            checks=checks_module.checks_to_dict(results),
+            seconds=time.perf_counter() - start,
+        )
     # duplicates across the protocol's split (of the first seed)
     results["texts"] = text_checks.check_texts(
         queries, train_ids=records[0]["train_ids"], test_ids=records[0]["test_ids"]
@@ -264,7 +238,9 @@ def bench_dataset(
     tick = time.perf_counter()
     flips = flip_readings(outcomes, n_boot=settings.n_boot)
     timing["flips_seconds"] = time.perf_counter() - tick
-    entry.update(
+    return _finish(
+        entry,
+        done_path,
         status="done",
         checks=checks_module.checks_to_dict(results),
         summary=summarise_seeds(records),
@@ -277,8 +253,59 @@ def bench_dataset(
         seed_seconds=[r["seconds"] for r in records],
         seed_cpu_seconds=[r.get("cpu_seconds") for r in records],
     )
+
+
+def _is_current(record: dict | None, settings: BenchSettings, fingerprint: str, **more) -> bool:
+    """True for a stored record of these settings and data (and the ``more`` fields)."""
+    return bool(
+        record
+        and record.get("settings") == settings.key()
+        and all(record.get(key) == value for key, value in more.items())
+        and record.get("data_sha256") == fingerprint
+    )
+
+
+def _finish(entry: dict, done_path: Path, **fields) -> dict:
+    """The dataset's entry with its outcome ``fields``, written to ``done_path``."""
+    entry.update(fields)
     _write_json(done_path, entry)
     return to_jsonable(entry)
+
+
+def _seed_records(
+    data: tuple,
+    methods: Sequence[str],
+    settings: BenchSettings,
+    fingerprint: str,
+    work: Path,
+    label: str,
+    say: Callable[[str], None],
+) -> tuple[list[dict], ValueError | None]:
+    """The protocol's record of every seed (read from ``work`` where current, else run and
+    written there), or the error of the first seed where the protocol does not apply."""
+    queries, outcomes, embeddings = data
+    records = []
+    for i, seed in enumerate(settings.seeds):
+        path = work / f"seed_{seed}.json"
+        cached = _read_json(path) if path.is_file() else None
+        if _is_current(cached, settings, fingerprint, methods_run=list(methods)):
+            records.append(cached)
+            say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): cached")
+            continue
+        say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): running")
+        try:
+            record = bench_seed(
+                queries, outcomes, embeddings, seed=seed, methods=methods, settings=settings
+            )
+        except ValueError as error:
+            return records, error
+        record["settings"] = settings.key()
+        record["methods_run"] = list(methods)
+        record["data_sha256"] = fingerprint
+        _write_json(path, record)
+        records.append(record)
+        say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): {record['seconds']:.1f} s")
+    return records, None
 
 
 __all__: list[str] = []

@@ -16,6 +16,14 @@ DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 def _collect_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``ecc-lab collect``."""
+    _source_arguments(parser)
+    _sampling_arguments(parser)
+    _retry_arguments(parser)
+    _output_arguments(parser)
+
+
+def _source_arguments(parser: argparse.ArgumentParser) -> None:
+    """``ecc-lab collect``'s queries, models and endpoint."""
     parser.add_argument(
         "--queries",
         required=True,
@@ -44,6 +52,10 @@ def _collect_arguments(parser: argparse.ArgumentParser) -> None:
         "OPENAI_API_KEY for https://api.openai.com exactly, no key for any other endpoint; no key "
         "is sent when the variable is unset)",
     )
+
+
+def _sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    """``ecc-lab collect``'s rewriter, rewrites, decodes and temperature."""
     parser.add_argument(
         "--rewriter", metavar="MODEL", help="model writing the rewrites (default: first model)"
     )
@@ -60,6 +72,10 @@ def _collect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--temperature", type=float, default=0.7, help="answer temperature (default 0.7)"
     )
+
+
+def _retry_arguments(parser: argparse.ArgumentParser) -> None:
+    """``ecc-lab collect``'s concurrency, timeout and retries."""
     parser.add_argument(
         "--concurrency", type=int, default=8, help="calls in flight at once (default 8)"
     )
@@ -85,6 +101,10 @@ def _collect_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop after N connection errors or timeouts in a row (default 10); a refused "
         "connection before any answer stops at once",
     )
+
+
+def _output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``ecc-lab collect``'s rewrite format, token and reply limits, prices and store."""
     parser.add_argument(
         "--rewrite-format",
         choices=("auto", "json_schema", "json_object", "none", "single"),

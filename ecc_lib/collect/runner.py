@@ -36,12 +36,13 @@ nothing usable, with the reasons.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,312 @@ def _is_loopback(base_url: str) -> bool:
         return False
 
 
+def _check_sizes(n_rewrites: int, n_decodes: int, concurrency: int) -> None:
+    """Refuse negative rewrite counts, and decode counts or concurrency below one."""
+    if n_rewrites < 0:
+        raise ValueError(f"n_rewrites must be >= 0, got {n_rewrites}")
+    if n_decodes < 1:
+        raise ValueError(f"n_decodes must be >= 1, got {n_decodes}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+
+
+def _check_decoding(
+    temperature: float, top_p: float, rewrite_temperature: float, timeout: float
+) -> None:
+    """Refuse non-finite or out-of-range temperatures, ``top_p`` and timeouts."""
+    if not (math.isfinite(temperature) and temperature >= 0 and 0 < top_p <= 1):
+        raise ValueError(
+            f"need a finite temperature >= 0 and 0 < top_p <= 1, got {temperature}, {top_p}"
+        )
+    if not (math.isfinite(rewrite_temperature) and rewrite_temperature >= 0):
+        raise ValueError(f"need a finite rewrite_temperature >= 0, got {rewrite_temperature}")
+    if not timeout > 0 or not math.isfinite(timeout):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+
+
+def _check_limits(
+    max_retries: int,
+    max_consecutive_errors: int,
+    rewrite_format: str,
+    rewrite_calls: int | None,
+    max_response_bytes: int,
+) -> None:
+    """Refuse out-of-range retry, rewriting-call and response-size limits."""
+    if max_retries < 0 or max_consecutive_errors < 1:
+        raise ValueError(
+            f"need max_retries >= 0 and max_consecutive_errors >= 1, got {max_retries}, "
+            f"{max_consecutive_errors}"
+        )
+    if rewrite_format not in REWRITE_FORMATS:
+        raise ValueError(f"rewrite_format must be one of {REWRITE_FORMATS}, got {rewrite_format!r}")
+    if rewrite_calls is not None and (isinstance(rewrite_calls, bool) or rewrite_calls < 1):
+        raise ValueError(f"rewrite_calls must be a whole number >= 1, got {rewrite_calls!r}")
+    if isinstance(max_response_bytes, bool) or not max_response_bytes >= 1:
+        raise ValueError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
+
+
+def _rewriter_spec(
+    rewriter: str | ModelSpec | None, n_rewrites: int, specs: Sequence[ModelSpec]
+) -> ModelSpec | None:
+    """The model writing the rewrites: None without rewrites, else ``rewriter`` or the first
+    candidate's endpoint model (without its variant's settings)."""
+    if n_rewrites <= 0:
+        return None
+    if rewriter is None:
+        spec = ModelSpec(specs[0].endpoint_model, specs[0].endpoint_model)
+        logger.info("no rewriter given: %s writes the rewrites", spec.label)
+        return spec
+    if isinstance(rewriter, ModelSpec):
+        return rewriter
+    return parse_model_spec(rewriter)
+
+
+def _warn_unscored_and_unpriced(
+    prepared: Sequence[Any],
+    specs: Sequence[ModelSpec],
+    rewriter_spec: ModelSpec | None,
+    price_map: Mapping,
+) -> None:
+    """Warn about queries without a reference answer and models missing from the price table."""
+    unanswered = sum(q.answer is None for q in prepared)
+    if unanswered:
+        logger.warning(
+            "%d of %d queries have no reference answer: their records are stored unscored",
+            unanswered,
+            len(prepared),
+        )
+    priced = set(price_map)
+    unpriced_models = [
+        s.label
+        for s in [*specs, rewriter_spec]
+        if s is not None and price_map and not {s.label, s.endpoint_model} & priced
+    ]
+    if unpriced_models:
+        logger.warning(
+            "model(s) %s are not in the price table: their cost is known only if the API reports it",
+            sorted(set(unpriced_models)),
+        )
+
+
+def _api_key(base_url: str, api_key_env: str | None) -> tuple[str | None, str | None, str | None]:
+    """``(api_key_env, raw key, checked key)``: ``OPENAI_API_KEY`` for api.openai.com only, a
+    warning for a key over plain http to another machine, surrounding whitespace stripped."""
+    raw_key = None
+    if api_key_env is None and is_openai_host(base_url):
+        api_key_env = DEFAULT_API_KEY_ENV
+    elif api_key_env and urlsplit(base_url).scheme.lower() == "http" and not _is_loopback(base_url):
+        logger.warning(
+            "the API key in %s goes to %s over plain http: anyone on the way can read it",
+            api_key_env,
+            public_url(base_url),
+        )
+    if api_key_env:
+        raw_key = os.environ.get(api_key_env) or None
+        if raw_key is None:
+            logger.warning("environment variable %s is not set: sending no API key", api_key_env)
+    api_key = check_api_key(
+        raw_key, api_key_env=api_key_env
+    )  # stripped; refused before anything is written
+    if raw_key is not None and api_key != raw_key:
+        logger.info("stripped surrounding whitespace from the API key in %s", api_key_env)
+    return api_key_env, raw_key, api_key
+
+
+async def _run_phases(
+    context: RunContext,
+    prepared: Sequence[Any],
+    rewriter_spec: ModelSpec | None,
+    n_rewrites: int,
+    n_decodes: int,
+    concurrency: int,
+    show_progress: bool,
+) -> None:
+    """The two phases of a run: the missing rewrites, then the missing decodes."""
+    store, summary, labels = context.store, context.summary, list(context.models)
+    to_rewrite = [
+        q
+        for q in prepared
+        if any((q.query_id, v) not in store.rewrites for v in range(1, n_rewrites + 1))
+    ]
+    if to_rewrite:
+        await run_pool(
+            to_rewrite,
+            Rewriter(context, rewriter_spec).rewrite,
+            concurrency,
+            Progress("rewrites", len(prepared), len(prepared) - len(to_rewrite), show_progress),
+        )
+    tasks = [
+        (q, v, d, m)
+        for v in range(n_rewrites + 1)
+        for d in range(n_decodes)
+        for q in prepared
+        for m in labels
+        if (q.query_id, v) in store.rewrites and (q.query_id, m, v, d) not in store.records
+    ]
+    summary.n_missing_variants = sum(
+        (q.query_id, v) not in store.rewrites for q in prepared for v in range(1, n_rewrites + 1)
+    )
+    blocked = summary.n_planned - summary.n_skipped - len(tasks)
+    await run_pool(
+        tasks,
+        lambda task, progress: answer(context, task, progress),
+        concurrency,
+        Progress("answers", summary.n_planned - blocked, summary.n_skipped, show_progress),
+    )
+
+
+def _new_store(
+    store_dir: str | Path, raw_key: str | None, api_key: str | None, base_url: str, fsync: bool
+) -> CollectionStore:
+    """The run's store (not yet open), told the secrets it must never write."""
+    return CollectionStore(
+        store_dir,
+        # the key, and any credential of the base URL a server might echo back
+        secrets=[
+            s
+            for s in (raw_key, api_key, *url_secrets(str(base_url)))
+            if s and (s in (raw_key, api_key) or len(s) >= MIN_BARE_SECRET)
+        ],
+        fsync=fsync,
+        read=False,
+    )
+
+
+def _record_start(store: CollectionStore, prepared: Sequence[Any], manifest_run: dict) -> None:
+    """Record the run in the open store: its manifest entry, the queries and their originals."""
+    warn_on_changed_settings(store, manifest_run["settings"])
+    store.close_stale_runs(manifest_run["run_id"])
+    store.update_manifest(manifest_run)
+    store.add_queries(
+        {
+            "query_id": q.query_id,
+            "text": q.text,
+            "category": q.category,
+            "answer": q.answer,
+            "choices": q.choices,
+            "passage": q.passage,
+            "scorer": q.scorer_name,
+        }
+        for q in prepared
+    )
+    for q in prepared:
+        store.add_rewrite(
+            {
+                "query_id": q.query_id,
+                "variant_id": 0,
+                "text": q.text,
+                "source": "original",
+                "rewriter": None,
+                "created_at": utc_now(),
+            }
+        )
+
+
+def _record_end(
+    store: CollectionStore,
+    summary: CollectionSummary,
+    planned: Sequence[tuple],
+    manifest_run: dict,
+    status: str,
+    started: float,
+) -> None:
+    """Count what the store holds, record the run's end in the manifest and close the store."""
+    summary.n_done = sum(key in store.records for key in planned)
+    summary.elapsed_s = time.perf_counter() - started
+    if status == "completed" and not summary.complete:
+        status = "incomplete"
+    manifest_run.update(status=status, finished_at=utc_now(), summary=summary.as_dict())
+    try:
+        store.update_manifest(manifest_run)
+    except StoreError as error:  # e.g. the disk is full: the next run closes this entry
+        logger.warning("could not record the end of the run in the manifest: %s", error)
+    finally:
+        store.close()
+
+
+def _prepared_queries(
+    queries: pd.DataFrame | str | Path,
+    scorer: str | Scorer | Mapping[str, str | Scorer] | None,
+    temperature: float,
+    top_p: float,
+    max_tokens: int | None,
+) -> list:
+    """The checked queries (read from a file when given a path), with scorers and settings."""
+    if isinstance(queries, (str, Path)):
+        table = read_queries_file(queries)
+    else:
+        table = check_queries(queries)
+    return prepare_queries(table, scorer, temperature, top_p, max_tokens)
+
+
+def _plan(
+    store_dir: str | Path,
+    prepared: Sequence[Any],
+    labels: Sequence[str],
+    n_rewrites: int,
+    n_decodes: int,
+) -> tuple[CollectionSummary, list[tuple]]:
+    """The run's summary (nothing done yet) and its planned record keys, originals first."""
+    summary = CollectionSummary(
+        store_dir=str(store_dir),
+        n_queries=len(prepared),
+        n_models=len(labels),
+        n_variants=n_rewrites + 1,
+        n_decodes=n_decodes,
+        n_planned=len(prepared) * len(labels) * (n_rewrites + 1) * n_decodes,
+    )
+    planned = [
+        (q.query_id, m, v, d)
+        for v in range(n_rewrites + 1)
+        for d in range(n_decodes)
+        for q in prepared
+        for m in labels
+    ]
+    return summary, planned
+
+
+def _manifest_entry(run_id: str, settings: dict) -> dict:
+    """The run's manifest entry as it starts."""
+    from ecc_lib import __version__
+
+    return {
+        "run_id": run_id,
+        "started_at": utc_now(),
+        "status": "started",
+        "ecc_lib_version": __version__,
+        "settings": settings,
+    }
+
+
+@contextlib.contextmanager
+def _recorded_run(
+    store: CollectionStore,
+    prepared: Sequence[Any],
+    summary: CollectionSummary,
+    planned: Sequence[tuple],
+    manifest_run: dict,
+    started: float,
+) -> Iterator[None]:
+    """Open the store and record the run's start; on the way out record how it ended
+    ("completed", "incomplete", "interrupted" or "failed: ERROR") and close the store."""
+    status = "failed"
+    store.open()
+    try:
+        _record_start(store, prepared, manifest_run)
+        summary.n_skipped = sum(key in store.records for key in planned)
+        yield
+        status = "completed"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        status = "interrupted"
+        raise
+    except Exception as error:
+        status = f"failed: {type(error).__name__}"
+        raise
+    finally:
+        _record_end(store, summary, planned, manifest_run, status, started)
+
+
 async def acollect(
     queries: pd.DataFrame | str | Path,
     models: str | Sequence[str | ModelSpec],
@@ -169,84 +476,17 @@ async def acollect(
     started = time.perf_counter()
     specs = parse_models(models)
     labels = [spec.label for spec in specs]
-    if n_rewrites < 0:
-        raise ValueError(f"n_rewrites must be >= 0, got {n_rewrites}")
-    if n_decodes < 1:
-        raise ValueError(f"n_decodes must be >= 1, got {n_decodes}")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    if not (math.isfinite(temperature) and temperature >= 0 and 0 < top_p <= 1):
-        raise ValueError(
-            f"need a finite temperature >= 0 and 0 < top_p <= 1, got {temperature}, {top_p}"
-        )
-    if not (math.isfinite(rewrite_temperature) and rewrite_temperature >= 0):
-        raise ValueError(f"need a finite rewrite_temperature >= 0, got {rewrite_temperature}")
-    if not timeout > 0 or not math.isfinite(timeout):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
-    if max_retries < 0 or max_consecutive_errors < 1:
-        raise ValueError(
-            f"need max_retries >= 0 and max_consecutive_errors >= 1, got {max_retries}, "
-            f"{max_consecutive_errors}"
-        )
-    if rewrite_format not in REWRITE_FORMATS:
-        raise ValueError(f"rewrite_format must be one of {REWRITE_FORMATS}, got {rewrite_format!r}")
-    if rewrite_calls is not None and (isinstance(rewrite_calls, bool) or rewrite_calls < 1):
-        raise ValueError(f"rewrite_calls must be a whole number >= 1, got {rewrite_calls!r}")
-    if isinstance(max_response_bytes, bool) or not max_response_bytes >= 1:
-        raise ValueError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
+    _check_sizes(n_rewrites, n_decodes, concurrency)
+    _check_decoding(temperature, top_p, rewrite_temperature, timeout)
+    _check_limits(
+        max_retries, max_consecutive_errors, rewrite_format, rewrite_calls, max_response_bytes
+    )
     base_url = check_base_url(base_url)
-    if isinstance(queries, (str, Path)):
-        table = read_queries_file(queries)
-    else:
-        table = check_queries(queries)
-    prepared = prepare_queries(table, scorer, temperature, top_p, max_tokens)
+    prepared = _prepared_queries(queries, scorer, temperature, top_p, max_tokens)
     price_map = price_table(prices)
-    rewriter_spec: ModelSpec | None = None
-    if n_rewrites > 0:
-        if rewriter is None:
-            rewriter_spec = ModelSpec(specs[0].endpoint_model, specs[0].endpoint_model)
-            logger.info("no rewriter given: %s writes the rewrites", rewriter_spec.label)
-        elif isinstance(rewriter, ModelSpec):
-            rewriter_spec = rewriter
-        else:
-            rewriter_spec = parse_model_spec(rewriter)
-    unanswered = sum(q.answer is None for q in prepared)
-    if unanswered:
-        logger.warning(
-            "%d of %d queries have no reference answer: their records are stored unscored",
-            unanswered,
-            len(prepared),
-        )
-    priced = set(price_map)
-    unpriced_models = [
-        s.label
-        for s in [*specs, rewriter_spec]
-        if s is not None and price_map and not {s.label, s.endpoint_model} & priced
-    ]
-    if unpriced_models:
-        logger.warning(
-            "model(s) %s are not in the price table: their cost is known only if the API reports it",
-            sorted(set(unpriced_models)),
-        )
-
-    raw_key = None
-    if api_key_env is None and is_openai_host(base_url):
-        api_key_env = DEFAULT_API_KEY_ENV
-    elif api_key_env and urlsplit(base_url).scheme.lower() == "http" and not _is_loopback(base_url):
-        logger.warning(
-            "the API key in %s goes to %s over plain http: anyone on the way can read it",
-            api_key_env,
-            public_url(base_url),
-        )
-    if api_key_env:
-        raw_key = os.environ.get(api_key_env) or None
-        if raw_key is None:
-            logger.warning("environment variable %s is not set: sending no API key", api_key_env)
-    api_key = check_api_key(
-        raw_key, api_key_env=api_key_env
-    )  # stripped; refused before anything is written
-    if raw_key is not None and api_key != raw_key:
-        logger.info("stripped surrounding whitespace from the API key in %s", api_key_env)
+    rewriter_spec = _rewriter_spec(rewriter, n_rewrites, specs)
+    _warn_unscored_and_unpriced(prepared, specs, rewriter_spec, price_map)
+    api_key_env, raw_key, api_key = _api_key(base_url, api_key_env)
 
     settings = {
         "base_url": public_url(base_url),
@@ -276,73 +516,10 @@ async def acollect(
         "prompt_version": PROMPT_VERSION,
         "n_queries": len(prepared),
     }
-    summary = CollectionSummary(
-        store_dir=str(store_dir),
-        n_queries=len(prepared),
-        n_models=len(specs),
-        n_variants=n_rewrites + 1,
-        n_decodes=n_decodes,
-        n_planned=len(prepared) * len(specs) * (n_rewrites + 1) * n_decodes,
-    )
-    run_id = f"{utc_now()}-{os.getpid()}"
-    store = CollectionStore(
-        store_dir,
-        # the key, and any credential of the base URL a server might echo back
-        secrets=[
-            s
-            for s in (raw_key, api_key, *url_secrets(str(base_url)))
-            if s and (s in (raw_key, api_key) or len(s) >= MIN_BARE_SECRET)
-        ],
-        fsync=fsync,
-        read=False,
-    )
-    from ecc_lib import __version__
-
-    manifest_run = {
-        "run_id": run_id,
-        "started_at": utc_now(),
-        "status": "started",
-        "ecc_lib_version": __version__,
-        "settings": settings,
-    }
-    planned = [
-        (q.query_id, m, v, d)
-        for v in range(n_rewrites + 1)
-        for d in range(n_decodes)
-        for q in prepared
-        for m in labels
-    ]
-    status = "failed"
-    store.open()
-    try:
-        warn_on_changed_settings(store, settings)
-        store.close_stale_runs(run_id)
-        store.update_manifest(manifest_run)
-        store.add_queries(
-            {
-                "query_id": q.query_id,
-                "text": q.text,
-                "category": q.category,
-                "answer": q.answer,
-                "choices": q.choices,
-                "passage": q.passage,
-                "scorer": q.scorer_name,
-            }
-            for q in prepared
-        )
-        for q in prepared:
-            store.add_rewrite(
-                {
-                    "query_id": q.query_id,
-                    "variant_id": 0,
-                    "text": q.text,
-                    "source": "original",
-                    "rewriter": None,
-                    "created_at": utc_now(),
-                }
-            )
-
-        summary.n_skipped = sum(key in store.records for key in planned)
+    summary, planned = _plan(store_dir, prepared, labels, n_rewrites, n_decodes)
+    manifest_run = _manifest_entry(f"{utc_now()}-{os.getpid()}", settings)
+    store = _new_store(store_dir, raw_key, api_key, base_url, fsync)
+    with _recorded_run(store, prepared, summary, planned, manifest_run, started):
         client = ChatClient(
             base_url,
             api_key=api_key,
@@ -357,68 +534,14 @@ async def acollect(
             random_state=random_state,
         )
         async with client:
+            models_by_label = {spec.label: spec for spec in specs}
+            run_id = manifest_run["run_id"]
             context = RunContext(
-                store,
-                client,
-                {spec.label: spec for spec in specs},
-                settings,
-                price_map,
-                summary,
-                run_id,
+                store, client, models_by_label, settings, price_map, summary, run_id
             )
-            to_rewrite = [
-                q
-                for q in prepared
-                if any((q.query_id, v) not in store.rewrites for v in range(1, n_rewrites + 1))
-            ]
-            if to_rewrite:
-                await run_pool(
-                    to_rewrite,
-                    Rewriter(context, rewriter_spec).rewrite,
-                    concurrency,
-                    Progress(
-                        "rewrites", len(prepared), len(prepared) - len(to_rewrite), show_progress
-                    ),
-                )
-            tasks = [
-                (q, v, d, m)
-                for v in range(n_rewrites + 1)
-                for d in range(n_decodes)
-                for q in prepared
-                for m in labels
-                if (q.query_id, v) in store.rewrites and (q.query_id, m, v, d) not in store.records
-            ]
-            summary.n_missing_variants = sum(
-                (q.query_id, v) not in store.rewrites
-                for q in prepared
-                for v in range(1, n_rewrites + 1)
+            await _run_phases(
+                context, prepared, rewriter_spec, n_rewrites, n_decodes, concurrency, show_progress
             )
-            blocked = summary.n_planned - summary.n_skipped - len(tasks)
-            await run_pool(
-                tasks,
-                lambda task, progress: answer(context, task, progress),
-                concurrency,
-                Progress("answers", summary.n_planned - blocked, summary.n_skipped, show_progress),
-            )
-        status = "completed"
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        status = "interrupted"
-        raise
-    except Exception as error:
-        status = f"failed: {type(error).__name__}"
-        raise
-    finally:
-        summary.n_done = sum(key in store.records for key in planned)
-        summary.elapsed_s = time.perf_counter() - started
-        if status == "completed" and not summary.complete:
-            status = "incomplete"
-        manifest_run.update(status=status, finished_at=utc_now(), summary=summary.as_dict())
-        try:
-            store.update_manifest(manifest_run)
-        except StoreError as error:  # e.g. the disk is full: the next run closes this entry
-            logger.warning("could not record the end of the run in the manifest: %s", error)
-        finally:
-            store.close()
     log_summary(summary)
     return summary
 

@@ -348,6 +348,29 @@ def validate_outcomes(
     frame["query_id"] = id_strings(frame["query_id"])
     frame["model"] = normalise_model_names(frame["model"], source=source)
 
+    frame["score"] = _checked_scores(frame, source)
+    frame["cost"] = _checked_costs(frame, source)
+    for column in ("variant_id", "decode_id"):
+        frame[column] = _checked_ids(frame, column, source)
+    if "observation_type" in frame.columns:
+        frame["observation_type"] = frame["observation_type"].fillna("original").astype(str)
+    else:
+        frame["observation_type"] = "original"
+
+    duplicated = frame.duplicated(list(OBSERVATION_KEY), keep="first").to_numpy()
+    if duplicated.any():
+        raise DataValidationError(
+            f"{source_prefix(source)}outcomes have {int(duplicated.sum())} duplicate "
+            f"(query_id, model, variant_id, decode_id) row(s); first at "
+            f"{_first_row(frame, duplicated)}"
+        )
+    _check_queries_and_models(frame, queries, declared_models, min_models, source)
+    ordered = list(OUTCOME_COLUMNS) + [c for c in frame.columns if c not in OUTCOME_COLUMNS]
+    return frame[ordered].reset_index(drop=True)
+
+
+def _checked_scores(frame: pd.DataFrame, source: str | None) -> np.ndarray:
+    """The ``score`` column as floats; NaN, non-numeric and out-of-[0, 1] scores are refused."""
     score = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(score)
     if bad.any():
@@ -361,60 +384,64 @@ def validate_outcomes(
             f"{source_prefix(source)}outcomes column 'score' must lie in [0, 1]; {int(bad.sum())} value(s) "
             f"outside; first at {_first_row(frame, bad)}"
         )
-    frame["score"] = score
+    return score
 
-    if "cost" in frame.columns:
-        given = frame["cost"].notna().to_numpy() & (frame["cost"].astype(str).str.strip() != "")
-        cost = pd.to_numeric(frame["cost"], errors="coerce").to_numpy(dtype=float)
-        for bad, what in (
-            (given & np.isnan(cost), "text (not a number)"),
-            (np.isinf(cost), "infinite"),
-            (np.isfinite(cost) & (cost < 0), "negative"),
-        ):
-            if bad.any():
-                raise DataValidationError(
-                    f"{source_prefix(source)}outcomes column 'cost' must hold numbers >= 0 or be empty; "
-                    f"{int(bad.sum())} value(s) are {what}; first at {_first_row(frame, bad)}"
-                )
-        frame["cost"] = cost
-    else:
-        frame["cost"] = np.nan
-    for column in ("variant_id", "decode_id"):
-        if column in frame.columns:
-            values = pd.to_numeric(frame[column], errors="coerce")
-            bad = values.isna().to_numpy() | (values.to_numpy(dtype=float) % 1 != 0)
-            if bad.any():
-                raise DataValidationError(
-                    f"{source_prefix(source)}outcomes column '{column}' must hold integers; first bad "
-                    f"value at {_first_row(frame, bad)}"
-                )
-            values = values.astype(np.int64)
-            low = int(values.min()) if len(values) else 0
-            if low != 0:
-                # ids numbered from 1 (or any other start): the smallest is the original (0)
-                logger.info(
-                    "%soutcomes column '%s' starts at %d; renumbered from 0 (the smallest id is "
-                    "the original query / the first decode)",
-                    source_prefix(source),
-                    column,
-                    low,
-                )
-                values = values - low
-            frame[column] = values
-        else:
-            frame[column] = np.int64(0)
-    if "observation_type" in frame.columns:
-        frame["observation_type"] = frame["observation_type"].fillna("original").astype(str)
-    else:
-        frame["observation_type"] = "original"
 
-    duplicated = frame.duplicated(list(OBSERVATION_KEY), keep="first").to_numpy()
-    if duplicated.any():
+def _checked_costs(frame: pd.DataFrame, source: str | None) -> np.ndarray | float:
+    """The ``cost`` column as floats (NaN where empty; NaN without the column); text, infinite
+    and negative costs are refused."""
+    if "cost" not in frame.columns:
+        return np.nan
+    given = frame["cost"].notna().to_numpy() & (frame["cost"].astype(str).str.strip() != "")
+    cost = pd.to_numeric(frame["cost"], errors="coerce").to_numpy(dtype=float)
+    for bad, what in (
+        (given & np.isnan(cost), "text (not a number)"),
+        (np.isinf(cost), "infinite"),
+        (np.isfinite(cost) & (cost < 0), "negative"),
+    ):
+        if bad.any():
+            raise DataValidationError(
+                f"{source_prefix(source)}outcomes column 'cost' must hold numbers >= 0 or be empty; "
+                f"{int(bad.sum())} value(s) are {what}; first at {_first_row(frame, bad)}"
+            )
+    return cost
+
+
+def _checked_ids(frame: pd.DataFrame, column: str, source: str | None) -> pd.Series | np.int64:
+    """``variant_id`` or ``decode_id`` as integers numbered from 0 (0 without the column)."""
+    if column not in frame.columns:
+        return np.int64(0)
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = values.isna().to_numpy() | (values.to_numpy(dtype=float) % 1 != 0)
+    if bad.any():
         raise DataValidationError(
-            f"{source_prefix(source)}outcomes have {int(duplicated.sum())} duplicate "
-            f"(query_id, model, variant_id, decode_id) row(s); first at "
-            f"{_first_row(frame, duplicated)}"
+            f"{source_prefix(source)}outcomes column '{column}' must hold integers; first bad "
+            f"value at {_first_row(frame, bad)}"
         )
+    values = values.astype(np.int64)
+    low = int(values.min()) if len(values) else 0
+    if low != 0:
+        # ids numbered from 1 (or any other start): the smallest is the original (0)
+        logger.info(
+            "%soutcomes column '%s' starts at %d; renumbered from 0 (the smallest id is "
+            "the original query / the first decode)",
+            source_prefix(source),
+            column,
+            low,
+        )
+        values = values - low
+    return values
+
+
+def _check_queries_and_models(
+    frame: pd.DataFrame,
+    queries: pd.DataFrame | None,
+    declared_models: list[str] | None,
+    min_models: int,
+    source: str | None,
+) -> None:
+    """Refuse outcomes of unknown queries, declared models without observations and fewer than
+    ``min_models`` models."""
     if queries is not None:
         known = set(queries["query_id"].astype(str))
         unknown = ~frame["query_id"].isin(known).to_numpy()
@@ -435,8 +462,6 @@ def validate_outcomes(
             f"{source_prefix(source)}outcomes hold {len(observed_models)} model(s) {observed_models}; "
             f"at least {min_models} are needed to compare models"
         )
-    ordered = list(OUTCOME_COLUMNS) + [c for c in frame.columns if c not in OUTCOME_COLUMNS]
-    return frame[ordered].reset_index(drop=True)
 
 
 def check_models_have_observations(

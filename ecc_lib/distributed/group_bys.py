@@ -75,28 +75,31 @@ def dars_statistics(
     -------
     DarsStatistics
     """
+    from ecc_lib.dars.distributions import DEFAULT_BETA, DEFAULT_LAMBDA, label_shares
+
+    table, has_cost = _pair_sums(outcomes, client)
+    cost_weight = DEFAULT_LAMBDA if cost_weight is None else cost_weight
+    beta = DEFAULT_BETA if beta is None else beta
+    dist = _distributions(table, has_cost)
+    n_obs, models = dist.n_obs, dist.models
+    u = dist.utility(cost_weight=cost_weight, beta=beta)
+    complete = (n_obs > 0).all(axis=1)
+    labels = label_shares(u[complete], models) if complete.any() else {}
+    flip = None
+    binary = int(table["binary_sum"].sum()) == int(table["score_count"].sum())
+    if binary and complete.any():
+        flip = _flip_readings(dist, complete, change_draws, n_boot, random_state)
+    elif not binary:
+        logger.info("dars_statistics: scores are not binary, so no exact flip readings")
+    return DarsStatistics(dist, u, labels, flip)
+
+
+def _pair_sums(outcomes, client) -> tuple:
+    """The one group-by: per ``(query_id, model)`` the count, sum and sum of squares of the score,
+    the count of binary scores and the cost's count and sum; ``(pandas table, has_cost)``."""
     dd = require("dask.dataframe", extra="dask", purpose="the distributed DARS statistics")
     import pandas as pd
 
-    from ecc_lib.dars.distributions import (
-        DEFAULT_BETA,
-        DEFAULT_LAMBDA,
-        CapabilityDistributions,
-        label_shares,
-    )
-    from ecc_lib.dars.winners import (
-        chance_flip_rates,
-        change_probability,
-        default_change_draws,
-        flip_probability,
-        strict_flip_probability_exact,
-        winner_probabilities_exact,
-    )
-    from ecc_lib.data.observations import normalise_cost
-    from ecc_lib.stats import bootstrap_ci
-
-    cost_weight = DEFAULT_LAMBDA if cost_weight is None else cost_weight
-    beta = DEFAULT_BETA if beta is None else beta
     if isinstance(outcomes, pd.DataFrame):
         outcomes = dd.from_pandas(outcomes, npartitions=4)
     missing = [c for c in ("query_id", "model", "score") if c not in outcomes.columns]
@@ -116,7 +119,16 @@ def dars_statistics(
     grouped = frame.groupby(["query_id", "model"]).agg(aggregations)
     table = client.compute(grouped).result() if client is not None else grouped.compute()
     table.columns = ["_".join(c) if isinstance(c, tuple) else c for c in table.columns]
-    table = table.reset_index()
+    return table.reset_index(), has_cost
+
+
+def _distributions(table, has_cost: bool):
+    """The DARS distributions of the group-by's sums (queries and models sorted)."""
+    import pandas as pd
+
+    from ecc_lib.dars.distributions import CapabilityDistributions
+    from ecc_lib.data.observations import normalise_cost
+
     query_ids = np.sort(table["query_id"].unique()).astype(str)
     models = tuple(sorted(table["model"].unique()))
     qi = pd.Index(query_ids).get_indexer(table["query_id"])
@@ -142,7 +154,7 @@ def dars_statistics(
         mu_c = np.where(n_obs > 0, normalised.reshape(shape), np.nan)
     else:
         mu_c, cost_available = np.where(n_obs > 0, 0.0, np.nan), False
-    dist = CapabilityDistributions(
+    return CapabilityDistributions(
         query_ids=query_ids,
         models=models,
         n_obs=n_obs.astype(np.int64),
@@ -151,28 +163,36 @@ def dars_statistics(
         mu_c=mu_c if cost_available else np.where(n_obs > 0, 0.0, np.nan),
         cost_available=cost_available,
     )
-    u = dist.utility(cost_weight=cost_weight, beta=beta)
-    complete = (n_obs > 0).all(axis=1)
-    labels = label_shares(u[complete], models) if complete.any() else {}
-    flip = None
-    binary = int(table["binary_sum"].sum()) == int(table["score_count"].sum())
-    if binary and complete.any():
-        r = change_draws or default_change_draws(n_obs[n_obs > 0])
-        p = mu_q[complete]
-        w = winner_probabilities_exact(p)
-        readings = {
-            "pairwise": flip_probability(w),
-            "strict": strict_flip_probability_exact(p),
-            "change": change_probability(w, r),
-        }
-        flip = {"change_draws": int(r), "n_queries": int(complete.sum())}
-        chance = chance_flip_rates(len(models), r)
-        for name, values in readings.items():
-            estimate, low, high = bootstrap_ci(values, n_boot=n_boot, random_state=random_state)
-            flip[name] = {"mean": estimate, "ci95": [low, high], "chance": chance[name]}
-    elif not binary:
-        logger.info("dars_statistics: scores are not binary, so no exact flip readings")
-    return DarsStatistics(dist, u, labels, flip)
+
+
+def _flip_readings(dist, complete: np.ndarray, change_draws, n_boot: int, random_state) -> dict:
+    """The exact pairwise, strict and change readings (binary scores) over the ``complete``
+    queries, with bootstrap intervals and the chance levels."""
+    from ecc_lib.dars.winners import (
+        chance_flip_rates,
+        change_probability,
+        default_change_draws,
+        flip_probability,
+        strict_flip_probability_exact,
+        winner_probabilities_exact,
+    )
+    from ecc_lib.stats import bootstrap_ci
+
+    n_obs = dist.n_obs.astype(float)
+    r = change_draws or default_change_draws(n_obs[n_obs > 0])
+    p = dist.mu_q[complete]
+    w = winner_probabilities_exact(p)
+    readings = {
+        "pairwise": flip_probability(w),
+        "strict": strict_flip_probability_exact(p),
+        "change": change_probability(w, r),
+    }
+    flip = {"change_draws": int(r), "n_queries": int(complete.sum())}
+    chance = chance_flip_rates(len(dist.models), r)
+    for name, values in readings.items():
+        estimate, low, high = bootstrap_ci(values, n_boot=n_boot, random_state=random_state)
+        flip[name] = {"mean": estimate, "ci95": [low, high], "chance": chance[name]}
+    return flip
 
 
 def flip_rate_agreement(stats: DarsStatistics, summary: dict):

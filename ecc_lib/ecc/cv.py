@@ -427,13 +427,49 @@ class ECCCV(ProfileMixture):
                 "settings are chosen on all held-out pairs, which the probe may decide",
                 comparisons.n_models,
             )
+        start = time.perf_counter()
+        losses, per_query, seconds, iters, last, resources = self._halving(
+            grid, em, shares, folds, data_key, seed, reading
+        )
+        self.search_seconds_ = time.perf_counter() - start
+        self.cv_pairs_ = ("disjoint", "all")[reading]
+        self.folds_ = fold
+        self.resources_ = shares
+        self.cv_results_ = results_table(
+            grid, losses[reading], scored[reading], seconds, iters, last, resources
+        )
+        best = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
+        if self.rule == "one_se":
+            rank = self.cv_results_["rank_test_nll"].to_numpy()
+            best = _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored[reading])
+        self.best_index_ = best
+        self.best_params_ = dict(grid[self.best_index_])
+        self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
+        self.n_scored_cv_ = int(scored[reading].sum())
+        self._refit(x, comparisons, lab, seed, data_key)
+        logger.info(
+            "ecc_cv: %s chosen among %d candidates by %d-fold CV (%d halving rounds; %.2f s "
+            "search, %.2f s refit)",
+            describe_params(self.best_params_),
+            len(grid),
+            n_folds,
+            len(shares),
+            self.search_seconds_,
+            self.refit_seconds_,
+        )
+        return self
+
+    def _halving(self, grid, em, shares, folds, data_key, seed, reading) -> tuple:
+        """The successive-halving search: every EM candidate (``em``) on growing shares of the
+        training queries, the best ``1 / factor`` kept each round, the BT families on the last
+        round only. Returns ``(losses, per_query, seconds, iters, last, resources)``."""
+        n_folds = len(folds)
         losses = np.zeros((2, len(grid), n_folds))
         per_query: dict = {}  # (reading, candidate, fold) -> held-out NLL summed per query
         seconds = np.zeros((len(grid), n_folds))
         iters = np.zeros((len(grid), n_folds))
         last = np.zeros(len(grid), dtype=int)
         resources = np.zeros(len(grid))
-        start = time.perf_counter()
         alive = list(em)
         # one BLAS thread for the many small products of the search (ECC's fits set it already)
         with blas_controller().limit(limits=1, user_api="blas"):
@@ -453,21 +489,11 @@ class ECCCV(ProfileMixture):
                     mean = losses[reading][alive].sum(axis=1)
                     n_keep = int(np.ceil(len(alive) / float(self.factor)))
                     alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
-        self.search_seconds_ = time.perf_counter() - start
-        self.cv_pairs_ = ("disjoint", "all")[reading]
-        self.folds_ = fold
-        self.resources_ = shares
-        self.cv_results_ = results_table(
-            grid, losses[reading], scored[reading], seconds, iters, last, resources
-        )
-        best = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
-        if self.rule == "one_se":
-            rank = self.cv_results_["rank_test_nll"].to_numpy()
-            best = _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored[reading])
-        self.best_index_ = best
-        self.best_params_ = dict(grid[self.best_index_])
-        self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
-        self.n_scored_cv_ = int(scored[reading].sum())
+        return losses, per_query, seconds, iters, last, resources
+
+    def _refit(self, x, comparisons, lab, seed, data_key) -> None:
+        """Refit the chosen candidate on every training query (memoised) and take its fitted
+        attributes."""
         start = time.perf_counter()
         refit_key = (data_key, "refit", _params_key(self.best_params_))
         best = FIT_MEMO.get_refit(refit_key)
@@ -485,17 +511,6 @@ class ECCCV(ProfileMixture):
         self.n_iter_ = int(getattr(best, "n_iter_", 1))
         self.converged_ = bool(getattr(best, "converged_", True))
         self.n_features_in_ = int(x.shape[1])
-        logger.info(
-            "ecc_cv: %s chosen among %d candidates by %d-fold CV (%d halving rounds; %.2f s "
-            "search, %.2f s refit)",
-            describe_params(self.best_params_),
-            len(grid),
-            n_folds,
-            len(shares),
-            self.search_seconds_,
-            self.refit_seconds_,
-        )
-        return self
 
     def _fold(self, x, comparisons, lab, held, entry) -> _Fold:
         """The training side, the held-out queries' probe and scored pairs of one fold."""

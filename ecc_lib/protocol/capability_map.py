@@ -555,14 +555,7 @@ def capability_map(
     -------
     CapabilityMap
     """
-    if n_boot < 2 or held_out_boot < 2:
-        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    if min_queries < 1:
-        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
-    if not 1 <= n_terms <= max_terms:
-        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
+    _check_map_arguments(n_boot, held_out_boot, confidence, min_queries, n_terms, max_terms)
     method, estimator = _grouping_estimator(fitted, method)
     alpha = _estimator_alpha(estimator) if alpha is None else float(alpha)
     if alpha < 0:
@@ -577,7 +570,6 @@ def capability_map(
     n_train_k = np.bincount(train_group[has_pairs], minlength=n_keys)
     present = np.flatnonzero(n_train_k > 0)  # groups with a training query with comparisons
     order = present[np.argsort(-n_train_k[present], kind="stable")]
-    tail = (1.0 - confidence) / 2.0
     # the global best: one BT fit over every training query
     global_theta = fit_bt_pairs(
         counts.winner, counts.loser, np.asarray(counts.matrix.sum(axis=0)).ravel(), m, alpha=alpha
@@ -585,56 +577,13 @@ def capability_map(
     observed_any = np.zeros(m, dtype=bool)
     observed_any[np.concatenate([train.model_a, train.model_b])] = True
     global_best = int(np.argmax(np.where(observed_any, global_theta, -np.inf)))
+    est = _GroupEstimates.empty(len(order), m, n_keys)
     matrix = counts.matrix.tocsr()
-    best_of = np.full(n_keys, -1, dtype=np.int64)
-    score = np.full((len(order), m), np.nan)
-    low, high, p_best = (np.full((len(order), m), np.nan) for _ in range(3))
-    disting = np.zeros((len(order), m), dtype=bool)
-    observed = np.zeros((len(order), m), dtype=bool)
+    tail = (1.0 - confidence) / 2.0
     for i, g in enumerate(order):  # one batched BT fit over all draws per group
         members = np.flatnonzero((train_group == g) & has_pairs)
-        sub = matrix[members]
-        cols = np.unique(sub.indices)
-        sub = sub[:, cols].tocsc()
-        seen = np.zeros(m, dtype=bool)
-        seen[counts.winner[cols]] = seen[counts.loser[cols]] = True
-        observed[i] = seen
-        # the fit over the group's observed models only: an unobserved model's score is the
-        # prior's 0 and moves no other score, so this is the same fit in fewer dimensions
-        local = np.cumsum(seen) - 1
-        winner, loser, m_g = local[counts.winner[cols]], local[counts.loser[cols]], int(seen.sum())
-        point_g = fit_bt_pairs(winner, loser, np.asarray(sub.sum(axis=0)).ravel(), m_g, alpha=alpha)
-        n_g = len(members)
-        draws = rng.integers(0, n_g, size=(n_boot, n_g))
-        flat = (np.arange(n_boot)[:, None] * n_g + draws).ravel()
-        multiplicity = np.bincount(flat, minlength=n_boot * n_g).reshape(n_boot, n_g)
-        weights = np.asarray((sub.T @ multiplicity.T.astype(float)).T)
-        reps_g = fit_bt_pairs(
-            winner,
-            loser,
-            weights,
-            m_g,
-            alpha=alpha,
-            theta0=np.broadcast_to(point_g, (n_boot, m_g)),
-            tol=REPLICATE_TOL,
-        )
-        point = np.zeros(m)
-        point[seen] = point_g
-        reps = np.zeros((n_boot, m))
-        reps[:, seen] = reps_g
-        best = int(np.argmax(np.where(seen, point, -np.inf)))
-        best_of[g] = best
-        top = np.argmax(np.where(seen, reps, -np.inf), axis=1)
-        p_best[i] = np.bincount(top, minlength=m) / n_boot
-        score[i] = np.where(seen, point, np.nan)
-        bounds = np.quantile(reps, [tail, 1.0 - tail], axis=0)
-        low[i], high[i] = np.where(seen, bounds, np.nan)
-        diff_low = np.quantile(reps[:, [best]] - reps, tail, axis=0)
-        disting[i] = seen & (diff_low > 0)
-        disting[i, best] = False
-        if n_g < min_queries:  # too few queries for the bootstrap to say how sure
-            p_best[i] = low[i] = high[i] = np.nan
-            disting[i] = False
+        seen, point, reps = _group_fit(matrix[members], counts, m, n_boot, alpha, rng)
+        est.record(i, g, seen, point, reps, tail, enough=len(members) >= min_queries)
     n_test_k = np.bincount(test_group[test_group >= 0], minlength=n_keys)
     labels_train = None if data.labels is None else data.labels_train
     hidden = _hidden_mask(labels_train, len(train_group), hidden_categories)
@@ -651,45 +600,19 @@ def capability_map(
     models = tuple(train.models)
     group_rows, long_rows = [], []
     for i, g in enumerate(order):
-        ranked = np.argsort(-np.where(observed[i], score[i], -np.inf), kind="stable")
-        best = int(ranked[0])
-        runner = int(ranked[1]) if observed[i].sum() > 1 else -1
-        group_rows.append(
-            {
-                "group": keys[g],
-                "name": names_present[i],
-                "categories": cats[g],
-                "terms": ", ".join(terms[g][:max_terms]),
-                "n_train": int(n_train_k[g]),
-                "n_test": int(n_test_k[g]),
-                "best_model": models[best],
-                "p_best": float(p_best[i, best]),
-                "runner_up": models[runner] if runner >= 0 else None,
-                "runner_up_p_best": float(p_best[i, runner]) if runner >= 0 else float("nan"),
-                "global_best_distinguishable": bool(disting[i, global_best]),
-                "needs_other_model": bool(best != global_best and disting[i, global_best]),
-            }
-        )
-        long_rows.append(
-            pd.DataFrame(
-                {
-                    "group": keys[g],
-                    "name": names_present[i],
-                    "n_train": int(n_train_k[g]),
-                    "n_test": int(n_test_k[g]),
-                    "model": list(models),
-                    "score": score[i],
-                    "score_low": low[i],
-                    "score_high": high[i],
-                    "p_best": p_best[i],
-                    "best": np.arange(m) == best,
-                    "distinguishable": disting[i],
-                    "observed": observed[i],
-                }
-            ).iloc[ranked]
-        )
+        ranked = np.argsort(-np.where(est.observed[i], est.score[i], -np.inf), kind="stable")
+        identity = {
+            "group": keys[g],
+            "name": names_present[i],
+            "n_train": int(n_train_k[g]),
+            "n_test": int(n_test_k[g]),
+        }
+        descr = {"categories": cats[g], "terms": ", ".join(terms[g][:max_terms])}
+        group_rows.append(est.group_row(i, ranked, identity, descr, models, global_best))
+        long_rows.append(est.model_rows(i, ranked, identity, models))
     groups = pd.DataFrame(group_rows)
     rows = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame()
+    best_of = est.best_of
     held_out = _held_out_value(
         data,
         test_group,
@@ -716,6 +639,162 @@ def capability_map(
         train_group=train_group,
         test_group=np.where(best_of[np.maximum(test_group, 0)] >= 0, test_group, -1),
     )
+
+
+def _check_map_arguments(
+    n_boot: int,
+    held_out_boot: int,
+    confidence: float,
+    min_queries: int,
+    n_terms: int,
+    max_terms: int,
+) -> None:
+    """Refuse out-of-range arguments of :func:`capability_map` (``ValueError``)."""
+    if n_boot < 2 or held_out_boot < 2:
+        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if min_queries < 1:
+        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
+    if not 1 <= n_terms <= max_terms:
+        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
+
+
+def _group_fit(
+    sub: sp.csr_matrix, counts: Any, m: int, n_boot: int, alpha: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One group's BT fit and its ``n_boot`` bootstrap refits over its training queries (one
+    batched fit): ``(observed models, point scores (m,), replicate scores (n_boot, m))``.
+
+    ``sub`` holds the group's rows of the normalised pair-count matrix."""
+    cols = np.unique(sub.indices)
+    sub = sub[:, cols].tocsc()
+    seen = np.zeros(m, dtype=bool)
+    seen[counts.winner[cols]] = seen[counts.loser[cols]] = True
+    # the fit over the group's observed models only: an unobserved model's score is the
+    # prior's 0 and moves no other score, so this is the same fit in fewer dimensions
+    local = np.cumsum(seen) - 1
+    winner, loser, m_g = local[counts.winner[cols]], local[counts.loser[cols]], int(seen.sum())
+    point_g = fit_bt_pairs(winner, loser, np.asarray(sub.sum(axis=0)).ravel(), m_g, alpha=alpha)
+    n_g = sub.shape[0]
+    draws = rng.integers(0, n_g, size=(n_boot, n_g))
+    flat = (np.arange(n_boot)[:, None] * n_g + draws).ravel()
+    multiplicity = np.bincount(flat, minlength=n_boot * n_g).reshape(n_boot, n_g)
+    weights = np.asarray((sub.T @ multiplicity.T.astype(float)).T)
+    reps_g = fit_bt_pairs(
+        winner,
+        loser,
+        weights,
+        m_g,
+        alpha=alpha,
+        theta0=np.broadcast_to(point_g, (n_boot, m_g)),
+        tol=REPLICATE_TOL,
+    )
+    point = np.zeros(m)
+    point[seen] = point_g
+    reps = np.zeros((n_boot, m))
+    reps[:, seen] = reps_g
+    return seen, point, reps
+
+
+@dataclass
+class _GroupEstimates:
+    """Per present group (rows, in map order) and model: scores, intervals, P(best), which models
+    are distinguishable from the group's best and which were observed; ``best_of`` by group key
+    (-1 for a group without training comparisons)."""
+
+    score: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    p_best: np.ndarray
+    disting: np.ndarray
+    observed: np.ndarray
+    best_of: np.ndarray
+
+    @classmethod
+    def empty(cls, n_groups: int, m: int, n_keys: int) -> _GroupEstimates:
+        """NaN estimates, nothing observed, no best model."""
+        return cls(
+            *(np.full((n_groups, m), np.nan) for _ in range(4)),
+            np.zeros((n_groups, m), dtype=bool),
+            np.zeros((n_groups, m), dtype=bool),
+            np.full(n_keys, -1, dtype=np.int64),
+        )
+
+    def record(
+        self,
+        i: int,
+        g: int,
+        seen: np.ndarray,
+        point: np.ndarray,
+        reps: np.ndarray,
+        tail: float,
+        *,
+        enough: bool,
+    ) -> None:
+        """Row ``i`` (group key ``g``) from its fit; without ``enough`` training queries it claims
+        nothing (NaN intervals and P(best), nothing distinguishable)."""
+        m = len(point)
+        self.observed[i] = seen
+        best = int(np.argmax(np.where(seen, point, -np.inf)))
+        self.best_of[g] = best
+        top = np.argmax(np.where(seen, reps, -np.inf), axis=1)
+        self.p_best[i] = np.bincount(top, minlength=m) / len(reps)
+        self.score[i] = np.where(seen, point, np.nan)
+        bounds = np.quantile(reps, [tail, 1.0 - tail], axis=0)
+        self.low[i], self.high[i] = np.where(seen, bounds, np.nan)
+        diff_low = np.quantile(reps[:, [best]] - reps, tail, axis=0)
+        self.disting[i] = seen & (diff_low > 0)
+        self.disting[i, best] = False
+        if not enough:  # too few queries for the bootstrap to say how sure
+            self.p_best[i] = self.low[i] = self.high[i] = np.nan
+            self.disting[i] = False
+
+    def group_row(
+        self,
+        i: int,
+        ranked: np.ndarray,
+        identity: dict,
+        descr: dict,
+        models: tuple[str, ...],
+        global_best: int,
+    ) -> dict:
+        """Row ``i`` of the groups table: its best model and runner-up, and whether it needs a
+        model other than the global best."""
+        best = int(ranked[0])
+        runner = int(ranked[1]) if self.observed[i].sum() > 1 else -1
+        p_best, disting = self.p_best[i], self.disting[i]
+        return {
+            "group": identity["group"],
+            "name": identity["name"],
+            **descr,
+            "n_train": identity["n_train"],
+            "n_test": identity["n_test"],
+            "best_model": models[best],
+            "p_best": float(p_best[best]),
+            "runner_up": models[runner] if runner >= 0 else None,
+            "runner_up_p_best": float(p_best[runner]) if runner >= 0 else float("nan"),
+            "global_best_distinguishable": bool(disting[global_best]),
+            "needs_other_model": bool(best != global_best and disting[global_best]),
+        }
+
+    def model_rows(
+        self, i: int, ranked: np.ndarray, identity: dict, models: tuple[str, ...]
+    ) -> pd.DataFrame:
+        """Group ``i``'s rows of the long table, one per model, best first."""
+        return pd.DataFrame(
+            {
+                **identity,
+                "model": list(models),
+                "score": self.score[i],
+                "score_low": self.low[i],
+                "score_high": self.high[i],
+                "p_best": self.p_best[i],
+                "best": np.arange(len(models)) == int(ranked[0]),
+                "distinguishable": self.disting[i],
+                "observed": self.observed[i],
+            }
+        ).iloc[ranked]
 
 
 def _held_out_value(

@@ -151,14 +151,7 @@ def prepare_protocol(
     """
     if evidence not in ("sampled", "soft"):
         raise ValueError(f"evidence must be 'sampled' or 'soft', got {evidence!r}")
-    query_ids = queries["query_id"].astype(str).to_numpy()
-    emb = np.asarray(embeddings)
-    if emb.ndim != 2 or emb.shape[0] != len(query_ids):
-        raise ValueError(
-            f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
-            f"({len(query_ids)} rows, in its order)"
-        )
-    protocol_policy.check_embedding_dims(emb.shape[1])
+    query_ids, emb = _query_embeddings(queries, embeddings)
     n_models = len(models) if models is not None else int(outcomes["model"].nunique())
     notes: list[str] = []
     single_pair = n_models == 2 and min_pairs > 1
@@ -170,6 +163,106 @@ def prepare_protocol(
             "only); read its gain with care"
         )
         logger.warning(notes[-1])
+    comparisons = _protocol_comparisons(
+        outcomes,
+        query_ids,
+        n_pairs=n_pairs,
+        min_pairs=min_pairs,
+        models=models,
+        random_state=random_state,
+        tie_tolerance=tie_tolerance,
+        evidence=evidence,
+    )
+    rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
+    labels = None
+    if "category" in queries.columns and queries["category"].notna().any():
+        labels = labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
+    scores, _, _ = score_matrix(
+        outcomes, query_ids=comparisons.query_ids, models=comparisons.models
+    )
+    train_mask, test_mask = split_queries(
+        comparisons.n_queries, test_size=test_size, random_state=random_state
+    )
+    left_out = left_out_reasons(
+        outcomes,
+        comparisons.dropped_query_ids,
+        comparisons.models,
+        tie_tolerance=tie_tolerance,
+        min_pairs=min_pairs,
+    )
+    texts = queries["text"].astype(str).to_numpy()[rows]
+    notes = notes + _data_notes(outcomes, labels, train_mask, texts, single_pair)
+    return ProtocolData(
+        comparisons=comparisons,
+        embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
+        labels=labels,
+        texts=texts,
+        scores=scores,
+        train_mask=train_mask,
+        test_mask=test_mask,
+        train=comparisons.select_queries(train_mask),
+        test=comparisons.select_queries(test_mask),
+        n_input_queries=len(query_ids),
+        params={
+            "n_pairs": n_pairs,
+            "test_size": test_size,
+            "random_state": random_state,
+            "min_pairs": min_pairs,
+            "warnings": notes,
+            "evidence": evidence,
+            "tie_tolerance": float(tie_tolerance),
+            "left_out_reasons": left_out,
+            "single_pair": bool(single_pair),
+        },
+    )
+
+
+def _query_embeddings(
+    queries: pd.DataFrame, embeddings: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The query ids and the embeddings, checked to have one row per query."""
+    query_ids = queries["query_id"].astype(str).to_numpy()
+    emb = np.asarray(embeddings)
+    if emb.ndim != 2 or emb.shape[0] != len(query_ids):
+        raise ValueError(
+            f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
+            f"({len(query_ids)} rows, in its order)"
+        )
+    protocol_policy.check_embedding_dims(emb.shape[1])
+    return query_ids, emb
+
+
+def _data_notes(
+    outcomes: pd.DataFrame,
+    labels: np.ndarray | None,
+    train_mask: np.ndarray,
+    texts: np.ndarray,
+    single_pair: bool,
+) -> list[str]:
+    """The data policy's notes on the kept queries (without the generic two-model note when the
+    single-pair sentence replaces it)."""
+    checks = protocol_policy.protocol_notes(
+        outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
+    )
+    if single_pair:  # the generic two-model note is replaced by the single-pair sentence
+        two = protocol_policy.two_models_note(2)
+        checks = [c for c in checks if c != two]
+    return checks
+
+
+def _protocol_comparisons(
+    outcomes: pd.DataFrame,
+    query_ids: np.ndarray,
+    *,
+    n_pairs: int,
+    min_pairs: int,
+    models: tuple[str, ...] | None,
+    random_state: int,
+    tie_tolerance: float,
+    evidence: str,
+) -> Comparisons:
+    """The protocol's comparisons: ``n_pairs`` non-tie pairs per query (queries with fewer than
+    ``min_pairs`` dropped, logged), soft outcomes with ``evidence="soft"``."""
     comparisons = make_comparisons(
         outcomes,
         n_pairs=n_pairs,
@@ -198,54 +291,7 @@ def prepare_protocol(
         from ecc_lib.ecc.soft_evidence import soft_outcomes
 
         comparisons = soft_outcomes(outcomes, comparisons)
-    rows = pd.Index(query_ids).get_indexer(comparisons.query_ids)
-    labels = None
-    if "category" in queries.columns and queries["category"].notna().any():
-        labels = labels_to_str(queries["category"].to_numpy(dtype=object)[rows], len(rows))
-    scores, _, _ = score_matrix(
-        outcomes, query_ids=comparisons.query_ids, models=comparisons.models
-    )
-    train_mask, test_mask = split_queries(
-        comparisons.n_queries, test_size=test_size, random_state=random_state
-    )
-    left_out = left_out_reasons(
-        outcomes,
-        comparisons.dropped_query_ids,
-        comparisons.models,
-        tie_tolerance=tie_tolerance,
-        min_pairs=min_pairs,
-    )
-    texts = queries["text"].astype(str).to_numpy()[rows]
-    checks = protocol_policy.protocol_notes(
-        outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
-    )
-    if single_pair:  # the generic two-model note is replaced by the sentence above
-        two = protocol_policy.two_models_note(2)
-        checks = [c for c in checks if c != two]
-    notes = notes + checks
-    return ProtocolData(
-        comparisons=comparisons,
-        embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
-        labels=labels,
-        texts=texts,
-        scores=scores,
-        train_mask=train_mask,
-        test_mask=test_mask,
-        train=comparisons.select_queries(train_mask),
-        test=comparisons.select_queries(test_mask),
-        n_input_queries=len(query_ids),
-        params={
-            "n_pairs": n_pairs,
-            "test_size": test_size,
-            "random_state": random_state,
-            "min_pairs": min_pairs,
-            "warnings": notes,
-            "evidence": evidence,
-            "tie_tolerance": float(tie_tolerance),
-            "left_out_reasons": left_out,
-            "single_pair": bool(single_pair),
-        },
-    )
+    return comparisons
 
 
 def left_out_reasons(

@@ -367,32 +367,9 @@ def routing_experiment(
     costs = _cost_matrix(outcomes, data)
     n_test = scores.shape[0]
     index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
-    rows, all_choices, replicates = [], {}, {}
+    table, all_choices = _RoutingRows(index, confidence), {}
     settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
-
-    def add(setting, method, per_query_score, per_query_cost, same_as_global=False, fixed=False):
-        ok = np.isfinite(per_query_score)
-        if not ok.any():
-            return
-        score, (low, high), reps = mean_with_replicates(
-            per_query_score, index, confidence=confidence
-        )
-        replicates.setdefault(setting, {})[method] = (score, reps)
-        cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
-        rows.append(
-            {
-                "setting": setting,
-                "method": method,
-                "score": score,
-                "score_low": low,
-                "score_high": high,
-                "cost": cost,
-                "n_queries": int(ok.sum()),
-                "same_as_global": bool(same_as_global),
-                "query_independent": bool(fixed),
-            }
-        )
-
+    add = table.add
     truth = held_out_means(data, costs)
 
     def picked(metric, choice):
@@ -410,8 +387,7 @@ def routing_experiment(
             probe_strategy=probe_strategy,
             random_state=random_state,
         )
-        allowed = choices.pop("_allowed")
-        probe = choices.pop("_probe")
+        allowed, probe = choices.pop("_allowed"), choices.pop("_probe")
         fixed = choices.pop("_query_independent")
         charge = np.zeros(n_test)
         in_probe = np.zeros_like(allowed) if probe is None else probe_models(probe)
@@ -439,22 +415,99 @@ def routing_experiment(
                 same,
                 fixed.get(name, False),
             )
-        with np.errstate(invalid="ignore"):
-            masked = np.where(allowed, scores, np.nan)
-            n_allowed = allowed.sum(axis=1)
-            random_score = np.where(n_allowed > 0, np.nansum(masked, axis=1) / n_allowed, np.nan)
-            random_cost = None
-            if costs is not None:
-                if setting == "probe_cost":
-                    # a probe model's answer is already paid for: charge it once, not twice
-                    unpaid = np.where(in_probe, 0.0, costs)
-                    random_cost = charge + np.nanmean(np.where(allowed, unpaid, np.nan), axis=1)
-                else:
-                    random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
+        random_score, random_cost = _random_arm(scores, costs, allowed, in_probe, charge, setting)
         add(setting, "random", random_score, random_cost)
         oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
         if setting != "probe_cost":
             add(setting, "oracle", picked("score", oracle), picked("cost", oracle))
+    params = {
+        "settings": list(settings),
+        "n_probes": n_probes,
+        "probe_evidence": probe_evidence,
+        "probe_strategy": probe_strategy if isinstance(probe_strategy, str) else "custom",
+        "n_boot": n_boot,
+        "random_state": random_state,
+    }
+    return RoutingResult(
+        table=pd.DataFrame(table.rows),
+        choices=all_choices,
+        has_costs=costs is not None,
+        params=params,
+        differences=_ecc_differences(table.replicates, confidence),
+    )
+
+
+@dataclass
+class _RoutingRows:
+    """The routing table's rows and each row's bootstrap replicates (``replicates[setting]
+    [method] = (score, replicates)``), all over the same resamples ``index``."""
+
+    index: np.ndarray
+    confidence: float
+    rows: list = field(default_factory=list)
+    replicates: dict = field(default_factory=dict)
+
+    def add(
+        self,
+        setting: str,
+        method: str,
+        per_query_score: np.ndarray,
+        per_query_cost: np.ndarray | None,
+        same_as_global: bool = False,
+        fixed: bool = False,
+    ) -> None:
+        """A row: the mean score per test query with its interval, and the mean cost (NaN
+        without costs); nothing when no test query has a score."""
+        ok = np.isfinite(per_query_score)
+        if not ok.any():
+            return
+        score, (low, high), reps = mean_with_replicates(
+            per_query_score, self.index, confidence=self.confidence
+        )
+        self.replicates.setdefault(setting, {})[method] = (score, reps)
+        cost = float(np.nanmean(per_query_cost)) if per_query_cost is not None else float("nan")
+        self.rows.append(
+            {
+                "setting": setting,
+                "method": method,
+                "score": score,
+                "score_low": low,
+                "score_high": high,
+                "cost": cost,
+                "n_queries": int(ok.sum()),
+                "same_as_global": bool(same_as_global),
+                "query_independent": bool(fixed),
+            }
+        )
+
+
+def _random_arm(
+    scores: np.ndarray,
+    costs: np.ndarray | None,
+    allowed: np.ndarray,
+    in_probe: np.ndarray,
+    charge: np.ndarray,
+    setting: str,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Expected score and cost per test query of a uniform choice among the allowed models (in
+    ``probe_cost`` the probe is charged, and a probe model's answer only once)."""
+    with np.errstate(invalid="ignore"):
+        masked = np.where(allowed, scores, np.nan)
+        n_allowed = allowed.sum(axis=1)
+        random_score = np.where(n_allowed > 0, np.nansum(masked, axis=1) / n_allowed, np.nan)
+        random_cost = None
+        if costs is not None:
+            if setting == "probe_cost":
+                # a probe model's answer is already paid for: charge it once, not twice
+                unpaid = np.where(in_probe, 0.0, costs)
+                random_cost = charge + np.nanmean(np.where(allowed, unpaid, np.nan), axis=1)
+            else:
+                random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
+    return random_score, random_cost
+
+
+def _ecc_differences(replicates: dict, confidence: float) -> dict:
+    """Per setting, ECC minus every other row, paired over the same resamples."""
     differences = {}
     for setting, arms in replicates.items():
         if "ecc" not in arms:
@@ -467,21 +520,7 @@ def routing_experiment(
             for name, (score, reps) in arms.items()
             if name != "ecc"
         }
-    params = {
-        "settings": list(settings),
-        "n_probes": n_probes,
-        "probe_evidence": probe_evidence,
-        "probe_strategy": probe_strategy if isinstance(probe_strategy, str) else "custom",
-        "n_boot": n_boot,
-        "random_state": random_state,
-    }
-    return RoutingResult(
-        table=pd.DataFrame(rows),
-        choices=all_choices,
-        has_costs=costs is not None,
-        params=params,
-        differences=differences,
-    )
+    return differences
 
 
 __all__ = [

@@ -239,120 +239,50 @@ def score_methods(
         With the leak-aware reading: gains on scored pairs touching / disjoint from the probe's
         models and the share of touching pairs.
     """
-    if "global" not in fitted:
-        raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
-    check_mode(mode)
-    if probe_evidence not in PROBE_EVIDENCE:
-        raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
-    _, scored_mask = probe_candidate_rows(data, n_probes=n_probes, score_from=score_from)
-    scored = data.test.take(scored_mask)
-    if len(scored) == 0:
-        raise ValueError("no scored comparisons remain on the test queries (too many probes?)")
+    scored = _scored_comparisons(data, fitted, mode, probe_evidence, n_probes, score_from)
     n_test = data.test.n_queries
     counts = np.bincount(scored.query, minlength=n_test)
-    per_query, per_query_touch, accuracy, touch_count, leak_share = {}, {}, {}, {}, {}
-    pair_losses, touch_rows, with_probe = {}, {}, {}
-    for name, model in fitted.items():
-        probe, _, _, _ = select_probes(
+    per_method = {
+        name: _MethodLosses.score(
             data,
             model,
+            scored,
             n_probes=n_probes,
             score_from=score_from,
             probe_strategy=probe_strategy,
             random_state=random_state,
-        )
-        resp = probe_responsibilities(
-            model,
-            data.x_test,
-            probe,
             mode=mode,
-            labels=data.labels_test,
             probe_evidence=probe_evidence,
         )
-        p = model.predict_proba(scored, responsibilities=resp)
-        losses = comparison_nll(p, scored.y)
-        touching = touching_probe(probe, scored)
-        pair_losses[name], touch_rows[name] = losses, touching
-        with_probe[name] = (
-            np.zeros(n_test, dtype=bool)
-            if probe is None
-            else np.bincount(probe.query, minlength=n_test) > 0
-        )
-        per_query[name] = np.bincount(scored.query, weights=losses, minlength=n_test)
-        per_query_touch[name] = np.bincount(
-            scored.query, weights=np.where(touching, losses, 0.0), minlength=n_test
-        )
-        touch_count[name] = np.bincount(scored.query[touching], minlength=n_test)
-        leak_share[name] = float(touching.mean())
-        accuracy[name] = pairwise_accuracy(p, scored.y)
+        for name, model in fitted.items()
+    }
+    per_query = {name: r.per_query for name, r in per_method.items()}
+    leak_share = {name: r.leak_share for name, r in per_method.items()}
     has = counts > 0
     index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=random_state)
     n_scored = float(counts.sum())
-    nll, nll_ci, gain, ci, stats_gain = {}, {}, {}, {}, {}
-    gain_t, ci_t, gain_d, ci_d, stats_d = {}, {}, {}, {}, {}
+    nll = {name: float(q[has].sum() / n_scored) for name, q in per_query.items()}
+    nll_ci = {
+        name: mean_ratio(q[has], counts[has], index, confidence=confidence)[1]
+        for name, q in per_query.items()
+    }
+    gain, ci, stats_gain, gain_t, ci_t, gain_d, ci_d, stats_d = ({} for _ in range(8))
     reference = "ecc" if "ecc" in fitted else next(iter(fitted))
-    covered = with_probe[reference][has]
+    covered = per_method[reference].with_probe[has]
     by_probe = {"with": {}, "without": {}}
     for name, losses in per_query.items():
-        m = losses[has]
-        nll[name] = float(m.sum() / n_scored)
-        _, nll_ci[name], _ = mean_ratio(m, counts[has], index, confidence=confidence)
         if name == "global":
             continue
-        g = per_query["global"][has]
+        m, g = losses[has], per_query["global"][has]
         gain[name], ci[name], stats_gain[name] = ratio_gain(g, m, index, confidence=confidence)
-        # the global model ignores the probe: its losses on this method's touching pairs are its
-        # per-pair losses restricted to the same pairs
-        touching = touch_rows[name]
-        g_losses = pair_losses["global"]
-        g_t = np.bincount(scored.query[touching], weights=g_losses[touching], minlength=n_test)
-        m_t = per_query_touch[name]
-        gain_t[name], ci_t[name], _ = ratio_gain(g_t[has], m_t[has], index, confidence=confidence)
-        gain_d[name], ci_d[name], stats_d[name] = ratio_gain(
-            (per_query["global"] - g_t)[has], (losses - m_t)[has], index, confidence=confidence
+        (gain_t[name], ci_t[name], _), (gain_d[name], ci_d[name], stats_d[name]) = _leak_gains(
+            per_method["global"], per_method[name], scored.query, has, index, confidence
         )
         # queries with / without a probe of the reference method (the same resamples)
         for key, mask in (("with", covered), ("without", ~covered)):
             by_probe[key][name] = ratio_gain(g * mask, m * mask, index, confidence=confidence)[:2]
-    differences, differences_disjoint = {}, {}
-    if "ecc" in gain:
-        for second in gain:
-            if second == "ecc":
-                continue
-            differences[f"ecc_minus_{second}"] = paired_difference(
-                gain["ecc"],
-                stats_gain["ecc"],
-                gain[second],
-                stats_gain[second],
-                confidence=confidence,
-            )
-            differences_disjoint[f"ecc_minus_{second}"] = paired_difference(
-                gain_d["ecc"],
-                stats_d["ecc"],
-                gain_d[second],
-                stats_d[second],
-                confidence=confidence,
-            )
-    frame = pd.DataFrame({"query_id": data.test.query_ids, "n_scored": counts})
-    frame["n_scored_touching"] = touch_count[reference]
-    frame["has_probe"] = with_probe[reference]
-    for name, losses in per_query.items():
-        frame[f"nll_{name}"] = losses
-        frame[f"nll_{name}_touching"] = per_query_touch[name]
     fit_seconds = dict(fit_seconds or {})
     strategy_name = probe_strategy if isinstance(probe_strategy, str) else probe_strategy.__name__
-    n_covered = int(covered.sum())
-    probe_coverage = {
-        "share_with_probe": float(covered.mean()) if len(covered) else float("nan"),
-        "n_with_probe": n_covered,
-        "n_without_probe": int(len(covered) - n_covered),
-        "n_scored_with_probe": int(counts[has][covered].sum()),
-        "n_scored_without_probe": int(counts[has][~covered].sum()),
-        "ranking_quality_gain_with_probe": {k: v[0] for k, v in by_probe["with"].items()},
-        "ci95_with_probe": {k: v[1] for k, v in by_probe["with"].items()},
-        "ranking_quality_gain_without_probe": {k: v[0] for k, v in by_probe["without"].items()},
-        "ci95_without_probe": {k: v[1] for k, v in by_probe["without"].items()},
-    }
     return ECCEvaluation(
         n_queries=data.comparisons.n_queries,
         n_models=data.comparisons.n_models,
@@ -366,12 +296,12 @@ def score_methods(
         nll_ci95=nll_ci,
         gain=gain,
         ci95=ci,
-        accuracy=accuracy,
-        differences=differences,
+        accuracy={name: r.accuracy for name, r in per_method.items()},
+        differences=_ecc_differences(gain, stats_gain, confidence),
         fit_seconds=fit_seconds,
         n_iter={k: int(getattr(v, "n_iter_", 1)) for k, v in fitted.items()},
         converged={k: bool(getattr(v, "converged_", True)) for k, v in fitted.items()},
-        per_query=frame,
+        per_query=_per_query_frame(data, counts, per_method, reference),
         params={
             **data.params,
             "score_from": score_from,
@@ -387,10 +317,156 @@ def score_methods(
         ci95_disjoint=ci_d,
         probe_leak_share=leak_share[reference],
         probe_leak_share_by_method=leak_share,
-        n_scored_touching=int(touch_count[reference].sum()),
-        differences_disjoint=differences_disjoint,
-        probe_coverage=probe_coverage,
+        n_scored_touching=int(per_method[reference].touch_count.sum()),
+        differences_disjoint=_ecc_differences(gain_d, stats_d, confidence),
+        probe_coverage=_probe_coverage(covered, counts[has], by_probe),
     )
+
+
+def _scored_comparisons(
+    data: ProtocolData,
+    fitted: dict,
+    mode: str,
+    probe_evidence: str,
+    n_probes: int,
+    score_from: int | None,
+):
+    """The test comparisons scored (those from ``score_from`` on), after checking the options."""
+    if "global" not in fitted:
+        raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
+    check_mode(mode)
+    if probe_evidence not in PROBE_EVIDENCE:
+        raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
+    _, scored_mask = probe_candidate_rows(data, n_probes=n_probes, score_from=score_from)
+    scored = data.test.take(scored_mask)
+    if len(scored) == 0:
+        raise ValueError("no scored comparisons remain on the test queries (too many probes?)")
+    return scored
+
+
+def _per_query_frame(
+    data: ProtocolData, counts: np.ndarray, per_method: dict, reference: str
+) -> pd.DataFrame:
+    """One row per test query: scored pairs, the reference's touching pairs and probe, and each
+    method's NLL (all scored pairs and touching pairs)."""
+    frame = pd.DataFrame({"query_id": data.test.query_ids, "n_scored": counts})
+    frame["n_scored_touching"] = per_method[reference].touch_count
+    frame["has_probe"] = per_method[reference].with_probe
+    for name, result in per_method.items():
+        frame[f"nll_{name}"] = result.per_query
+        frame[f"nll_{name}_touching"] = result.per_query_touch
+    return frame
+
+
+@dataclass
+class _MethodLosses:
+    """One fitted method's losses on the scored test comparisons, with its probes.
+
+    ``pair_losses`` and ``touching`` are per scored pair (``touching``: the pair touches the
+    probe's models); ``per_query``, ``per_query_touch`` (touching pairs only), ``touch_count`` and
+    ``with_probe`` are per test query."""
+
+    pair_losses: np.ndarray
+    touching: np.ndarray
+    with_probe: np.ndarray
+    per_query: np.ndarray
+    per_query_touch: np.ndarray
+    touch_count: np.ndarray
+    leak_share: float
+    accuracy: float
+
+    @classmethod
+    def score(
+        cls, data: ProtocolData, model, scored, *, mode: str, probe_evidence: str, **probes
+    ) -> _MethodLosses:
+        """Choose ``model``'s probes (``probes``: the options of
+        :func:`~ecc_lib.protocol.probes.select_probes`), infer the test responsibilities and score
+        the ``scored`` comparisons."""
+        n_test = data.test.n_queries
+        probe, _, _, _ = select_probes(data, model, **probes)
+        resp = probe_responsibilities(
+            model,
+            data.x_test,
+            probe,
+            mode=mode,
+            labels=data.labels_test,
+            probe_evidence=probe_evidence,
+        )
+        p = model.predict_proba(scored, responsibilities=resp)
+        losses = comparison_nll(p, scored.y)
+        touching = touching_probe(probe, scored)
+        return cls(
+            pair_losses=losses,
+            touching=touching,
+            with_probe=(
+                np.zeros(n_test, dtype=bool)
+                if probe is None
+                else np.bincount(probe.query, minlength=n_test) > 0
+            ),
+            per_query=np.bincount(scored.query, weights=losses, minlength=n_test),
+            per_query_touch=np.bincount(
+                scored.query, weights=np.where(touching, losses, 0.0), minlength=n_test
+            ),
+            touch_count=np.bincount(scored.query[touching], minlength=n_test),
+            leak_share=float(touching.mean()),
+            accuracy=pairwise_accuracy(p, scored.y),
+        )
+
+
+def _leak_gains(
+    reference: _MethodLosses,
+    method: _MethodLosses,
+    query: np.ndarray,
+    has: np.ndarray,
+    index: np.ndarray,
+    confidence: float,
+) -> tuple[tuple, tuple]:
+    """``method``'s gain over the reference (global BT) on the scored pairs touching its probe's
+    models, and on the pairs disjoint from them: two :func:`~ecc_lib.stats.ratio_gain` results."""
+    # the global model ignores the probe: its losses on this method's touching pairs are its
+    # per-pair losses restricted to the same pairs
+    touching = method.touching
+    n_test = len(has)
+    g_t = np.bincount(query[touching], weights=reference.pair_losses[touching], minlength=n_test)
+    m_t = method.per_query_touch
+    touching_gain = ratio_gain(g_t[has], m_t[has], index, confidence=confidence)
+    disjoint_gain = ratio_gain(
+        (reference.per_query - g_t)[has],
+        (method.per_query - m_t)[has],
+        index,
+        confidence=confidence,
+    )
+    return touching_gain, disjoint_gain
+
+
+def _ecc_differences(gain: dict, stats: dict, confidence: float) -> dict:
+    """ECC's gain minus each other method's, paired over the same resamples (empty without ECC)."""
+    if "ecc" not in gain:
+        return {}
+    return {
+        f"ecc_minus_{second}": paired_difference(
+            gain["ecc"], stats["ecc"], gain[second], stats[second], confidence=confidence
+        )
+        for second in gain
+        if second != "ecc"
+    }
+
+
+def _probe_coverage(covered: np.ndarray, counts: np.ndarray, by_probe: dict) -> dict:
+    """Test queries with / without a probe of the reference method, and the gains on each
+    (``counts``: scored pairs per test query with any)."""
+    n_covered = int(covered.sum())
+    return {
+        "share_with_probe": float(covered.mean()) if len(covered) else float("nan"),
+        "n_with_probe": n_covered,
+        "n_without_probe": int(len(covered) - n_covered),
+        "n_scored_with_probe": int(counts[covered].sum()),
+        "n_scored_without_probe": int(counts[~covered].sum()),
+        "ranking_quality_gain_with_probe": {k: v[0] for k, v in by_probe["with"].items()},
+        "ci95_with_probe": {k: v[1] for k, v in by_probe["with"].items()},
+        "ranking_quality_gain_without_probe": {k: v[0] for k, v in by_probe["without"].items()},
+        "ci95_without_probe": {k: v[1] for k, v in by_probe["without"].items()},
+    }
 
 
 def pairwise_accuracy(p: np.ndarray, y: np.ndarray) -> float:

@@ -478,32 +478,54 @@ def ecc_lines(
         f"{'s' if n_seeds != 1 else ''}; verdicts against {ref_name} and the best baseline."
     )
     table = SummaryLine("table", caption + "\n" + table_text(rows), rows=rows)
-    lines: list[SummaryLine] = [table]
     by_method = {row["method"]: row for row in rows}
     shown = [m for m in by_method if m != reference]
-
-    def gain_sentence(method: str, topic: str) -> SummaryLine | None:
-        row = by_method[method]
-        payload = row["versus_reference"]
-        if not payload:
-            return None
-        r = ComparisonRecord.from_dict(payload)
-        tail = _nll_words(r.estimate) if reference == "global" else ""
-        text = _sentence(
-            r, _name(method), ref_name, context=where, plural=method in PLURAL, tail=tail
-        )
-        return _line(topic, text, r)
-
-    if "ecc" in by_method:
-        line = gain_sentence("ecc", "ecc")
-        if line is not None:
-            lines.append(line)
     scored = {  # ECC-CV and the tuned baselines are read by ecc_cv_line (issue 34)
         m: by_method[m]["gain"]["estimate"]
         for m in shown
         if finite(by_method[m]["gain"]["estimate"]) and m not in TUNED_OR_SEARCHED
     }
     best = max(scored, key=scored.get) if scored else None
+    lines: list[SummaryLine] = [table]
+    lines += _best_method_lines(by_method, scored, best, records, reading, reference)
+    lines += _interval_lines(by_method, shown, best, reference, where, n_seeds)
+    lines += _k_lines(ecc, parameters)
+    said = ecc_cv_line(ecc, records)
+    if said is not None:
+        lines.append(said)
+    return lines
+
+
+def _gain_line(
+    row: Mapping[str, Any], method: str, topic: str, reference: str, where: str
+) -> SummaryLine | None:
+    """``method``'s gain over the reference in words, or None without a record."""
+    payload = row["versus_reference"]
+    if not payload:
+        return None
+    r = ComparisonRecord.from_dict(payload)
+    tail = _nll_words(r.estimate) if reference == "global" else ""
+    text = _sentence(
+        r, _name(method), _name(reference), context=where, plural=method in PLURAL, tail=tail
+    )
+    return _line(topic, text, r)
+
+
+def _best_method_lines(
+    by_method: Mapping[str, Mapping[str, Any]],
+    scored: Mapping[str, float],
+    best: str | None,
+    records: Sequence[ComparisonRecord],
+    reading: str,
+    reference: str,
+) -> list[SummaryLine]:
+    """ECC's gain over the reference, and the best method against ECC (or over the reference)."""
+    where = _where(reading)
+    lines = []
+    if "ecc" in by_method:
+        line = _gain_line(by_method["ecc"], "ecc", "ecc", reference, where)
+        if line is not None:
+            lines.append(line)
     if best and best != "ecc" and "ecc" in by_method:
         r = _versus(records, best, "ecc", reading)
         if r is not None and not r.zero_as_printed:  # a tie with ECC is in the table
@@ -517,58 +539,73 @@ def ecc_lines(
             )
             lines.append(_line("best_method", text, r))
     elif best and "ecc" not in by_method:
-        line = gain_sentence(best, "best_method")
+        line = _gain_line(by_method[best], best, "best_method", reference, where)
         if line is not None:
             lines.append(line)
+    return lines
+
+
+def _interval_lines(
+    by_method: Mapping[str, Mapping[str, Any]],
+    shown: Sequence[str],
+    best: str | None,
+    reference: str,
+    where: str,
+    n_seeds: int,
+) -> list[SummaryLine]:
+    """A note when no comparison has an interval, or when no clustering beats the reference."""
     with_interval = [
         m
         for m in shown
         if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
     ]
     if shown and not with_interval:
-        lines.append(
+        return [
             _line(
                 "no_interval",
                 f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
                 "verdict; rerun the notebook to record them.",
             )
-        )
-    elif best is not None and not any(
+        ]
+    if best is not None and not any(
         (by_method[m]["versus_reference"] or {}).get("direction", 0) > 0 for m in shown
     ):
-        lines.append(
+        return [
             _line(
                 "no_clustering",
-                f"No clustering is better than {ref_name} {where}: no interval lies above 0 "
+                f"No clustering is better than {_name(reference)} {where}: no interval lies above 0 "
                 f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)}).",
             )
-        )
+        ]
+    return []
+
+
+def _k_lines(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> list[SummaryLine]:
+    """A warning when K leaves few training queries per cluster, with the K sweep's best K."""
     k = (parameters.get("ecc") or {}).get("n_clusters")
     n_train = ecc.get("n_train")
-    if finite(k) and finite(n_train) and float(n_train) / float(k) < MIN_QUERIES_PER_CLUSTER:
-        text = (
-            f"Warning: K = {int(k)} clusters for {int(n_train):,} training queries "
-            f"({float(n_train) / float(k):.0f} per cluster) is large; each cluster's BT profile "
-            "rests on few comparisons."
-        )
-        sweep = {
-            int(key.split("@")[1]): v
-            for key, v in (ecc.get("gain_vs_k") or {}).items()
-            if key.startswith("ecc@") and finite(v)
-        }
-        lines.append(_line("k_warning", text))
-        if sweep:
-            top = max(sweep, key=sweep.get)
-            lines.append(
-                _line(
-                    "k_sweep",
-                    f"In the K sweep (all pairs, first seed, no interval) ECC's gain is largest at "
-                    f"K = {top} ({number(sweep[top], 'pct_nll')}).",
-                )
+    if not (finite(k) and finite(n_train) and float(n_train) / float(k) < MIN_QUERIES_PER_CLUSTER):
+        return []
+    text = (
+        f"Warning: K = {int(k)} clusters for {int(n_train):,} training queries "
+        f"({float(n_train) / float(k):.0f} per cluster) is large; each cluster's BT profile "
+        "rests on few comparisons."
+    )
+    sweep = {
+        int(key.split("@")[1]): v
+        for key, v in (ecc.get("gain_vs_k") or {}).items()
+        if key.startswith("ecc@") and finite(v)
+    }
+    lines = [_line("k_warning", text)]
+    if sweep:
+        top = max(sweep, key=sweep.get)
+        lines.append(
+            _line(
+                "k_sweep",
+                f"In the K sweep (all pairs, first seed, no interval) ECC's gain is largest at "
+                f"K = {top} ({number(sweep[top], 'pct_nll')}).",
             )
-    said = ecc_cv_line(ecc, records)
-    if said is not None:
-        lines.append(said)
+        )
     return lines
 
 

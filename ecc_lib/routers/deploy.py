@@ -727,6 +727,54 @@ class TrainingSplit:
     train_targets: CapabilityDistributions
 
 
+def _query_features(
+    queries: pd.DataFrame, obs: RepeatedObservations, embedder: str, embeddings: np.ndarray | None
+) -> np.ndarray:
+    """Features of the outcome queries, in their order: ``embeddings`` realigned, or the texts
+    embedded by ``embedder``; every outcome query needs a text."""
+    text_by_id = queries.set_index(queries["query_id"].astype(str))["text"]
+    missing = ~pd.Index(obs.query_ids.astype(str)).isin(text_by_id.index)
+    if missing.any():
+        raise ValueError(
+            f"{int(missing.sum())} outcome queries have no text; first: "
+            f"{obs.query_ids[missing][0]!r}"
+        )
+    if embeddings is None:
+        texts = text_by_id.loc[obs.query_ids.astype(str)].astype(str).tolist()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*longer than.*")
+            from ecc_lib.embed.encode import embed_texts
+
+            x_all = embed_texts(texts, model_name=embedder, show_progress=False)
+    else:
+        position = pd.Index(queries["query_id"].astype(str)).get_indexer(obs.query_ids.astype(str))
+        x_all = np.asarray(embeddings)[position]
+    return np.asarray(x_all, dtype=float)
+
+
+def _calibration_masks(
+    rest: np.ndarray, calibration_size: float, calibration_folds: int | None, split_seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The training and calibration queries among the non-test ones (``rest``): a held-out part
+    (``calibration_folds`` None), or all of them for both (cross-fitted calibration)."""
+    rest_idx = np.flatnonzero(rest)
+    if calibration_folds is None:  # one held-out calibration part, the router fitted on the rest
+        fit_part, cal_part = split_queries(
+            len(rest_idx), test_size=calibration_size, random_state=split_seed + 1
+        )
+        train_mask = np.zeros(len(rest), bool)
+        cal_mask = np.zeros(len(rest), bool)
+        train_mask[rest_idx[fit_part]] = True
+        cal_mask[rest_idx[cal_part]] = True
+    else:  # cross-fitted: every non-test query calibrates, out of fold; the router sees them all
+        if int(calibration_folds) < 2 or int(calibration_folds) > len(rest_idx):
+            raise ValueError(
+                f"calibration_folds must lie in [2, {len(rest_idx)}], got {calibration_folds}"
+            )
+        train_mask = cal_mask = rest
+    return train_mask, cal_mask
+
+
 def train_deployed(
     queries: pd.DataFrame,
     outcomes: pd.DataFrame,
@@ -795,24 +843,7 @@ def train_deployed(
     if targets not in TARGET_CHOICES:
         raise ValueError(f"targets must be one of {TARGET_CHOICES}, got {targets!r}")
     obs = repeated_observations(outcomes)
-    text_by_id = queries.set_index(queries["query_id"].astype(str))["text"]
-    missing = ~pd.Index(obs.query_ids.astype(str)).isin(text_by_id.index)
-    if missing.any():
-        raise ValueError(
-            f"{int(missing.sum())} outcome queries have no text; first: "
-            f"{obs.query_ids[missing][0]!r}"
-        )
-    if embeddings is None:
-        texts = text_by_id.loc[obs.query_ids.astype(str)].astype(str).tolist()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*longer than.*")
-            from ecc_lib.embed.encode import embed_texts
-
-            x_all = embed_texts(texts, model_name=embedder, show_progress=False)
-    else:
-        position = pd.Index(queries["query_id"].astype(str)).get_indexer(obs.query_ids.astype(str))
-        x_all = np.asarray(embeddings)[position]
-    x_all = np.asarray(x_all, dtype=float)
+    x_all = _query_features(queries, obs, embedder, embeddings)
     rest, test = split_queries(obs.n_queries, test_size=test_size, random_state=split_seed)
     rest_idx = np.flatnonzero(rest)
     kwargs = {"cost_weight": cost_weight, "beta": beta, **dict(router_kwargs or {})}
@@ -828,20 +859,7 @@ def train_deployed(
             return capability_distributions(part)
         return single_shot_distributions(part, random_state=random_state)
 
-    if calibration_folds is None:  # one held-out calibration part, the router fitted on the rest
-        fit_part, cal_part = split_queries(
-            len(rest_idx), test_size=calibration_size, random_state=split_seed + 1
-        )
-        train_mask = np.zeros(obs.n_queries, bool)
-        cal_mask = np.zeros(obs.n_queries, bool)
-        train_mask[rest_idx[fit_part]] = True
-        cal_mask[rest_idx[cal_part]] = True
-    else:  # cross-fitted: every non-test query calibrates, out of fold; the router sees them all
-        if int(calibration_folds) < 2 or int(calibration_folds) > len(rest_idx):
-            raise ValueError(
-                f"calibration_folds must lie in [2, {len(rest_idx)}], got {calibration_folds}"
-            )
-        train_mask = cal_mask = rest
+    train_mask, cal_mask = _calibration_masks(rest, calibration_size, calibration_folds, split_seed)
     train_obs = rescale_cost(obs.select_queries(train_mask))
     cal_obs = rescale_cost(obs.select_queries(cal_mask), train_obs)
     test_obs = rescale_cost(obs.select_queries(test), train_obs)

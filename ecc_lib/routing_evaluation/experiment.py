@@ -22,6 +22,7 @@ from ecc_lib import defaults
 from ecc_lib.dars.distributions import (
     DEFAULT_BETA,
     DEFAULT_LAMBDA,
+    CapabilityDistributions,
     RepeatedObservations,
     capability_distributions,
     repeated_observations,
@@ -137,6 +138,80 @@ def routing_table(
     router_kwargs = router_kwargs or {}
 
     fixed = held_out.best_fixed_model(dars_train, cost_weight=cost_weight, beta=beta)
+    per_query, curves = _reference_arms(truth, dars_train, fixed, cost_weight, beta, lambdas)
+
+    for name in names:
+        kwargs = {"cost_weight": cost_weight, "beta": beta, **router_kwargs.get(name, {})}
+        plans = [("DARS", 0, dars_train)] + [("single-shot", run, None) for run in range(n_runs)]
+        for supervision, run, targets in plans:
+            if targets is None:
+                targets = single_shot_distributions(train_obs, random_state=random_state + run)
+            if progress is not None:
+                progress(f"{name} / {supervision} / run {run}")
+            router = make_router(name, random_state=random_state + run, **kwargs)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
+                router.fit(x_train, targets)
+            choice = router.route(x_test, cost_weight=cost_weight, beta=beta)
+            per_query.setdefault((name, supervision), []).append(
+                held_out.evaluate_choices(choice, truth, cost_weight=cost_weight, beta=beta)
+            )
+            if router.fitted_target_ == "components":
+                curve = cost_quality_curve(router, x_test, truth, lambdas=lambdas, beta=beta)
+            elif refit_curves:  # a router that learns U at one cost weight: refit at each weight
+                curve = cost_quality_curve(
+                    router, x_test, truth, lambdas=lambdas, beta=beta, refit_on=(x_train, targets)
+                )
+            else:
+                continue
+            curves.append(_labelled(curve, name, supervision, run))
+
+    curves_frame, fronts = _curves_frame(curves)
+    run_rows, table_rows = _summaries(per_query, curves_frame, n_boot, random_state, fronts)
+    info = {
+        "n_queries": obs.n_queries,
+        "n_models": obs.n_models,
+        "n_observations": obs.n_observations,
+        "n_train": int(train_mask.sum()),
+        "n_test": int(test_mask.sum()),
+        "lambda": cost_weight,
+        "beta": beta,
+        "n_runs": n_runs,
+        "best_fixed_model": obs.models[fixed],
+        "cost_available": obs.cost_available,
+        "cost_scale": list(train_obs.cost_scale),  # (low, high) of training pair mean costs
+        "has_rewrites": obs.has_rewrites,
+        "has_decodes": obs.has_decodes,
+        "observations_per_pair_median": float(np.median(obs.count)),
+        "routers": names,
+    }
+    paired, versus_fixed = paired_differences(
+        per_query, names, n_boot=n_boot, random_state=random_state
+    )
+    result = RoutingTable(
+        table=_sorted_table(table_rows, names),
+        runs=pd.DataFrame(run_rows),
+        curves=curves_frame,
+        info=info,
+        paired=paired,
+        versus_fixed=versus_fixed,
+    )
+    headline = routing_headline(result)
+    info["no_router_beats_best_fixed"] = headline["no_router_beats_best_fixed"]
+    info["headline"] = headline["sentence"]
+    return result
+
+
+def _reference_arms(
+    truth: held_out.HeldOut,
+    dars_train: CapabilityDistributions,
+    fixed: int,
+    cost_weight: float,
+    beta: float,
+    lambdas: Sequence[float],
+) -> tuple[dict, list[pd.DataFrame]]:
+    """The references' per-query metrics (oracle, best fixed model, random) and cost-quality
+    curves (best fixed model and oracle at every cost weight)."""
     n_test = len(truth.query_ids)
     per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]] = {
         ("Oracle", "reference"): [
@@ -169,84 +244,34 @@ def routing_table(
         )
         for label, choices in reference_choices.items()
     ]
+    return per_query, curves
 
-    for name in names:
-        kwargs = {"cost_weight": cost_weight, "beta": beta, **router_kwargs.get(name, {})}
-        plans = [("DARS", 0, dars_train)] + [("single-shot", run, None) for run in range(n_runs)]
-        for supervision, run, targets in plans:
-            if targets is None:
-                targets = single_shot_distributions(train_obs, random_state=random_state + run)
-            if progress is not None:
-                progress(f"{name} / {supervision} / run {run}")
-            router = make_router(name, random_state=random_state + run, **kwargs)
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
-                router.fit(x_train, targets)
-            choice = router.route(x_test, cost_weight=cost_weight, beta=beta)
-            per_query.setdefault((name, supervision), []).append(
-                held_out.evaluate_choices(choice, truth, cost_weight=cost_weight, beta=beta)
-            )
-            if router.fitted_target_ == "components":
-                curve = cost_quality_curve(router, x_test, truth, lambdas=lambdas, beta=beta)
-            elif refit_curves:  # a router that learns U at one cost weight: refit at each weight
-                curve = cost_quality_curve(
-                    router, x_test, truth, lambdas=lambdas, beta=beta, refit_on=(x_train, targets)
-                )
-            else:
-                continue
-            curves.append(_labelled(curve, name, supervision, run))
 
-    fronts = {  # per (router, supervision, run): the per-query values of its curve
+def _curves_frame(curves: list[pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
+    """The curves in one frame, and per (router, supervision, run) the per-query values of its
+    curve (taken out of the curves' ``attrs``, which do not concatenate)."""
+    fronts = {
         (c["router"].iloc[0], c["supervision"].iloc[0], int(c["run"].iloc[0])): c.attrs["per_query"]
         for c in curves
         if len(c) and "per_query" in c.attrs
     }
     for c in curves:  # arrays in attrs do not concatenate
         c.attrs = {}
-    curves_frame = pd.concat(curves, ignore_index=True)
-    run_rows, table_rows = _summaries(per_query, curves_frame, n_boot, random_state, fronts)
+    return pd.concat(curves, ignore_index=True), fronts
 
+
+def _sorted_table(table_rows: list[dict], names: Sequence[str]) -> pd.DataFrame:
+    """The summary rows, references first (oracle, best fixed, random), then the families in
+    ``names`` order, single-shot before DARS."""
     order = {"reference": 0, "single-shot": 1, "DARS": 2}
     table = pd.DataFrame(table_rows)
     ref_order = {"Oracle": 0, "Best fixed model": 1, "Random": 2}
     table["_ref"] = table["router"].map(ref_order).fillna(3)
     table["_fam"] = table["router"].map({n: i for i, n in enumerate(names)}).fillna(-1)
     table["_sup"] = table["supervision"].map(order)
-    table = (
+    return (
         table.sort_values(["_ref", "_fam", "_sup"]).drop(columns=["_ref", "_fam", "_sup"])
     ).reset_index(drop=True)
-    info = {
-        "n_queries": obs.n_queries,
-        "n_models": obs.n_models,
-        "n_observations": obs.n_observations,
-        "n_train": int(train_mask.sum()),
-        "n_test": int(test_mask.sum()),
-        "lambda": cost_weight,
-        "beta": beta,
-        "n_runs": n_runs,
-        "best_fixed_model": obs.models[fixed],
-        "cost_available": obs.cost_available,
-        "cost_scale": list(train_obs.cost_scale),  # (low, high) of training pair mean costs
-        "has_rewrites": obs.has_rewrites,
-        "has_decodes": obs.has_decodes,
-        "observations_per_pair_median": float(np.median(obs.count)),
-        "routers": names,
-    }
-    paired, versus_fixed = paired_differences(
-        per_query, names, n_boot=n_boot, random_state=random_state
-    )
-    result = RoutingTable(
-        table=table,
-        runs=pd.DataFrame(run_rows),
-        curves=curves_frame,
-        info=info,
-        paired=paired,
-        versus_fixed=versus_fixed,
-    )
-    headline = routing_headline(result)
-    info["no_router_beats_best_fixed"] = headline["no_router_beats_best_fixed"]
-    info["headline"] = headline["sentence"]
-    return result
 
 
 def _labelled(curve: pd.DataFrame, router: str, supervision: str, run: int) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -151,24 +152,8 @@ def paired_differences(
     query_w, run_w = joint_bootstrap_weights(
         int(finite.sum()), n_runs, n_boot=n_boot, random_state=random_state
     )
-    tail = (1.0 - confidence) / 2.0
-
-    def interval(replicates: np.ndarray) -> tuple[float, float]:
-        ok = replicates[np.isfinite(replicates)]
-        if len(ok) == 0:
-            return float("nan"), float("nan")
-        low, high = np.quantile(ok, [tail, 1.0 - tail])
-        return float(low), float(high)
-
-    def arm(values: np.ndarray) -> tuple[float, np.ndarray]:
-        """Point estimate and replicates of an arm (one run: deterministic; several: joint)."""
-        values = values[..., finite]
-        if values.shape[0] == 1:
-            return _estimate(values[0]), _replicates(values[0], query_w, None)
-        if values.shape[0] != n_runs:
-            raise ValueError(f"every single-shot arm needs {n_runs} runs, got {values.shape[0]}")
-        return _estimate(values), _replicates(values, query_w, run_w)
-
+    boot = _JointBootstrap(finite, n_runs, query_w, run_w, (1.0 - confidence) / 2.0)
+    interval, arm = boot.interval, boot.arm
     fixed_u, fixed_u_rep = arm(fixed["utility"][None])
     oracle_u, oracle_u_rep = arm(oracle["utility"][None])
     span, span_rep = oracle_u - fixed_u, oracle_u_rep - fixed_u_rep
@@ -203,15 +188,53 @@ def paired_differences(
                     row[f"{label}_ci_low"], row[f"{label}_ci_high"] = interval(rep)
         paired_rows.append(row)
 
-    fixed_score, fixed_score_rep = arm(fixed["score"][None])
+    fixed_refs = {"utility": (fixed_u, fixed_u_rep), "score": arm(fixed["score"][None])}
+    return (
+        pd.DataFrame(paired_rows, columns=_paired_columns()),
+        pd.DataFrame(_versus_fixed_rows(arms, boot, fixed_refs, confidence)),
+    )
+
+
+@dataclass
+class _JointBootstrap:
+    """The joint bootstrap of the paired differences: test queries with every metric defined
+    (``finite``), their replicate weights and the single-shot runs' (``n_runs`` runs)."""
+
+    finite: np.ndarray
+    n_runs: int
+    query_w: np.ndarray
+    run_w: np.ndarray
+    tail: float
+
+    def interval(self, replicates: np.ndarray) -> tuple[float, float]:
+        """Percentile interval of the finite replicates (NaN without any)."""
+        ok = replicates[np.isfinite(replicates)]
+        if len(ok) == 0:
+            return float("nan"), float("nan")
+        low, high = np.quantile(ok, [self.tail, 1.0 - self.tail])
+        return float(low), float(high)
+
+    def arm(self, values: np.ndarray) -> tuple[float, np.ndarray]:
+        """Point estimate and replicates of an arm (one run: deterministic; several: joint)."""
+        values = values[..., self.finite]
+        if values.shape[0] == 1:
+            return _estimate(values[0]), _replicates(values[0], self.query_w, None)
+        if values.shape[0] != self.n_runs:
+            raise ValueError(
+                f"every single-shot arm needs {self.n_runs} runs, got {values.shape[0]}"
+            )
+        return _estimate(values), _replicates(values, self.query_w, self.run_w)
+
+
+def _versus_fixed_rows(
+    arms: dict, boot: _JointBootstrap, fixed_refs: dict, confidence: float
+) -> list[dict]:
+    """Every (router, supervision) arm minus the best fixed model, on utility and score."""
     versus_rows = []
     for (name, supervision), values in arms.items():
         row = {"router": name, "supervision": supervision}
-        for metric, ref, ref_rep in (
-            ("utility", fixed_u, fixed_u_rep),
-            ("score", fixed_score, fixed_score_rep),
-        ):
-            value, rep = arm(values[metric])
+        for metric, (ref, ref_rep) in fixed_refs.items():
+            value, rep = boot.arm(values[metric])
             # the one interval of every comparison (issue 35, :func:`seed_query_interval`): one
             # split is one seed, so it is the bootstrap over test queries (single-shot arms: over
             # test queries and runs)
@@ -222,16 +245,18 @@ def paired_differences(
             row[f"{metric}_minus_fixed_ci_low"], row[f"{metric}_minus_fixed_ci_high"] = low, high
         row["beats_best_fixed"] = bool(row["utility_minus_fixed_ci_low"] > 0)
         versus_rows.append(row)
+    return versus_rows
+
+
+def _paired_columns() -> list[str]:
+    """The columns of the paired table, in order."""
     paired_columns = ["router", "n_runs"]
     for metric in PAIRED_METRICS:
         paired_columns += [f"{metric}_dars", f"{metric}_single_shot", f"{metric}_diff"]
         paired_columns += [f"{metric}_diff_ci_low", f"{metric}_diff_ci_high"]
     for label in ("gap_closed_dars", "gap_closed_single_shot", "gap_closed_diff"):
         paired_columns += [label, f"{label}_ci_low", f"{label}_ci_high"]
-    return (
-        pd.DataFrame(paired_rows, columns=paired_columns),
-        pd.DataFrame(versus_rows),
-    )
+    return paired_columns
 
 
 __all__: list[str] = []

@@ -86,6 +86,83 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _check_grid(
+    score_type: str,
+    n_queries: int,
+    n_models: int,
+    n_rewrites: int,
+    n_decodes: int,
+    n_clusters: int,
+    embedding_dim: int,
+) -> None:
+    """Refuse an unknown score type and grid sizes below 1 (``n_models`` below 2)."""
+    if score_type not in SCORE_TYPES:
+        raise ValueError(f"score_type must be one of {SCORE_TYPES}, got {score_type!r}")
+    for name, value in (
+        ("n_queries", n_queries),
+        ("n_models", n_models),
+        ("n_rewrites", n_rewrites),
+        ("n_decodes", n_decodes),
+        ("n_clusters", n_clusters),
+        ("embedding_dim", embedding_dim),
+    ):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if n_models < 2:
+        raise ValueError(f"n_models must be >= 2, got {n_models}")
+
+
+def _draw_scores(
+    p: np.ndarray,
+    shape: tuple[int, ...],
+    score_type: str,
+    beta_concentration: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Scores of every observation, shape ``(Q, V, D, M)``: Bernoulli or Beta around ``p``."""
+    p_obs = np.broadcast_to(p[:, :, None, :], shape)
+    if score_type == "binary":
+        return (rng.random(shape) < p_obs).astype(float)
+    a = np.clip(p_obs * beta_concentration, 1e-3, None)
+    b = np.clip((1.0 - p_obs) * beta_concentration, 1e-3, None)
+    return rng.beta(a, b)
+
+
+def _tables(
+    score: np.ndarray, cost: np.ndarray, cluster: np.ndarray, models: tuple[str, ...]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The queries and the long outcomes (one row per observation) of the ``(Q, V, D, M)`` grid."""
+    shape = score.shape
+    n_queries = shape[0]
+    query_ids = np.array([f"q{i:05d}" for i in range(n_queries)], dtype=object)
+    qi, vi, di, mi = (a.reshape(-1) for a in np.indices(shape))
+    observation_type = np.where(
+        vi == 0,
+        np.where(di == 0, "original", "decode"),
+        np.where(di == 0, "rewrite", "rewrite_decode"),
+    )
+    outcomes = pd.DataFrame(
+        {
+            "query_id": query_ids[qi],
+            "model": np.asarray(models, dtype=object)[mi],
+            "score": score.reshape(-1),
+            "cost": cost.reshape(-1),
+            "variant_id": vi.astype(np.int64),
+            "decode_id": di.astype(np.int64),
+            "observation_type": observation_type,
+        }
+    )
+    queries = pd.DataFrame(
+        {
+            "query_id": query_ids,
+            "text": [f"synthetic query {i} of cluster {k}" for i, k in enumerate(cluster)],
+            "category": [f"cluster_{k}" for k in cluster],
+            "source": "synthetic",
+        }
+    )
+    return queries, outcomes
+
+
 def make_repeated_outcomes(
     *,
     n_queries: int = 400,
@@ -142,20 +219,7 @@ def make_repeated_outcomes(
     -------
     RepeatedOutcomesData
     """
-    if score_type not in SCORE_TYPES:
-        raise ValueError(f"score_type must be one of {SCORE_TYPES}, got {score_type!r}")
-    for name, value in (
-        ("n_queries", n_queries),
-        ("n_models", n_models),
-        ("n_rewrites", n_rewrites),
-        ("n_decodes", n_decodes),
-        ("n_clusters", n_clusters),
-        ("embedding_dim", embedding_dim),
-    ):
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
-    if n_models < 2:
-        raise ValueError(f"n_models must be >= 2, got {n_models}")
+    _check_grid(score_type, n_queries, n_models, n_rewrites, n_decodes, n_clusters, embedding_dim)
     rng = np.random.default_rng(random_state)
 
     cluster = rng.integers(0, n_clusters, size=n_queries)
@@ -179,48 +243,15 @@ def make_repeated_outcomes(
     )
     p = _sigmoid(logit)  # (Q, V, M)
     shape = (n_queries, n_rewrites, n_decodes, n_models)
-    p_obs = np.broadcast_to(p[:, :, None, :], shape)
-    if score_type == "binary":
-        score = (rng.random(shape) < p_obs).astype(float)
-    else:
-        a = np.clip(p_obs * beta_concentration, 1e-3, None)
-        b = np.clip((1.0 - p_obs) * beta_concentration, 1e-3, None)
-        score = rng.beta(a, b)
-
+    score = _draw_scores(p, shape, score_type, beta_concentration, rng)
     price = rng.uniform(0.2, 2.0, size=n_models)
     length = np.exp(0.3 * rng.standard_normal(n_queries))
     expected_cost = length[:, None] * price[None, :]
     cost = expected_cost[:, None, None, :] * np.exp(0.1 * rng.standard_normal(shape))
     if not with_cost:
         cost = np.full(shape, np.nan)
-
-    query_ids = np.array([f"q{i:05d}" for i in range(n_queries)], dtype=object)
     models = tuple(f"model_{m}" for m in range(n_models))
-    qi, vi, di, mi = (a.reshape(-1) for a in np.indices(shape))
-    observation_type = np.where(
-        vi == 0,
-        np.where(di == 0, "original", "decode"),
-        np.where(di == 0, "rewrite", "rewrite_decode"),
-    )
-    outcomes = pd.DataFrame(
-        {
-            "query_id": query_ids[qi],
-            "model": np.asarray(models, dtype=object)[mi],
-            "score": score.reshape(-1),
-            "cost": cost.reshape(-1),
-            "variant_id": vi.astype(np.int64),
-            "decode_id": di.astype(np.int64),
-            "observation_type": observation_type,
-        }
-    )
-    queries = pd.DataFrame(
-        {
-            "query_id": query_ids,
-            "text": [f"synthetic query {i} of cluster {k}" for i, k in enumerate(cluster)],
-            "category": [f"cluster_{k}" for k in cluster],
-            "source": "synthetic",
-        }
-    )
+    queries, outcomes = _tables(score, cost, cluster, models)
     p_mean = p.mean(axis=1)
     truth = RepeatedOutcomesTruth(
         cluster=cluster,

@@ -8,6 +8,8 @@ against a budget spent against the global median model (:func:`new_model_experim
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -157,43 +159,13 @@ def new_model_experiment(
             **ecc_params,
         ),
     )
-    ecc, emb, global_bt = fitted["ecc"], fitted["emb_only"], fitted["global"]
+    ecc, emb = fitted["ecc"], fitted["emb_only"]
     models = (*old_models, new_model)
     new_index = len(old_models)
     new_scores, _, _ = score_matrix(outcomes, query_ids=data.comparisons.query_ids, models=models)
     train_scores = new_scores[data.train_mask]
-    test_scores = new_scores[data.test_mask]
-
-    # opponents: median-ranked old model of each training query's cluster / of the global fit
-    median_pos = (len(old_models) - 1) // 2
-    n_train = data.train.n_queries
-
-    def cluster_opponent(model) -> np.ndarray:
-        cluster_median = np.argsort(-model.theta_, axis=1)[:, median_pos]
-        return cluster_median[model.responsibilities_.argmax(axis=1)]
-
-    global_median = np.argsort(-global_bt.theta_[0])[median_pos]
-    arms = {
-        "ecc": (ecc, cluster_opponent(ecc)),
-        "emb_only": (emb, cluster_opponent(emb)),
-        "global": (ecc, np.full(n_train, global_median)),
-    }
-
-    # test pairs: new model against every old model, non-tie outcomes
-    probe, _ = split_probe(data.test, n_probes=n_probes)
-    n_test = data.test.n_queries
-    snapped = snap_ties(test_scores, tolerance=float(data.params.get("tie_tolerance", 0.0)))
-    tq, to = np.nonzero(
-        np.isfinite(snapped[:, :new_index])
-        & np.isfinite(snapped[:, [new_index]])
-        & (snapped[:, :new_index] != snapped[:, [new_index]])
-    )
-    test_y = (snapped[tq, new_index] > snapped[tq, to]).astype(float)
-    if len(tq) == 0:
-        raise ValueError("no non-tie test pairs of the new model")
-    # a (new, old) pair touches the probe when its old model is one of the probe's models: a
-    # binary probe has then decided that old model's outcome (issue 23)
-    touches = probe_models(probe)[tq, to] if n_probes else np.zeros(len(tq), dtype=bool)
+    arms = _arms(fitted, len(old_models), data.train.n_queries)
+    pairs = _NewModelPairs.build(data, new_scores[data.test_mask], new_index, n_probes, ecc, emb)
     train_ext = Comparisons(
         data.train.query,
         data.train.model_a,
@@ -202,92 +174,177 @@ def new_model_experiment(
         data.train.query_ids,
         models,
     )
-    resp_test = {
-        model_id: model.predict_responsibilities(data.x_test, probe if n_probes else None, "both")
-        for model_id, model in ((id(ecc), ecc), (id(emb), emb))
-    }
-
-    def test_nll(model, theta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        diff = theta[:, new_index][:, None] - theta[:, to]
-        p = np.einsum("nk,kn->n", resp_test[id(model)][tq], 1.0 / (1.0 + np.exp(-diff)))
-        losses = comparison_nll(p, test_y)
-        if rows is not None:
-            losses = np.where(rows, losses, 0.0)
-        return np.bincount(tq, weights=losses, minlength=n_test)
-
-    def start(model) -> np.ndarray:
-        return np.concatenate([model.theta_, np.zeros((model.theta_.shape[0], 1))], axis=1)
-
     rng = np.random.default_rng(random_state)
     usable = np.isfinite(train_scores[:, new_index])
     order = rng.permutation(np.flatnonzero(usable))
-    no_budget = test_nll(ecc, start(ecc))
-    pair_counts = np.bincount(tq, minlength=n_test)
+    no_budget = pairs.nll(ecc, _start(ecc))
+    pair_counts = np.bincount(pairs.tq, minlength=pairs.n_test)
     has = pair_counts > 0
     index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=random_state)
-    total = float(pair_counts.sum())
-    readings = {"": ~touches, "_all": None, "_touching": touches}
+    readings = {"": ~pairs.touches, "_all": None, "_touching": pairs.touches}
     rows = []
     for budget in budgets:
         chosen = order[: min(int(budget), len(order))]
         nll = {}
         for arm, (model, opponent) in arms.items():
-            opp = opponent[chosen]
-            s_new = train_scores[chosen, new_index]
-            s_opp = train_scores[chosen, opp]
-            ok = np.isfinite(s_opp)
-            y = np.where(s_new > s_opp, 1.0, np.where(s_new < s_opp, 0.0, 0.5))[ok]
-            extra = Comparisons(
-                query=chosen[ok].astype(np.int64),
-                model_a=opp[ok].astype(np.int64),
-                model_b=np.full(int(ok.sum()), new_index, dtype=np.int64),
-                y=y,
-                query_ids=data.train.query_ids,
-                models=models,
+            extra = _budget_comparisons(
+                chosen, opponent[chosen], train_scores, new_index, data.train.query_ids, models
             )
             theta = _refit_with_extra(
                 train_ext,
                 extra,
                 model.responsibilities_,
                 float(model.alpha),
-                start(model),
+                _start(model),
                 budget_weight,
             )
             nll[arm] = {
-                suffix: test_nll(model, theta, mask)[has] for suffix, mask in readings.items()
+                suffix: pairs.nll(model, theta, mask)[has] for suffix, mask in readings.items()
             }
         row = {"new_model": new_model, "budget": int(len(chosen))}
-        for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
-            disjoint_counts = np.bincount(tq[~touches], minlength=n_test)[has]
-            _, (low, high), _ = mean_ratio(nll[arm][""], disjoint_counts, index, confidence=0.95)
-            n_disjoint = float((~touches).sum())
-            row[f"nll_{column}_opponent"] = (
-                float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
-            )
-            row[f"nll_{column}_opponent_low"] = low
-            row[f"nll_{column}_opponent_high"] = high
-            row[f"nll_{column}_opponent_all"] = float(nll[arm]["_all"].sum() / total)
-        row["nll_no_budget"] = float(no_budget[has].sum() / total)
-        # headline: pairs disjoint from the probe's models; beside it all and touching pairs
-        for suffix in readings:
-            g = nll["global"][suffix]
-            gains = {}
-            for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
-                gains[arm] = ratio_gain(g, nll[arm][suffix], index, confidence=0.95)
-                row[f"{prefix}{suffix}_pct"] = gains[arm][0]
-                row[f"{prefix}{suffix}_low"], row[f"{prefix}{suffix}_high"] = gains[arm][1]
-            diff = paired_difference(
-                gains["ecc"][0], gains["ecc"][2], gains["emb_only"][0], gains["emb_only"][2]
-            )
-            row[f"ecc_minus_emb{suffix}_pct"] = diff["estimate"]
-            row[f"ecc_minus_emb{suffix}_low"], row[f"ecc_minus_emb{suffix}_high"] = diff["ci95"]
-        row["n_test_pairs"] = int(total)
-        row["n_test_pairs_touching"] = int(touches.sum())
-        row["n_test_pairs_disjoint"] = int((~touches).sum())
-        row["touching_share"] = float(touches.mean())
+        row.update(_budget_columns(nll, no_budget, pairs, has, index, readings))
         row["budget_weight"] = budget_weight
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _budget_comparisons(
+    chosen: np.ndarray,
+    opp: np.ndarray,
+    train_scores: np.ndarray,
+    new_index: int,
+    query_ids: np.ndarray,
+    models: tuple[str, ...],
+) -> Comparisons:
+    """The budget's comparisons: the new model against each chosen query's opponent (where the
+    opponent has a score; ties count 0.5)."""
+    s_new = train_scores[chosen, new_index]
+    s_opp = train_scores[chosen, opp]
+    ok = np.isfinite(s_opp)
+    y = np.where(s_new > s_opp, 1.0, np.where(s_new < s_opp, 0.0, 0.5))[ok]
+    return Comparisons(
+        query=chosen[ok].astype(np.int64),
+        model_a=opp[ok].astype(np.int64),
+        model_b=np.full(int(ok.sum()), new_index, dtype=np.int64),
+        y=y,
+        query_ids=query_ids,
+        models=models,
+    )
+
+
+def _start(model) -> np.ndarray:
+    """A fitted clustering's profiles with the new model's score 0 appended (the refit's start)."""
+    return np.concatenate([model.theta_, np.zeros((model.theta_.shape[0], 1))], axis=1)
+
+
+def _arms(fitted: dict, n_old: int, n_train: int) -> dict:
+    """The three arms: ``(clustering, opponent of each training query)``; the opponent is the
+    median-ranked old model of the query's cluster (ECC, embedding-only) or of the global fit."""
+    median_pos = (n_old - 1) // 2
+
+    def cluster_opponent(model) -> np.ndarray:
+        cluster_median = np.argsort(-model.theta_, axis=1)[:, median_pos]
+        return cluster_median[model.responsibilities_.argmax(axis=1)]
+
+    ecc, emb = fitted["ecc"], fitted["emb_only"]
+    global_median = np.argsort(-fitted["global"].theta_[0])[median_pos]
+    return {
+        "ecc": (ecc, cluster_opponent(ecc)),
+        "emb_only": (emb, cluster_opponent(emb)),
+        "global": (ecc, np.full(n_train, global_median)),
+    }
+
+
+@dataclass
+class _NewModelPairs:
+    """The test pairs scored: the new model against every old model, non-tie outcomes.
+
+    ``tq`` / ``to``: each pair's test query and old model; ``y``: 1 where the new model won;
+    ``touches``: the old model is one of the probe's models, whose outcome a binary probe has
+    decided (issue 23); ``resp``: test responsibilities by ``id`` of the clustering."""
+
+    tq: np.ndarray
+    to: np.ndarray
+    y: np.ndarray
+    touches: np.ndarray
+    resp: dict
+    new_index: int
+    n_test: int
+
+    @classmethod
+    def build(cls, data, test_scores, new_index, n_probes, ecc, emb) -> _NewModelPairs:
+        """The pairs of ``data``'s test queries (``test_scores``: their score matrix)."""
+        probe, _ = split_probe(data.test, n_probes=n_probes)
+        snapped = snap_ties(test_scores, tolerance=float(data.params.get("tie_tolerance", 0.0)))
+        tq, to = np.nonzero(
+            np.isfinite(snapped[:, :new_index])
+            & np.isfinite(snapped[:, [new_index]])
+            & (snapped[:, :new_index] != snapped[:, [new_index]])
+        )
+        test_y = (snapped[tq, new_index] > snapped[tq, to]).astype(float)
+        if len(tq) == 0:
+            raise ValueError("no non-tie test pairs of the new model")
+        touches = probe_models(probe)[tq, to] if n_probes else np.zeros(len(tq), dtype=bool)
+        resp = {
+            id(model): model.predict_responsibilities(
+                data.x_test, probe if n_probes else None, "both"
+            )
+            for model in (ecc, emb)
+        }
+        return cls(tq, to, test_y, touches, resp, new_index, data.test.n_queries)
+
+    def nll(self, model, theta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """NLL per test query of its pairs under ``theta`` (only ``rows`` where given)."""
+        tq = self.tq
+        diff = theta[:, self.new_index][:, None] - theta[:, self.to]
+        p = np.einsum("nk,kn->n", self.resp[id(model)][tq], 1.0 / (1.0 + np.exp(-diff)))
+        losses = comparison_nll(p, self.y)
+        if rows is not None:
+            losses = np.where(rows, losses, 0.0)
+        return np.bincount(tq, weights=losses, minlength=self.n_test)
+
+
+def _budget_columns(
+    nll: dict,
+    no_budget: np.ndarray,
+    pairs: _NewModelPairs,
+    has: np.ndarray,
+    index: np.ndarray,
+    readings: dict,
+) -> dict:
+    """One budget's columns: each arm's NLL, the gains over the global arm and their difference."""
+    touches = pairs.touches
+    total = float(np.bincount(pairs.tq, minlength=pairs.n_test).sum())
+    row = {}
+    for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
+        disjoint_counts = np.bincount(pairs.tq[~touches], minlength=pairs.n_test)[has]
+        _, (low, high), _ = mean_ratio(nll[arm][""], disjoint_counts, index, confidence=0.95)
+        n_disjoint = float((~touches).sum())
+        row[f"nll_{column}_opponent"] = (
+            float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
+        )
+        row[f"nll_{column}_opponent_low"] = low
+        row[f"nll_{column}_opponent_high"] = high
+        row[f"nll_{column}_opponent_all"] = float(nll[arm]["_all"].sum() / total)
+    row["nll_no_budget"] = float(no_budget[has].sum() / total)
+    # headline: pairs disjoint from the probe's models; beside it all and touching pairs
+    for suffix in readings:
+        g = nll["global"][suffix]
+        gains = {}
+        for arm, prefix in (("ecc", "gain"), ("emb_only", "gain_emb")):
+            gains[arm] = ratio_gain(g, nll[arm][suffix], index, confidence=0.95)
+            row[f"{prefix}{suffix}_pct"] = gains[arm][0]
+            row[f"{prefix}{suffix}_low"], row[f"{prefix}{suffix}_high"] = gains[arm][1]
+        diff = paired_difference(
+            gains["ecc"][0], gains["ecc"][2], gains["emb_only"][0], gains["emb_only"][2]
+        )
+        row[f"ecc_minus_emb{suffix}_pct"] = diff["estimate"]
+        row[f"ecc_minus_emb{suffix}_low"], row[f"ecc_minus_emb{suffix}_high"] = diff["ci95"]
+    row["n_test_pairs"] = int(total)
+    row["n_test_pairs_touching"] = int(touches.sum())
+    row["n_test_pairs_disjoint"] = int((~touches).sum())
+    row["touching_share"] = float(touches.mean())
+    return row
 
 
 __all__ = [

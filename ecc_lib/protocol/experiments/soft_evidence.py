@@ -78,15 +78,7 @@ def soft_evidence_comparison(
         minus soft, with a paired bootstrap ``ci95``), and the same under ``vs_truth`` when
         ``truth`` is given.
     """
-    if mode not in ("embedding", "both"):
-        raise ValueError(f"mode must be 'embedding' or 'both', got {mode!r}")
-    if n_draws < 1:
-        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
-    if not has_repeats(outcomes):
-        raise ValueError(
-            "soft evidence needs repeated observations of some (query, model) pair; these "
-            "outcomes hold one observation per pair"
-        )
+    _check_arguments(mode, n_draws, outcomes)
     query_ids = queries["query_id"].astype(str).to_numpy()
     pairs = make_comparisons(
         outcomes,
@@ -119,14 +111,9 @@ def soft_evidence_comparison(
         p = model.predict_proba(scored, embeddings=x[test_mask], probe=probe, mode="both")
         return p
 
-    def per_query(losses: np.ndarray) -> np.ndarray:
-        return np.bincount(scored.query, weights=losses, minlength=n_test)
-
-    results = {}
     p_soft = fit_and_score(
         soft.select_queries(train_mask), test_soft.take(first) if mode == "both" else None
     )
-    results["soft"] = p_soft
     sampled_p = []
     for _ in range(int(n_draws)):
         draw = sampled_outcomes(outcomes, pairs, rng)
@@ -136,26 +123,7 @@ def soft_evidence_comparison(
     counts = np.bincount(scored.query, minlength=n_test).astype(float)
 
     def summary(target: np.ndarray) -> dict:
-        soft_q = per_query(comparison_nll(p_soft, target))
-        sampled_q = np.array([per_query(comparison_nll(p, target)) for p in sampled_p])
-        floor_q = per_query(comparison_nll(target, target))
-        mean_sampled_q = sampled_q.mean(axis=0)
-        n = counts.sum()
-        reps_diff = (mean_sampled_q[index].sum(1) - soft_q[index].sum(1)) / counts[index].sum(1)
-        soft_ci = mean_ratio(soft_q, counts, index)[1]
-        sampled_ci = mean_ratio(mean_sampled_q, counts, index)[1]
-        per_draw = sampled_q.sum(axis=1) / n
-        return {
-            "soft": float(soft_q.sum() / n),
-            "soft_ci95": soft_ci,
-            "sampled": [float(v) for v in per_draw],
-            "sampled_mean": float(per_draw.mean()),
-            "sampled_sd": float(per_draw.std(ddof=1)) if len(per_draw) > 1 else float("nan"),
-            "sampled_mean_ci95": sampled_ci,
-            "target_entropy": float(floor_q.sum() / n),
-            "sampled_minus_soft": float((mean_sampled_q.sum() - soft_q.sum()) / n),
-            "sampled_minus_soft_ci95": percentile_interval(reps_diff),
-        }
+        return _logloss_summary(target, p_soft, sampled_p, scored.query, counts, index)
 
     out = {
         "n_queries": int(pairs.n_queries),
@@ -175,6 +143,56 @@ def soft_evidence_comparison(
         target = t[scored.query, scored.model_b, scored.model_a]
         out["vs_truth"] = summary(target)
     return out
+
+
+def _check_arguments(mode: str, n_draws: int, outcomes: pd.DataFrame) -> None:
+    """Refuse an unknown mode, no draws, and outcomes without repeated observations."""
+    if mode not in ("embedding", "both"):
+        raise ValueError(f"mode must be 'embedding' or 'both', got {mode!r}")
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
+    if not has_repeats(outcomes):
+        raise ValueError(
+            "soft evidence needs repeated observations of some (query, model) pair; these "
+            "outcomes hold one observation per pair"
+        )
+
+
+def _logloss_summary(
+    target: np.ndarray,
+    p_soft: np.ndarray,
+    sampled_p: list[np.ndarray],
+    query: np.ndarray,
+    counts: np.ndarray,
+    index: np.ndarray,
+) -> dict:
+    """Log-loss of the soft fit and of each sampled fit against ``target`` (per scored pair of
+    test query ``query``), with bootstrap intervals over the test queries (resamples ``index``)."""
+    n_test = len(counts)
+
+    def per_query(losses: np.ndarray) -> np.ndarray:
+        return np.bincount(query, weights=losses, minlength=n_test)
+
+    soft_q = per_query(comparison_nll(p_soft, target))
+    sampled_q = np.array([per_query(comparison_nll(p, target)) for p in sampled_p])
+    floor_q = per_query(comparison_nll(target, target))
+    mean_sampled_q = sampled_q.mean(axis=0)
+    n = counts.sum()
+    reps_diff = (mean_sampled_q[index].sum(1) - soft_q[index].sum(1)) / counts[index].sum(1)
+    soft_ci = mean_ratio(soft_q, counts, index)[1]
+    sampled_ci = mean_ratio(mean_sampled_q, counts, index)[1]
+    per_draw = sampled_q.sum(axis=1) / n
+    return {
+        "soft": float(soft_q.sum() / n),
+        "soft_ci95": soft_ci,
+        "sampled": [float(v) for v in per_draw],
+        "sampled_mean": float(per_draw.mean()),
+        "sampled_sd": float(per_draw.std(ddof=1)) if len(per_draw) > 1 else float("nan"),
+        "sampled_mean_ci95": sampled_ci,
+        "target_entropy": float(floor_q.sum() / n),
+        "sampled_minus_soft": float((mean_sampled_q.sum() - soft_q.sum()) / n),
+        "sampled_minus_soft_ci95": percentile_interval(reps_diff),
+    }
 
 
 __all__ = [

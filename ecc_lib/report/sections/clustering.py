@@ -34,45 +34,40 @@ GAIN_METHODS = tuple(m for m in method_keys(paper=True) if m != REFERENCE)
 """The paper's methods other than the reference, first in the table (from the method registry)."""
 
 
-def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
-    """The section of notebook 03 (``metrics.json["ecc"]``): ECC's ranking quality gain over
-    global BT, its paired differences to the other clusterings, and the largest clusters.
+_USED = {
+    "ranking_quality_gain",
+    "ranking_quality_gain_ci95",
+    "gain_differences",
+    "nll",
+    "accuracy",
+    "within_cluster_tau",
+    "gain_vs_probes",
+    "gain_vs_k",
+    # first-seed readings of quantities shown as means over seeds (leak figure, summary)
+    "ranking_quality_gain_disjoint",
+    "ranking_quality_gain_disjoint_ci95",
+    "ranking_quality_gain_touching",
+    "ranking_quality_gain_touching_ci95",
+    "comparisons",
+    "gain_differences_disjoint",
+    "dataset",
+    "left_out_reasons",
+    "leak_free",
+    "ecc_cv_choice",  # in words in the findings (ecc_cv_choice_text)
+}
+"""The ``metrics.json["ecc"]`` keys the section's own tables and text show."""
 
-    Parameters
-    ----------
-    run : RunContext
-        The run folder: the cluster summary table of notebook 03 gives the largest clusters.
-    metrics : mapping
-        The whole ``metrics.json`` (its parameters give K), read through
-        :class:`~ecc_lib.report.reading.MetricsReader`.
 
-    Returns
-    -------
-    ReportSection
-        Findings paragraph, headline tables and the cluster summary.
-    """
-    metrics = read_metrics(metrics)
-    values = metrics["ecc"]
-    section = ReportSection()
-    flat = flatten(values)
-    dataset = str(values.get("dataset", ""))
-    gain = values.get("ranking_quality_gain") or values.get("gain_disjoint_mean") or {}
+def _headline_table(
+    values: Mapping[str, Any], records: list[ComparisonRecord], dataset: str, gain: Mapping
+) -> HeadlineTable:
+    """One row per method: its gains over global BT (disjoint and all pairs), NLL, accuracy, tau."""
     nll, acc, tau = (
         values.get("nll") or {},
         values.get("accuracy") or {},
         values.get("within_cluster_tau") or {},
     )
     seeds = values.get("seeds") if isinstance(values.get("seeds"), list) else []
-    # issue 35: the gains and their intervals are the comparison records the summary reads
-    records = ecc_records(metrics)
-    reading = (
-        "disjoint"
-        if any(
-            r.question == "clustering_gain" and r.reading == "disjoint" and finite(r.estimate)
-            for r in records
-        )
-        else "all"
-    )
     rows = []
     for method in [
         "global",
@@ -103,13 +98,17 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     headline = headline[
         [c for c in headline if not headline[c].isin([DASH, "0 (reference)"]).all()]
     ]
-    section.tables.append(
-        HeadlineTable(
-            report_table_name("ecc_headline"),
-            f"Ranking quality on held-out comparisons of {dataset} ({interval_description(len(seeds) or 1)})",
-            headline,
-        )
+    return HeadlineTable(
+        report_table_name("ecc_headline"),
+        f"Ranking quality on held-out comparisons of {dataset} ({interval_description(len(seeds) or 1)})",
+        headline,
     )
+
+
+def _difference_rows(
+    values: Mapping[str, Any], records: list[ComparisonRecord], dataset: str
+) -> list[dict]:
+    """Measure rows: ECC's paired gain differences, then any other recorded quantity."""
     diff_rows = [
         measure_row(
             dataset,
@@ -120,46 +119,12 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         for r in records
         if r.question == "method_difference" and r.a == "ecc"
     ]
-    used = {
-        "ranking_quality_gain",
-        "ranking_quality_gain_ci95",
-        "gain_differences",
-        "nll",
-        "accuracy",
-        "within_cluster_tau",
-        "gain_vs_probes",
-        "gain_vs_k",
-        # first-seed readings of quantities shown as means over seeds (leak figure, summary)
-        "ranking_quality_gain_disjoint",
-        "ranking_quality_gain_disjoint_ci95",
-        "ranking_quality_gain_touching",
-        "ranking_quality_gain_touching_ci95",
-        "comparisons",
-        "gain_differences_disjoint",
-        "dataset",
-        "left_out_reasons",
-        "leak_free",
-        "ecc_cv_choice",  # in words in the findings (ecc_cv_choice_text)
-    }
-    diff_rows += generic_rows(flat, used=used, dataset=dataset, section="ecc")
-    if diff_rows:
-        section.tables.append(
-            HeadlineTable(
-                report_table_name("ecc_differences"),
-                "Paired differences and further measurements (95% bootstrap CI)",
-                measure_frame(diff_rows),
-            )
-        )
-    # the leak-aware readings are the summary's lines (quoted there); here the paper's reading
-    leak_aware = [line for line in ecc_lines(metrics) if line.topic != "table"]
-    disjoint = reading == "disjoint"
-    if disjoint:
-        text = [
-            "The summary above quotes the leak-aware readings (pairs disjoint from the probe's models)."
-        ]
-        text += [line.text for line in leak_aware if line.topic in ("no_clustering", "k_warning")]
-    else:
-        text = [line.text for line in leak_aware]
+    return diff_rows + generic_rows(flatten(values), used=_USED, dataset=dataset, section="ecc")
+
+
+def _context_text(values: Mapping[str, Any], disjoint: bool, gain: Mapping) -> list[str]:
+    """Queries left out, the leak-free protocol's split, and the lead-in to the paper's reading."""
+    text = []
     reasons = values.get("left_out_reasons") or {}
     if isinstance(reasons, Mapping) and reasons:
         text.append(
@@ -190,7 +155,13 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             f"On all scored pairs{counts}, the paper's reading, in which the probe decides part of "
             "the scored pairs (the paper's two comparisons; every difference is in the appendix):"
         )
-    for other in _PAPER_BASELINES:  # the paper's two comparisons, on all pairs (its reading)
+    return text
+
+
+def _paper_comparison_text(records: list[ComparisonRecord]) -> list[str]:
+    """ECC against the paper's two baselines on all pairs (its reading), one sentence each."""
+    text = []
+    for other in _PAPER_BASELINES:
         r = find(records, "method_difference", "ecc", other, "all")
         if r is None or not finite(r.estimate):
             continue
@@ -202,6 +173,58 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             continue
         c = r.comparison("ECC", method_name(other))
         text.append(comparison_sentence(c, context="on all held-out pairs"))
+    return text
+
+
+def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
+    """The section of notebook 03 (``metrics.json["ecc"]``): ECC's ranking quality gain over
+    global BT, its paired differences to the other clusterings, and the largest clusters.
+
+    Parameters
+    ----------
+    run : RunContext
+        The run folder: the cluster summary table of notebook 03 gives the largest clusters.
+    metrics : mapping
+        The whole ``metrics.json`` (its parameters give K), read through
+        :class:`~ecc_lib.report.reading.MetricsReader`.
+
+    Returns
+    -------
+    ReportSection
+        Findings paragraph, headline tables and the cluster summary.
+    """
+    metrics = read_metrics(metrics)
+    values = metrics["ecc"]
+    section = ReportSection()
+    dataset = str(values.get("dataset", ""))
+    gain = values.get("ranking_quality_gain") or values.get("gain_disjoint_mean") or {}
+    # issue 35: the gains and their intervals are the comparison records the summary reads
+    records = ecc_records(metrics)
+    disjoint = any(
+        r.question == "clustering_gain" and r.reading == "disjoint" and finite(r.estimate)
+        for r in records
+    )
+    section.tables.append(_headline_table(values, records, dataset, gain))
+    diff_rows = _difference_rows(values, records, dataset)
+    if diff_rows:
+        section.tables.append(
+            HeadlineTable(
+                report_table_name("ecc_differences"),
+                "Paired differences and further measurements (95% bootstrap CI)",
+                measure_frame(diff_rows),
+            )
+        )
+    # the leak-aware readings are the summary's lines (quoted there); here the paper's reading
+    leak_aware = [line for line in ecc_lines(metrics) if line.topic != "table"]
+    if disjoint:
+        text = [
+            "The summary above quotes the leak-aware readings (pairs disjoint from the probe's models)."
+        ]
+        text += [line.text for line in leak_aware if line.topic in ("no_clustering", "k_warning")]
+    else:
+        text = [line.text for line in leak_aware]
+    text += _context_text(values, disjoint, gain)
+    text += _paper_comparison_text(records)  # the paper's two comparisons, on all pairs
     choice_text = ecc_cv_choice_text(values)
     if choice_text:
         text.append(choice_text)

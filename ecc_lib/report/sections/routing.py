@@ -26,6 +26,168 @@ from ecc_lib.report.reading import (
 from ecc_lib.report.summary import routing_lines
 from ecc_lib.runs.folder import RunContext
 
+_USED = {
+    "score",
+    "score_ci95",
+    "utility",
+    "gap_closed",
+    "dataset",
+    "best_fixed_model",
+    "best_router",
+    "best_router_utility_minus_fixed",
+    "best_router_utility_minus_fixed_ci95",
+    "n_routers_beating_best_fixed",
+    "no_router_beats_best_fixed",
+    "pareto_area",
+    "dars_minus_single_shot",
+    "dars_minus_single_shot_utility",
+    "dars_minus_single_shot_utility_ci95",
+}
+"""The headline keys the section's own tables and text show (the rest go to the generic rows)."""
+
+
+def _headline_table(headline: Mapping[str, Any], dataset: str, repeats: bool) -> HeadlineTable:
+    """One row per router family: held-out score and utility, and the single-shot score."""
+    score, score_ci = headline.get("score") or {}, headline.get("score_ci95") or {}
+    utility = headline.get("utility") or {}
+    families: dict[str, dict[str, str]] = {}
+    for name, value in score.items():
+        router, _, supervision = name.partition(" (")
+        supervision = supervision.rstrip(")")
+        row = families.setdefault(router, {"dataset": dataset, "router": router})
+        if supervision == "single-shot" and repeats:
+            row["single-shot labels: score [95% CI]"] = format_interval(value, score_ci.get(name))
+        else:  # DARS targets, or a reference (best fixed model, oracle, random)
+            row["held-out score [95% CI]"] = format_interval(value, score_ci.get(name))
+            row["utility U"] = format_number(utility.get(name))
+    return HeadlineTable(
+        report_table_name("routing_headline"),
+        f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries) and utility U, "
+        + (
+            "trained on DARS targets (references as they are), beside the score trained on single-shot labels"
+            if repeats
+            else "one observation per pair, so DARS targets equal single-shot labels"
+        ),
+        pd.DataFrame(list(families.values())),
+    )
+
+
+def _paired_table(paired: Mapping[str, Any], dataset: str) -> HeadlineTable:
+    """DARS targets minus single-shot labels per router family (score and utility)."""
+    paired_rows = [
+        {
+            "dataset": dataset,
+            "router": name,
+            "score: DARS minus single-shot": format_interval(
+                d.get("score"), d.get("score_ci95"), "signed"
+            ),
+            "utility: DARS minus single-shot": format_interval(
+                d.get("utility"), d.get("utility_ci95"), "signed"
+            ),
+        }
+        for name, d in paired.items()
+        if isinstance(d, Mapping)
+    ]
+    return HeadlineTable(
+        report_table_name("routing_dars_minus_single_shot"),
+        f"DARS targets minus single-shot labels, paired per router family on {dataset} "
+        "(score and utility in score units; 95% intervals over test queries and single-shot runs)",
+        pd.DataFrame(paired_rows),
+    )
+
+
+def _more_rows(
+    headline: Mapping[str, Any], paired: Any, dataset: str, cost_dataset: str, cost_repeats: bool
+) -> list[dict]:
+    """Measure rows: the unpaired supervision effect, the Pareto areas and any other headline key."""
+    extra = []
+    if not paired:
+        for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
+            extra.append(
+                measure_row(
+                    dataset,
+                    f"DARS minus single-shot utility: {name}",
+                    format_interval(
+                        value,
+                        (headline.get("dars_minus_single_shot_utility_ci95") or {}).get(name),
+                        "signed",
+                    ),
+                    "score units",
+                )
+            )
+    for name, value in (headline.get("pareto_area") or {}).items():
+        if finite(value):
+            extra.append(
+                measure_row(
+                    cost_dataset,
+                    "area under the cost-quality Pareto front: "
+                    + router_name(name, repeats=cost_repeats),
+                    format_number(value),
+                    "score x normalised cost",
+                )
+            )
+    return extra + generic_rows(
+        flatten(headline), used=_USED, dataset=dataset, section="routing.headline"
+    )
+
+
+def _paired_text(paired: Mapping[str, Any]) -> str | None:
+    """The per-family verdicts of DARS targets against single-shot labels on utility."""
+    groups: dict[str, list[str]] = {w: [] for w in (*BETTER_WORSE, "")}
+    for name, d in paired.items():
+        if isinstance(d, Mapping) and finite(d.get("utility")):
+            ci = d.get("utility_ci95")
+            c = Comparison(
+                "DARS",
+                "single-shot",
+                float(d["utility"]),
+                tuple(ci) if ci and len(ci) == 2 else None,
+                "score_diff",
+            )
+            groups[verdict(c)].append(f"{name} ({difference_text(c).split(' = ', 1)[1]})")
+    parts = [
+        f"{word or 'without an interval against'} single-shot labels for {', '.join(names)}"
+        for word, names in groups.items()
+        if names
+    ]
+    if not parts:
+        return None
+    return (
+        "Paired per router family, DARS targets minus single-shot labels on held-out utility: DARS is "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def _pareto_text(headline: Mapping[str, Any], cost_dataset: str, cost_repeats: bool) -> str | None:
+    """The largest learned area under the cost-quality front against the best fixed model's."""
+    areas = {k: v for k, v in (headline.get("pareto_area") or {}).items() if finite(v)}
+    learned_areas = {k: v for k, v in areas.items() if "(reference)" not in k}
+    fixed = areas.get("Best fixed model (reference)")
+    if not learned_areas or fixed is None:
+        return None
+    top = max(learned_areas, key=learned_areas.get)
+    position = "above" if learned_areas[top] > fixed else "not above"
+    cis = headline.get("pareto_area_ci95") or {}
+
+    def ci(key: str) -> str:
+        pair = cis.get(key)
+        ok = isinstance(pair, list | tuple) and len(pair) == 2 and all(map(finite, pair))
+        return f" [{pair[0]:.3f}, {pair[1]:.3f}]" if ok else ""
+
+    return (
+        f"On {cost_dataset} with model prices, the largest area under the cost-quality Pareto front is "
+        f"{router_name(top, repeats=cost_repeats)}'s {learned_areas[top]:.3f}{ci(top)}, {position} the best fixed model's {fixed:.3f}"
+        + ci("Best fixed model (reference)")
+        + (f" (oracle {areas['Oracle (reference)']:.3f})" if "Oracle (reference)" in areas else "")
+        + " (area in score x normalised price over prices 0 to 1, i.e. the mean best score "
+        + (
+            "within a price budget; one split, 95% bootstrap interval over test queries)."
+            if ci(top)
+            else "within a price budget; one split, no interval)."
+        )
+    )
+
 
 def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     """The section of notebook 04 (``metrics.json["routing"]``): routers against the best fixed
@@ -49,111 +211,21 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
     parameters = (metrics.get("parameters") or {}).get("routing") or {}
     section = ReportSection()
     headline = values.get("headline") or {}
-    flat = flatten(headline)
     dataset = str(headline.get("dataset", ""))
     score, score_ci = headline.get("score") or {}, headline.get("score_ci95") or {}
-    utility = headline.get("utility") or {}
     info = values.get("info") or {}
     repeats = bool(info.get("has_rewrites") or info.get("has_decodes")) if info else True
-    families: dict[str, dict[str, str]] = {}
-    for name, value in score.items():
-        router, _, supervision = name.partition(" (")
-        supervision = supervision.rstrip(")")
-        row = families.setdefault(router, {"dataset": dataset, "router": router})
-        if supervision == "single-shot" and repeats:
-            row["single-shot labels: score [95% CI]"] = format_interval(value, score_ci.get(name))
-        else:  # DARS targets, or a reference (best fixed model, oracle, random)
-            row["held-out score [95% CI]"] = format_interval(value, score_ci.get(name))
-            row["utility U"] = format_number(utility.get(name))
-    rows = list(families.values())
-    section.tables.append(
-        HeadlineTable(
-            report_table_name("routing_headline"),
-            f"Routers on {dataset}: mean held-out score of the chosen model (0-1, 95% bootstrap CI over test queries) and utility U, "
-            + (
-                "trained on DARS targets (references as they are), beside the score trained on single-shot labels"
-                if repeats
-                else "one observation per pair, so DARS targets equal single-shot labels"
-            ),
-            pd.DataFrame(rows),
-        )
-    )
-    used = {
-        "score",
-        "score_ci95",
-        "utility",
-        "gap_closed",
-        "dataset",
-        "best_fixed_model",
-        "best_router",
-        "best_router_utility_minus_fixed",
-        "best_router_utility_minus_fixed_ci95",
-        "n_routers_beating_best_fixed",
-        "no_router_beats_best_fixed",
-        "pareto_area",
-        "dars_minus_single_shot",
-        "dars_minus_single_shot_utility",
-        "dars_minus_single_shot_utility_ci95",
-    }
+    section.tables.append(_headline_table(headline, dataset, repeats))
     paired = headline.get("dars_minus_single_shot") or {}
     if isinstance(paired, Mapping) and paired:
-        paired_rows = []
-        for name, d in paired.items():
-            if not isinstance(d, Mapping):
-                continue
-            paired_rows.append(
-                {
-                    "dataset": dataset,
-                    "router": name,
-                    "score: DARS minus single-shot": format_interval(
-                        d.get("score"), d.get("score_ci95"), "signed"
-                    ),
-                    "utility: DARS minus single-shot": format_interval(
-                        d.get("utility"), d.get("utility_ci95"), "signed"
-                    ),
-                }
-            )
-        section.tables.append(
-            HeadlineTable(
-                report_table_name("routing_dars_minus_single_shot"),
-                f"DARS targets minus single-shot labels, paired per router family on {dataset} "
-                "(score and utility in score units; 95% intervals over test queries and single-shot runs)",
-                pd.DataFrame(paired_rows),
-            )
-        )
-    extra = []
-    if not paired:
-        for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
-            extra.append(
-                measure_row(
-                    dataset,
-                    f"DARS minus single-shot utility: {name}",
-                    format_interval(
-                        value,
-                        (headline.get("dars_minus_single_shot_utility_ci95") or {}).get(name),
-                        "signed",
-                    ),
-                    "score units",
-                )
-            )
+        section.tables.append(_paired_table(paired, dataset))
     cost_dataset = str(
         (parameters or {}).get("cost_dataset") or values.get("cost_dataset") or "the cost dataset"
     )
     # the cost run has no single-shot arm: a router is named alone on data without repeats
     cost_info = values.get("cost_info") or {}
     cost_repeats = bool(cost_info.get("has_rewrites") or cost_info.get("has_decodes"))
-    for name, value in (headline.get("pareto_area") or {}).items():
-        if finite(value):
-            extra.append(
-                measure_row(
-                    cost_dataset,
-                    "area under the cost-quality Pareto front: "
-                    + router_name(name, repeats=cost_repeats),
-                    format_number(value),
-                    "score x normalised cost",
-                )
-            )
-    extra += generic_rows(flat, used=used, dataset=dataset, section="routing.headline")
+    extra = _more_rows(headline, paired, dataset, cost_dataset, cost_repeats)
     if extra:
         section.tables.append(
             HeadlineTable(
@@ -178,60 +250,12 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
         if name == dataset and line.topic == "routing"
     ]
     if isinstance(paired, Mapping) and paired:
-        groups: dict[str, list[str]] = {w: [] for w in (*BETTER_WORSE, "")}
-        for name, d in paired.items():
-            if isinstance(d, Mapping) and finite(d.get("utility")):
-                ci = d.get("utility_ci95")
-                c = Comparison(
-                    "DARS",
-                    "single-shot",
-                    float(d["utility"]),
-                    tuple(ci) if ci and len(ci) == 2 else None,
-                    "score_diff",
-                )
-                groups[verdict(c)].append(f"{name} ({difference_text(c).split(' = ', 1)[1]})")
-        parts = [
-            f"{word or 'without an interval against'} single-shot labels for {', '.join(names)}"
-            for word, names in groups.items()
-            if names
-        ]
-        if parts:
-            text.append(
-                "Paired per router family, DARS targets minus single-shot labels on held-out utility: DARS is "
-                + "; ".join(parts)
-                + "."
-            )
-    areas = {k: v for k, v in (headline.get("pareto_area") or {}).items() if finite(v)}
-    if areas:
-        learned_areas = {k: v for k, v in areas.items() if "(reference)" not in k}
-        fixed = areas.get("Best fixed model (reference)")
-        if learned_areas and fixed is not None:
-            top = max(learned_areas, key=learned_areas.get)
-            position = "above" if learned_areas[top] > fixed else "not above"
-            cis = headline.get("pareto_area_ci95") or {}
-
-            def ci(key: str) -> str:
-                pair = cis.get(key)
-                ok = isinstance(pair, list | tuple) and len(pair) == 2 and all(map(finite, pair))
-                return f" [{pair[0]:.3f}, {pair[1]:.3f}]" if ok else ""
-
-            text.append(
-                f"On {cost_dataset} with model prices, the largest area under the cost-quality Pareto front is "
-                f"{router_name(top, repeats=cost_repeats)}'s {learned_areas[top]:.3f}{ci(top)}, {position} the best fixed model's {fixed:.3f}"
-                + ci("Best fixed model (reference)")
-                + (
-                    f" (oracle {areas['Oracle (reference)']:.3f})"
-                    if "Oracle (reference)" in areas
-                    else ""
-                )
-                + " (area in score x normalised price over prices 0 to 1, i.e. the mean best score "
-                + (
-                    "within a price budget; one split, 95% bootstrap interval over test queries)."
-                    if ci(top)
-                    else "within a price budget; one split, no interval)."
-                )
-            )
-    section.findings = " ".join(text) or f"No routing result was recorded for {dataset}."
+        text.append(_paired_text(paired))
+    text.append(_pareto_text(headline, cost_dataset, cost_repeats))
+    section.findings = (
+        " ".join(t for t in text if t is not None)
+        or f"No routing result was recorded for {dataset}."
+    )
     return section
 
 
