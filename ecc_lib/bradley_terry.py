@@ -280,8 +280,13 @@ def fit_bt_counts(
         raise ValueError("wins must be finite and non-negative")
     if alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha}")
+    theta = _fit_checked_counts(_offdiag(wins), alpha, theta0, max_iter, tol)
+    return theta[0] if single else theta
+
+
+def _fit_checked_counts(wins, alpha, theta0, max_iter, tol) -> np.ndarray:
+    """:func:`fit_bt_counts` of checked, off-diagonal ``(K, M, M)`` float64 counts."""
     k, m, _ = wins.shape
-    wins = _offdiag(wins)
     if theta0 is None:
         theta = np.zeros((k, m))
     else:
@@ -291,7 +296,15 @@ def fit_bt_counts(
     theta, converged = _newton(wins, alpha, theta, max_iter, tol)
     if not converged:
         logger.warning("fit_bt_counts: Newton did not converge in %d iterations", max_iter)
-    return theta[0] if single else theta
+    return theta
+
+
+def _penalised_nll(theta: np.ndarray, wins: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`bt_objective` per profile without its input checks (``wins`` already off-diagonal,
+    float64, ``(K, M, M)``); the same arithmetic, so the same numbers."""
+    return -(wins * log_sigmoid(_differences(theta))).sum(axis=(-2, -1)) + 0.5 * alpha * (
+        theta**2
+    ).sum(axis=-1)
 
 
 def _newton(
@@ -301,49 +314,58 @@ def _newton(
 
     A profile stops when its Newton step is below ``tol`` in every coordinate. Steps are accepted by
     an Armijo backtracking search, except in the float-precision regime (predicted decrease below
-    ``PRECISION * (1 + |f|)``) where the full Newton step is taken.
+    ``PRECISION * (1 + |f|)``) where the full Newton step is taken. A profile whose last step is
+    taken in that regime is not evaluated (its objective is never read again); while every
+    profile is active the arrays are used in place, not copied (the same numbers either way).
     """
     k, m, _ = wins.shape
     sym = wins + np.swapaxes(wins, 1, 2)
     eye = np.eye(m)
     gauge = np.full((m, m), 1.0 / m) if alpha == 0 else 0.0
-    value = bt_objective(theta, wins, alpha=alpha)
+    value = _penalised_nll(theta, wins, alpha)
     active = np.ones(k, dtype=bool)
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
-        th, wn, sy = theta[idx], wins[idx], sym[idx]
+        full = len(idx) == k
+        th, wn, sy = (theta, wins, sym) if full else (theta[idx], wins[idx], sym[idx])
         p = expit(_differences(th))
-        a = wn * (1.0 - p)
+        q = 1.0 - p
+        a = wn * q
         grad = -(a.sum(axis=2) - a.sum(axis=1)) + alpha * th
-        s = sy * p * (1.0 - p)
+        s = sy * p
+        s *= q
         hess = -s + (s.sum(axis=2)[:, :, None] + alpha) * eye + gauge
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         decrement = (grad * step).sum(axis=1)
         base = value[idx]
         tiny = decrement / 2.0 <= PRECISION * (1.0 + np.abs(base))
+        small = np.abs(step).max(axis=1) <= tol
         t = np.ones(len(idx))
         new_theta = th.copy()
         new_value = base.copy()
-        pending = np.ones(len(idx), dtype=bool)
+        # the last step of a profile in the float-precision regime is accepted unevaluated
+        last = tiny & small
+        new_theta[last] = th[last] - step[last]
+        pending = ~last
         for ls in range(LINE_SEARCH_STEPS):
+            if not pending.any():
+                break
             where = np.flatnonzero(pending)
             cand = th[where] - t[where, None] * step[where]
-            cand_value = bt_objective(cand, wn[where], alpha=alpha)
+            cand_value = _penalised_nll(cand, wn[where], alpha)
             ok = cand_value <= base[where] - ARMIJO * t[where] * decrement[where]
             if ls == 0:
                 ok |= tiny[where]
             new_theta[where[ok]] = cand[ok]
             new_value[where[ok]] = cand_value[ok]
             pending[where[ok]] = False
-            if not pending.any():
-                break
             t[pending] *= 0.5
         if alpha == 0:
             new_theta -= new_theta.mean(axis=1, keepdims=True)
         theta[idx] = new_theta
         value[idx] = new_value
         # converged: tiny step; stalled: no step decreased the objective (float precision)
-        done = (np.abs(step).max(axis=1) <= tol) | pending
+        done = small | pending
         active[idx[done]] = False
         if not active.any():
             break
@@ -618,13 +640,14 @@ def fit_bt_pairs(
         solver = "newton" if n_models <= DENSE_NEWTON_MAX_MODELS else "newton-cg"
     if solver == "newton":
         wins = np.zeros((k, n_models * n_models))
-        np.add.at(wins, (slice(None), winner * n_models + loser), weights)
-        theta = fit_bt_counts(
-            wins.reshape(k, n_models, n_models),
-            alpha=alpha,
-            theta0=theta0,
-            max_iter=max_iter,
-            tol=tol,
+        codes = winner * n_models + loser
+        if np.all(codes[1:] > codes[:-1]):  # distinct pairs (PairCounts): one write each
+            wins[:, codes] = weights
+        else:
+            np.add.at(wins, (slice(None), codes), weights)
+        # the weights are checked and no pair pits a model against itself (zero diagonal)
+        theta = _fit_checked_counts(
+            wins.reshape(k, n_models, n_models), float(alpha), theta0, max_iter, tol
         )
         return theta[0] if single else theta
     if theta0 is None:

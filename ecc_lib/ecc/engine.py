@@ -376,16 +376,21 @@ def neg_entropy(resp: np.ndarray) -> np.ndarray:
 
 
 def _sum_statistics(parts, n_pairs: int, dim: int, k: int):
-    """Add up per-block ``(lse, kl, wins, sums)`` (or ``(wins, sums)``) tuples."""
-    wins = np.zeros((n_pairs, k))
-    sums_t = np.zeros((dim, k))
-    scalars = None
+    """Add up per-block ``(lse, kl, wins, sums)`` (or ``(wins, sums)``) tuples (in float64; the
+    first block's arrays are copied rather than added to zeros, the same numbers)."""
+    wins = sums_t = scalars = None
     for part in parts:
         *head, w, s = part
+        if wins is None:
+            wins, sums_t = np.array(w, dtype=np.float64), np.array(s, dtype=np.float64)
+            scalars = list(head)
+            continue
         wins += w
         sums_t += s
-        scalars = list(head) if scalars is None else [a + b for a, b in zip(scalars, head)]
-    return (*(scalars or []), wins, sums_t)
+        scalars = [a + b for a, b in zip(scalars, head)]
+    if wins is None:
+        wins, sums_t, scalars = np.zeros((n_pairs, k)), np.zeros((dim, k)), []
+    return (*scalars, wins, sums_t)
 
 
 class LocalData:
