@@ -228,8 +228,14 @@ class ProfileMixture(BaseEstimator):
             )
         if tuple(comparisons.models) != tuple(self.models_):
             raise ValueError("comparisons use a different model list than the fitted one")
-        diff = self.theta_[:, comparisons.model_b] - self.theta_[:, comparisons.model_a]
-        return np.einsum("nk,kn->n", r[comparisons.query], expit(diff))
+        a, b = comparisons.model_a, comparisons.model_b
+        m = self.theta_.shape[1]
+        if m * m < len(a):  # fewer model pairs than comparisons: each sigmoid once, then read
+            win = expit(self.theta_[:, :, None] - self.theta_[:, None, :]).reshape(-1, m * m)
+            win = win[:, b * m + a]
+        else:
+            win = expit(self.theta_[:, b] - self.theta_[:, a])
+        return np.einsum("nk,kn->n", r[comparisons.query], win)
 
     def nll(self, comparisons: Comparisons, **kwargs) -> float:
         """Mean negative log-likelihood of ``comparisons`` (keyword arguments as
