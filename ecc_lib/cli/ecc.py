@@ -54,6 +54,19 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=D.TEMPERATURE,
         help=f"softmax temperature (default {D.TEMPERATURE:g})",
     )
+    _protocol_arguments(parser)
+    parser.add_argument(
+        "--routing",
+        action="store_true",
+        help="also run the routing experiment (no probe, probe with the probe-winner baseline, "
+        "probe restricted to models outside the probe pair, probe with its cost)",
+    )
+    parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    add_scheduler_option(parser, "fit the ECC-family methods on partitions")
+
+
+def _protocol_arguments(parser: argparse.ArgumentParser) -> None:
+    """The protocol's flags of ``ecc-lab ecc`` (pairs, probes, split, seeds, evidence)."""
     parser.add_argument(
         "--pairs",
         type=int,
@@ -120,14 +133,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="draw each test query's probe among pairs of models that appear in none of its "
         "scored pairs (where the data allow), so the probe decides no scored pair",
     )
-    parser.add_argument(
-        "--routing",
-        action="store_true",
-        help="also run the routing experiment (no probe, probe with the probe-winner baseline, "
-        "probe restricted to models outside the probe pair, probe with its cost)",
-    )
-    parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
-    add_scheduler_option(parser, "fit the ECC-family methods on partitions")
 
 
 def _read_inputs(args: argparse.Namespace):

@@ -26,6 +26,40 @@ from ecc_lib.report.summary import flip_lines
 from ecc_lib.runs.folder import RunContext
 
 
+def _side_rows(
+    by_side: Mapping[str, Any], dataset: str, sources: Mapping[str, str], notes: list[str]
+) -> list[dict]:
+    """One row per measured source of randomness (rewrites, decodes, both), a note per side that
+    is not measured; "both" is left out where it equals the one side with repeats."""
+    side_rows = []
+    missing = [name for name, summary in by_side.items() if not summary]
+    for name, summary in by_side.items():
+        if not summary:
+            notes.append(
+                f"The {name} side ({sources.get(name, name)}) is not measured: {dataset} has no repeated "
+                "observations there, so 'both' equals the other side."
+            )
+            continue
+        if name == "both" and missing:
+            continue  # the same numbers as the one side that has repeats
+        side_rows.append(
+            {
+                "dataset": dataset,
+                "source of randomness": sources.get(name, name),
+                "flip rate": format_interval(
+                    summary.get("winner_flip_rate"), summary.get("winner_flip_rate_ci95"), "share"
+                ),
+                "unstable pairs": format_interval(
+                    summary.get("unstable_pair_share"),
+                    summary.get("unstable_pair_share_ci95"),
+                    "share",
+                ),
+                "queries": format_number(summary.get("n_queries"), "count"),
+            }
+        )
+    return side_rows
+
+
 def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     """The section of notebook 02 (``metrics.json["dars"]``): the three flip-rate readings
     beside chance, by side.
@@ -78,33 +112,8 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 )
             )
     used |= {"flip_rate_chance", "winner_change_rate_r"}
-    side_rows = []
-    missing = [name for name, summary in by_side.items() if not summary]
     sources = {"input": "rewrites", "output": "decodes", "both": "rewrites and decodes"}
-    for name, summary in by_side.items():
-        if not summary:
-            section.notes.append(
-                f"The {name} side ({sources.get(name, name)}) is not measured: {dataset} has no repeated "
-                "observations there, so 'both' equals the other side."
-            )
-            continue
-        if name == "both" and missing:
-            continue  # the same numbers as the one side that has repeats
-        side_rows.append(
-            {
-                "dataset": dataset,
-                "source of randomness": sources.get(name, name),
-                "flip rate": format_interval(
-                    summary.get("winner_flip_rate"), summary.get("winner_flip_rate_ci95"), "share"
-                ),
-                "unstable pairs": format_interval(
-                    summary.get("unstable_pair_share"),
-                    summary.get("unstable_pair_share_ci95"),
-                    "share",
-                ),
-                "queries": format_number(summary.get("n_queries"), "count"),
-            }
-        )
+    side_rows = _side_rows(by_side, dataset, sources, section.notes)
     rows += generic_rows(flat, used=used, dataset=dataset, section="dars")
     section.tables.append(
         HeadlineTable(
