@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 from ecc_lib import defaults
+from ecc_lib.ecc.estimator import check_cluster_settings
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.stats import DEFAULT_N_BOOT
 
 BENCH_VERSION = 3
@@ -34,33 +35,30 @@ class BenchSettings:
     lam: float = defaults.LAM
     temperature: float = defaults.TEMPERATURE
     n_pairs: int = defaults.N_PAIRS
-    n_probes: int = 1
+    n_probes: int = defaults.N_PROBES
     test_size: float = defaults.TEST_SIZE
-    seed: int = 42
+    seed: int = defaults.SEED
     n_seeds: int = 3
     n_boot: int = DEFAULT_N_BOOT
 
     def __post_init__(self) -> None:
         if self.n_seeds < 1:
             raise ValueError(f"the bench needs at least 1 seed, got {self.n_seeds}")
-        if self.n_probes < 1 or self.n_probes >= self.n_pairs:
+        if self.n_probes < 1:
             raise ValueError(
-                f"n_probes must lie in [1, n_pairs) for routing, got {self.n_probes} (n_pairs "
-                f"{self.n_pairs})"
+                f"the bench routes with the probe: n_probes must be >= 1, got {self.n_probes}"
             )
-        if self.n_clusters < 1:
-            raise ValueError(f"n_clusters must be >= 1, got {self.n_clusters}")
-        # checked here, not per seed: a seed whose protocol does not apply is skipped, so a bad
-        # setting would leave every seed skipped and write an empty bench (issue 36)
-        if not 0.0 < float(self.test_size) < 1.0:
-            raise ValueError(
-                f"test_size is the share of test queries and must lie in (0, 1), got "
-                f"{self.test_size}"
-            )
-        if not (math.isfinite(self.lam) and self.lam >= 0):
-            raise ValueError(f"lam must be a finite number >= 0, got {self.lam}")
-        if not (math.isfinite(self.temperature) and self.temperature > 0):
-            raise ValueError(f"temperature must be a finite number > 0, got {self.temperature}")
+        # checked here, not per seed, by the protocol's and ECC's own checks: a seed whose
+        # protocol does not apply is skipped, so a bad setting would leave every seed skipped
+        # and write an empty bench (issue 36)
+        Protocol(
+            n_pairs=self.n_pairs,
+            n_probes=self.n_probes,
+            test_size=self.test_size,
+            seeds=(self.seed,),
+            n_boot=self.n_boot,
+        )
+        check_cluster_settings(self.n_clusters, self.lam, self.temperature)
 
     @property
     def seeds(self) -> list[int]:

@@ -14,7 +14,8 @@ split and EM start) and adds ``seeds``, ``gain_mean``, ``gain_sd``, ``per_seed``
 from __future__ import annotations
 
 import argparse
-import math
+import contextlib
+import re
 
 from ecc_lib import defaults as D
 from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
@@ -568,22 +569,15 @@ def ecc_result_from_args(args: argparse.Namespace):
     """
     from ecc_lib.protocol.results import run_ecc
 
-    if args.seed < 0:
-        raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
-    if args.k < 1:
-        raise ValueError(f"--k must be >= 1, got {args.k}")
-    if args.pairs < 2:
-        raise ValueError(f"--pairs must be >= 2 (one probe and one scored pair), got {args.pairs}")
-    if args.probes < 0 or args.probes >= args.pairs:
-        raise ValueError(f"--probes must lie in [0, --pairs), got {args.probes}")
-    # before anything is read or fitted (issue 36: --temperature inf ran to the end with uniform
-    # memberships, --lam nan ended in "weights must be finite")
-    if not (math.isfinite(args.temperature) and args.temperature > 0):
-        raise ValueError(f"--temperature must be a finite number > 0, got {args.temperature}")
-    if not (math.isfinite(args.lam) and args.lam >= 0):
-        raise ValueError(f"--lam must be a finite number >= 0, got {args.lam}")
-    if not 0 < args.test_size < 1:
-        raise ValueError(f"--test-size must be a share in (0, 1), got {args.test_size}")
+    # the settings are checked where they live (Protocol, ECC), before anything is read or fitted
+    # (issue 36: --temperature inf ran to the end with uniform memberships), in the flags' words
+    from ecc_lib.ecc.estimator import check_cluster_settings
+
+    with _in_flag_words():
+        protocol, estimator = protocol_from_args(args)
+        check_cluster_settings(estimator.n_clusters, estimator.lam, estimator.temperature)
+        if args.routing and args.probes < 1:
+            raise ValueError("routing needs n_probes >= 1")
     queries, outcomes = _read_inputs(args)
     embeddings = _embeddings(args, queries)
     check = None
@@ -592,31 +586,51 @@ def ecc_result_from_args(args: argparse.Namespace):
     kept, outcomes, report = _apply_policy(args, queries, outcomes)
     embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
     queries = kept
-    if args.evidence == "soft":
-        from ecc_lib.ecc.soft_evidence import has_repeats
-
-        if not has_repeats(outcomes):
-            raise ValueError(
-                f"--evidence soft needs repeated observations of some (query, model) pair; "
-                f"{args.outcomes} holds one observation per pair"
-            )
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    if (args.routing or args.leak_free) and args.probes < 1:
-        raise ValueError("--routing and --leak-free need --probes >= 1")
-    if args.probe_strategy != "first" and args.probes < 1:
-        raise ValueError("--probe-strategy random/active needs --probes >= 1")
-    protocol, estimator = protocol_from_args(args)
-    found = run_ecc(
-        queries,
-        outcomes,
-        embeddings,
-        protocol=protocol,
-        estimator=estimator,
-        routing=args.routing,
-        scheduler=getattr(args, "scheduler", None) or "",
-    )
+    with _in_flag_words():
+        found = run_ecc(
+            queries,
+            outcomes,
+            embeddings,
+            protocol=protocol,
+            estimator=estimator,
+            routing=args.routing,
+            scheduler=getattr(args, "scheduler", None) or "",
+        )
     return found, report, check
+
+
+FLAG_OF_SETTING = {
+    "n_clusters": "--k",
+    "lam": "--lam",
+    "temperature": "--temperature",
+    "n_pairs": "--pairs",
+    "n_probes": "--probes",
+    "test_size": "--test-size",
+    "n_seeds": "--seeds",
+    "Protocol seeds must be whole numbers": "--seed must be a whole number",
+    "probe_strategy": "--probe-strategy",
+    "probe_evidence": "--probe-evidence",
+    "leak_free": "--leak-free",
+    "evidence 'soft'": "--evidence soft",
+    "tie_tolerance": "--tie-tolerance",
+    "routing": "--routing",
+}
+"""The flag of each setting a check names (the checks live in Protocol and ECC, in their words)."""
+
+
+@contextlib.contextmanager
+def _in_flag_words():
+    """Re-raise a settings error of Protocol, ECC or run_ecc (its message starts with the
+    setting's name) with the flags' names; any other error as it is."""
+    try:
+        yield
+    except ValueError as error:
+        text = str(error)
+        pattern = "|".join(re.escape(k) for k in sorted(FLAG_OF_SETTING, key=len, reverse=True))
+        if not re.match(rf"({pattern})(?![\w])", text):
+            raise
+        worded = re.sub(rf"(?<![\w-])({pattern})(?![\w])", lambda m: FLAG_OF_SETTING[m[1]], text)
+        raise ValueError(worded) from error
 
 
 def _printed(args: argparse.Namespace, found, report, check) -> int:

@@ -40,6 +40,7 @@ are in :mod:`ecc_lib.ecc.baselines`. Input checks are in :mod:`ecc_lib.ecc.valid
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 
 import numpy as np
@@ -79,6 +80,31 @@ OBJECTIVE_PATIENCE = 5
 
 # --------------------------------------------------------------------------------------------------
 # ECC
+
+
+def check_cluster_settings(n_clusters: int, lam: float, temperature: float) -> None:
+    """The one check of ECC's settings (the estimator's fit, the bench and the command line).
+
+    Parameters
+    ----------
+    n_clusters : int
+        Must be >= 1.
+    lam : float
+        Must be a finite number >= 0.
+    temperature : float
+        Must be a finite number > 0 (``inf`` gives uniform memberships, ``nan`` no fit).
+
+    Raises
+    ------
+    ValueError
+        Naming the first setting out of range.
+    """
+    if int(n_clusters) < 1:
+        raise ValueError(f"n_clusters must be >= 1, got {n_clusters}")
+    if not (math.isfinite(float(temperature)) and float(temperature) > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+    if not (math.isfinite(float(lam)) and float(lam) >= 0):
+        raise ValueError(f"lam must be a finite number >= 0, got {lam}")
 
 
 class ECC(ProfileMixture):
@@ -171,12 +197,7 @@ class ECC(ProfileMixture):
         self.random_state = random_state
 
     def _validate_params(self) -> None:
-        if int(self.n_clusters) < 1:
-            raise ValueError(f"n_clusters must be >= 1, got {self.n_clusters}")
-        if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
-        if self.lam < 0:
-            raise ValueError(f"lam must be >= 0, got {self.lam}")
+        check_cluster_settings(self.n_clusters, self.lam, self.temperature)
         if int(self.max_iter) < 1 or int(self.n_init) < 1:
             raise ValueError("max_iter and n_init must be >= 1")
         if np.dtype(self.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
@@ -288,6 +309,7 @@ class ECC(ProfileMixture):
 __all__ = [
     "CENTROID_TOL",
     "ECC",
+    "check_cluster_settings",
     "KL_TOL",
     "OBJECTIVE_PATIENCE",
     "OBJECTIVE_TOL",

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ecc_lib.ecc.cv_grid import choice_words
 from ecc_lib.ecc.estimator import ECC
+from ecc_lib.ecc.soft_evidence import has_repeats
 from ecc_lib.protocol.capability_map import CapabilityMap, capability_map
 from ecc_lib.protocol.comparisons import records_to_metrics
 from ecc_lib.protocol.dars import RoutingRecord, run_dars
@@ -422,10 +423,13 @@ def run_ecc(
     params = prototype_parameters(estimator)
     human_skipped = human_baseline_reason(queries.get("category"))
     methods = default_methods(not human_skipped) if methods is None else tuple(methods)
-    if (routing or protocol.leak_free) and protocol.n_probes < 1:
-        raise ValueError("routing and the leak-free protocol need n_probes >= 1")
-    if protocol.probe_strategy != "first" and protocol.n_probes < 1:
-        raise ValueError("another probe strategy than 'first' needs n_probes >= 1")
+    if routing and protocol.n_probes < 1:  # the other cross-field checks are the Protocol's
+        raise ValueError("routing needs n_probes >= 1")
+    if protocol.evidence == "soft" and not has_repeats(outcomes):
+        raise ValueError(
+            "evidence 'soft' needs repeated observations of some (query, model) pair; these "
+            "outcomes hold one observation per pair"
+        )
     if scheduler:  # Dask is imported only when asked for
         from ecc_lib.distributed import scheduler_context
 

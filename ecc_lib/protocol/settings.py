@@ -89,6 +89,12 @@ class Protocol:
             )
         if not 0 <= int(self.n_probes) < int(self.n_pairs):
             raise ValueError(f"n_probes must lie in [0, n_pairs), got {self.n_probes}")
+        if not 0.0 < float(self.test_size) < 1.0:
+            raise ValueError(f"test_size must be a share in (0, 1), got {self.test_size}")
+        if self.leak_free and int(self.n_probes) < 1:
+            raise ValueError("leak_free needs n_probes >= 1")
+        if self.probe_strategy != "first" and int(self.n_probes) < 1:
+            raise ValueError("probe_strategy other than 'first' needs n_probes >= 1")
         if self.probe_evidence not in PROBE_EVIDENCE:
             raise ValueError(
                 f"probe_evidence must be one of {PROBE_EVIDENCE}, got {self.probe_evidence!r}"
