@@ -567,12 +567,11 @@ def ecc_result_from_args(args: argparse.Namespace):
     check : EmbeddingCheck or None
         The embedding check when the texts were embedded here.
     """
+    from ecc_lib.ecc.estimator import check_cluster_settings
     from ecc_lib.protocol.results import run_ecc
 
     # the settings are checked where they live (Protocol, ECC), before anything is read or fitted
     # (issue 36: --temperature inf ran to the end with uniform memberships), in the flags' words
-    from ecc_lib.ecc.estimator import check_cluster_settings
-
     with _in_flag_words():
         protocol, estimator = protocol_from_args(args)
         check_cluster_settings(estimator.n_clusters, estimator.lam, estimator.temperature)

@@ -42,6 +42,14 @@ _DARS_KEYS = (
     "mean_sigma_ci95",
 )
 _HEADLINE_SIDES = ("both", "input", "output")
+_BY_CATEGORY = (
+    "flip",
+    "flip_strict",
+    "change",
+    "disagreement",
+    "unstable_pair_share",
+    "mean_sigma",
+)
 
 
 @dataclass
@@ -78,6 +86,32 @@ class DARSResult:
     def headline_side(self) -> str | None:
         """The subset of the headline readings: ``both``, else ``input``, else ``output``."""
         return next((s for s in _HEADLINE_SIDES if self.diagnostics.get(s) is not None), None)
+
+    def by_category(self, queries: pd.DataFrame) -> pd.DataFrame | None:
+        """The headline side's per-query readings averaged per category of ``queries``.
+
+        Parameters
+        ----------
+        queries : DataFrame
+            With ``query_id`` and ``category`` (a missing category forms no group).
+
+        Returns
+        -------
+        DataFrame or None
+            One row per category: mean flip, strict flip, change, disagreement with the DARS
+            label, unstable pair share and spread sigma, and ``n_queries``; None where no
+            (query, model) pair has two observations.
+        """
+        side = self.headline_side
+        if side is None:
+            return None
+        per_query = self.diagnostics[side].per_query.merge(
+            queries[["query_id", "category"]], on="query_id", how="left"
+        )
+        groups = per_query.groupby("category")
+        by_category = groups[list(_BY_CATEGORY)].mean()
+        by_category["n_queries"] = groups.size()
+        return by_category
 
     def to_dict(self) -> dict:
         """The JSON of ``ecc-lab dars``.

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -335,7 +336,72 @@ def write_metrics(run_dir: str | os.PathLike | RunContext) -> Path:
     return context.metrics_path
 
 
+@dataclass(frozen=True)
+class CostInputs:
+    """The dataset whose prices draw the cost-quality curves (see :func:`cost_inputs`).
+
+    Attributes
+    ----------
+    label : str or None
+        Its label; None where the curves are skipped.
+    queries, outcomes : DataFrame
+    embeddings : ndarray
+    skipped : str or None
+        Why the curves are skipped (the dataset holds no cost), else None.
+    """
+
+    label: str | None
+    queries: pd.DataFrame
+    outcomes: pd.DataFrame
+    embeddings: np.ndarray
+    skipped: str | None
+
+
+def cost_inputs(
+    run_dir,
+    cost_dataset: str,
+    routed: tuple[str, pd.DataFrame, pd.DataFrame, np.ndarray],
+    *,
+    max_queries: int,
+    seed: int,
+    embedder: str,
+) -> CostInputs:
+    """The routed dataset's own prices unless ``cost_dataset`` names another dataset (notebook 04).
+
+    Parameters
+    ----------
+    run_dir : path or RunContext
+    cost_dataset : str
+        A dataset name or folder, or ``""`` for the routed dataset's own prices.
+    routed : tuple
+        ``(label, queries, outcomes, embeddings)`` of the routed dataset.
+    max_queries, seed : int
+        As the routed dataset was loaded with.
+    embedder : str
+        The embedder of the routed dataset's texts.
+
+    Returns
+    -------
+    CostInputs
+    """
+    from ecc_lib.data import policy
+    from ecc_lib.embed.encode import embed_texts
+
+    label, queries, outcomes, embeddings = routed
+    if cost_dataset and dataset_label(cost_dataset) != label:
+        label = dataset_label(cost_dataset)
+        queries, outcomes = load_dataset(
+            cost_dataset, run_dir=run_dir, max_queries=max_queries, random_state=seed
+        )
+        embeddings = embed_texts(queries["text"].tolist(), model_name=embedder, show_progress=False)
+    has_cost = policy.apply_data_policy(None, outcomes)[2].has_cost
+    skipped = None if has_cost else f"{label}: {policy.cost_reason()}"
+    return CostInputs(None if skipped else label, queries, outcomes, embeddings, skipped)
+
+
 __all__ = [
+    "CostInputs",
+    "cost_inputs",
     "dataset_fingerprint",
     "dataset_label",
     "load_dataset",
