@@ -491,9 +491,27 @@ def ecc_lines(
     lines += _interval_lines(by_method, shown, best, reference, where, n_seeds)
     lines += _k_lines(ecc, parameters)
     said = ecc_cv_line(ecc, records)
+    if said is None and "ecc_cv" in by_method and by_method["ecc_cv"]["gain"]:
+        said = _ecc_cv_alone(by_method["ecc_cv"], ecc, ref_name)
     if said is not None:
         lines.append(said)
     return lines
+
+
+def _ecc_cv_alone(row: Mapping[str, Any], ecc: Mapping[str, Any], ref_name: str) -> SummaryLine:
+    """ECC-CV's gain without a verdict where no tuned baseline ran beside it (a verdict against a
+    baseline at its default prior would credit ECC-CV with the prior, issue 34)."""
+    choice = ecc.get("ecc_cv_choice") if isinstance(ecc, Mapping) else None
+    chose = (
+        f" It chose {choice['words']}."
+        if isinstance(choice, Mapping) and choice.get("words")
+        else ""
+    )
+    text = (
+        f"ECC-CV's gain over {ref_name} is {record_text(row['gain'])}; no tuned baseline ran "
+        f"beside it, so it gets no verdict.{chose}"
+    )
+    return _line("ecc_cv", text)
 
 
 def _gain_line(
