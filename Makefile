@@ -16,7 +16,8 @@ TORCH_PIP_ARGS ?=
 # torch always comes from pip, which sees the CPU wheel index or local wheels configured for pip.
 INSTALLER ?= auto
 RUN_ARGS ?=
-PYTEST_ARGS ?=
+# two workers (pytest-xdist), a test file's tests in one worker (its fixtures built once)
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 .PHONY: install run test test-all lint format data embeddings benchmarks docs wheel clean \
 	serve-local stop-local collect-demo report-check latex-check-tools
