@@ -232,10 +232,9 @@ def test_new_model_experiment(planted):
         planted.outcomes,
         planted.embeddings,
         new_model="model_2",
+        protocol=Protocol(n_boot=100),
+        estimator=ECC(n_clusters=4, max_iter=30),
         budgets=(5, 400),
-        n_clusters=4,
-        n_boot=100,
-        max_iter=30,
     )
     assert list(frame["budget"]) == [5, 400]
     assert (frame["n_test_pairs"] > 0).all()
@@ -570,7 +569,11 @@ def test_new_model_budget_moves_the_profile_and_ecc_opponents_win():
     full-weight budget comparisons teach more than comparisons weighted 1 / (N_q + 1)."""
     planted = make_capability_data(n_queries=1500, capability_strength=0.3, random_state=3)
     args = (planted.queries, planted.outcomes, planted.embeddings, "model_2")
-    kwargs = dict(budgets=(100, 300), n_clusters=4, n_boot=200, n_init=2, max_iter=50)
+    kwargs = dict(
+        protocol=Protocol(n_boot=200),
+        estimator=ECC(n_clusters=4, n_init=2, max_iter=50),
+        budgets=(100, 300),
+    )
     full = new_model_experiment(*args, **kwargs)
     for row in full.itertuples():
         assert row.gain_low > 0 and row.gain_pct > 5

@@ -192,9 +192,9 @@ def test_new_model_experiment_headline_is_disjoint_from_the_probe(planted):
         planted.outcomes,
         planted.embeddings,
         "model_0",
+        protocol=Protocol(n_boot=50),
+        estimator=ECC(**FAST),
         budgets=(30,),
-        n_boot=50,
-        **FAST,
     )
     row = frame.iloc[0]
     assert 0 < row["touching_share"] < 1
@@ -321,10 +321,9 @@ def test_one_sampled_draw_has_no_sd(repeated):
         repeated.queries,
         repeated.outcomes,
         repeated.embeddings,
+        protocol=Protocol(seeds=(0,), mode="embedding", n_boot=20),
+        estimator=ECC(n_clusters=3, max_iter=20),
         n_draws=1,
-        n_clusters=3,
-        n_boot=20,
-        max_iter=20,
     )
     assert np.isnan(r["logloss"]["sampled_sd"])
 
@@ -444,7 +443,8 @@ def test_cli_soft_evidence_passes_every_setting(repeated, tmp_path, monkeypatch)
 
     def spy(*args, **kwargs):
         seen.update(kwargs)
-        return real(*args, **{**kwargs, "n_draws": 1, "n_boot": 20})
+        fast = kwargs["protocol"].replace(n_boot=20)
+        return real(*args, **{**kwargs, "n_draws": 1, "protocol": fast})
 
     monkeypatch.setattr(soft, "soft_evidence_comparison", spy)
     queries, outcomes = tmp_path / "q.csv", tmp_path / "o.parquet"
@@ -455,8 +455,9 @@ def test_cli_soft_evidence_passes_every_setting(repeated, tmp_path, monkeypatch)
     args += ["--embeddings", str(tmp_path / "e.npy"), "--evidence", "soft", "--lam", "1.5"]
     args += ["--temperature", "0.2", "--pairs", "4", "--test-size", "0.3"]
     assert main(args) == 0
-    assert seen["lam"] == 1.5 and seen["temperature"] == 0.2
-    assert seen["n_pairs"] == 4 and seen["test_size"] == 0.3 and seen["n_clusters"] == 3
+    prototype, protocol = seen["estimator"], seen["protocol"]
+    assert prototype.lam == 1.5 and prototype.temperature == 0.2 and prototype.n_clusters == 3
+    assert protocol.n_pairs == 4 and protocol.test_size == 0.3 and not seen["every_pair"]
 
 
 def _notebook_cell(marker: str) -> str:
