@@ -31,6 +31,7 @@ from ecc_lib.protocol.experiments.probe_strategies import compare_probe_strategi
 from ecc_lib.protocol.experiments.soft_evidence import soft_evidence_comparison
 from ecc_lib.protocol.methods import fit_methods, make_methods
 from ecc_lib.protocol.probes import PROBE_STRATEGIES
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 
@@ -107,10 +108,10 @@ def probes_table(seeds: list[int], method: str = "ecc") -> pd.DataFrame:
                 data,
                 fitted[method],
                 fitted["global"],
+                protocol=Protocol(seeds=(seed,)),
                 strategies=strategies,
-                n_probes=n_probes,
+                probe_counts=n_probes,
                 score_from=score_from,
-                random_state=seed,
                 criterion=criterion,
             ):
                 row = {
@@ -137,7 +138,14 @@ def soft_table(seeds: list[int], n_draws: int = 5) -> pd.DataFrame:
                 )
                 q, o, x = s.queries, s.outcomes, s.embeddings
                 truth = true_win_probability(s.truth.p)
-            r = soft_evidence_comparison(q, o, x, n_draws=n_draws, truth=truth, random_state=seed)
+            r = soft_evidence_comparison(
+                q,
+                o,
+                x,
+                protocol=Protocol(seeds=(seed,), mode="embedding"),
+                n_draws=n_draws,
+                truth=truth,
+            )
             for target in ("logloss", "vs_truth"):
                 if target not in r:
                     continue

@@ -16,6 +16,7 @@ from ecc_lib.ecc.estimator import ECC
 from ecc_lib.protocol.active_probes import candidate_pairs, expected_entropy, probes_from_scores
 from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.experiments.probe_strategies import compare_probe_strategies
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.synthetic.capability import make_capability_data
 
 
@@ -183,7 +184,9 @@ def test_first_is_the_protocol_probe_and_random_is_seeded(small):
 
 def test_strategies_are_scored_on_the_same_pairs(small):
     protocol, model, reference = small
-    rows = compare_probe_strategies(protocol, model, reference, n_probes=(1, 2), random_state=0)
+    rows = compare_probe_strategies(
+        protocol, model, reference, protocol=Protocol(seeds=(0,)), probe_counts=(1, 2)
+    )
     assert {r["strategy"] for r in rows} == {"first", "random", "active"}
     for n in (1, 2):
         counts = {r["n_shared_pairs"] for r in rows if r["n_probes"] == n}

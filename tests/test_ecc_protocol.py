@@ -91,7 +91,7 @@ def test_prepare_protocol_drops_queries_with_too_few_pairs():
 
 def test_scores_follow_the_definitions(protocol, fitted):
     models, seconds = fitted
-    result = score_methods(protocol, models, fit_seconds=seconds, n_boot=200)
+    result = score_methods(protocol, models, protocol=Protocol(n_boot=200), fit_seconds=seconds)
     probe, scored = split_probe(protocol.test, n_probes=1)
     assert result.n_scored == len(scored)
     # NLL of each method recomputed from its predictions
@@ -120,7 +120,9 @@ def test_scores_follow_the_definitions(protocol, fitted):
 
 def test_result_serialises_with_the_cli_keys(protocol, fitted):
     models, seconds = fitted
-    payload = score_methods(protocol, models, fit_seconds=seconds, n_boot=100).to_dict()
+    payload = score_methods(
+        protocol, models, protocol=Protocol(n_boot=100), fit_seconds=seconds
+    ).to_dict()
     text = json.dumps(payload)
     assert "NaN" not in text
     for key in ("n_queries", "n_models", "nll", "ranking_quality_gain", "ci95", "fit_seconds"):
@@ -134,34 +136,34 @@ def test_result_serialises_with_the_cli_keys(protocol, fitted):
 
 def test_bootstrap_is_seeded(protocol, fitted):
     models, _ = fitted
-    first = score_methods(protocol, models, n_boot=150, random_state=3)
-    second = score_methods(protocol, models, n_boot=150, random_state=3)
-    other = score_methods(protocol, models, n_boot=150, random_state=4)
+    first = score_methods(protocol, models, protocol=Protocol(n_boot=150), random_state=3)
+    second = score_methods(protocol, models, protocol=Protocol(n_boot=150), random_state=3)
+    other = score_methods(protocol, models, protocol=Protocol(n_boot=150), random_state=4)
     assert first.ci95 == second.ci95
     assert first.ci95 != other.ci95
 
 
 def test_modes_and_probes(protocol, fitted):
     models, _ = fitted
-    modes = evaluate_modes(protocol, models, n_boot=100)
+    modes = evaluate_modes(protocol, models, protocol=Protocol(n_boot=100))
     assert set(modes["mode"]) == {"both", "embedding", "probe"}
     ecc = modes[modes["method"] == "ecc"].set_index("mode")["gain_pct"]
     # the probe carries the capability signal on planted data; both is at least as good
     assert ecc["both"] > ecc["embedding"] - 1
     global_rows = modes[modes["method"] == "global"]
     assert np.allclose(global_rows["gain_pct"], 0.0)
-    probes = sweep_probes(protocol, models, n_probes=(1, 2, 3), n_boot=100)
+    probes = sweep_probes(protocol, models, protocol=Protocol(n_boot=100), probe_counts=(1, 2, 3))
     ecc_probe = probes[probes["method"] == "ecc"].set_index("n_probes")["gain_pct"]
     assert ecc_probe[3] > ecc_probe[1]  # more evidence, better placement
     # the same scored pairs for every number of probes: the global NLL does not move
     glob = probes[probes["method"] == "global"]["nll"].to_numpy()
     assert np.allclose(glob, glob[0])
     with pytest.raises(ValueError, match="score_from"):
-        score_methods(protocol, models, n_probes=2, score_from=1)
+        score_methods(protocol, models, protocol=Protocol(n_probes=2), score_from=1)
 
 
 def test_sweep_clusters(protocol):
-    frame = sweep_clusters(protocol, ks=(1, 4), n_boot=50)
+    frame = sweep_clusters(protocol, protocol=Protocol(n_boot=50), ks=(1, 4))
     ecc = frame[frame["method"] == "ecc"].set_index("n_clusters")["gain_pct"]
     assert ecc[4] > ecc[1] + 5
     assert set(frame["method"]) == {"global", "ecc", "emb_only"}
@@ -230,10 +232,9 @@ def test_new_model_experiment(planted):
         planted.outcomes,
         planted.embeddings,
         new_model="model_2",
+        protocol=Protocol(n_boot=100),
+        estimator=ECC(n_clusters=4, max_iter=30),
         budgets=(5, 400),
-        n_clusters=4,
-        n_boot=100,
-        max_iter=30,
     )
     assert list(frame["budget"]) == [5, 400]
     assert (frame["n_test_pairs"] > 0).all()
@@ -264,9 +265,15 @@ def test_make_methods_rejects_unknown_names():
 
 
 def test_sweep_clusters_passes_ecc_params(protocol):
-    full = sweep_clusters(protocol, ks=(4,), methods=("global", "ecc"), n_boot=20)
+    full = sweep_clusters(
+        protocol, protocol=Protocol(n_boot=20), ks=(4,), methods=("global", "ecc")
+    )
     one_step = sweep_clusters(
-        protocol, ks=(4,), methods=("global", "ecc"), n_boot=20, ecc_params={"max_iter": 1}
+        protocol,
+        protocol=Protocol(n_boot=20),
+        estimator=ECC(max_iter=1),
+        ks=(4,),
+        methods=("global", "ecc"),
     )
     gain = {
         name: frame.set_index("method").loc["ecc", "gain_pct"]
@@ -317,7 +324,7 @@ def test_touching_probe_on_a_hand_made_case():
 
 def test_leak_split_adds_up(protocol, fitted):
     models, seconds = fitted
-    result = score_methods(protocol, models, n_boot=100)
+    result = score_methods(protocol, models, protocol=Protocol(n_boot=100))
     probe, scored = split_probe(protocol.test, n_probes=1)
     touching = touching_probe(probe, scored)
     assert result.probe_leak_share == pytest.approx(touching.mean())
@@ -362,11 +369,11 @@ def test_leak_free_probes_touch_no_scored_pair(planted, protocol):
     missing = (np.bincount(probe.query, minlength=free.test.n_queries) == 0).sum()
     assert free.params["n_short_probe_queries"] == missing
     fitted, _ = fit_methods(free, make_methods(n_clusters=4, n_init=1, methods=("global", "ecc")))
-    result = score_methods(free, fitted, n_boot=50)
+    result = score_methods(free, fitted, protocol=Protocol(n_boot=50))
     assert result.probe_leak_share == 0.0
     assert result.gain_disjoint["ecc"] == pytest.approx(result.gain["ecc"])
     with pytest.raises(ValueError, match="score_from"):
-        score_methods(free, fitted, n_boot=50, score_from=2)
+        score_methods(free, fitted, protocol=Protocol(n_boot=50), score_from=2)
 
 
 def test_probe_strategies_choose_inside_the_candidates(protocol):
@@ -391,7 +398,7 @@ def test_probe_strategies_choose_inside_the_candidates(protocol):
 
     models = fit_methods(protocol, make_methods(n_clusters=2, methods=("global",)))[0]
     with pytest.raises(ValueError, match="inside the candidates"):
-        score_methods(protocol, models, probe_strategy=bad, n_boot=10)
+        score_methods(protocol, models, protocol=Protocol(probe_strategy=bad, n_boot=10))
 
 
 def test_probe_evidence_sum_is_the_bayesian_posterior(protocol, fitted):
@@ -416,11 +423,15 @@ def test_probe_evidence_sum_is_the_bayesian_posterior(protocol, fitted):
         probe_responsibilities(ecc, protocol.x_test, one, mode="both", probe_evidence="sum"),
         probe_responsibilities(ecc, protocol.x_test, one, mode="both", probe_evidence="mean"),
     )
-    result = score_methods(protocol, models, n_probes=3, probe_evidence="sum", n_boot=20)
+    result = score_methods(
+        protocol, models, protocol=Protocol(n_probes=3, probe_evidence="sum", n_boot=20)
+    )
     assert result.params["probe_evidence"] == "sum"
     with pytest.raises(ValueError, match="probe_evidence"):
-        score_methods(protocol, models, probe_evidence="max", n_boot=20)
-    sweep = sweep_probes(protocol, models, n_probes=(1, 2), probe_evidence="sum", n_boot=20)
+        score_methods(protocol, models, protocol=Protocol(probe_evidence="max", n_boot=20))
+    sweep = sweep_probes(
+        protocol, models, protocol=Protocol(probe_evidence="sum", n_boot=20), probe_counts=(1, 2)
+    )
     assert set(sweep["n_probes"]) == {1, 2}
 
 
@@ -486,7 +497,7 @@ def one_winner():
 
 def test_probe_winner_reaches_the_oracle_when_the_probe_reveals_the_winner(one_winner):
     data, fitted, outcomes = one_winner
-    result = routing_experiment(data, fitted, outcomes=outcomes, n_boot=50)
+    result = routing_experiment(data, fitted, protocol=Protocol(n_boot=50), outcomes=outcomes)
     table = result.table.set_index(["setting", "method"])["score"]
     assert table["probe", "oracle"] == 1.0
     assert table["probe", "probe_winner"] == table["probe", "oracle"]
@@ -530,14 +541,18 @@ def test_no_probe_routing_never_reads_test_outcomes(protocol, fitted):
     assert not np.array_equal(probed["probe_winner"], probed_dirty["probe_winner"])
     # and the numbers: routing the poisoned data and scoring on the true outcomes is unchanged
     scores = test_scores[np.arange(len(test_scores)), clean["ecc"]]
-    table = routing_experiment(protocol, models, n_boot=20).table.set_index(["setting", "method"])
+    table = routing_experiment(protocol, models, protocol=Protocol(n_boot=20)).table.set_index(
+        ["setting", "method"]
+    )
     assert table.loc[("no_probe", "ecc"), "score"] == pytest.approx(scores.mean())
 
 
 def test_routing_over_seeds(protocol, fitted):
     models, _ = fitted
-    first = routing_experiment(protocol, models, n_boot=20).to_dict()
-    other = routing_experiment(protocol, models, n_boot=20, probe_evidence="sum").to_dict()
+    first = routing_experiment(protocol, models, protocol=Protocol(n_boot=20)).to_dict()
+    other = routing_experiment(
+        protocol, models, protocol=Protocol(n_boot=20, probe_evidence="sum")
+    ).to_dict()
     summary = routing_over_seeds([first, other])
     mean, sd = summary["probe"]["ecc"]["score"]
     assert mean == pytest.approx(
@@ -554,7 +569,11 @@ def test_new_model_budget_moves_the_profile_and_ecc_opponents_win():
     full-weight budget comparisons teach more than comparisons weighted 1 / (N_q + 1)."""
     planted = make_capability_data(n_queries=1500, capability_strength=0.3, random_state=3)
     args = (planted.queries, planted.outcomes, planted.embeddings, "model_2")
-    kwargs = dict(budgets=(100, 300), n_clusters=4, n_boot=200, n_init=2, max_iter=50)
+    kwargs = dict(
+        protocol=Protocol(n_boot=200),
+        estimator=ECC(n_clusters=4, n_init=2, max_iter=50),
+        budgets=(100, 300),
+    )
     full = new_model_experiment(*args, **kwargs)
     for row in full.itertuples():
         assert row.gain_low > 0 and row.gain_pct > 5

@@ -79,7 +79,7 @@ def test_soft_evidence_accuracy_reads_the_direction_of_the_target(repeated):
         repeated.queries, repeated.outcomes, repeated.embeddings, evidence="soft"
     )
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc"), **FAST))
-    result = score_methods(data, fitted, n_boot=50)
+    result = score_methods(data, fitted, protocol=Protocol(n_boot=50))
     probe, scored = split_probe(data.test, n_probes=1)
     assert ((scored.y > 0) & (scored.y < 1) & (scored.y != 0.5)).any()  # fractional targets
     for name, model in fitted.items():
@@ -162,8 +162,8 @@ def test_cli_leak_free_json_records_the_share(tmp_path, binary):
 def test_probe_strategy_chooses_over_every_unscored_pair_in_the_main_table(binary):
     data = prepare_protocol(binary.queries, binary.outcomes, binary.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc"), **FAST))
-    first = score_methods(data, fitted, n_boot=50)
-    active = score_methods(data, fitted, n_boot=50, probe_strategy="active")
+    first = score_methods(data, fitted, protocol=Protocol(n_boot=50))
+    active = score_methods(data, fitted, protocol=Protocol(n_boot=50, probe_strategy="active"))
     assert active.gain["ecc"] != first.gain["ecc"]
     # the probe of the main table is the one of the strategy comparison (same candidates)
     scored = split_probe(data.test, n_probes=1)[1]
@@ -192,9 +192,9 @@ def test_new_model_experiment_headline_is_disjoint_from_the_probe(planted):
         planted.outcomes,
         planted.embeddings,
         "model_0",
+        protocol=Protocol(n_boot=50),
+        estimator=ECC(**FAST),
         budgets=(30,),
-        n_boot=50,
-        **FAST,
     )
     row = frame.iloc[0]
     assert 0 < row["touching_share"] < 1
@@ -230,7 +230,7 @@ def test_label_weight_is_chosen_on_disjoint_pairs_and_both_readings_are_kept(pla
 def test_disjoint_differences_are_paired_on_the_shared_resample(binary):
     data = prepare_protocol(binary.queries, binary.outcomes, binary.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc", "emb_only"), **FAST))
-    result = score_methods(data, fitted, n_boot=200)
+    result = score_methods(data, fitted, protocol=Protocol(n_boot=200))
     frame = result.per_query[result.per_query["n_scored"] > 0]
     index = bootstrap_indices(len(frame), n_boot=200, random_state=0)
     disjoint = {m: (frame[f"nll_{m}"] - frame[f"nll_{m}_touching"]).to_numpy() for m in fitted}
@@ -244,7 +244,7 @@ def test_disjoint_differences_are_paired_on_the_shared_resample(binary):
 def test_routing_differences_are_paired(binary):
     data = prepare_protocol(binary.queries, binary.outcomes, binary.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("global", "ecc", "emb_only"), **FAST))
-    routing = routing_experiment(data, fitted, n_boot=200)
+    routing = routing_experiment(data, fitted, protocol=Protocol(n_boot=200))
     scores = data.scores[data.test_mask]
     rows = np.arange(scores.shape[0])
     index = bootstrap_indices(scores.shape[0], n_boot=200, random_state=0)
@@ -292,7 +292,7 @@ def test_probe_cost_charges_random_once_for_the_probe_models(planted):
     outcomes = planted.outcomes.assign(cost=planted.outcomes["model"].map(costs))
     data = prepare_protocol(planted.queries, outcomes, planted.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("global",), **FAST))
-    table = routing_experiment(data, fitted, outcomes=outcomes, n_boot=20).table
+    table = routing_experiment(data, fitted, protocol=Protocol(n_boot=20), outcomes=outcomes).table
     probe = split_probe(data.test, n_probes=1)[0]
     in_probe = probe_models(probe)
     cost = np.array([costs[m] for m in data.models])[None, :].repeat(data.test.n_queries, 0)
@@ -321,10 +321,9 @@ def test_one_sampled_draw_has_no_sd(repeated):
         repeated.queries,
         repeated.outcomes,
         repeated.embeddings,
+        protocol=Protocol(seeds=(0,), mode="embedding", n_boot=20),
+        estimator=ECC(n_clusters=3, max_iter=20),
         n_draws=1,
-        n_clusters=3,
-        n_boot=20,
-        max_iter=20,
     )
     assert np.isnan(r["logloss"]["sampled_sd"])
 
@@ -360,11 +359,11 @@ def test_leak_free_probe_under_soft_evidence_is_soft():
 def test_comp_only_without_probe_is_marked_as_global(planted):
     data = prepare_protocol(planted.queries, planted.outcomes, planted.embeddings)
     fitted, _ = fit_methods(data, make_methods(methods=("global", "comp_only", "ecc"), **FAST))
-    routing = routing_experiment(data, fitted, n_boot=20).to_dict()
+    routing = routing_experiment(data, fitted, protocol=Protocol(n_boot=20)).to_dict()
     assert routing["no_probe"]["comp_only"]["query_independent"] is True
     assert routing["no_probe"]["ecc"]["query_independent"] is False
     assert routing["probe"]["comp_only"]["query_independent"] is False
-    choices = routing_experiment(data, fitted, n_boot=20).choices["no_probe"]
+    choices = routing_experiment(data, fitted, protocol=Protocol(n_boot=20)).choices["no_probe"]
     assert len(np.unique(choices["comp_only"])) == 1
     same = np.array_equal(choices["comp_only"], choices["global"])
     assert routing["no_probe"]["comp_only"]["same_as_global"] is same
@@ -444,7 +443,8 @@ def test_cli_soft_evidence_passes_every_setting(repeated, tmp_path, monkeypatch)
 
     def spy(*args, **kwargs):
         seen.update(kwargs)
-        return real(*args, **{**kwargs, "n_draws": 1, "n_boot": 20})
+        fast = kwargs["protocol"].replace(n_boot=20)
+        return real(*args, **{**kwargs, "n_draws": 1, "protocol": fast})
 
     monkeypatch.setattr(soft, "soft_evidence_comparison", spy)
     queries, outcomes = tmp_path / "q.csv", tmp_path / "o.parquet"
@@ -455,8 +455,9 @@ def test_cli_soft_evidence_passes_every_setting(repeated, tmp_path, monkeypatch)
     args += ["--embeddings", str(tmp_path / "e.npy"), "--evidence", "soft", "--lam", "1.5"]
     args += ["--temperature", "0.2", "--pairs", "4", "--test-size", "0.3"]
     assert main(args) == 0
-    assert seen["lam"] == 1.5 and seen["temperature"] == 0.2
-    assert seen["n_pairs"] == 4 and seen["test_size"] == 0.3 and seen["n_clusters"] == 3
+    prototype, protocol = seen["estimator"], seen["protocol"]
+    assert prototype.lam == 1.5 and prototype.temperature == 0.2 and prototype.n_clusters == 3
+    assert protocol.n_pairs == 4 and protocol.test_size == 0.3 and not seen["every_pair"]
 
 
 def _notebook_cell(marker: str) -> str:
@@ -489,7 +490,10 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
         ),
     )
     result = score_methods(
-        data, fitted, n_probes=2, probe_evidence="sum", n_boot=100, fit_seconds=seconds
+        data,
+        fitted,
+        protocol=Protocol(n_probes=2, probe_evidence="sum", n_boot=100),
+        fit_seconds=seconds,
     )
     saved = []
     namespace = {
@@ -501,6 +505,8 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
         "n_boot": 100,
         "seed": 42,
         "probe_evidence": "sum",
+        "protocol": Protocol.from_seed(42, n_probes=2, probe_evidence="sum", n_boot=100),
+        "estimator": ECC(n_clusters=3, lam=3.0, temperature=0.1, max_iter=30),
         "label": "planted",
         "run": None,
         "ecc_protocol": ecc_protocol,

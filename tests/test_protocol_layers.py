@@ -98,7 +98,11 @@ def test_probe_strategy_comparison_reads_the_tie_tolerance_and_the_whole_prototy
             data, methods_from_prototype(prototype, methods=("global", "ecc"), random_state=42)
         )
         return probe_strategy_comparison(
-            data, fitted["ecc"], fitted["global"], strategy="random", random_state=42
+            data,
+            fitted["ecc"],
+            fitted["global"],
+            protocol=Protocol(seeds=(42,), n_boot=1000),
+            strategy="random",
         )
 
     expected = direct(0.05, estimator)
@@ -128,8 +132,10 @@ def test_soft_evidence_comparison_gets_every_parameter_of_the_prototype(monkeypa
         estimator=ECC(n_clusters=3, max_iter=7, n_init=2),
         methods=("global", "ecc"),
     )
-    assert seen["n_clusters"] == 3 and seen["max_iter"] == 7 and seen["n_init"] == 2
-    assert seen["n_pairs"] == 4 and seen["random_state"] == 42
+    prototype = seen["estimator"]
+    assert prototype.n_clusters == 3 and prototype.max_iter == 7 and prototype.n_init == 2
+    assert seen["protocol"].n_pairs == 4 and seen["protocol"].seed == 42
+    assert not seen["every_pair"]
 
 
 def test_routing_is_scored_through_routing_evaluation():

@@ -21,6 +21,7 @@ from ecc_lib.ecc.soft_evidence import (
     true_win_probability,
 )
 from ecc_lib.protocol.experiments.soft_evidence import soft_evidence_comparison
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.synthetic.capability import make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
@@ -111,9 +112,9 @@ def test_soft_evidence_comparison_on_repeated_data():
             s.queries,
             s.outcomes,
             s.embeddings,
+            protocol=Protocol(seeds=(0,), mode="embedding", n_boot=200),
+            estimator=ECC(n_clusters=3),
             n_draws=2,
-            n_clusters=3,
-            n_boot=200,
             truth=true_win_probability(s.truth.p),
         )
     for part in ("logloss", "vs_truth"):

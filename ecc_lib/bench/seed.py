@@ -134,18 +134,19 @@ def bench_seed(
     from ecc_lib.protocol.seeds import run_seeds
     from ecc_lib.protocol.settings import Protocol
 
+    protocol = Protocol(
+        seeds=(int(seed),),
+        n_pairs=settings.n_pairs,
+        n_probes=settings.n_probes,
+        test_size=settings.test_size,
+        n_boot=settings.n_boot,
+    )
     start, cpu = time.perf_counter(), time.process_time()
     multi = run_seeds(
         queries,
         outcomes,
         embeddings,
-        protocol=Protocol(
-            seeds=(int(seed),),
-            n_pairs=settings.n_pairs,
-            n_probes=settings.n_probes,
-            test_size=settings.test_size,
-            n_boot=settings.n_boot,
-        ),
+        protocol=protocol,
         estimator=ECC(
             n_clusters=settings.n_clusters, lam=settings.lam, temperature=settings.temperature
         ),
@@ -157,10 +158,10 @@ def bench_seed(
         data,
         result.fitted,
         outcomes=outcomes,
-        n_probes=result.n_probes,  # 0 on two-model data, as run_seeds(routing=True) passes
-        probe_evidence="mean",
-        probe_strategy="first",
-        n_boot=settings.n_boot,
+        # n_probes 0 on two-model data, as run_seeds(routing=True) passes
+        protocol=protocol.replace(
+            n_probes=result.n_probes, probe_evidence="mean", probe_strategy="first"
+        ),
         random_state=0,
     )
     record = {

@@ -154,13 +154,9 @@ def run_seed(
     result = score_methods(
         data,
         fitted,
-        n_probes=n_probes,
-        mode=protocol.mode,
+        protocol=protocol.replace(n_probes=n_probes),  # 0 on two-model data
         fit_seconds=seconds,
-        n_boot=protocol.n_boot,
         random_state=0,
-        probe_evidence=protocol.probe_evidence,
-        probe_strategy=protocol.probe_strategy,
     )
     result.params.update(ecc_params)
     chosen = {k: m.best_params_ for k, m in fitted.items() if hasattr(m, "best_params_")}

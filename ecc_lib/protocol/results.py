@@ -44,6 +44,7 @@ from ecc_lib.protocol.seeds import (
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.protocol.tuned import choice_summary, ecc_cv_verdict, tuned_gains
 from ecc_lib.serialization import to_jsonable
+from ecc_lib.stats import DEFAULT_N_BOOT
 
 # the over-seeds keys of MultiSeedEvaluation.summary() that the ecc section of metrics.json keeps
 _SEED_SUMMARY_KEYS = (
@@ -420,7 +421,7 @@ def run_ecc(
     if not isinstance(protocol, Protocol):
         raise TypeError(f"protocol must be an ecc_lib Protocol, got {type(protocol).__name__}")
     estimator = ECC() if estimator is None else estimator
-    params = prototype_parameters(estimator)
+    prototype_parameters(estimator)  # refuses a prototype that is not an ecc_lib ECC
     human_skipped = human_baseline_reason(queries.get("category"))
     methods = default_methods(not human_skipped) if methods is None else tuple(methods)
     if routing and protocol.n_probes < 1:  # the other cross-field checks are the Protocol's
@@ -469,10 +470,10 @@ def run_ecc(
             queries,
             outcomes,
             embeddings,
-            random_state=protocol.seed,
-            n_pairs=protocol.n_pairs,
-            test_size=protocol.test_size,
-            **params,  # the prototype's K, lam, T and every other non-default parameter
+            # the experiment's own inference mode and bootstrap size (as before issue 33)
+            protocol=protocol.replace(mode="embedding", n_boot=DEFAULT_N_BOOT),
+            estimator=estimator,
+            every_pair=False,
         )
     return result
 

@@ -19,16 +19,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib import defaults
 from ecc_lib.dars.distributions import CapabilityDistributions
 from ecc_lib.data.comparisons import Comparisons, score_matrix
 from ecc_lib.data.splits import probe_models
 from ecc_lib.protocol.data import ProtocolData
-from ecc_lib.protocol.probes import ProbeStrategy, probe_responsibilities, select_probes
+from ecc_lib.protocol.probes import probe_responsibilities, select_probes
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.routing_evaluation import HeldOut, evaluate_choices
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
-    DEFAULT_N_BOOT,
     bootstrap_indices,
     mean_with_replicates,
     paired_difference,
@@ -152,10 +151,8 @@ def route_choices(
     data: ProtocolData,
     fitted: dict,
     *,
+    protocol: Protocol | None = None,
     setting: str = "no_probe",
-    n_probes: int = defaults.N_PROBES,
-    probe_evidence: str = defaults.PROBE_EVIDENCE,
-    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY,
     random_state: int = 0,
 ) -> dict:
     """The model each fitted clustering routes every test query to, in one setting.
@@ -174,17 +171,15 @@ def route_choices(
         The train/test split.
     fitted : dict
         ``{method: fitted clustering}``.
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``); read here: ``n_probes`` (probes per test query in
+        the probe settings, at least 1 there), ``probe_evidence`` (how the probe evidence enters
+        the responsibilities, passed to ``probe_responsibilities``) and ``probe_strategy`` (how
+        probes are chosen, see :func:`ecc_lib.protocol.probes.select_probes`).
     setting : str, default "no_probe"
         One of ``ROUTING_SETTINGS``.
-    n_probes : int, default 1
-        Probes per test query in the probe settings (at least 1 there).
-    probe_evidence : str, default "mean"
-        How the probe evidence enters the responsibilities (passed to
-        ``probe_responsibilities``).
-    probe_strategy : str or callable, default "first"
-        How probes are chosen (see :func:`ecc_lib.protocol.probes.select_probes`).
     random_state : int, default 0
-        Seed of the probe strategy.
+        Seed of the probe strategy (not the protocol seed).
 
     Returns
     -------
@@ -198,6 +193,9 @@ def route_choices(
     """
     if setting not in ROUTING_SETTINGS:
         raise ValueError(f"setting must be one of {ROUTING_SETTINGS}, got {setting!r}")
+    protocol = Protocol() if protocol is None else protocol
+    n_probes, probe_evidence = protocol.n_probes, protocol.probe_evidence
+    probe_strategy = protocol.probe_strategy
     n_test, m = data.test.n_queries, data.test.n_models
     # which models answered a query: presence only, never the values
     allowed = np.isfinite(data.scores[data.test_mask])
@@ -318,11 +316,8 @@ def routing_experiment(
     data: ProtocolData,
     fitted: dict,
     *,
+    protocol: Protocol | None = None,
     outcomes: pd.DataFrame | None = None,
-    n_probes: int = defaults.N_PROBES,
-    probe_evidence: str = defaults.PROBE_EVIDENCE,
-    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY,
-    n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     random_state: int = 0,
 ) -> RoutingResult:
@@ -350,12 +345,16 @@ def routing_experiment(
     data : ProtocolData
     fitted : dict
         Fitted estimators by name (must hold ``"global"``).
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``); read here: ``n_probes``, ``probe_evidence`` and
+        ``probe_strategy`` (as in :func:`ecc_lib.protocol.scoring.score_methods`) and ``n_boot``
+        (bootstrap resamples of test queries).
     outcomes : DataFrame, optional
         Long outcomes with a ``cost`` column, for the costs (NaN without).
-    n_probes, probe_evidence, probe_strategy
-        As in :func:`ecc_lib.protocol.scoring.score_methods`.
-    n_boot, confidence, random_state
-        Bootstrap over test queries (the same resamples for every row).
+    confidence : float, default 0.95
+        Level of the bootstrap intervals over test queries (the same resamples for every row).
+    random_state : int, default 0
+        Seed of the bootstrap and of a randomised probe strategy (not the protocol seed).
 
     Returns
     -------
@@ -363,6 +362,9 @@ def routing_experiment(
     """
     if "global" not in fitted:
         raise ValueError("routing_experiment needs the fitted 'global' model")
+    protocol = Protocol() if protocol is None else protocol
+    n_probes, n_boot = protocol.n_probes, protocol.n_boot
+    probe_evidence, probe_strategy = protocol.probe_evidence, protocol.probe_strategy
     scores = data.scores[data.test_mask]
     costs = _cost_matrix(outcomes, data)
     n_test = scores.shape[0]
@@ -381,10 +383,8 @@ def routing_experiment(
         choices = route_choices(
             data,
             fitted,
+            protocol=protocol,
             setting=setting,
-            n_probes=n_probes,
-            probe_evidence=probe_evidence,
-            probe_strategy=probe_strategy,
             random_state=random_state,
         )
         allowed, probe = choices.pop("_allowed"), choices.pop("_probe")

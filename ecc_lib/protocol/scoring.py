@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ecc_lib import defaults
 from ecc_lib.data.splits import touching_probe
 from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.validation import check_mode
@@ -22,13 +21,12 @@ from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.leak_free import probe_candidate_rows
 from ecc_lib.protocol.probes import (
     PROBE_EVIDENCE,
-    ProbeStrategy,
     probe_responsibilities,
     select_probes,
 )
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
-    DEFAULT_N_BOOT,
     bootstrap_indices,
     mean_ratio,
     paired_difference,
@@ -199,15 +197,11 @@ def score_methods(
     data: ProtocolData,
     fitted: dict,
     *,
-    n_probes: int = defaults.N_PROBES,
-    mode: str = "both",
+    protocol: Protocol | None = None,
     score_from: int | None = None,
     fit_seconds: dict | None = None,
-    n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     random_state: int = 0,
-    probe_evidence: str = defaults.PROBE_EVIDENCE,
-    probe_strategy: str | ProbeStrategy = defaults.PROBE_STRATEGY,
 ) -> ECCEvaluation:
     """Score fitted methods on the test queries.
 
@@ -216,22 +210,22 @@ def score_methods(
     data : ProtocolData
     fitted : dict
         Fitted estimators by name; must hold ``"global"`` (the gain reference).
-    n_probes : int, default 1
-        Comparisons of each test query revealed as the probe.
-    mode : {"both", "embedding", "probe"}
-        Inference signal for the responsibilities of test queries.
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``); read here: ``n_probes`` (comparisons of each test
+        query revealed as the probe), ``mode`` (inference signal for the responsibilities of
+        test queries), ``n_boot`` (bootstrap resamples), ``probe_evidence`` (how several probes
+        count, see :func:`~ecc_lib.protocol.probes.probe_responsibilities`) and
+        ``probe_strategy`` (which candidate comparisons become probes,
+        :data:`~ecc_lib.protocol.probes.PROBE_STRATEGIES`).
     score_from : int, optional
         Score the comparisons from this position on (default ``n_probes``); set it to the largest
         number of probes of a sweep to score the same pairs throughout. The probes are chosen among
         the comparisons before it.
-    n_boot, confidence, random_state
-        Bootstrap over test queries (the same resamples for every method and every reading);
-        ``random_state`` also seeds a randomised probe strategy.
-    probe_evidence : {"mean", "sum"}, default "mean"
-        How several probes count (see :func:`~ecc_lib.protocol.probes.probe_responsibilities`).
-    probe_strategy : str or callable, default "first"
-        Which candidate comparisons become probes
-        (:data:`~ecc_lib.protocol.probes.PROBE_STRATEGIES`).
+    confidence : float, default 0.95
+        Level of the bootstrap intervals over test queries (the same resamples for every method
+        and every reading).
+    random_state : int, default 0
+        Seed of the bootstrap (not the protocol seed); it also seeds a randomised probe strategy.
 
     Returns
     -------
@@ -239,6 +233,9 @@ def score_methods(
         With the leak-aware reading: gains on scored pairs touching / disjoint from the probe's
         models and the share of touching pairs.
     """
+    protocol = Protocol() if protocol is None else protocol
+    n_probes, mode, n_boot = protocol.n_probes, protocol.mode, protocol.n_boot
+    probe_evidence, probe_strategy = protocol.probe_evidence, protocol.probe_strategy
     scored = _scored_comparisons(data, fitted, mode, probe_evidence, n_probes, score_from)
     n_test = data.test.n_queries
     counts = np.bincount(scored.query, minlength=n_test)

@@ -334,10 +334,8 @@ def run_seeds(
                 data,
                 result.fitted,
                 outcomes=outcomes,
-                n_probes=result.n_probes,  # 0 on two-model data (single_pair_settings)
-                probe_evidence=protocol.probe_evidence,
-                probe_strategy=protocol.probe_strategy,
-                n_boot=protocol.n_boot,
+                # n_probes 0 on two-model data (single_pair_settings)
+                protocol=protocol.replace(n_probes=result.n_probes),
                 random_state=0,
             )
             routes.append(experiment.to_dict())

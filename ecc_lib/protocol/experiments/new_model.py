@@ -13,15 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ecc_lib import defaults
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons, score_matrix, snap_ties
 from ecc_lib.data.splits import probe_models, split_probe
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
-from ecc_lib.protocol.data import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE, prepare_protocol
-from ecc_lib.protocol.methods import fit_methods, make_methods
+from ecc_lib.protocol.data import prepare_protocol
+from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.stats import (
-    DEFAULT_N_BOOT,
     bootstrap_indices,
     mean_ratio,
     paired_difference,
@@ -58,17 +58,10 @@ def new_model_experiment(
     embeddings: np.ndarray,
     new_model: str,
     *,
+    protocol: Protocol | None = None,
+    estimator: ECC | None = None,
     budgets: tuple[int, ...] = (10, 30, 100, 300),
-    n_clusters: int = defaults.N_CLUSTERS,
-    lam: float = defaults.LAM,
-    temperature: float = defaults.TEMPERATURE,
-    n_pairs: int = PAPER_N_PAIRS,
-    n_probes: int = defaults.N_PROBES,
-    test_size: float = PAPER_TEST_SIZE,
-    random_state: int = PAPER_SEED,
-    n_boot: int = DEFAULT_N_BOOT,
     budget_weight: float = 1.0,
-    **ecc_params,
 ) -> pd.DataFrame:
     """Rank a new model from a small budget of comparisons: ECC, embedding-only and global
     opponent choice.
@@ -112,12 +105,17 @@ def new_model_experiment(
         As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
     new_model : str
         The model left out and ranked from the budget.
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``): pairs, test size, evidence and tie tolerance of the
+        split, ``n_probes`` of the test queries, ``n_boot``; ``protocol.seed`` seeds the split,
+        the EM starts, the budget queries and the bootstrap.
+    estimator : ECC, optional
+        The unfitted ECC prototype (default ``ECC()``); the embedding-only arm is built from its
+        parameters (:func:`~ecc_lib.protocol.methods.methods_from_prototype`).
     budgets : tuple of int
         Comparison budgets.
-    n_clusters, lam, temperature, n_pairs, n_probes, test_size, random_state, n_boot
-        As in :func:`~ecc_lib.protocol.ecc_protocol.run_protocol`.
-    **ecc_params
-        Further arguments of :class:`~ecc_lib.ecc.estimator.ECC`.
+    budget_weight : float, default 1.0
+        Weight of a budget comparison (times ``r_qk``), see above.
 
     Returns
     -------
@@ -130,6 +128,8 @@ def new_model_experiment(
         two gains, pp), each also as ``gain_all_pct`` ... and ``gain_touching_pct`` ...;
         ``n_test_pairs`` (``_touching`` / ``_disjoint``) and ``touching_share``.
     """
+    protocol = Protocol() if protocol is None else protocol
+    random_state, n_probes, n_boot = protocol.seed, protocol.n_probes, protocol.n_boot
     if budget_weight <= 0:
         raise ValueError(f"budget_weight must be > 0, got {budget_weight}")
     all_models = sorted(outcomes["model"].astype(str).unique())
@@ -143,20 +143,17 @@ def new_model_experiment(
         queries,
         old_outcomes,
         embeddings,
-        n_pairs=n_pairs,
-        test_size=test_size,
+        n_pairs=protocol.n_pairs,
+        test_size=protocol.test_size,
         random_state=random_state,
         models=old_models,
+        evidence=protocol.evidence,
+        tie_tolerance=protocol.tie_tolerance,
     )
     fitted, _ = fit_methods(
         data,
-        make_methods(
-            n_clusters=n_clusters,
-            lam=lam,
-            temperature=temperature,
-            random_state=random_state,
-            methods=("global", "ecc", "emb_only"),
-            **ecc_params,
+        methods_from_prototype(
+            estimator, methods=("global", "ecc", "emb_only"), random_state=random_state
         ),
     )
     ecc, emb = fitted["ecc"], fitted["emb_only"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecc_lib import defaults
 from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
@@ -28,17 +27,16 @@ def compare_probe_strategies(
     model,
     reference,
     *,
+    protocol: Protocol | None = None,
     strategies: tuple[str, ...] = PROBE_STRATEGIES,
-    n_probes: tuple[int, ...] = (1, 2, 3),
+    probe_counts: tuple[int, ...] = (1, 2, 3),
     score_from: int | None = None,
-    mode: str = "both",
-    random_state: int = 0,
     criterion: str = "entropy",
 ) -> list[dict]:
     """Gains of probe strategies on the same scored pairs, at equal numbers of probes.
 
     For each number of probes ``n``, the scored pairs are the test comparisons from position
-    ``score_from`` on (default ``max(n_probes)``) that share no model with the probes of *any*
+    ``score_from`` on (default ``max(probe_counts)``) that share no model with the probes of *any*
     compared strategy at ``n`` probes; every strategy is scored on exactly those pairs.
 
     Parameters
@@ -47,12 +45,13 @@ def compare_probe_strategies(
     model : fitted ECC-like estimator
     reference : fitted estimator
         The gain reference (the global BT model).
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``); read here: ``mode`` (inference mode of ``model``)
+        and ``protocol.seed`` (seeds the random strategy).
     strategies : tuple of str
-    n_probes : tuple of int
+    probe_counts : tuple of int
+        Numbers of probes.
     score_from : int, optional
-    mode : str
-        Inference mode of ``model``.
-    random_state : int
     criterion : {"entropy", "predictive"}
         Criterion of the ``"active"`` strategy.
 
@@ -63,6 +62,8 @@ def compare_probe_strategies(
         nll_reference, gain`` and the per-query loss sums ``loss_by_query`` / ``reference_by_query``
         (for paired bootstraps).
     """
+    protocol = Protocol() if protocol is None else protocol
+    mode, random_state, n_probes = protocol.mode, protocol.seed, probe_counts
     score_from = max(n_probes) if score_from is None else score_from
     test = data.test
     scores = data.scores[data.test_mask]
@@ -120,12 +121,10 @@ def probe_strategy_comparison(
     model,
     reference,
     *,
+    protocol: Protocol | None = None,
     strategy: str = "active",
-    n_probes: int = defaults.N_PROBES,
     curve: tuple[int, ...] = (1, 2, 3),
     criterion: str = "entropy",
-    n_boot: int = DEFAULT_N_BOOT,
-    random_state: int = 0,
 ) -> dict:
     """``strategy`` against ``"first"`` on the shared leak-free pairs, plus the strategy curve.
 
@@ -134,16 +133,18 @@ def probe_strategy_comparison(
     data : ecc_lib.protocol.data.ProtocolData
     model, reference : fitted estimators
         The method whose probes are chosen (e.g. ECC) and the gain reference (global BT).
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``); read here: ``n_probes`` (probes of the headline
+        comparison; its scored pairs are the test comparisons from position ``n_probes`` on that
+        share no model with either strategy's probes), ``n_boot`` (bootstrap resamples of test
+        queries) and ``protocol.seed`` (seeds the random strategy and the bootstrap). The
+        strategies are compared with embedding and probe (``mode="both"``) whatever
+        ``protocol.mode``.
     strategy : {"random", "active"}
-    n_probes : int, default 1
-        Probes of the headline comparison; its scored pairs are the test comparisons from position
-        ``n_probes`` on that share no model with either strategy's probes.
     curve : tuple of int
         Numbers of probes of the curve of all strategies (scored from position ``max(curve)``,
         on pairs disjoint from every strategy's probes).
     criterion : {"entropy", "predictive"}
-    n_boot : int
-    random_state : int
 
     Returns
     -------
@@ -154,14 +155,17 @@ def probe_strategy_comparison(
     """
     if strategy not in PROBE_STRATEGIES or strategy == "first":
         raise ValueError(f"strategy must be 'random' or 'active', got {strategy!r}")
+    protocol = Protocol() if protocol is None else protocol
+    n_probes, n_boot, random_state = protocol.n_probes, protocol.n_boot, protocol.seed
+    protocol = protocol.replace(mode="both")  # probes are read with the embedding
     rows = compare_probe_strategies(
         data,
         model,
         reference,
+        protocol=protocol,
         strategies=("first", strategy),
-        n_probes=(n_probes,),
+        probe_counts=(n_probes,),
         score_from=n_probes,
-        random_state=random_state,
         criterion=criterion,
     )
     by = {r["strategy"]: r for r in rows}
@@ -187,10 +191,10 @@ def probe_strategy_comparison(
             data,
             model,
             reference,
+            protocol=protocol,
             strategies=tuple(PROBE_STRATEGIES),
-            n_probes=tuple(curve),
+            probe_counts=tuple(curve),
             score_from=max(curve),
-            random_state=random_state,
             criterion=criterion,
         ):
             out["curve"].append(
@@ -255,11 +259,11 @@ def probe_strategy_over_seeds(
                 data,
                 fitted[method],
                 fitted["global"],
+                # this seed; the comparison's own bootstrap size (as before issue 33)
+                protocol=protocol.replace(seeds=(int(seed),), n_boot=DEFAULT_N_BOOT),
                 strategy=protocol.probe_strategy,
-                n_probes=protocol.n_probes,
                 curve=tuple(range(1, min(3, protocol.n_pairs - 1) + 1)),
                 criterion=criterion,
-                random_state=int(seed),
             )
         )
     return summarise_probe_strategy(per_seed)

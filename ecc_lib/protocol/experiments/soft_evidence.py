@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
-from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons, make_comparisons
 from ecc_lib.data.splits import split_queries
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.soft_evidence import has_repeats, sampled_outcomes, soft_outcomes
-from ecc_lib.stats import DEFAULT_N_BOOT, bootstrap_indices, mean_ratio, percentile_interval
+from ecc_lib.protocol.methods import prototype_parameters
+from ecc_lib.protocol.settings import Protocol
+from ecc_lib.stats import bootstrap_indices, mean_ratio, percentile_interval
 
 
 def soft_evidence_comparison(
@@ -29,20 +31,16 @@ def soft_evidence_comparison(
     outcomes: pd.DataFrame,
     embeddings: np.ndarray,
     *,
+    protocol: Protocol | None = None,
+    estimator: ECC | None = None,
     n_draws: int = 5,
-    n_clusters: int = 10,
-    test_size: float = defaults.TEST_SIZE,
-    mode: str = "embedding",
     truth: np.ndarray | None = None,
-    n_boot: int = DEFAULT_N_BOOT,
-    random_state: int = 0,
-    n_pairs: int | None = None,
-    **ecc_params,
+    every_pair: bool = True,
 ) -> dict:
     """Soft-evidence ECC against ECC on sampled comparisons, on held-out queries.
 
-    Every pair of models observed on a query is used (at most ``n_pairs`` per query, drawn
-    seeded, when given). Training queries give the fits; on test
+    Every pair of models observed on a query is used (``every_pair``; otherwise at most
+    ``protocol.n_pairs`` per query, drawn seeded). Training queries give the fits; on test
     queries each pair's target is its empirical win probability (:func:`~ecc_lib.ecc.soft_evidence.soft_outcomes`) and the
     score is the mean log-loss ``-(y log p + (1 - y) log(1 - p))``.
 
@@ -53,22 +51,21 @@ def soft_evidence_comparison(
     outcomes : DataFrame
         Long outcomes with repeated observations.
     embeddings : ndarray, shape (len(queries), d)
+    protocol : Protocol, optional
+        The settings (default ``Protocol(seeds=(0,), mode="embedding")``); read here:
+        ``protocol.seed`` (seeds the split, the draws, the EM starts and the bootstrap),
+        ``test_size``, ``n_boot``, ``n_pairs`` (only without ``every_pair``) and ``mode``:
+        ``"embedding"`` (inference on test queries from the embedding only) or ``"both"`` (with
+        the first comparison of each test query as a probe carrying the evidence kind of the
+        fit, soft or sampled).
+    estimator : ECC, optional
+        The unfitted ECC prototype (default ``ECC(n_clusters=10)``); both fits are its clones.
     n_draws : int, default 5
         Sampled-evidence fits (one sampled observation per (query, model) each).
-    n_clusters : int, default 10
-    test_size : float, default 0.2
-    mode : {"embedding", "both"}
-        Inference on test queries: embedding only (default), or with the first comparison of
-        each test query as a probe carrying the evidence kind of the fit (soft or sampled).
     truth : ndarray, shape (len(queries), M, M), optional
         True ``P(i beats j)`` per query (synthetic data): adds the log-loss against the truth.
-    n_boot : int
-    random_state : int
-        Seeds the split, the draws, the EM starts and the bootstrap.
-    n_pairs : int, optional
-        Pairs per query (default: all observed pairs).
-    **ecc_params
-        Passed to :class:`ecc_lib.ecc.estimator.ECC` (``lam``, ``temperature``, ``max_iter`` ...).
+    every_pair : bool, default True
+        Use every observed pair of a query (else ``protocol.n_pairs`` per query).
 
     Returns
     -------
@@ -78,6 +75,12 @@ def soft_evidence_comparison(
         minus soft, with a paired bootstrap ``ci95``), and the same under ``vs_truth`` when
         ``truth`` is given.
     """
+    protocol = _DEFAULT_PROTOCOL if protocol is None else protocol
+    estimator = ECC(n_clusters=10) if estimator is None else estimator
+    mode, test_size, random_state = protocol.mode, protocol.test_size, protocol.seed
+    n_boot, n_pairs = protocol.n_boot, None if every_pair else protocol.n_pairs
+    recorded = prototype_parameters(estimator)
+    n_clusters = recorded.pop("n_clusters")
     _check_arguments(mode, n_draws, outcomes)
     query_ids = queries["query_id"].astype(str).to_numpy()
     pairs = make_comparisons(
@@ -106,7 +109,7 @@ def soft_evidence_comparison(
         scored = test_soft
 
     def fit_and_score(train: Comparisons, probe: Comparisons | None) -> np.ndarray:
-        model = ECC(n_clusters=n_clusters, random_state=random_state, **ecc_params)
+        model = clone(estimator).set_params(random_state=random_state)
         model.fit(x[train_mask], train)
         p = model.predict_proba(scored, embeddings=x[test_mask], probe=probe, mode="both")
         return p
@@ -135,7 +138,7 @@ def soft_evidence_comparison(
         "n_clusters": int(n_clusters),
         "n_pairs": n_pairs,
         "test_size": float(test_size),
-        "ecc_params": dict(ecc_params),
+        "ecc_params": recorded,
         "logloss": summary(scored.y),
     }
     if truth is not None:
@@ -143,6 +146,10 @@ def soft_evidence_comparison(
         target = t[scored.query, scored.model_b, scored.model_a]
         out["vs_truth"] = summary(target)
     return out
+
+
+_DEFAULT_PROTOCOL = Protocol(seeds=(0,), mode="embedding")
+"""The experiment's settings when no protocol is given (seed 0, embedding-only inference)."""
 
 
 def _check_arguments(mode: str, n_draws: int, outcomes: pd.DataFrame) -> None:

@@ -14,15 +14,17 @@ import re
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
-from ecc_lib import defaults
 from ecc_lib.bradley_terry import count_matrix, fit_bt_counts
 from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import evidence
 from ecc_lib.ecc.validation import MODES, labels_to_str
-from ecc_lib.protocol.data import PAPER_SEED, ProtocolData
-from ecc_lib.protocol.methods import fit_methods, make_methods
+from ecc_lib.protocol.data import ProtocolData
+from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
 from ecc_lib.protocol.scoring import ECCEvaluation, score_methods
+from ecc_lib.protocol.settings import Protocol
 from ecc_lib.stats import DEFAULT_N_BOOT
 
 logger = logging.getLogger(__name__)
@@ -52,12 +54,13 @@ def _long_rows(result: ECCEvaluation, **extra) -> list[dict]:
 
 
 def _score_settings(data: ProtocolData, fitted: dict, settings: list[dict], **kwargs):
-    """Score the fitted methods once per setting (``mode``, ``n_probes`` and any other keyword
-    argument of :func:`~ecc_lib.protocol.scoring.score_methods`) and stack the rows of each."""
+    """Score the fitted methods once per setting (a ``protocol`` and any other keyword argument
+    of :func:`~ecc_lib.protocol.scoring.score_methods`) and stack the rows of each."""
     rows = []
     for setting in settings:
         result = score_methods(data, fitted, **setting, **kwargs)
-        rows += _long_rows(result, mode=setting["mode"], n_probes=setting["n_probes"])
+        protocol = setting["protocol"]
+        rows += _long_rows(result, mode=protocol.mode, n_probes=protocol.n_probes)
     return pd.DataFrame(rows)
 
 
@@ -65,8 +68,8 @@ def evaluate_modes(
     data: ProtocolData,
     fitted: dict,
     *,
+    protocol: Protocol | None = None,
     modes: tuple[str, ...] = MODES,
-    n_probes: int = defaults.N_PROBES,
     **kwargs,
 ) -> pd.DataFrame:
     """Gain of every method under each inference mode (one row per mode and method).
@@ -77,10 +80,10 @@ def evaluate_modes(
         Comparisons, embeddings and split (:func:`~ecc_lib.protocol.data.prepare_protocol`).
     fitted : dict
         Fitted estimators by method name (:func:`~ecc_lib.protocol.methods.fit_methods`).
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``), its ``mode`` replaced by each of ``modes``.
     modes : tuple of str
         Inference modes.
-    n_probes : int, default 1
-        Probe comparisons per test query.
     **kwargs
         Passed to :func:`~ecc_lib.protocol.scoring.score_methods`.
 
@@ -88,7 +91,8 @@ def evaluate_modes(
     -------
     DataFrame
     """
-    settings = [{"mode": mode, "n_probes": n_probes} for mode in modes]
+    protocol = Protocol() if protocol is None else protocol
+    settings = [{"protocol": protocol.replace(mode=mode)} for mode in modes]
     return _score_settings(data, fitted, settings, **kwargs)
 
 
@@ -96,24 +100,24 @@ def sweep_probes(
     data: ProtocolData,
     fitted: dict,
     *,
-    n_probes: tuple[int, ...] = (1, 2, 3),
-    mode: str = "both",
+    protocol: Protocol | None = None,
+    probe_counts: tuple[int, ...] = (1, 2, 3),
     **kwargs,
 ) -> pd.DataFrame:
     """Gain versus the number of probes. All values score the same pairs (those after
-    ``max(n_probes)``), so rows are comparable. Keyword arguments go to
-    :func:`~ecc_lib.protocol.scoring.score_methods`, among them ``probe_evidence="mean"`` (the
-    authors' code: probe log-likelihoods averaged) or ``"sum"`` (added: the Bayesian choice), and
-    ``probe_strategy``.
+    ``max(probe_counts)``), so rows are comparable. The protocol's ``probe_evidence`` is
+    ``"mean"`` (the authors' code: probe log-likelihoods averaged) or ``"sum"`` (added: the
+    Bayesian choice).
 
     Parameters
     ----------
     data, fitted, **kwargs
         As in :func:`evaluate_modes`.
-    n_probes : tuple of int
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``: its ``mode``, ``n_boot``, ``probe_evidence`` and
+        ``probe_strategy``), its ``n_probes`` replaced by each of ``probe_counts``.
+    probe_counts : tuple of int
         Probe counts.
-    mode : str, default "both"
-        Inference mode.
 
     Returns
     -------
@@ -121,6 +125,8 @@ def sweep_probes(
         One row per probe count and method (counts that would leave no pair to score, e.g.
         any probe on two-model data, are left out with a warning).
     """
+    protocol = Protocol() if protocol is None else protocol
+    n_probes = probe_counts
     most = int(data.test.pairs_per_query().max()) if len(data.test) else 0
     kept = tuple(n for n in n_probes if n < most)
     if len(kept) < len(n_probes):
@@ -134,45 +140,41 @@ def sweep_probes(
         raise ValueError(f"no probe count in {list(n_probes)} leaves a pair to score")
     n_probes = kept
     score_from = max(n_probes)
-    settings = [{"mode": mode, "n_probes": n, "score_from": score_from} for n in n_probes]
+    settings = [
+        {"protocol": protocol.replace(n_probes=n), "score_from": score_from} for n in n_probes
+    ]
     return _score_settings(data, fitted, settings, **kwargs)
 
 
 def sweep_clusters(
     data: ProtocolData,
     *,
+    protocol: Protocol | None = None,
+    estimator: ECC | None = None,
     ks: tuple[int, ...] = (5, 10, 20, 30, 50),
     methods: tuple[str, ...] = ("global", "ecc", "emb_only"),
-    lam: float = defaults.LAM,
-    temperature: float = defaults.TEMPERATURE,
-    random_state: int = PAPER_SEED,
-    n_probes: int = defaults.N_PROBES,
-    mode: str = "both",
-    ecc_params: dict | None = None,
     **kwargs,
 ) -> pd.DataFrame:
     """Gain versus the number of clusters ``K`` (methods refitted for each K).
 
-    ``ecc_params`` (``max_iter``, ``n_init``, ``tol`` ...) go to
-    :func:`~ecc_lib.protocol.methods.make_methods`; other keyword arguments (``n_boot``,
-    ``confidence`` ...) to :func:`~ecc_lib.protocol.scoring.score_methods`.
+    The methods are built from the ``estimator`` prototype with its ``n_clusters`` set to each K
+    (:func:`~ecc_lib.protocol.methods.methods_from_prototype`; ``lam``, ``temperature``,
+    ``max_iter`` ... are the prototype's) and seeded with the protocol seed; other keyword
+    arguments (``confidence`` ...) go to :func:`~ecc_lib.protocol.scoring.score_methods`.
 
     Parameters
     ----------
     data : ProtocolData
         Comparisons, embeddings and split (:func:`~ecc_lib.protocol.data.prepare_protocol`).
+    protocol : Protocol, optional
+        The settings (default ``Protocol()``): ``protocol.seed`` seeds the EM starts; ``n_probes``,
+        ``mode``, ``n_boot``, ``probe_evidence`` and ``probe_strategy`` the scoring.
+    estimator : ECC, optional
+        The unfitted ECC prototype (default ``ECC()``).
     ks : tuple of int
         Cluster counts.
     methods : tuple of str
         Methods refitted for each K.
-    lam, temperature, random_state
-        As in :func:`~ecc_lib.protocol.methods.make_methods`.
-    n_probes : int, default 1
-        Probe comparisons per test query.
-    mode : str, default "both"
-        Inference mode.
-    ecc_params : dict, optional
-        EM settings.
     **kwargs
         Passed to :func:`~ecc_lib.protocol.scoring.score_methods`.
 
@@ -181,21 +183,18 @@ def sweep_clusters(
     DataFrame
         One row per K and method.
     """
+    protocol = Protocol() if protocol is None else protocol
+    estimator = ECC() if estimator is None else estimator
     rows = []
     for k in ks:
-        estimators = make_methods(
-            n_clusters=k,
-            lam=lam,
-            temperature=temperature,
-            random_state=random_state,
+        estimators = methods_from_prototype(
+            clone(estimator).set_params(n_clusters=k),
             methods=methods,
-            **(ecc_params or {}),
+            random_state=protocol.seed,
         )
         fitted, seconds = fit_methods(data, estimators)
-        result = score_methods(
-            data, fitted, n_probes=n_probes, mode=mode, fit_seconds=seconds, **kwargs
-        )
-        rows += _long_rows(result, n_clusters=k, mode=mode, n_probes=n_probes)
+        result = score_methods(data, fitted, protocol=protocol, fit_seconds=seconds, **kwargs)
+        rows += _long_rows(result, n_clusters=k, mode=protocol.mode, n_probes=protocol.n_probes)
     return pd.DataFrame(rows)
 
 
@@ -454,11 +453,8 @@ def score_label_informed(
     fitted: dict,
     result: ECCEvaluation,
     *,
-    n_clusters: int = defaults.N_CLUSTERS,
-    lam: float = defaults.LAM,
-    temperature: float = defaults.TEMPERATURE,
-    random_state: int | None = 42,
-    **ecc_params,
+    protocol: Protocol | None = None,
+    estimator: ECC | None = None,
 ) -> ECCEvaluation:
     """Fit label-informed ECC (``ecc_labels``) and score it beside ``fitted`` exactly as
     ``result`` was scored: the same probes, mode, probe evidence and strategy, the same
@@ -475,8 +471,14 @@ def score_label_informed(
         The fitted methods of ``result`` (must hold ``"global"``).
     result : ECCEvaluation
         The scored protocol whose settings are reused.
-    n_clusters, lam, temperature, random_state, **ecc_params
-        Of the label-informed estimator (as :func:`~ecc_lib.protocol.methods.make_methods`).
+    protocol : Protocol, optional
+        The protocol ``result`` was run with (default ``Protocol()``); only its seed is read here
+        (the label-informed estimator's EM start, as in
+        :func:`~ecc_lib.protocol.ecc_protocol.run_seed`): the scoring settings come from
+        ``result``.
+    estimator : ECC, optional
+        The unfitted ECC prototype (default ``ECC()``) whose parameters the label-informed
+        estimator takes (:func:`~ecc_lib.protocol.methods.methods_from_prototype`).
 
     Returns
     -------
@@ -485,27 +487,25 @@ def score_label_informed(
     """
     params = result.params
     labelled = dict(fitted)
-    estimators = make_methods(
-        n_clusters=n_clusters,
-        lam=lam,
-        temperature=temperature,
-        random_state=random_state,
-        methods=("ecc_labels",),
-        **ecc_params,
+    protocol = Protocol() if protocol is None else protocol
+    estimators = methods_from_prototype(
+        estimator, methods=("ecc_labels",), random_state=protocol.seed
     )
     new, seconds = fit_methods(data, estimators)
     labelled.update(new)
     return score_methods(
         data,
         labelled,
-        n_probes=result.n_probes,
-        mode=result.mode,
+        protocol=protocol.replace(
+            n_probes=result.n_probes,
+            mode=result.mode,
+            n_boot=int(params.get("n_boot", DEFAULT_N_BOOT)),
+            probe_evidence=params.get("probe_evidence", "mean"),
+            probe_strategy=params.get("probe_strategy", "first"),
+        ),
         score_from=params.get("score_from"),
         fit_seconds={**result.fit_seconds, **seconds},
-        n_boot=int(params.get("n_boot", DEFAULT_N_BOOT)),
         random_state=int(params.get("bootstrap_seed", 0)),
-        probe_evidence=params.get("probe_evidence", "mean"),
-        probe_strategy=params.get("probe_strategy", "first"),
     )
 
 
