@@ -32,7 +32,7 @@ def test_a_notebook_that_records_opens_its_run_and_types_no_parameters(notebook)
     if "record(" not in code and "record_metrics(" not in code:
         pytest.skip("records no section")
     assert f'open_run(run_dir, "{notebook.stem}", globals())' in code
-    assert "parameters={" not in code and "record_metrics(" not in code
+    assert 'parameters={"' not in code and "record_metrics(" not in code  # no dict typed by hand
 
 
 def test_open_run_records_the_declared_parameters(tmp_path):

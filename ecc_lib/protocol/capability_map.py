@@ -108,6 +108,8 @@ class CapabilityMap:
     train_group, test_group : ndarray of int
         Group of each training / test query (``-1``: a test query whose group has no training
         query; it is sent to the global best).
+    seed : int or None
+        The seed it was built with (None: a generator was passed).
     """
 
     method: str
@@ -124,6 +126,17 @@ class CapabilityMap:
     data: ProtocolData = field(repr=False)
     train_group: np.ndarray = field(repr=False)
     test_group: np.ndarray = field(repr=False)
+    seed: int | None = None
+
+    def settings(self) -> dict:
+        """What the map's ``metrics.json`` section records as its parameters.
+
+        Returns
+        -------
+        dict
+            ``method``, ``n_boot`` and ``seed``.
+        """
+        return {"method": self.method, "n_boot": self.n_boot, "seed": self.seed}
 
     @property
     def groups_needing_other_model(self) -> list[str]:
@@ -638,6 +651,7 @@ def capability_map(
         data=data,
         train_group=train_group,
         test_group=np.where(best_of[np.maximum(test_group, 0)] >= 0, test_group, -1),
+        seed=None if isinstance(random_state, np.random.Generator) else random_state,
     )
 
 

@@ -118,16 +118,20 @@ class NotebookRun(RunContext):
         section: str,
         payload: Mapping[str, Any],
         *,
+        parameters: Mapping[str, Any] | None = None,
         drop: Sequence[str] = (),
         **changed: Any,
     ) -> Path:
-        """Record the notebook's ``metrics.json`` section with its parameters
+        """Record a ``metrics.json`` section with the notebook's parameters
         (:func:`ecc_lib.runs.metrics.record_metrics`).
 
         Parameters
         ----------
         section : str
         payload : mapping
+        parameters : mapping, optional
+            The section's own parameters instead of the notebook's (a result that records its
+            settings, such as the capability map's; ``{}``: none).
         drop, **changed
             As :meth:`recorded_parameters`.
 
@@ -136,7 +140,8 @@ class NotebookRun(RunContext):
         Path
             The section's fragment.
         """
-        parameters = self.recorded_parameters(drop=drop, **changed)
+        if parameters is None:
+            parameters = self.recorded_parameters(drop=drop, **changed)
         return run_metrics.record_metrics(self, section, payload, parameters=parameters)
 
 
