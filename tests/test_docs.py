@@ -41,7 +41,8 @@ def _saved_figures(path: Path) -> list[str]:
         if cell["cell_type"] != "code":
             continue
         source = "".join(cell["source"])
-        for match in re.finditer(r"save_figure\(\s*\w+,\s*\w+,\s*(f?)\"([^\"]+)\"", source):
+        # run.save_figure(fig, NAME, ...): the notebook's run object
+        for match in re.finditer(r"run\.save_figure\(\s*\w+,\s*(f?)\"([^\"]+)\"", source):
             names.append(re.sub(r"\{[^}]*\}", "DATASET", match.group(2)))
     return names
 

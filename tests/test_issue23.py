@@ -508,13 +508,12 @@ def test_notebook_label_table_is_scored_like_the_main_table(planted):
         "protocol": Protocol.from_seed(42, n_probes=2, probe_evidence="sum", n_boot=100),
         "estimator": ECC(n_clusters=3, lam=3.0, temperature=0.1, max_iter=30),
         "label": "planted",
-        "run": None,
+        "run": SimpleNamespace(
+            save_table=lambda *a, **k: saved.append(a[1]), save_figure=lambda *a, **k: None
+        ),
         "ecc_protocol": ecc_protocol,
         "sweeps": sweeps,
         "plotting": SimpleNamespace(plot_gains=lambda *a, **k: None),
-        "run_artifacts": SimpleNamespace(
-            save_table=lambda *a, **k: saved.append(a[2]), save_figure=lambda *a, **k: None
-        ),
         "display": lambda *a, **k: None,
     }
     del plotting

@@ -2,7 +2,7 @@
 
 * the parameter table of every notebook, read from its cell tagged ``parameters``
   (:func:`ecc_lib.runs.config.notebook_parameters`: name, default, comment);
-* the figure list, read from every ``save_figure(fig, run, NAME, caption=...)`` call in the
+* the figure list, read from every ``run.save_figure(fig, NAME, caption=...)`` call in the
   notebooks (the notebooks are the figure registry: a figure exists exactly where a notebook saves
   it, with the caption the report shows);
 * the picture of the probe's leak used by the ECC protocol page.
@@ -64,6 +64,11 @@ def _literal_text(node: ast.expr | None, unknown: str | None = None) -> str | No
     return None
 
 
+def _is_run(node: ast.expr) -> bool:
+    """Whether a call's receiver is the notebook's run object (``run``)."""
+    return isinstance(node, ast.Name) and node.id == "run"
+
+
 def notebook_figures(path: Path) -> list[dict[str, str]]:
     """Every ``save_figure`` call of a notebook: figure name and caption, in cell order."""
     figures = []
@@ -77,9 +82,11 @@ def notebook_figures(path: Path) -> list[dict[str, str]]:
                 continue
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name != "save_figure" or len(node.args) < 3:
+            # run.save_figure(fig, NAME, ...) (a notebook's run) or save_figure(fig, run, NAME, ...)
+            position = 1 if isinstance(func, ast.Attribute) and _is_run(func.value) else 2
+            if name != "save_figure" or len(node.args) <= position:
                 continue
-            figure = _literal_text(node.args[2])
+            figure = _literal_text(node.args[position])
             if figure is None:
                 raise ValueError(
                     f"{path.name}: save_figure name is not a literal: {ast.unparse(node)}"

@@ -606,7 +606,7 @@ FLAG_OF_SETTING = {
     "n_probes": "--probes",
     "test_size": "--test-size",
     "n_seeds": "--seeds",
-    "Protocol seeds must be whole numbers": "--seed must be a whole number",
+    "seed": "--seed",
     "probe_strategy": "--probe-strategy",
     "probe_evidence": "--probe-evidence",
     "leak_free": "--leak-free",

@@ -154,7 +154,7 @@ def run_seed(
     result = score_methods(
         data,
         fitted,
-        protocol=protocol.replace(n_probes=n_probes),  # 0 on two-model data
+        protocol=protocol.with_probes(n_probes),  # 0 on two-model data
         fit_seconds=seconds,
         random_state=0,
     )

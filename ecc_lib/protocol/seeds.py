@@ -335,7 +335,7 @@ def run_seeds(
                 result.fitted,
                 outcomes=outcomes,
                 # n_probes 0 on two-model data (single_pair_settings)
-                protocol=protocol.replace(n_probes=result.n_probes),
+                protocol=protocol.with_probes(result.n_probes),
                 random_state=0,
             )
             routes.append(experiment.to_dict())

@@ -129,6 +129,8 @@ class Protocol:
         """
         if int(n_seeds) < 1:
             raise ValueError(f"n_seeds must be >= 1, got {n_seeds}")
+        if int(seed) < 0:
+            raise ValueError(f"seed must be a whole number >= 0, got {seed}")
         return cls(seeds=tuple(range(int(seed), int(seed) + int(n_seeds))), **settings)
 
     @property
@@ -149,6 +151,23 @@ class Protocol:
         Protocol
         """
         return replace(self, **changes)
+
+    def with_probes(self, n_probes: int) -> Protocol:
+        """This protocol revealing ``n_probes`` comparisons of each test query; with none (two-model
+        data, a sweep's 0), the settings that need a probe fall back: no leak-free probe draw, the
+        first strategy.
+
+        Parameters
+        ----------
+        n_probes : int
+
+        Returns
+        -------
+        Protocol
+        """
+        if int(n_probes) >= 1:
+            return self.replace(n_probes=int(n_probes))
+        return self.replace(n_probes=0, leak_free=False, probe_strategy=defaults.PROBE_STRATEGY)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings (a callable probe strategy by its name).

@@ -63,7 +63,8 @@ class NotebookRun(RunContext):
         return artifacts.save_table(table, self, name, index=index)
 
     def save_figure(self, fig, name: str, *, caption: str | None = None) -> list[Path]:
-        """Write ``figures/<name>.png`` and ``.pdf`` (:func:`ecc_lib.runs.artifacts.save_figure`).
+        """Write ``figures/<name>.png`` and ``.pdf`` (:func:`ecc_lib.runs.artifacts.save_figure`)
+        and, in a notebook, show the figure there once (then close it).
 
         Parameters
         ----------
@@ -75,7 +76,10 @@ class NotebookRun(RunContext):
         -------
         list of Path
         """
-        return artifacts.save_figure(fig, self, name, caption=caption)
+        written = artifacts.save_figure(fig, self, name, caption=caption)
+        if fig is not None:
+            _show_in_notebook(fig)
+        return written
 
     def load_dataset(self, name: str, *, max_queries: int = 0, random_state=0):
         """Load a dataset into this run (:func:`ecc_lib.runs.provenance.load_dataset`).
@@ -143,6 +147,23 @@ class NotebookRun(RunContext):
         if parameters is None:
             parameters = self.recorded_parameters(drop=drop, **changed)
         return run_metrics.record_metrics(self, section, payload, parameters=parameters)
+
+
+def _show_in_notebook(fig) -> None:
+    """Display a figure in the running IPython kernel and close it, so that it shows exactly once,
+    where it is saved (the inline backend shows a figure at the end of its cell only while
+    pyplot is interactive, and some cells left their figures unshown)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    import matplotlib.pyplot as plt
+
+    display(fig)
+    plt.close(fig)
 
 
 def open_run(

@@ -140,9 +140,7 @@ def sweep_probes(
         raise ValueError(f"no probe count in {list(n_probes)} leaves a pair to score")
     n_probes = kept
     score_from = max(n_probes)
-    settings = [
-        {"protocol": protocol.replace(n_probes=n), "score_from": score_from} for n in n_probes
-    ]
+    settings = [{"protocol": protocol.with_probes(n), "score_from": score_from} for n in n_probes]
     return _score_settings(data, fitted, settings, **kwargs)
 
 
