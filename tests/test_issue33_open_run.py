@@ -61,3 +61,36 @@ def test_open_run_names_a_parameter_the_namespace_lacks(tmp_path):
 def test_a_notebook_run_is_a_run_folder_for_every_library_call(tmp_path):
     run = NotebookRun(tmp_path / "r", notebook="x").create()
     assert run_folder.run_context(run) is run
+
+
+def test_the_notebook_logic_lives_in_the_library():
+    """What notebook 03 computed itself (a second protocol run for the leak-free probes, renamed
+    gain columns) are calls of the result."""
+    from ecc_lib.ecc.estimator import ECC
+    from ecc_lib.protocol.results import run_ecc
+    from ecc_lib.protocol.settings import Protocol
+    from ecc_lib.synthetic.capability import make_capability_data
+
+    data = make_capability_data(n_queries=200, n_models=5, random_state=2)
+    args = (data.queries, data.outcomes, data.embeddings)
+    result = run_ecc(
+        *args,
+        protocol=Protocol(n_boot=50),
+        estimator=ECC(n_clusters=3, max_iter=20),
+        methods=("global", "ecc", "emb_only"),
+    )
+    coverage = result.leak_free_coverage(*args)
+    direct = run_ecc(
+        *args,
+        protocol=Protocol(n_boot=50, leak_free=True),
+        estimator=ECC(n_clusters=3, max_iter=20),
+        methods=("global", "ecc", "emb_only"),
+    ).first.probe_coverage
+    assert json.dumps(coverage, sort_keys=True) == json.dumps(direct, sort_keys=True)
+    assert coverage["n_with_probe"] + coverage["n_without_probe"] == result.first.n_test
+    table = result.first.table()
+    disjoint = result.first.gains("disjoint")
+    assert list(disjoint.columns) == ["method", "gain_pct", "gain_low", "gain_high"]
+    assert disjoint["gain_pct"].tolist() == table["gain_disjoint_pct"].tolist()
+    with pytest.raises(ValueError, match="reading"):
+        result.first.gains("probe")

@@ -113,6 +113,36 @@ class ECCResult:
         """The protocol seeds."""
         return list(self.multi.seeds)
 
+    def leak_free_coverage(self, queries, outcomes, embeddings) -> dict | None:
+        """The leak-free protocol on the first seed (the global BT, ECC and its embedding-only
+        baseline): how many test queries keep a probe drawn among models none of their scored
+        pairs holds, and ECC's gain with and without one.
+
+        Parameters
+        ----------
+        queries, outcomes : DataFrame
+        embeddings : ndarray
+            The inputs of this result.
+
+        Returns
+        -------
+        dict or None
+            :attr:`ECCEvaluation.probe_coverage`; None where the first seed reveals no probe
+            (two-model data).
+        """
+        if self.first.n_probes < 1:
+            return None
+        protocol = self.protocol.replace(seeds=(self.protocol.seed,), leak_free=True)
+        found = run_ecc(
+            queries,
+            outcomes,
+            embeddings,
+            protocol=protocol,
+            estimator=self.estimator,
+            methods=("global", "ecc", "emb_only"),
+        )
+        return found.first.probe_coverage
+
     def routing_table(self) -> pd.DataFrame | None:
         """The routing experiment over seeds as one table (None without routing).
 

@@ -144,6 +144,27 @@ class ECCEvaluation:
             )
         return pd.DataFrame(rows)
 
+    def gains(self, reading: str = "all") -> pd.DataFrame:
+        """Each method's gain and its interval in one reading (what a gain figure draws).
+
+        Parameters
+        ----------
+        reading : {"all", "touching", "disjoint"}, default "all"
+            All scored pairs, those sharing a model with the probe, or those disjoint from it.
+
+        Returns
+        -------
+        DataFrame
+            ``method, gain_pct, gain_low, gain_high``.
+        """
+        if reading not in ("all", "touching", "disjoint"):
+            raise ValueError(f"reading must be 'all', 'touching' or 'disjoint', got {reading!r}")
+        table = self.table()
+        if reading == "all":
+            return table[["method", "gain_pct", "gain_low", "gain_high"]]
+        columns = {f"gain_{reading}_{end}": f"gain_{end}" for end in ("pct", "low", "high")}
+        return table[["method", *columns]].rename(columns=columns)
+
     def to_dict(self) -> dict:
         """JSON-ready summary (the ``ecc-lab ecc`` output).
 
