@@ -63,13 +63,15 @@ from ecc_lib.ecc.baselines import ComparisonOnlyECC, EmbeddingClusters, GlobalBT
 from ecc_lib.ecc.cv_grid import (
     BT_FAMILIES,
     DEFAULT_PARAM_GRID,
+    PARAM_DEFAULTS,
     choice_words,
     describe_params,
     expand_grid,
     halving_schedule,
     results_table,
 )
-from ecc_lib.ecc.engine import blas_controller
+from ecc_lib.ecc.backends import data_backend
+from ecc_lib.ecc.engine import blas_controller, fit_profiles
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
@@ -171,6 +173,8 @@ def candidate_seed(seed: int, params: dict) -> int:
     -------
     int
     """
+    if params["family"] == "emb_only":  # its clustering ignores alpha: one seed for every alpha
+        params = {**params, "alpha": PARAM_DEFAULTS["alpha"]}
     key = zlib.crc32(describe_params(params).encode())
     return int(np.random.SeedSequence([int(seed), key]).generate_state(1)[0])
 
@@ -371,7 +375,36 @@ class ECCCV(ProfileMixture):
         est = self._estimator(params, random_state=candidate_seed(seed, params))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
+            if params["family"] == "emb_only" and data_backend(embeddings) is None:
+                return self._fit_emb_only(est, embeddings, comparisons)
             est.fit(embeddings, comparisons, labels=labels)
+        return est
+
+    def _fit_emb_only(self, est: EmbeddingClusters, embeddings, comparisons: Comparisons):
+        """``est.fit``, its clustering read from the last one of the same data and settings.
+
+        The embedding-only clustering does not depend on ``alpha`` (only the profiles fitted
+        after it do), and its seed neither (:func:`candidate_seed`): the candidates that differ
+        only in ``alpha`` share one EM run and each fits its profiles, the same numbers as a
+        cold ``est.fit``."""
+        settings = {k: v for k, v in est.get_params().items() if k != "alpha"}
+        cache = getattr(self, "_clustering", None)
+        if not (
+            cache is not None
+            and cache[0] is embeddings
+            and cache[1] is comparisons
+            and cache[2] == settings
+        ):
+            base = copy.deepcopy(est)
+            ECC.fit(base, embeddings, comparisons)  # the EM alone (no profiles: theta_ is zero)
+            cache = self._clustering = (embeddings, comparisons, settings, base)
+        base = cache[3]
+        est.__dict__.update(copy.deepcopy({k: v for k, v in vars(base).items() if k != "alpha"}))
+        dtype = np.dtype(est.dtype)
+        est.theta_ = fit_profiles(  # as EmbeddingClusters.fit
+            comparisons, est.responsibilities_.astype(dtype), est.alpha, theta0=base.theta_,
+            dtype=dtype,
+        )
         return est
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None) -> ECCCV:
@@ -485,10 +518,11 @@ class ECCCV(ProfileMixture):
                         )
                 last[todo] = r
                 resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
-                if not final:  # keep the best 1 / factor of the EM candidates
+                if not final:  # keep the best 1 / factor of the EM candidates (rounded, >= 1)
                     mean = losses[reading][alive].sum(axis=1)
-                    n_keep = int(np.ceil(len(alive) / float(self.factor)))
+                    n_keep = _n_kept(len(alive), float(self.factor))
                     alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
+        self._clustering = None  # the last embedding-only clustering (see _fit_emb_only)
         return losses, per_query, seconds, iters, last, resources
 
     def _refit(self, x, comparisons, lab, seed, data_key) -> None:
@@ -501,6 +535,7 @@ class ECCCV(ProfileMixture):
             best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
             FIT_MEMO.put_refit(refit_key, best)
         best = copy.deepcopy(best)  # each search owns its deployed model
+        self._clustering = None
         self.refit_seconds_ = time.perf_counter() - start
         self.best_estimator_ = best
         self.best_choice_ = choice_words(self.best_params_)
@@ -626,6 +661,13 @@ class ECCCV(ProfileMixture):
         """
         self._check_fitted()
         return self.best_estimator_.predict_responsibilities(embeddings, probe, mode, labels=labels)
+
+
+def _n_kept(n_alive: int, factor: float) -> int:
+    """EM candidates that go on to the next halving round: ``n_alive / factor`` rounded to the
+    nearest count, at least one (12 candidates at factor 3: 4, then 1; scikit-learn's ceiling
+    kept 2 for the last round, whose fits on all of each fold's queries cost the most)."""
+    return max(1, int(np.floor(n_alive / factor + 0.5)))
 
 
 def _params_key(params: dict) -> tuple:
