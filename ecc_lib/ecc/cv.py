@@ -59,6 +59,7 @@ from sklearn.utils.validation import check_is_fitted
 from ecc_lib import defaults
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
+from ecc_lib.ecc.backends import data_backend
 from ecc_lib.ecc.baselines import ComparisonOnlyECC, EmbeddingClusters, GlobalBT, HumanLabelClusters
 from ecc_lib.ecc.cv_grid import (
     BT_FAMILIES,
@@ -70,7 +71,6 @@ from ecc_lib.ecc.cv_grid import (
     halving_schedule,
     results_table,
 )
-from ecc_lib.ecc.backends import data_backend
 from ecc_lib.ecc.engine import blas_controller, fit_profiles
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
@@ -402,7 +402,10 @@ class ECCCV(ProfileMixture):
         est.__dict__.update(copy.deepcopy({k: v for k, v in vars(base).items() if k != "alpha"}))
         dtype = np.dtype(est.dtype)
         est.theta_ = fit_profiles(  # as EmbeddingClusters.fit
-            comparisons, est.responsibilities_.astype(dtype), est.alpha, theta0=base.theta_,
+            comparisons,
+            est.responsibilities_.astype(dtype),
+            est.alpha,
+            theta0=base.theta_,
             dtype=dtype,
         )
         return est
