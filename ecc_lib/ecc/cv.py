@@ -25,7 +25,8 @@ K-fold cross-validation on the *training* queries only:
   tuned alone over a sub-grid (``human_tuned`` ...) deploys the same model as ECC-CV choosing it;
 - successive halving (``factor``): the EM candidates first see ``1 / factor^r`` of each fold's
   training queries (a nested random subset), the best ``1 / factor`` of them by mean held-out NLL
-  go on to the next round, the last round on all the fold's training queries; the global and human
+  (rounded to the nearest count, at least one: 12 EM candidates at factor 3 give 4, then 1) go on
+  to the next round, the last round on all the fold's training queries; the global and human
   BT candidates (one closed-form fit each) are fitted once, on all of them;
 - the best mean of the last round wins, or (``rule="one_se"``, the default) the best candidate
   of the simplest family within one standard error of it (one global BT, then one BT per human
@@ -35,8 +36,11 @@ Cost (issue 34): the fold scores and refits are memoised in :data:`FIT_MEMO` und
 the training data, the folds, the subset, the candidate, its seed and the fit settings, so the
 tuned baselines (``global_tuned``, ``human_tuned``, ``emb_only_tuned``), which search the same
 training queries with the same ``random_state``, read ECC-CV's fold fits instead of repeating them
-(one search, several readings; identical numbers). The search runs BLAS on one thread: its
-products are small, and threaded BLAS on them is slower on a shared machine.
+(one search, several readings; identical numbers). The embedding-only clustering does not depend
+on ``alpha`` (only the profiles fitted after it do), so its candidates share one seed per setting
+(:func:`candidate_seed`) and, within a fold subset, one EM run; each fits its own profiles, the
+numbers of a cold fit. The search runs BLAS on one thread: its products are small, and threaded
+BLAS on them is slower on a shared machine.
 
 Test queries are never seen: ``fit`` only receives the training queries.
 """
