@@ -28,6 +28,12 @@ K-fold cross-validation on the *training* queries only:
   (rounded to the nearest count, at least one: 12 EM candidates at factor 3 give 4, then 1) go on
   to the next round, the last round on all the fold's training queries; the global and human
   BT candidates (one closed-form fit each) are fitted once, on all of them;
+- the rounds before the last only screen: their fits stop after ``screen_max_iter`` EM steps
+  (default 10) and run on the first ``screen_folds`` folds only (default 1), and their rows of
+  ``cv_results_`` say so (column ``fit``: ``"screen (max_iter=10, 1 fold)"``; the other folds'
+  ``split*_test_nll`` are NaN). Every score the choice reads (the last round: column ``fit`` is
+  ``"full"``) comes from :meth:`fit_candidate`'s full procedure on every fold, so validated =
+  deployed holds for the chosen candidate; a screened-out candidate was never a choice;
 - the best mean of the last round wins, or (``rule="one_se"``, the default) the best candidate
   of the simplest family within one standard error of it (one global BT, then one BT per human
   category, then the clusterings); it is refitted on all training queries by the same procedure.
@@ -89,6 +95,8 @@ DEFAULT_CV_MAX_ITER = 20
 RULES: tuple[str, ...] = ("one_se", "best")
 _SIMPLER: tuple[str, ...] = ("global", "human")  # families by complexity, simplest first
 DEFAULT_FACTOR = 3
+DEFAULT_SCREEN_MAX_ITER = 10
+DEFAULT_SCREEN_FOLDS = 1
 MIN_QUERIES_PER_CLUSTER = 5
 
 
@@ -222,6 +230,10 @@ class ECCCV(ProfileMixture):
         on all of each fold's training queries.
     min_resources : int, optional
         Fewest training queries of a halving round (default 5 per cluster of the largest ``K``).
+    screen_max_iter : int or None, default 10
+        EM steps at most of the fits of a halving round before the last (None: ``max_iter``).
+    screen_folds : int or None, default 1
+        Folds a halving round before the last fits (None: every fold).
     rule : {"one_se", "best"}, default "one_se"
         ``"best"``: the lowest mean held-out NLL of the last round wins. ``"one_se"`` (the
         one-standard-error rule of Breiman et al. 1984, glmnet's ``lambda.1se``): the simplest
@@ -247,7 +259,9 @@ class ECCCV(ProfileMixture):
         One row per candidate: ``param_*`` columns, ``split{i}_test_nll``, ``mean_test_nll``,
         ``std_test_nll`` (over folds), ``mean_test_gain`` (percent over the global BT model, same
         pairs), ``rank_test_nll``, ``mean_fit_time``, ``mean_n_iter``, ``iter`` (the last halving
-        round of the candidate) and ``n_resources`` (its training queries per fold fit).
+        round of the candidate), ``n_resources`` (its training queries per fold fit) and ``fit``
+        (``"full"``: :meth:`fit_candidate`'s procedure on every fold, the rows a choice reads;
+        ``"screen (max_iter=10, 1 fold)"``: a screening round, NaN on the folds it did not fit).
     best_estimator_ : estimator
         The best candidate refitted on all training queries by :meth:`fit_candidate` (an
         unfitted ``clone`` of it refitted on a fold's training queries gives the fold's score).
@@ -280,6 +294,8 @@ class ECCCV(ProfileMixture):
         n_init: int = 1,
         factor: float | None = DEFAULT_FACTOR,
         min_resources: int | None = None,
+        screen_max_iter: int | None = DEFAULT_SCREEN_MAX_ITER,
+        screen_folds: int | None = DEFAULT_SCREEN_FOLDS,
         rule: str = "one_se",
         dtype: str = "float32",
         n_jobs: int | None = None,
@@ -295,6 +311,8 @@ class ECCCV(ProfileMixture):
         self.n_init = n_init
         self.factor = factor
         self.min_resources = min_resources
+        self.screen_max_iter = screen_max_iter
+        self.screen_folds = screen_folds
         self.rule = rule
         self.dtype = dtype
         self.n_jobs = n_jobs
@@ -302,8 +320,9 @@ class ECCCV(ProfileMixture):
 
     # -- candidates -----------------------------------------------------------------------------
 
-    def _estimator(self, params: dict, random_state=None):
-        """An unfitted estimator of one candidate (its fit is :meth:`fit_candidate`'s)."""
+    def _estimator(self, params: dict, random_state=None, max_iter: int | None = None):
+        """An unfitted estimator of one candidate (its fit is :meth:`fit_candidate`'s; ``max_iter``
+        None: the deployed procedure's ``self.max_iter``)."""
         family = params["family"]
         alpha = float(params["alpha"])
         if family == "global":
@@ -314,7 +333,7 @@ class ECCCV(ProfileMixture):
             n_clusters=int(params["n_clusters"]),
             temperature=float(params["temperature"]),
             lam=float(params["lam"]),
-            max_iter=int(self.max_iter),
+            max_iter=int(self.max_iter if max_iter is None else max_iter),
             tol=float(self.tol),
             n_init=int(self.n_init),
             alpha=alpha,
@@ -351,9 +370,20 @@ class ECCCV(ProfileMixture):
             raise ValueError(f"rule must be one of {RULES}, got {self.rule!r}")
         if self.factor is not None and not self.factor > 1:
             raise ValueError(f"factor must be > 1 or None, got {self.factor}")
+        for name in ("screen_max_iter", "screen_folds"):
+            value = getattr(self, name)
+            if value is not None and int(value) < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
 
     def fit_candidate(
-        self, params: dict, embeddings, comparisons: Comparisons, labels=None, *, seed
+        self,
+        params: dict,
+        embeddings,
+        comparisons: Comparisons,
+        labels=None,
+        *,
+        seed,
+        max_iter: int | None = None,
     ):
         """Fit one candidate: the one procedure of the cross-validation fits and of the refit.
 
@@ -370,13 +400,16 @@ class ECCCV(ProfileMixture):
             Training queries (as :meth:`fit`).
         seed : int
             The search seed.
+        max_iter : int, optional
+            EM steps at most; None (the procedure of the last halving round and the refit):
+            ``self.max_iter``. The screening rounds pass ``screen_max_iter``.
 
         Returns
         -------
         estimator
             Fitted.
         """
-        est = self._estimator(params, random_state=candidate_seed(seed, params))
+        est = self._estimator(params, random_state=candidate_seed(seed, params), max_iter=max_iter)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if params["family"] == "emb_only" and data_backend(embeddings) is None:
@@ -468,7 +501,7 @@ class ECCCV(ProfileMixture):
                 comparisons.n_models,
             )
         start = time.perf_counter()
-        losses, per_query, seconds, iters, last, resources = self._halving(
+        losses, per_query, seconds, iters, last, resources, procedures = self._halving(
             grid, em, shares, folds, data_key, seed, reading
         )
         self.search_seconds_ = time.perf_counter() - start
@@ -476,7 +509,7 @@ class ECCCV(ProfileMixture):
         self.folds_ = fold
         self.resources_ = shares
         self.cv_results_ = results_table(
-            grid, losses[reading], scored[reading], seconds, iters, last, resources
+            grid, losses[reading], scored[reading], seconds, iters, last, resources, procedures
         )
         best = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
         if self.rule == "one_se":
@@ -502,35 +535,65 @@ class ECCCV(ProfileMixture):
     def _halving(self, grid, em, shares, folds, data_key, seed, reading) -> tuple:
         """The successive-halving search: every EM candidate (``em``) on growing shares of the
         training queries, the best ``1 / factor`` kept each round, the BT families on the last
-        round only. Returns ``(losses, per_query, seconds, iters, last, resources)``."""
+        round only; the rounds before the last screen (``screen_max_iter`` EM steps at most, on
+        the first ``screen_folds`` folds). Returns ``(losses, per_query, seconds, iters, last,
+        resources, procedures)``: a fold a candidate's last round did not fit has NaN losses."""
         n_folds = len(folds)
-        losses = np.zeros((2, len(grid), n_folds))
+        losses = np.full((2, len(grid), n_folds), np.nan)
         per_query: dict = {}  # (reading, candidate, fold) -> held-out NLL summed per query
         seconds = np.zeros((len(grid), n_folds))
-        iters = np.zeros((len(grid), n_folds))
+        iters = np.full((len(grid), n_folds), np.nan)
         last = np.zeros(len(grid), dtype=int)
         resources = np.zeros(len(grid))
+        procedures = ["full"] * len(grid)
+        screen_iter, screen_folds = self._screening(n_folds)
         alive = list(em)
         # one BLAS thread for the many small products of the search (ECC's fits set it already)
         with blas_controller().limit(limits=1, user_api="blas"):
             for r, share in enumerate(shares):
                 final = r == len(shares) - 1
                 todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
-                for f, data in enumerate(folds):
+                max_iter = None if final else screen_iter
+                fitted = range(n_folds if final else screen_folds)
+                losses[:, todo] = np.nan  # a candidate's row holds its last round only
+                for f in fitted:
+                    data = folds[f]
                     sub = data.subset(share)
                     for i in todo:
-                        key = (data_key, f, share, _params_key(grid[i]))
+                        key = (data_key, f, share, _params_key(grid[i]), max_iter)
                         self._score(
-                            grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query, key
+                            grid[i],
+                            data,
+                            sub,
+                            seed,
+                            i,
+                            f,
+                            (losses, seconds, iters, per_query),
+                            key,
+                            max_iter,
                         )
                 last[todo] = r
-                resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
+                resources[todo] = np.mean([folds[f].subset(share)[0].n_queries for f in fitted])
+                words = (
+                    _screen_words(screen_iter or int(self.max_iter), screen_folds)
+                    if not final and (screen_iter is not None or screen_folds < n_folds)
+                    else "full"
+                )
+                for i in todo:
+                    procedures[i] = words
                 if not final:  # keep the best 1 / factor of the EM candidates (rounded, >= 1)
-                    mean = losses[reading][alive].sum(axis=1)
+                    mean = np.nansum(losses[reading][alive], axis=1)
                     n_keep = _n_kept(len(alive), float(self.factor))
                     alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
         self._clustering = None  # the last embedding-only clustering (see _fit_emb_only)
-        return losses, per_query, seconds, iters, last, resources
+        return losses, per_query, seconds, iters, last, resources, procedures
+
+    def _screening(self, n_folds: int) -> tuple[int | None, int]:
+        """``(max_iter, folds)`` of a screening round (None: the deployed procedure's)."""
+        max_iter = int(self.max_iter) if self.screen_max_iter is None else int(self.screen_max_iter)
+        max_iter = None if max_iter >= int(self.max_iter) else max_iter
+        n = n_folds if self.screen_folds is None else min(int(self.screen_folds), n_folds)
+        return max_iter, n
 
     def _refit(self, x, comparisons, lab, seed, data_key) -> None:
         """Refit the chosen candidate on every training query (memoised) and take its fitted
@@ -590,31 +653,32 @@ class ECCCV(ProfileMixture):
             self.n_jobs,
         )
 
-    def _score(
-        self, params, data, sub, seed, i, f, losses, seconds, iters, per_query, key=None
-    ) -> None:
-        """Fit candidate ``i`` on the training subset ``sub`` of fold ``f``, score its held-out
-        queries (or read the same computation from :data:`FIT_MEMO`)."""
+    def _score(self, params, data, sub, seed, i, f, out, key=None, max_iter=None) -> None:
+        """Fit candidate ``i`` on the training subset ``sub`` of fold ``f`` (at most ``max_iter``
+        EM steps; None: the deployed procedure), score its held-out queries (or read the same
+        computation from :data:`FIT_MEMO`); ``out``: ``(losses, seconds, iters, per_query)``."""
+        losses, seconds, iters, per_query = out
         found = None if key is None else FIT_MEMO.get_score(key)
         if found is None:
-            found = self._fit_and_score(params, data, sub, seed)
+            found = self._fit_and_score(params, data, sub, seed, max_iter)
             if key is not None:
                 FIT_MEMO.put_score(key, found)
         fit_seconds, n_iter, loss, query_losses = found
         seconds[i, f] += fit_seconds
         iters[i, f] = n_iter
         if loss is None:
+            losses[:, i, f] = 0.0  # no held-out pair (none scored in this fold)
             return
         losses[:, i, f] = loss
         for reading, values in enumerate(query_losses):
             per_query[reading, i, f] = values
 
-    def _fit_and_score(self, params, data, sub, seed) -> tuple:
+    def _fit_and_score(self, params, data, sub, seed, max_iter=None) -> tuple:
         """``(fit seconds, EM steps, (disjoint, all) summed NLL, per-query NLL per reading)`` of
         one candidate fitted on ``sub`` and scored on the fold's held-out queries."""
         train, x_tr, lab_tr = sub
         t0 = time.perf_counter()
-        est = self.fit_candidate(params, x_tr, train, lab_tr, seed=seed)
+        est = self.fit_candidate(params, x_tr, train, lab_tr, seed=seed, max_iter=max_iter)
         fit_seconds = time.perf_counter() - t0
         n_iter = getattr(est, "n_iter_", 1)
         if len(data.rest) == 0:
@@ -675,6 +739,11 @@ def _n_kept(n_alive: int, factor: float) -> int:
     nearest count, at least one (12 candidates at factor 3: 4, then 1; scikit-learn's ceiling
     kept 2 for the last round, whose fits on all of each fold's queries cost the most)."""
     return max(1, int(np.floor(n_alive / factor + 0.5)))
+
+
+def _screen_words(max_iter: int, n_folds: int) -> str:
+    """How a screening round fits (the ``fit`` column of ``cv_results_``)."""
+    return f"screen (max_iter={max_iter}, {n_folds} fold{'s' if n_folds > 1 else ''})"
 
 
 def _params_key(params: dict) -> tuple:

@@ -236,7 +236,7 @@ def halving_schedule(
 
 
 def results_table(
-    grid, losses, scored, seconds, iters, rounds=None, resources=None
+    grid, losses, scored, seconds, iters, rounds=None, resources=None, procedures=None
 ) -> pd.DataFrame:
     """The ``cv_results_`` table (see :class:`ecc_lib.ecc.cv.ECCCV`).
 
@@ -245,12 +245,15 @@ def results_table(
     grid : list of dict
         The candidates.
     losses, scored : ndarray (n_candidates, n_folds) and (n_folds,)
-        Summed held-out NLL per candidate and fold (of its last round), and scored pairs per fold.
+        Summed held-out NLL per candidate and fold (of its last round; NaN where that round did
+        not fit the fold), and scored pairs per fold.
     seconds, iters : ndarray (n_candidates, n_folds)
-        Fit time (summed over rounds) and EM steps (of the last round).
+        Fit time (summed over rounds) and EM steps (of the last round; NaN: fold not fitted).
     rounds, resources : ndarray (n_candidates,), optional
         Last round of each candidate (0-based) and its training queries per fold fit (mean over
-        folds); default: one round on all training queries.
+        its folds); default: one round on all training queries.
+    procedures : sequence of str, optional
+        How each candidate's last round was fitted (the ``fit`` column; default ``"full"``).
 
     Returns
     -------
@@ -264,7 +267,7 @@ def results_table(
     rounds = np.zeros(n, dtype=int) if rounds is None else np.asarray(rounds, dtype=int)
     with np.errstate(invalid="ignore", divide="ignore"):
         per_fold = losses / np.where(scored > 0, scored, np.nan)[None, :]
-    mean = losses.sum(axis=1) / scored.sum()
+    mean = np.nansum(losses, axis=1) / (~np.isnan(losses) @ scored)
     frame = pd.DataFrame({f"param_{k}": [g[k] for g in grid] for k in PARAM_KEYS})
     frame.insert(0, "params", [describe_params(g) for g in grid])
     for f in range(losses.shape[1]):
@@ -280,8 +283,9 @@ def results_table(
     rank[order] = np.arange(1, n + 1)
     frame["rank_test_nll"] = rank
     frame["mean_fit_time"] = seconds.mean(axis=1)
-    frame["mean_n_iter"] = iters.mean(axis=1)
+    frame["mean_n_iter"] = np.nanmean(iters, axis=1)
     frame["iter"] = rounds
+    frame["fit"] = ["full"] * n if procedures is None else list(procedures)
     frame["n_resources"] = np.nan if resources is None else np.asarray(resources, dtype=float)
     return frame
 
