@@ -37,6 +37,9 @@ K-fold cross-validation on the *training* queries only:
 - the best mean of the last round wins, or (``rule="one_se"``, the default) the best candidate
   of the simplest family within one standard error of it (one global BT, then one BT per human
   category, then the clusterings); it is refitted on all training queries by the same procedure.
+  Where the best candidate went through the screens, its score on the screened folds is
+  optimistic (the screens chose it on those folds' held-out queries: a winner's curse), so the
+  rule's paired difference reads the other folds only (all folds where every fold was screened).
 
 Cost (issue 34): the fold scores and refits are memoised in :data:`FIT_MEMO` under a digest of
 the training data, the folds, the subset, the candidate, its seed and the fit settings, so the
@@ -239,7 +242,8 @@ class ECCCV(ProfileMixture):
         one-standard-error rule of Breiman et al. 1984, glmnet's ``lambda.1se``): the simplest
         family whose best candidate is within one standard error of the best candidate wins
         (one global BT, then one BT per human category, then the clustering families; the
-        standard error of the paired difference over held-out queries). Within a family the
+        standard error of the paired difference over held-out queries; of the folds no screen read
+        where the best candidate was screened). Within a family the
         lowest mean wins, so a method tuned alone (``human_tuned``) and ECC-CV choosing its
         family deploy the same candidate.
     dtype : {"float32", "float64"}
@@ -514,7 +518,14 @@ class ECCCV(ProfileMixture):
         best = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
         if self.rule == "one_se":
             rank = self.cv_results_["rank_test_nll"].to_numpy()
-            best = _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored[reading])
+            # the screens chose the EM survivors on their folds' held-out queries, so a survivor's
+            # score there is optimistic (selection on the same queries): where the best candidate
+            # was screened, the rule compares on the folds no screen read
+            n_screened = self._screening(n_folds)[1] if len(shares) > 1 else 0
+            unbiased = [f for f in range(n_folds) if best not in em or f >= n_screened]
+            best = _one_se_choice(
+                grid, best, rank, reading, per_query, unbiased or range(n_folds), scored[reading]
+            )
         self.best_index_ = best
         self.best_params_ = dict(grid[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
@@ -751,9 +762,11 @@ def _params_key(params: dict) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
-def _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored) -> int:
+def _one_se_choice(grid, best, rank, reading, per_query, folds, scored) -> int:
     """The one-standard-error rule: the best-ranked candidate of the simplest family (global,
-    then human) whose paired held-out NLL difference to ``best`` is within one standard error."""
+    then human) whose paired held-out NLL difference to ``best`` (over the held-out queries of
+    ``folds``) is within one standard error."""
+    folds = list(folds)
     for family in _SIMPLER:
         if grid[best]["family"] == family:
             return best
@@ -761,10 +774,8 @@ def _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored) -> int
         if not members:
             continue
         c = min(members, key=lambda i: rank[i])
-        d = np.concatenate(
-            [per_query[reading, c, f] - per_query[reading, best, f] for f in range(n_folds)]
-        )
-        n_pairs = float(scored.sum())
+        d = np.concatenate([per_query[reading, c, f] - per_query[reading, best, f] for f in folds])
+        n_pairs = float(scored[folds].sum())
         se = np.sqrt(len(d)) * d.std(ddof=1) / n_pairs if len(d) > 1 else 0.0
         if d.sum() / n_pairs <= se:
             return c
