@@ -219,3 +219,22 @@ def test_label_informed_candidates_get_the_weaker_prior_human_labels_win_with():
         model.fit(data.x_train, data.train, data.labels_train)
         chosen[name] = model.best_params_["family"]
     assert chosen == {"default prior only": "human", "grid": "ecc_labels"}
+
+
+def test_pair_counts_are_reused_within_a_search_block_only(data):
+    """reuse_pair_counts: one computation per Comparisons object and settings inside the block
+    (the same numbers), none kept after it."""
+    from ecc_lib.bradley_terry import pair_counts, reuse_pair_counts
+
+    train = data.train
+    fresh = pair_counts(train, normalize=True)
+    with reuse_pair_counts():
+        first = pair_counts(train, normalize=True)
+        assert pair_counts(train, normalize=True) is first
+        assert pair_counts(train, normalize=False) is not first
+        other = train.select_queries(np.ones(train.n_queries, dtype=bool))
+        assert pair_counts(other, normalize=True) is not first
+    assert pair_counts(train, normalize=True) is not first
+    assert (first.matrix != fresh.matrix).nnz == 0
+    np.testing.assert_array_equal(first.winner, fresh.winner)
+    np.testing.assert_array_equal(first.loser, fresh.loser)

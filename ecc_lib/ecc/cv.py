@@ -70,6 +70,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ecc_lib import defaults
+from ecc_lib.bradley_terry import reuse_pair_counts
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
 from ecc_lib.ecc.backends import data_backend
@@ -559,8 +560,9 @@ class ECCCV(ProfileMixture):
         procedures = ["full"] * len(grid)
         screen_iter, screen_folds = self._screening(n_folds)
         alive = list(em)
-        # one BLAS thread for the many small products of the search (ECC's fits set it already)
-        with blas_controller().limit(limits=1, user_api="blas"):
+        # one BLAS thread for the many small products of the search (ECC's fits set it already);
+        # the pair counts of each fold subset are computed once for all its candidates
+        with blas_controller().limit(limits=1, user_api="blas"), reuse_pair_counts():
             for r, share in enumerate(shares):
                 final = r == len(shares) - 1
                 todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
