@@ -221,3 +221,22 @@ def test_summary_names_the_choice_through_one_function():
     assert line.text.endswith("It deployed no clustering, so this is no clustering gain.")
     assert ecc_cv_line({"ecc_cv_choice": None}) is None and ecc_cv_line({}) is None
     assert ecc_cv_line({**ecc, "comparisons": synthetic_records({"ecc_cv": 3.0})}) is None
+
+
+def test_one_se_rule_reads_the_folds_no_screen_read():
+    """A screened best candidate's score on the screened fold is optimistic (the screen chose it
+    on those held-out queries): the rule's paired difference reads the other folds only."""
+    from ecc_lib.ecc.cv import _one_se_choice
+
+    grid = [{"family": "human"}, {"family": "ecc_labels"}]
+    rng = np.random.default_rng(0)
+    per_query = {}
+    for f in range(3):
+        human = 1.0 + 0.1 * rng.standard_normal(200)
+        gap = 0.2 if f == 0 else 0.0  # the screened fold favours the survivor
+        per_query[0, 0, f] = human
+        per_query[0, 1, f] = human - gap + 0.01 * rng.standard_normal(200)
+    scored = np.full(3, 200)
+    rank = np.array([2, 1])
+    assert _one_se_choice(grid, 1, rank, 0, per_query, range(3), scored) == 1
+    assert _one_se_choice(grid, 1, rank, 0, per_query, [1, 2], scored) == 0
