@@ -25,9 +25,9 @@ K-fold cross-validation on the *training* queries only:
   tuned alone over a sub-grid (``human_tuned`` ...) deploys the same model as ECC-CV choosing it;
 - successive halving (``factor``): the EM candidates first see ``1 / factor^r`` of each fold's
   training queries (a nested random subset), the best ``1 / factor`` of them by mean held-out NLL
-  (rounded to the nearest count, at least one: 12 EM candidates at factor 3 give 4, then 1) go on
-  to the next round, the last round on all the fold's training queries; the global and human
-  BT candidates (one closed-form fit each) are fitted once, on all of them;
+  (rounded to the nearest count, at least one: the default grid's 10 EM candidates at factor 3
+  give 3, then 1) go on to the next round, the last round on all the fold's training queries;
+  the global and human BT candidates (one closed-form fit each) are fitted once, on all of them;
 - the rounds before the last only screen: their fits stop after ``screen_max_iter`` EM steps
   (default 10) and run on the first ``screen_folds`` folds only (default 1), and their rows of
   ``cv_results_`` say so (column ``fit``: ``"screen (max_iter=10, 1 fold)"``; the other folds'
