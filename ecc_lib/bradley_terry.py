@@ -21,6 +21,8 @@ search, so every step decreases every profile's objective).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -494,6 +496,27 @@ def observed_pair_codes(comparisons: Comparisons) -> np.ndarray:
     return np.unique(_directed(comparisons)[1])
 
 
+_PAIR_COUNTS_MEMO: contextvars.ContextVar = contextvars.ContextVar("pair_counts_memo", default=None)
+
+
+@contextlib.contextmanager
+def reuse_pair_counts():
+    """Within the block, :func:`pair_counts` of one ``Comparisons`` object (same settings, no
+    ``codes``) is computed once and then read back: for a search that fits many candidates on the
+    same comparisons (:class:`ecc_lib.ecc.cv.ECCCV`). The comparisons must not change within the
+    block (nothing in the package writes to them); the counts are the same numbers.
+
+    Yields
+    ------
+    None
+    """
+    token = _PAIR_COUNTS_MEMO.set({})
+    try:
+        yield
+    finally:
+        _PAIR_COUNTS_MEMO.reset(token)
+
+
 def pair_counts(
     comparisons: Comparisons,
     *,
@@ -524,6 +547,18 @@ def pair_counts(
     -------
     PairCounts
     """
+    memo = _PAIR_COUNTS_MEMO.get() if codes is None else None
+    if memo is not None:
+        key = (id(comparisons), bool(normalize), np.dtype(dtype).str)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is comparisons:
+            return hit[1]
+        memo[key] = (comparisons, _pair_counts(comparisons, normalize, dtype, None))
+        return memo[key][1]
+    return _pair_counts(comparisons, normalize, dtype, codes)
+
+
+def _pair_counts(comparisons: Comparisons, normalize: bool, dtype, codes) -> PairCounts:
     m = comparisons.n_models
     rows, pair_code, vals = _directed(comparisons)
     if codes is None:
@@ -999,5 +1034,6 @@ __all__ = [
     "observed_pair_codes",
     "pair_counts",
     "pair_log_probs",
+    "reuse_pair_counts",
     "win_probability",
 ]

@@ -205,17 +205,36 @@ def test_label_informed_candidates_get_the_weaker_prior_human_labels_win_with():
     default grid's label-informed sub-grid holds the weaker prior too, and then it is chosen."""
     from ecc_lib.ecc.cv_grid import DEFAULT_PARAM_GRID
 
-    (labels_grid,) = [g for g in DEFAULT_PARAM_GRID if g["family"] == ["ecc_labels"]]
-    assert 0.1 in labels_grid.get("alpha", [])
+    labels_grids = [g for g in DEFAULT_PARAM_GRID if g["family"] == ["ecc_labels"]]
+    assert any(0.1 in g.get("alpha", []) for g in labels_grids)
     planted = make_regime("capability", n_queries=300, random_state=0)
     data = prepare_protocol(planted.queries, planted.outcomes, planted.embeddings, random_state=0)
     human = {"family": ["human"], "alpha": [0.03, 0.1, 0.3, 1.0]}
     chosen = {}
     for name, sub in (
-        ("default prior only", {**labels_grid, "alpha": [1.0]}),
-        ("grid", labels_grid),
+        ("default prior only", [{**g, "alpha": [1.0]} for g in labels_grids]),
+        ("grid", labels_grids),
     ):
-        model = ECCCV(param_grid=(human, sub), random_state=0)
+        model = ECCCV(param_grid=(human, *sub), random_state=0)
         model.fit(data.x_train, data.train, data.labels_train)
         chosen[name] = model.best_params_["family"]
     assert chosen == {"default prior only": "human", "grid": "ecc_labels"}
+
+
+def test_pair_counts_are_reused_within_a_search_block_only(data):
+    """reuse_pair_counts: one computation per Comparisons object and settings inside the block
+    (the same numbers), none kept after it."""
+    from ecc_lib.bradley_terry import pair_counts, reuse_pair_counts
+
+    train = data.train
+    fresh = pair_counts(train, normalize=True)
+    with reuse_pair_counts():
+        first = pair_counts(train, normalize=True)
+        assert pair_counts(train, normalize=True) is first
+        assert pair_counts(train, normalize=False) is not first
+        other = train.select_queries(np.ones(train.n_queries, dtype=bool))
+        assert pair_counts(other, normalize=True) is not first
+    assert pair_counts(train, normalize=True) is not first
+    assert (first.matrix != fresh.matrix).nnz == 0
+    np.testing.assert_array_equal(first.winner, fresh.winner)
+    np.testing.assert_array_equal(first.loser, fresh.loser)

@@ -67,6 +67,31 @@ def test_deployed_model_scores_what_cv_recorded_on_every_fold():
         assert float(nll[keep].sum()) / int(keep.sum()) == row[f"split{f}_test_nll"], f
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_screening_rounds_are_said_and_the_choice_reads_full_fits_only():
+    """The halving rounds before the last screen (fewer EM steps, one fold): their rows say so
+    and hold NaN on the folds they did not fit; the chosen row (and every row of the last round)
+    is ``fit_candidate``'s full procedure on every fold."""
+    data = _data()
+    model = ECCCV(param_grid=PATH_GRID, random_state=0).fit(data.x_train, data.train)
+    res = model.cv_results_
+    last = res["iter"] == res["iter"].max()
+    assert (res.loc[last, "fit"] == "full").all() and res.loc[model.best_index_, "fit"] == "full"
+    screened = res.loc[~last]
+    assert len(screened) == 2 and (screened["fit"] == "screen (max_iter=10, 1 fold)").all()
+    assert screened["split0_test_nll"].notna().all()
+    assert screened[["split1_test_nll", "split2_test_nll"]].isna().all().all()
+    assert res.loc[last, [f"split{f}_test_nll" for f in range(3)]].notna().all().all()
+    assert (screened["mean_n_iter"] <= 10).all()
+    # the screened candidates' means are those of the one fold they saw
+    np.testing.assert_allclose(screened["mean_test_nll"], screened["split0_test_nll"])
+    # screen_max_iter = screen_folds = None: every round fits as the last one does
+    full = ECCCV(param_grid=PATH_GRID, random_state=0, screen_max_iter=None, screen_folds=None)
+    full.fit(data.x_train, data.train)
+    assert (full.cv_results_["fit"] == "full").all()
+    assert full.cv_results_.filter(like="split").notna().all().all()
+
+
 def test_refit_keeps_the_best_training_objective_of_n_init_restarts():
     data = _data()
     grid = ({"family": ["ecc"], "n_clusters": [4], "temperature": [0.3]},)
@@ -167,6 +192,8 @@ def test_regain_is_exact_and_halving_schedule():
     data = _data(n_queries=60)
     with pytest.raises(ValueError, match="factor"):
         ECCCV(factor=1).fit(data.x_train, data.train)
+    with pytest.raises(ValueError, match="screen_max_iter"):
+        ECCCV(screen_max_iter=0).fit(data.x_train, data.train)
 
 
 def test_summary_names_the_choice_through_one_function():
@@ -194,3 +221,22 @@ def test_summary_names_the_choice_through_one_function():
     assert line.text.endswith("It deployed no clustering, so this is no clustering gain.")
     assert ecc_cv_line({"ecc_cv_choice": None}) is None and ecc_cv_line({}) is None
     assert ecc_cv_line({**ecc, "comparisons": synthetic_records({"ecc_cv": 3.0})}) is None
+
+
+def test_one_se_rule_reads_the_folds_no_screen_read():
+    """A screened best candidate's score on the screened fold is optimistic (the screen chose it
+    on those held-out queries): the rule's paired difference reads the other folds only."""
+    from ecc_lib.ecc.cv import _one_se_choice
+
+    grid = [{"family": "human"}, {"family": "ecc_labels"}]
+    rng = np.random.default_rng(0)
+    per_query = {}
+    for f in range(3):
+        human = 1.0 + 0.1 * rng.standard_normal(200)
+        gap = 0.2 if f == 0 else 0.0  # the screened fold favours the survivor
+        per_query[0, 0, f] = human
+        per_query[0, 1, f] = human - gap + 0.01 * rng.standard_normal(200)
+    scored = np.full(3, 200)
+    rank = np.array([2, 1])
+    assert _one_se_choice(grid, 1, rank, 0, per_query, range(3), scored) == 1
+    assert _one_se_choice(grid, 1, rank, 0, per_query, [1, 2], scored) == 0

@@ -25,18 +25,31 @@ K-fold cross-validation on the *training* queries only:
   tuned alone over a sub-grid (``human_tuned`` ...) deploys the same model as ECC-CV choosing it;
 - successive halving (``factor``): the EM candidates first see ``1 / factor^r`` of each fold's
   training queries (a nested random subset), the best ``1 / factor`` of them by mean held-out NLL
-  go on to the next round, the last round on all the fold's training queries; the global and human
-  BT candidates (one closed-form fit each) are fitted once, on all of them;
+  (rounded to the nearest count, at least one: the default grid's 10 EM candidates at factor 3
+  give 3, then 1) go on to the next round, the last round on all the fold's training queries;
+  the global and human BT candidates (one closed-form fit each) are fitted once, on all of them;
+- the rounds before the last only screen: their fits stop after ``screen_max_iter`` EM steps
+  (default 10) and run on the first ``screen_folds`` folds only (default 1), and their rows of
+  ``cv_results_`` say so (column ``fit``: ``"screen (max_iter=10, 1 fold)"``; the other folds'
+  ``split*_test_nll`` are NaN). Every score the choice reads (the last round: column ``fit`` is
+  ``"full"``) comes from :meth:`fit_candidate`'s full procedure on every fold, so validated =
+  deployed holds for the chosen candidate; a screened-out candidate was never a choice;
 - the best mean of the last round wins, or (``rule="one_se"``, the default) the best candidate
   of the simplest family within one standard error of it (one global BT, then one BT per human
   category, then the clusterings); it is refitted on all training queries by the same procedure.
+  Where the best candidate went through the screens, its score on the screened folds is
+  optimistic (the screens chose it on those folds' held-out queries: a winner's curse), so the
+  rule's paired difference reads the other folds only (all folds where every fold was screened).
 
 Cost (issue 34): the fold scores and refits are memoised in :data:`FIT_MEMO` under a digest of
 the training data, the folds, the subset, the candidate, its seed and the fit settings, so the
 tuned baselines (``global_tuned``, ``human_tuned``, ``emb_only_tuned``), which search the same
 training queries with the same ``random_state``, read ECC-CV's fold fits instead of repeating them
-(one search, several readings; identical numbers). The search runs BLAS on one thread: its
-products are small, and threaded BLAS on them is slower on a shared machine.
+(one search, several readings; identical numbers). The embedding-only clustering does not depend
+on ``alpha`` (only the profiles fitted after it do), so its candidates share one seed per setting
+(:func:`candidate_seed`) and, within a fold subset, one EM run; each fits its own profiles, the
+numbers of a cold fit. The search runs BLAS on one thread: its products are small, and threaded
+BLAS on them is slower on a shared machine.
 
 Test queries are never seen: ``fit`` only receives the training queries.
 """
@@ -57,19 +70,22 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ecc_lib import defaults
+from ecc_lib.bradley_terry import reuse_pair_counts
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
+from ecc_lib.ecc.backends import data_backend
 from ecc_lib.ecc.baselines import ComparisonOnlyECC, EmbeddingClusters, GlobalBT, HumanLabelClusters
 from ecc_lib.ecc.cv_grid import (
     BT_FAMILIES,
     DEFAULT_PARAM_GRID,
+    PARAM_DEFAULTS,
     choice_words,
     describe_params,
     expand_grid,
     halving_schedule,
     results_table,
 )
-from ecc_lib.ecc.engine import blas_controller
+from ecc_lib.ecc.engine import blas_controller, fit_profiles
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
@@ -83,6 +99,8 @@ DEFAULT_CV_MAX_ITER = 20
 RULES: tuple[str, ...] = ("one_se", "best")
 _SIMPLER: tuple[str, ...] = ("global", "human")  # families by complexity, simplest first
 DEFAULT_FACTOR = 3
+DEFAULT_SCREEN_MAX_ITER = 10
+DEFAULT_SCREEN_FOLDS = 1
 MIN_QUERIES_PER_CLUSTER = 5
 
 
@@ -171,6 +189,8 @@ def candidate_seed(seed: int, params: dict) -> int:
     -------
     int
     """
+    if params["family"] == "emb_only":  # its clustering ignores alpha: one seed for every alpha
+        params = {**params, "alpha": PARAM_DEFAULTS["alpha"]}
     key = zlib.crc32(describe_params(params).encode())
     return int(np.random.SeedSequence([int(seed), key]).generate_state(1)[0])
 
@@ -214,12 +234,17 @@ class ECCCV(ProfileMixture):
         on all of each fold's training queries.
     min_resources : int, optional
         Fewest training queries of a halving round (default 5 per cluster of the largest ``K``).
+    screen_max_iter : int or None, default 10
+        EM steps at most of the fits of a halving round before the last (None: ``max_iter``).
+    screen_folds : int or None, default 1
+        Folds a halving round before the last fits (None: every fold).
     rule : {"one_se", "best"}, default "one_se"
         ``"best"``: the lowest mean held-out NLL of the last round wins. ``"one_se"`` (the
         one-standard-error rule of Breiman et al. 1984, glmnet's ``lambda.1se``): the simplest
         family whose best candidate is within one standard error of the best candidate wins
         (one global BT, then one BT per human category, then the clustering families; the
-        standard error of the paired difference over held-out queries). Within a family the
+        standard error of the paired difference over held-out queries; of the folds no screen read
+        where the best candidate was screened). Within a family the
         lowest mean wins, so a method tuned alone (``human_tuned``) and ECC-CV choosing its
         family deploy the same candidate.
     dtype : {"float32", "float64"}
@@ -239,7 +264,9 @@ class ECCCV(ProfileMixture):
         One row per candidate: ``param_*`` columns, ``split{i}_test_nll``, ``mean_test_nll``,
         ``std_test_nll`` (over folds), ``mean_test_gain`` (percent over the global BT model, same
         pairs), ``rank_test_nll``, ``mean_fit_time``, ``mean_n_iter``, ``iter`` (the last halving
-        round of the candidate) and ``n_resources`` (its training queries per fold fit).
+        round of the candidate), ``n_resources`` (its training queries per fold fit) and ``fit``
+        (``"full"``: :meth:`fit_candidate`'s procedure on every fold, the rows a choice reads;
+        ``"screen (max_iter=10, 1 fold)"``: a screening round, NaN on the folds it did not fit).
     best_estimator_ : estimator
         The best candidate refitted on all training queries by :meth:`fit_candidate` (an
         unfitted ``clone`` of it refitted on a fold's training queries gives the fold's score).
@@ -272,6 +299,8 @@ class ECCCV(ProfileMixture):
         n_init: int = 1,
         factor: float | None = DEFAULT_FACTOR,
         min_resources: int | None = None,
+        screen_max_iter: int | None = DEFAULT_SCREEN_MAX_ITER,
+        screen_folds: int | None = DEFAULT_SCREEN_FOLDS,
         rule: str = "one_se",
         dtype: str = "float32",
         n_jobs: int | None = None,
@@ -287,6 +316,8 @@ class ECCCV(ProfileMixture):
         self.n_init = n_init
         self.factor = factor
         self.min_resources = min_resources
+        self.screen_max_iter = screen_max_iter
+        self.screen_folds = screen_folds
         self.rule = rule
         self.dtype = dtype
         self.n_jobs = n_jobs
@@ -294,8 +325,9 @@ class ECCCV(ProfileMixture):
 
     # -- candidates -----------------------------------------------------------------------------
 
-    def _estimator(self, params: dict, random_state=None):
-        """An unfitted estimator of one candidate (its fit is :meth:`fit_candidate`'s)."""
+    def _estimator(self, params: dict, random_state=None, max_iter: int | None = None):
+        """An unfitted estimator of one candidate (its fit is :meth:`fit_candidate`'s; ``max_iter``
+        None: the deployed procedure's ``self.max_iter``)."""
         family = params["family"]
         alpha = float(params["alpha"])
         if family == "global":
@@ -306,7 +338,7 @@ class ECCCV(ProfileMixture):
             n_clusters=int(params["n_clusters"]),
             temperature=float(params["temperature"]),
             lam=float(params["lam"]),
-            max_iter=int(self.max_iter),
+            max_iter=int(self.max_iter if max_iter is None else max_iter),
             tol=float(self.tol),
             n_init=int(self.n_init),
             alpha=alpha,
@@ -343,9 +375,20 @@ class ECCCV(ProfileMixture):
             raise ValueError(f"rule must be one of {RULES}, got {self.rule!r}")
         if self.factor is not None and not self.factor > 1:
             raise ValueError(f"factor must be > 1 or None, got {self.factor}")
+        for name in ("screen_max_iter", "screen_folds"):
+            value = getattr(self, name)
+            if value is not None and int(value) < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
 
     def fit_candidate(
-        self, params: dict, embeddings, comparisons: Comparisons, labels=None, *, seed
+        self,
+        params: dict,
+        embeddings,
+        comparisons: Comparisons,
+        labels=None,
+        *,
+        seed,
+        max_iter: int | None = None,
     ):
         """Fit one candidate: the one procedure of the cross-validation fits and of the refit.
 
@@ -362,16 +405,51 @@ class ECCCV(ProfileMixture):
             Training queries (as :meth:`fit`).
         seed : int
             The search seed.
+        max_iter : int, optional
+            EM steps at most; None (the procedure of the last halving round and the refit):
+            ``self.max_iter``. The screening rounds pass ``screen_max_iter``.
 
         Returns
         -------
         estimator
             Fitted.
         """
-        est = self._estimator(params, random_state=candidate_seed(seed, params))
+        est = self._estimator(params, random_state=candidate_seed(seed, params), max_iter=max_iter)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
+            if params["family"] == "emb_only" and data_backend(embeddings) is None:
+                return self._fit_emb_only(est, embeddings, comparisons)
             est.fit(embeddings, comparisons, labels=labels)
+        return est
+
+    def _fit_emb_only(self, est: EmbeddingClusters, embeddings, comparisons: Comparisons):
+        """``est.fit``, its clustering read from the last one of the same data and settings.
+
+        The embedding-only clustering does not depend on ``alpha`` (only the profiles fitted
+        after it do), and its seed neither (:func:`candidate_seed`): the candidates that differ
+        only in ``alpha`` share one EM run and each fits its profiles, the same numbers as a
+        cold ``est.fit``."""
+        settings = {k: v for k, v in est.get_params().items() if k != "alpha"}
+        cache = getattr(self, "_clustering", None)
+        if not (
+            cache is not None
+            and cache[0] is embeddings
+            and cache[1] is comparisons
+            and cache[2] == settings
+        ):
+            base = copy.deepcopy(est)
+            ECC.fit(base, embeddings, comparisons)  # the EM alone (no profiles: theta_ is zero)
+            cache = self._clustering = (embeddings, comparisons, settings, base)
+        base = cache[3]
+        est.__dict__.update(copy.deepcopy({k: v for k, v in vars(base).items() if k != "alpha"}))
+        dtype = np.dtype(est.dtype)
+        est.theta_ = fit_profiles(  # as EmbeddingClusters.fit
+            comparisons,
+            est.responsibilities_.astype(dtype),
+            est.alpha,
+            theta0=base.theta_,
+            dtype=dtype,
+        )
         return est
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None) -> ECCCV:
@@ -428,7 +506,7 @@ class ECCCV(ProfileMixture):
                 comparisons.n_models,
             )
         start = time.perf_counter()
-        losses, per_query, seconds, iters, last, resources = self._halving(
+        losses, per_query, seconds, iters, last, resources, procedures = self._halving(
             grid, em, shares, folds, data_key, seed, reading
         )
         self.search_seconds_ = time.perf_counter() - start
@@ -436,12 +514,19 @@ class ECCCV(ProfileMixture):
         self.folds_ = fold
         self.resources_ = shares
         self.cv_results_ = results_table(
-            grid, losses[reading], scored[reading], seconds, iters, last, resources
+            grid, losses[reading], scored[reading], seconds, iters, last, resources, procedures
         )
         best = int(self.cv_results_["rank_test_nll"].to_numpy().argmin())
         if self.rule == "one_se":
             rank = self.cv_results_["rank_test_nll"].to_numpy()
-            best = _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored[reading])
+            # the screens chose the EM survivors on their folds' held-out queries, so a survivor's
+            # score there is optimistic (selection on the same queries): where the best candidate
+            # was screened, the rule compares on the folds no screen read
+            n_screened = self._screening(n_folds)[1] if len(shares) > 1 else 0
+            unbiased = [f for f in range(n_folds) if best not in em or f >= n_screened]
+            best = _one_se_choice(
+                grid, best, rank, reading, per_query, unbiased or range(n_folds), scored[reading]
+            )
         self.best_index_ = best
         self.best_params_ = dict(grid[self.best_index_])
         self.best_score_ = float(self.cv_results_["mean_test_nll"].iloc[self.best_index_])
@@ -462,34 +547,66 @@ class ECCCV(ProfileMixture):
     def _halving(self, grid, em, shares, folds, data_key, seed, reading) -> tuple:
         """The successive-halving search: every EM candidate (``em``) on growing shares of the
         training queries, the best ``1 / factor`` kept each round, the BT families on the last
-        round only. Returns ``(losses, per_query, seconds, iters, last, resources)``."""
+        round only; the rounds before the last screen (``screen_max_iter`` EM steps at most, on
+        the first ``screen_folds`` folds). Returns ``(losses, per_query, seconds, iters, last,
+        resources, procedures)``: a fold a candidate's last round did not fit has NaN losses."""
         n_folds = len(folds)
-        losses = np.zeros((2, len(grid), n_folds))
+        losses = np.full((2, len(grid), n_folds), np.nan)
         per_query: dict = {}  # (reading, candidate, fold) -> held-out NLL summed per query
         seconds = np.zeros((len(grid), n_folds))
-        iters = np.zeros((len(grid), n_folds))
+        iters = np.full((len(grid), n_folds), np.nan)
         last = np.zeros(len(grid), dtype=int)
         resources = np.zeros(len(grid))
+        procedures = ["full"] * len(grid)
+        screen_iter, screen_folds = self._screening(n_folds)
         alive = list(em)
-        # one BLAS thread for the many small products of the search (ECC's fits set it already)
-        with blas_controller().limit(limits=1, user_api="blas"):
+        # one BLAS thread for the many small products of the search (ECC's fits set it already);
+        # the pair counts of each fold subset are computed once for all its candidates
+        with blas_controller().limit(limits=1, user_api="blas"), reuse_pair_counts():
             for r, share in enumerate(shares):
                 final = r == len(shares) - 1
                 todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
-                for f, data in enumerate(folds):
+                max_iter = None if final else screen_iter
+                fitted = range(n_folds if final else screen_folds)
+                losses[:, todo] = np.nan  # a candidate's row holds its last round only
+                for f in fitted:
+                    data = folds[f]
                     sub = data.subset(share)
                     for i in todo:
-                        key = (data_key, f, share, _params_key(grid[i]))
+                        key = (data_key, f, share, _params_key(grid[i]), max_iter)
                         self._score(
-                            grid[i], data, sub, seed, i, f, losses, seconds, iters, per_query, key
+                            grid[i],
+                            data,
+                            sub,
+                            seed,
+                            i,
+                            f,
+                            (losses, seconds, iters, per_query),
+                            key,
+                            max_iter,
                         )
                 last[todo] = r
-                resources[todo] = np.mean([data.subset(share)[0].n_queries for data in folds])
-                if not final:  # keep the best 1 / factor of the EM candidates
-                    mean = losses[reading][alive].sum(axis=1)
-                    n_keep = int(np.ceil(len(alive) / float(self.factor)))
+                resources[todo] = np.mean([folds[f].subset(share)[0].n_queries for f in fitted])
+                words = (
+                    _screen_words(screen_iter or int(self.max_iter), screen_folds)
+                    if not final and (screen_iter is not None or screen_folds < n_folds)
+                    else "full"
+                )
+                for i in todo:
+                    procedures[i] = words
+                if not final:  # keep the best 1 / factor of the EM candidates (rounded, >= 1)
+                    mean = np.nansum(losses[reading][alive], axis=1)
+                    n_keep = _n_kept(len(alive), float(self.factor))
                     alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
-        return losses, per_query, seconds, iters, last, resources
+        self._clustering = None  # the last embedding-only clustering (see _fit_emb_only)
+        return losses, per_query, seconds, iters, last, resources, procedures
+
+    def _screening(self, n_folds: int) -> tuple[int | None, int]:
+        """``(max_iter, folds)`` of a screening round (None: the deployed procedure's)."""
+        max_iter = int(self.max_iter) if self.screen_max_iter is None else int(self.screen_max_iter)
+        max_iter = None if max_iter >= int(self.max_iter) else max_iter
+        n = n_folds if self.screen_folds is None else min(int(self.screen_folds), n_folds)
+        return max_iter, n
 
     def _refit(self, x, comparisons, lab, seed, data_key) -> None:
         """Refit the chosen candidate on every training query (memoised) and take its fitted
@@ -501,6 +618,7 @@ class ECCCV(ProfileMixture):
             best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
             FIT_MEMO.put_refit(refit_key, best)
         best = copy.deepcopy(best)  # each search owns its deployed model
+        self._clustering = None
         self.refit_seconds_ = time.perf_counter() - start
         self.best_estimator_ = best
         self.best_choice_ = choice_words(self.best_params_)
@@ -548,31 +666,32 @@ class ECCCV(ProfileMixture):
             self.n_jobs,
         )
 
-    def _score(
-        self, params, data, sub, seed, i, f, losses, seconds, iters, per_query, key=None
-    ) -> None:
-        """Fit candidate ``i`` on the training subset ``sub`` of fold ``f``, score its held-out
-        queries (or read the same computation from :data:`FIT_MEMO`)."""
+    def _score(self, params, data, sub, seed, i, f, out, key=None, max_iter=None) -> None:
+        """Fit candidate ``i`` on the training subset ``sub`` of fold ``f`` (at most ``max_iter``
+        EM steps; None: the deployed procedure), score its held-out queries (or read the same
+        computation from :data:`FIT_MEMO`); ``out``: ``(losses, seconds, iters, per_query)``."""
+        losses, seconds, iters, per_query = out
         found = None if key is None else FIT_MEMO.get_score(key)
         if found is None:
-            found = self._fit_and_score(params, data, sub, seed)
+            found = self._fit_and_score(params, data, sub, seed, max_iter)
             if key is not None:
                 FIT_MEMO.put_score(key, found)
         fit_seconds, n_iter, loss, query_losses = found
         seconds[i, f] += fit_seconds
         iters[i, f] = n_iter
         if loss is None:
+            losses[:, i, f] = 0.0  # no held-out pair (none scored in this fold)
             return
         losses[:, i, f] = loss
         for reading, values in enumerate(query_losses):
             per_query[reading, i, f] = values
 
-    def _fit_and_score(self, params, data, sub, seed) -> tuple:
+    def _fit_and_score(self, params, data, sub, seed, max_iter=None) -> tuple:
         """``(fit seconds, EM steps, (disjoint, all) summed NLL, per-query NLL per reading)`` of
         one candidate fitted on ``sub`` and scored on the fold's held-out queries."""
         train, x_tr, lab_tr = sub
         t0 = time.perf_counter()
-        est = self.fit_candidate(params, x_tr, train, lab_tr, seed=seed)
+        est = self.fit_candidate(params, x_tr, train, lab_tr, seed=seed, max_iter=max_iter)
         fit_seconds = time.perf_counter() - t0
         n_iter = getattr(est, "n_iter_", 1)
         if len(data.rest) == 0:
@@ -628,14 +747,28 @@ class ECCCV(ProfileMixture):
         return self.best_estimator_.predict_responsibilities(embeddings, probe, mode, labels=labels)
 
 
+def _n_kept(n_alive: int, factor: float) -> int:
+    """EM candidates that go on to the next halving round: ``n_alive / factor`` rounded to the
+    nearest count, at least one (12 candidates at factor 3: 4, then 1; scikit-learn's ceiling
+    kept 2 for the last round, whose fits on all of each fold's queries cost the most)."""
+    return max(1, int(np.floor(n_alive / factor + 0.5)))
+
+
+def _screen_words(max_iter: int, n_folds: int) -> str:
+    """How a screening round fits (the ``fit`` column of ``cv_results_``)."""
+    return f"screen (max_iter={max_iter}, {n_folds} fold{'s' if n_folds > 1 else ''})"
+
+
 def _params_key(params: dict) -> tuple:
     """A candidate as a hashable key (every setting, in a fixed order)."""
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
-def _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored) -> int:
+def _one_se_choice(grid, best, rank, reading, per_query, folds, scored) -> int:
     """The one-standard-error rule: the best-ranked candidate of the simplest family (global,
-    then human) whose paired held-out NLL difference to ``best`` is within one standard error."""
+    then human) whose paired held-out NLL difference to ``best`` (over the held-out queries of
+    ``folds``) is within one standard error."""
+    folds = list(folds)
     for family in _SIMPLER:
         if grid[best]["family"] == family:
             return best
@@ -643,10 +776,8 @@ def _one_se_choice(grid, best, rank, reading, per_query, n_folds, scored) -> int
         if not members:
             continue
         c = min(members, key=lambda i: rank[i])
-        d = np.concatenate(
-            [per_query[reading, c, f] - per_query[reading, best, f] for f in range(n_folds)]
-        )
-        n_pairs = float(scored.sum())
+        d = np.concatenate([per_query[reading, c, f] - per_query[reading, best, f] for f in folds])
+        n_pairs = float(scored[folds].sum())
         se = np.sqrt(len(d)) * d.std(ddof=1) / n_pairs if len(d) > 1 else 0.0
         if d.sum() / n_pairs <= se:
             return c
