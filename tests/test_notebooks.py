@@ -469,6 +469,7 @@ def test_example_configuration_is_valid_for_the_notebooks():
             assert value == declared[stem][name]["default"], (stem, name)
 
 
+@pytest.mark.slow  # two notebooks again on a local Dask cluster; test_distributed checks the engine
 def test_scheduler_parameter_runs_the_fits_on_dask_with_the_same_numbers(tiny_run):
     """02 and 03 with ``scheduler="local"``: the ECC fits run partitioned on a local Dask cluster
     and the DARS readings come from Dask group-bys, with the in-memory numbers."""
