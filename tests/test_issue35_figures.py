@@ -99,7 +99,8 @@ def _routing_scores_caption(single_shot_skipped):
             if (
                 isinstance(node, ast.Call)
                 and getattr(node.func, "attr", "") == "save_figure"
-                and ast.literal_eval(node.args[1]) == "04_routing_scores"  # run.save_figure(fig, name)
+                # run.save_figure(fig, name): the name is the second argument
+                and ast.literal_eval(node.args[1]) == "04_routing_scores"
             ):
                 caption = next(k.value for k in node.keywords if k.arg == "caption")
                 code = compile(ast.Expression(caption), str(notebook), "eval")
