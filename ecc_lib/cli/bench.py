@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand
+from ecc_lib.cli.subcommand import Subcommand, add_protocol_flags
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,27 +41,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=D.SEED, help=f"first protocol seed (default {D.SEED})"
     )
-    parser.add_argument(
-        "--k", type=int, default=D.N_CLUSTERS, help=f"number of clusters (default {D.N_CLUSTERS})"
-    )
-    parser.add_argument(
-        "--pairs",
-        type=int,
-        default=D.N_PAIRS,
-        help=f"non-tie pairs per query (default {D.N_PAIRS})",
-    )
-    parser.add_argument(
-        "--probes",
-        type=int,
-        default=D.N_PROBES,
-        help=f"probe comparisons per test query (default {D.N_PROBES})",
-    )
-    parser.add_argument(
-        "--test-size",
-        type=float,
-        default=D.TEST_SIZE,
-        help=f"share of test queries (default {D.TEST_SIZE:g})",
-    )
+    add_protocol_flags(parser, "k", "pairs", "probes", "test-size")
 
 
 def _run(args: argparse.Namespace) -> int:

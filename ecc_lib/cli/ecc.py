@@ -18,7 +18,12 @@ import contextlib
 import re
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
+from ecc_lib.cli.subcommand import (
+    Subcommand,
+    add_protocol_flags,
+    add_scheduler_option,
+    write_json,
+)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,9 +48,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "(all-MiniLM-L6-v2, default), 'static' (distilled from it, thousands of times faster, "
         "see the README) or a sentence-transformers model name",
     )
-    parser.add_argument(
-        "--k", type=int, default=D.N_CLUSTERS, help=f"number of clusters (default {D.N_CLUSTERS})"
-    )
+    add_protocol_flags(parser, "k")
     parser.add_argument(
         "--lam", type=float, default=D.LAM, help=f"cosine weight (default {D.LAM:g})"
     )
@@ -68,18 +71,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _protocol_arguments(parser: argparse.ArgumentParser) -> None:
     """The protocol's flags of ``ecc-lab ecc`` (pairs, probes, split, seeds, evidence)."""
-    parser.add_argument(
-        "--pairs",
-        type=int,
-        default=D.N_PAIRS,
-        help=f"non-tie pairs per query (default {D.N_PAIRS})",
-    )
-    parser.add_argument(
-        "--probes",
-        type=int,
-        default=D.N_PROBES,
-        help=f"probe comparisons per test query (default {D.N_PROBES})",
-    )
+    add_protocol_flags(parser, "pairs", "probes")
     parser.add_argument(
         "--tie-tolerance",
         type=float,
@@ -88,12 +80,7 @@ def _protocol_arguments(parser: argparse.ArgumentParser) -> None:
         help="mean scores of a query closer than this tie: such a pair is no comparison "
         f"(default {D.TIE_TOLERANCE:g}; ecc-lab check --tie-tolerance shows how many score gaps it ties)",
     )
-    parser.add_argument(
-        "--test-size",
-        type=float,
-        default=D.TEST_SIZE,
-        help=f"share of test queries (default {D.TEST_SIZE:g})",
-    )
+    add_protocol_flags(parser, "test-size")
     parser.add_argument(
         "--seed", type=int, default=D.SEED, help=f"seed of pairs, split and EM (default {D.SEED})"
     )

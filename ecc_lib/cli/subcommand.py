@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ecc_lib import defaults as D
+
 Handler = Callable[[argparse.Namespace], "int | None"]
 
 USER_ERRORS: tuple[tuple[str, str], ...] = (
@@ -158,6 +160,27 @@ def write_json(path: str, payload: dict, *, sort_keys: bool = False) -> None:
     from ecc_lib.safe_output import write_text
 
     write_text(path, json.dumps(payload, indent=2, sort_keys=sort_keys))  # atomic, no link
+
+
+def add_protocol_flags(parser: argparse.ArgumentParser, *names: str) -> None:
+    """The protocol's flags that ``ecc-lab ecc`` and ``ecc-lab bench`` share, their defaults and
+    help read from :mod:`ecc_lib.defaults`.
+
+    Parameters
+    ----------
+    parser : ArgumentParser
+    *names : str
+        Among ``"k"``, ``"pairs"``, ``"probes"``, ``"test-size"``, in the order they are added.
+    """
+    specs = {
+        "k": (int, D.N_CLUSTERS, f"number of clusters (default {D.N_CLUSTERS})"),
+        "pairs": (int, D.N_PAIRS, f"non-tie pairs per query (default {D.N_PAIRS})"),
+        "probes": (int, D.N_PROBES, f"probe comparisons per test query (default {D.N_PROBES})"),
+        "test-size": (float, D.TEST_SIZE, f"share of test queries (default {D.TEST_SIZE:g})"),
+    }
+    for name in names:
+        kind, default, words = specs[name]
+        parser.add_argument(f"--{name}", type=kind, default=default, help=words)
 
 
 def add_scheduler_option(parser: argparse.ArgumentParser, what: str) -> None:
