@@ -64,7 +64,21 @@ class EmbeddingClusters(ECC):
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):
         super().fit(embeddings, comparisons, labels)
-        # profiles for the final responsibilities (the loop fits none: they do not feed its E-step)
+        return self.fit_final_profiles(comparisons)
+
+    def fit_final_profiles(self, comparisons: Comparisons) -> EmbeddingClusters:
+        """Fit the BT profiles of the fitted responsibilities (the clustering loop fits none:
+        they do not feed its E-step), starting from ``theta_``.
+
+        Parameters
+        ----------
+        comparisons : Comparisons
+            The comparisons the clustering was fitted on.
+
+        Returns
+        -------
+        self
+        """
         dtype = np.dtype(self.dtype)
         self.theta_ = fit_profiles(
             comparisons,

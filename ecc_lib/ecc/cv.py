@@ -85,7 +85,7 @@ from ecc_lib.ecc.cv_grid import (
     halving_schedule,
     results_table,
 )
-from ecc_lib.ecc.engine import blas_controller, fit_profiles
+from ecc_lib.ecc.engine import blas_controller
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
@@ -442,15 +442,7 @@ class ECCCV(ProfileMixture):
             cache = self._clustering = (embeddings, comparisons, settings, base)
         base = cache[3]
         est.__dict__.update(copy.deepcopy({k: v for k, v in vars(base).items() if k != "alpha"}))
-        dtype = np.dtype(est.dtype)
-        est.theta_ = fit_profiles(  # as EmbeddingClusters.fit
-            comparisons,
-            est.responsibilities_.astype(dtype),
-            est.alpha,
-            theta0=base.theta_,
-            dtype=dtype,
-        )
-        return est
+        return est.fit_final_profiles(comparisons)  # as EmbeddingClusters.fit
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None) -> ECCCV:
         """Cross-validate the grid on these (training) queries and refit the best candidate.
