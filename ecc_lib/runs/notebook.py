@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ecc_lib import paths
-from ecc_lib.runs import artifacts, provenance
+from ecc_lib.runs import artifacts
 from ecc_lib.runs import metrics as run_metrics
 from ecc_lib.runs.config import notebook_parameters
 from ecc_lib.runs.folder import RunContext, resolve_run_dir
@@ -81,25 +81,7 @@ class NotebookRun(RunContext):
             _show_in_notebook(fig)
         return written
 
-    def load_dataset(self, name: str, *, max_queries: int = 0, random_state=0):
-        """Load a dataset into this run (:func:`ecc_lib.runs.provenance.load_dataset`).
-
-        Parameters
-        ----------
-        name : str
-            A bundled dataset or a folder.
-        max_queries : int, default 0
-        random_state : int, default 0
-
-        Returns
-        -------
-        queries, outcomes : DataFrame
-        """
-        return provenance.load_dataset(
-            name, run_dir=self, max_queries=max_queries, random_state=random_state
-        )
-
-    def recorded_parameters(self, *, drop: Sequence[str] = (), **changed: Any) -> dict[str, Any]:
+    def _section_parameters(self, *, drop: Sequence[str] = (), **changed: Any) -> dict[str, Any]:
         """The parameters :meth:`record` records, with some left out or changed.
 
         Parameters
@@ -137,7 +119,7 @@ class NotebookRun(RunContext):
             The section's own parameters instead of the notebook's (a result that records its
             settings, such as the capability map's; ``{}``: none).
         drop, **changed
-            As :meth:`recorded_parameters`.
+            As :meth:`_section_parameters`.
 
         Returns
         -------
@@ -145,7 +127,7 @@ class NotebookRun(RunContext):
             The section's fragment.
         """
         if parameters is None:
-            parameters = self.recorded_parameters(drop=drop, **changed)
+            parameters = self._section_parameters(drop=drop, **changed)
         return run_metrics.record_metrics(self, section, payload, parameters=parameters)
 
 
