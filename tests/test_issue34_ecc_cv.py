@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
-from ecc_lib.ecc.cv import ECCCV
+from ecc_lib.ecc.cv import ECCCV, FIT_MEMO
 from ecc_lib.ecc.cv_grid import (
     DEFAULT_ALPHAS,
     choice_words,
@@ -240,3 +240,27 @@ def test_one_se_rule_reads_the_folds_no_screen_read():
     rank = np.array([2, 1])
     assert _one_se_choice(grid, 1, rank, 0, per_query, range(3), scored) == 1
     assert _one_se_choice(grid, 1, rank, 0, per_query, [1, 2], scored) == 0
+
+
+def test_human_candidates_sharing_their_categories_score_as_searched_alone():
+    """Human-label candidates that differ only in ``alpha`` share their categories and centroids
+    in the search (one fit, then one BT fit per alpha): each one's fold scores are exactly those
+    of a search over that candidate alone, which fits it cold."""
+    data = _data()
+    alphas = [0.1, 1.0, 3.0]
+    together = ECCCV(param_grid={"family": ["human"], "alpha": alphas}, random_state=0)
+    together.fit(data.x_train, data.train, labels=data.labels_train)
+    splits = [f"split{f}_test_nll" for f in range(together.cv)]
+    for i, alpha in enumerate(alphas):
+        FIT_MEMO.clear()  # fitted again, not read back from the search above
+        alone = ECCCV(param_grid={"family": ["human"], "alpha": [alpha]}, random_state=0)
+        alone.fit(data.x_train, data.train, labels=data.labels_train)
+        assert together.cv_results_[splits].iloc[i].tolist() == (
+            alone.cv_results_[splits].iloc[0].tolist()
+        ), alpha
+        np.testing.assert_array_equal(
+            together.fit_candidate(
+                together.best_params_, data.x_train, data.train, data.labels_train, seed=0
+            ).theta_,
+            together.best_estimator_.theta_,
+        )

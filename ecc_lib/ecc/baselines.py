@@ -203,7 +203,6 @@ class HumanLabelClusters(ProfileMixture):
         categories, index = np.unique(lab.astype(str), return_inverse=True)
         resp = np.zeros((n, len(categories)))
         resp[np.arange(n), index] = 1.0
-        self.theta_ = fit_profiles(comparisons, resp, self.alpha)
         if embeddings is not None:
             x = check_embeddings(embeddings, n, np.float32)
             # one BLAS thread: a small product, which a shared machine's BLAS threads slow down
@@ -217,6 +216,22 @@ class HumanLabelClusters(ProfileMixture):
         self.converged_ = True
         self.n_iter_ = 1
         log_missing_labels(lab, "HumanLabelClusters")
+        return self.fit_final_profiles(comparisons)
+
+    def fit_final_profiles(self, comparisons: Comparisons) -> HumanLabelClusters:
+        """Fit one BT profile per category of the fitted hard assignment (the last step of
+        :meth:`fit`, the only one that reads ``alpha``).
+
+        Parameters
+        ----------
+        comparisons : Comparisons
+            The comparisons the categories were read for.
+
+        Returns
+        -------
+        self
+        """
+        self.theta_ = fit_profiles(comparisons, self.responsibilities_, self.alpha)
         return self
 
     def predict_responsibilities(self, embeddings=None, probe=None, mode="both", labels=None):

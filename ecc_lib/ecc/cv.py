@@ -89,7 +89,12 @@ from ecc_lib.ecc.engine import blas_controller
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
-from ecc_lib.ecc.validation import check_comparisons, check_embeddings, labels_to_str
+from ecc_lib.ecc.validation import (
+    check_comparisons,
+    check_embeddings,
+    checked_embeddings,
+    labels_to_str,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -417,32 +422,39 @@ class ECCCV(ProfileMixture):
         est = self._estimator(params, random_state=candidate_seed(seed, params), max_iter=max_iter)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            if params["family"] == "emb_only" and data_backend(embeddings) is None:
-                return self._fit_emb_only(est, embeddings, comparisons)
+            if params["family"] in ("emb_only", "human") and data_backend(embeddings) is None:
+                return self._fit_sharing_alpha(est, embeddings, comparisons, labels)
             est.fit(embeddings, comparisons, labels=labels)
         return est
 
-    def _fit_emb_only(self, est: EmbeddingClusters, embeddings, comparisons: Comparisons):
-        """``est.fit``, its clustering read from the last one of the same data and settings.
+    def _fit_sharing_alpha(self, est, embeddings, comparisons: Comparisons, labels):
+        """``est.fit``, the part that does not depend on ``alpha`` read from the last fit of the
+        same family, data and settings.
 
-        The embedding-only clustering does not depend on ``alpha`` (only the profiles fitted
-        after it do), and its seed neither (:func:`candidate_seed`): the candidates that differ
-        only in ``alpha`` share one EM run and each fits its profiles, the same numbers as a
-        cold ``est.fit``."""
+        The embedding-only clustering and the human categories (with their centroids) do not
+        depend on ``alpha`` (only the profiles fitted after them do), nor on the seed
+        (:func:`candidate_seed`): the candidates that differ only in ``alpha`` share one
+        clustering and each fits its profiles (``fit_final_profiles``, the last step of their
+        ``fit``), the same numbers as a cold ``est.fit``."""
         settings = {k: v for k, v in est.get_params().items() if k != "alpha"}
-        cache = getattr(self, "_clustering", None)
+        shared = self.__dict__.setdefault("_shared", {})
+        cache = shared.get(type(est))
         if not (
             cache is not None
             and cache[0] is embeddings
             and cache[1] is comparisons
-            and cache[2] == settings
+            and cache[2] is labels
+            and cache[3] == settings
         ):
             base = copy.deepcopy(est)
-            ECC.fit(base, embeddings, comparisons)  # the EM alone (no profiles: theta_ is zero)
-            cache = self._clustering = (embeddings, comparisons, settings, base)
-        base = cache[3]
+            if isinstance(base, EmbeddingClusters):
+                ECC.fit(base, embeddings, comparisons)  # the EM alone (no profiles: theta_ zero)
+            else:
+                base.fit(embeddings, comparisons, labels=labels)
+            cache = shared[type(est)] = (embeddings, comparisons, labels, settings, base)
+        base = cache[4]
         est.__dict__.update(copy.deepcopy({k: v for k, v in vars(base).items() if k != "alpha"}))
-        return est.fit_final_profiles(comparisons)  # as EmbeddingClusters.fit
+        return est.fit_final_profiles(comparisons)
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None) -> ECCCV:
         """Cross-validate the grid on these (training) queries and refit the best candidate.
@@ -553,8 +565,10 @@ class ECCCV(ProfileMixture):
         screen_iter, screen_folds = self._screening(n_folds)
         alive = list(em)
         # one BLAS thread for the many small products of the search (ECC's fits set it already);
-        # the pair counts of each fold subset are computed once for all its candidates
-        with blas_controller().limit(limits=1, user_api="blas"), reuse_pair_counts():
+        # the pair counts of each fold subset are computed once for all its candidates, and the
+        # embeddings (rows of those fit checked) are not checked again
+        limit = blas_controller().limit(limits=1, user_api="blas")
+        with limit, reuse_pair_counts(), checked_embeddings():
             for r, share in enumerate(shares):
                 final = r == len(shares) - 1
                 todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
@@ -590,7 +604,7 @@ class ECCCV(ProfileMixture):
                     mean = np.nansum(losses[reading][alive], axis=1)
                     n_keep = _n_kept(len(alive), float(self.factor))
                     alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
-        self._clustering = None  # the last embedding-only clustering (see _fit_emb_only)
+        self._shared = {}  # the last clustering of each family (see _fit_sharing_alpha)
         return losses, per_query, seconds, iters, last, resources, procedures
 
     def _screening(self, n_folds: int) -> tuple[int | None, int]:
@@ -607,10 +621,11 @@ class ECCCV(ProfileMixture):
         refit_key = (data_key, "refit", _params_key(self.best_params_))
         best = FIT_MEMO.get_refit(refit_key)
         if best is None:
-            best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
+            with checked_embeddings():  # fit checked them
+                best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
             FIT_MEMO.put_refit(refit_key, best)
         best = copy.deepcopy(best)  # each search owns its deployed model
-        self._clustering = None
+        self._shared = {}
         self.refit_seconds_ = time.perf_counter() - start
         self.best_estimator_ = best
         self.best_choice_ = choice_words(self.best_params_)

@@ -80,15 +80,14 @@ def category_log_prior(
     if prior not in PRIOR_FORMS:
         raise ValueError(f"prior must be one of {PRIOR_FORMS}, got {prior!r}")
     r = np.asarray(responsibilities, dtype=float)
-    sums = np.zeros((n_categories, r.shape[1]))
-    np.add.at(sums, codes, r)
+    sums = np.asarray(_category_indicator(np.asarray(codes), n_categories) @ r)
     return _log_prior(r, sums, smoothing, prior)
 
 
 def _category_indicator(codes: np.ndarray, n_categories: int) -> sp.csr_matrix:
     """``(n_categories, n)`` 0/1 matrix of the rows of each category, columns in row order: its
-    product with the responsibilities adds them up in the order of :func:`category_log_prior`'s
-    ``np.add.at`` (the same numbers), once per fit instead of once per EM step."""
+    product with the responsibilities adds them up in row order, once per fit instead of once per EM
+    step."""
     n = len(codes)
     return sp.csr_matrix((np.ones(n), (codes, np.arange(n))), shape=(n_categories, n))
 

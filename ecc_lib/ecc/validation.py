@@ -8,6 +8,8 @@ defaults without repeating its parent's parameter list.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import logging
 
@@ -70,6 +72,26 @@ def check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
+_CHECKED: contextvars.ContextVar = contextvars.ContextVar("checked_embeddings", default=False)
+
+
+@contextlib.contextmanager
+def checked_embeddings():
+    """Within the block, :func:`check_embeddings` checks shapes and dtype only: for a search whose
+    arrays are all rows of embeddings it checked once (:class:`ecc_lib.ecc.cv.ECCCV`). Rows of
+    finite unit rows are finite unit rows, so the results are the same arrays.
+
+    Yields
+    ------
+    None
+    """
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
 def check_embeddings(embeddings, n_rows: int | None, dtype, *, what: str = "embeddings"):
     """``embeddings`` as a C-contiguous 2-D array of ``dtype`` with unit rows.
 
@@ -103,6 +125,8 @@ def check_embeddings(embeddings, n_rows: int | None, dtype, *, what: str = "embe
             "one embedding row per query, in the order of comparisons.query_ids"
         )
     x = np.ascontiguousarray(x, dtype=dtype)
+    if _CHECKED.get():
+        return x
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{what} hold NaN or infinite values")
     norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))  # no (n, d) temporary
