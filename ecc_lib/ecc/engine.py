@@ -25,6 +25,9 @@ BLOCK_ROWS = 8192
 """Most rows of one E-step block."""
 MIN_BLOCK_ROWS = 512
 """Fewest rows of one E-step block (unless the data have fewer)."""
+MIN_BLOCKS = 4
+"""E-step blocks of data of ``MIN_BLOCKS * MIN_BLOCK_ROWS`` rows or more (more for data over
+``MIN_BLOCKS * BLOCK_ROWS`` rows)."""
 
 
 _CONTROLLER: ThreadpoolController | None = None
@@ -43,21 +46,24 @@ def blas_controller() -> ThreadpoolController:
     return _CONTROLLER
 
 
-def block_rows(n_rows: int, n_jobs: int) -> int:
-    """Rows per block: at most ``BLOCK_ROWS``, small enough to give every thread two blocks.
+def block_rows(n_rows: int) -> int:
+    """Rows per block: a ``1 / MIN_BLOCKS`` share of the rows, within ``[MIN_BLOCK_ROWS,
+    BLOCK_ROWS]``.
+
+    The blocks depend on the rows only, never on the threads: the E-step sums its blocks in
+    order, so a fit gives the same numbers with any ``n_jobs`` and on any machine (the blocks of a
+    two-CPU machine's default before issue 34).
 
     Parameters
     ----------
     n_rows : int
         Rows of the data.
-    n_jobs : int
-        Threads.
 
     Returns
     -------
     int
     """
-    wanted = -(-n_rows // (2 * n_jobs))
+    wanted = -(-n_rows // MIN_BLOCKS)
     return int(min(BLOCK_ROWS, max(MIN_BLOCK_ROWS, wanted)))
 
 

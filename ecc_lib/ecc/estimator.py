@@ -141,7 +141,8 @@ class ECC(ProfileMixture):
         Precision of embeddings, responsibilities and evidence (BT fits are always float64).
     n_jobs : int, optional
         Threads that process blocks of queries (default: the CPUs available). BLAS runs
-        single-threaded inside each block.
+        single-threaded inside each block. The blocks depend on the data only, so the fit is the
+        same with any ``n_jobs`` and on any machine.
     random_state : int, Generator or None
 
     Attributes
@@ -229,7 +230,7 @@ class ECC(ProfileMixture):
         x = check_embeddings(embeddings, comparisons.n_queries, dtype)
         counts = pair_counts(comparisons, normalize=True, dtype=dtype)
         n_jobs = resolve_n_jobs(self.n_jobs, x.shape[0])
-        blocks = row_blocks(counts.matrix, block_rows(x.shape[0], n_jobs))
+        blocks = row_blocks(counts.matrix, block_rows(x.shape[0]))
         n_jobs = min(n_jobs, len(blocks))
         rng = np.random.default_rng(self.random_state)
         k = int(self.n_clusters)
