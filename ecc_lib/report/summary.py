@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ecc_lib.grammar import finite, interval, number, verdict
-from ecc_lib.labels import PLURAL, method_name
+from ecc_lib.labels import PLURAL
+from ecc_lib.labels import method_name as _name
 from ecc_lib.method_registry import METHOD_SPECS, method_keys
 from ecc_lib.protocol.comparisons import (
     LEAK_FREE_SETTINGS,
@@ -107,39 +108,27 @@ def _legacy_records(ecc: Mapping[str, Any], n_seeds: int) -> list[ComparisonReco
     ):
         values = ecc.get(means) if several else ecc.get(one_seed)
         cis = {} if several else ecc.get(one_seed + "_ci95") or {}
-        if several and not values and reading == "all":
-            values = {}
         for m, v in (values or {}).items():
             if m != "global" and finite(v):
-                ci = cis.get(m)
                 out.append(
-                    ComparisonRecord("clustering_gain", m, "global", v, ci, "pp", reading, n_seeds)
+                    ComparisonRecord(
+                        "clustering_gain", m, "global", v, cis.get(m), "pp", reading, n_seeds
+                    )
                 )
+        differences = []  # (a, b, estimate, interval)
         if several:
             for name, d in (ecc.get(mean_diffs) or {}).items():
                 if isinstance(d, list | tuple) and " - " in name and finite(d[0]):
-                    a, b = name.split(" - ", 1)
-                    out.append(
-                        ComparisonRecord(
-                            "method_difference", a, b, d[0], None, "pp", reading, n_seeds
-                        )
-                    )
+                    differences.append((*name.split(" - ", 1), d[0], None))
         else:
             for name, d in (ecc.get(diffs) or {}).items():
                 if isinstance(d, Mapping) and "_minus_" in name and finite(d.get("estimate")):
-                    a, b = name.split("_minus_", 1)
-                    out.append(
-                        ComparisonRecord(
-                            "method_difference",
-                            a,
-                            b,
-                            d["estimate"],
-                            d.get("ci95"),
-                            "pp",
-                            reading,
-                            1,
-                        )
-                    )
+                    differences.append((*name.split("_minus_", 1), d["estimate"], d.get("ci95")))
+        n = n_seeds if several else 1
+        out += [
+            ComparisonRecord("method_difference", a, b, d, ci, "pp", reading, n)
+            for a, b, d, ci in differences
+        ]
     return out
 
 
@@ -192,10 +181,6 @@ def _where(reading: str) -> str:
         if reading == "disjoint"
         else "on all held-out pairs"
     )
-
-
-def _name(method: str) -> str:
-    return method_name(method)
 
 
 def _capital(text: str) -> str:
@@ -716,10 +701,6 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     return lines
 
 
-def _router_name(method: str) -> str:
-    return _name(method)
-
-
 def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     """Whether routing pays, as ``(dataset, line)``, leak-aware first.
 
@@ -762,9 +743,9 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
             )
             text = _sentence(
                 r,
-                f"{_capital(context)}, routing by {_router_name(r.a)}",
+                f"{_capital(context)}, routing by {_name(r.a)}",
                 "the global BT's one model",
-                a=_router_name(r.a),
+                a=_name(r.a),
                 b="global BT",
                 tail=levels,
             )
@@ -775,9 +756,9 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
         text = _sentence(
             winner,
             "With the probe, its winner alone",
-            f"the best cluster router ({_router_name(winner.b)})",
+            f"the best cluster router ({_name(winner.b)})",
             a="probe winner",
-            b=_router_name(winner.b),
+            b=_name(winner.b),
             tail="routers that read the probe pay only above it",
         )
         out.append((dataset, _line("probe_winner", text, winner)))
@@ -880,13 +861,7 @@ def ecc_summary(
     ecc = metrics.get("ecc") or {}
     if not isinstance(ecc, Mapping):
         return []
-    lines = ecc_lines(
-        metrics,
-        methods=options.methods,
-        reference=options.reference,
-        baselines=options.baselines,
-        notes=options.notes,
-    )
+    lines = ecc_lines(metrics, **vars(options))
     return [(str(ecc.get("dataset", "")), line) for line in lines]
 
 
