@@ -69,12 +69,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read(path: str):
-    from ecc_lib.data.tables import read_outcomes
-
-    return read_outcomes(path)
-
-
 def dars_summary(
     outcomes,
     *,
@@ -243,6 +237,7 @@ def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
     from ecc_lib.data.policy import apply_data_policy
     from ecc_lib.data.protocol_policy import check_utility_weights
+    from ecc_lib.data.tables import read_outcomes
     from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)
@@ -252,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     if args.change_draws is not None and args.change_draws < 1:
         raise ValueError(f"--change-draws must be >= 1, got {args.change_draws}")
-    outcomes = _read(args.outcomes)
+    outcomes = read_outcomes(args.outcomes)
     _, outcomes, report = apply_data_policy(None, outcomes, dataset=str(args.outcomes))
     for note in report.notes:
         print(f"note: {note}")

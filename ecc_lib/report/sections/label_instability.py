@@ -18,8 +18,8 @@ from ecc_lib.report.formatting import (
 from ecc_lib.report.reading import (
     flatten,
     generic_rows,
-    measure_frame,
     measure_row,
+    measure_table,
     read_metrics,
 )
 from ecc_lib.report.summary import flip_lines
@@ -116,10 +116,8 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     side_rows = _side_rows(by_side, dataset, sources, section.notes)
     rows += generic_rows(flat, used=used, dataset=dataset, section="dars")
     section.tables.append(
-        HeadlineTable(
-            report_table_name("dars_headline"),
-            f"Label instability on {dataset} (95% bootstrap CI over queries)",
-            measure_frame(rows),
+        measure_table(
+            "dars_headline", f"Label instability on {dataset} (95% bootstrap CI over queries)", rows
         )
     )
     if side_rows:

@@ -19,8 +19,8 @@ from ecc_lib.report.formatting import (
 from ecc_lib.report.reading import (
     flatten,
     generic_rows,
-    measure_frame,
     measure_row,
+    measure_table,
     read_metrics,
 )
 from ecc_lib.report.summary import routing_lines
@@ -228,11 +228,7 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
     extra = _more_rows(headline, paired, dataset, cost_dataset, cost_repeats)
     if extra:
         section.tables.append(
-            HeadlineTable(
-                report_table_name("routing_more"),
-                "Supervision effect and cost-quality trade-off",
-                measure_frame(extra),
-            )
+            measure_table("routing_more", "Supervision effect and cost-quality trade-off", extra)
         )
     best_fixed = headline.get("best_fixed_model")
     ref = "Best fixed model (reference)"
