@@ -265,11 +265,7 @@ def summary_table(
         ``versus_reference`` and ``versus_best_baseline`` (records as dicts, None where not
         applicable), ``best_baseline``, ``verdict_reference``, ``verdict_best_baseline``, ``note``.
     """
-    gains = [r for r in records if r.question == "clustering_gain"]
-    order: list[str] = []
-    for r in gains:
-        if r.a not in order:
-            order.append(r.a)
+    order = list(dict.fromkeys(r.a for r in records if r.question == "clustering_gain"))
     reference = default_reference(order) if reference is None else reference
     methods = [m for m in (order if methods is None else methods) if m != "global"]
     reading = _reading(records)
@@ -501,17 +497,17 @@ def _ecc_cv_alone(row: Mapping[str, Any], ecc: Mapping[str, Any], ref_name: str)
 
 def _gain_line(
     row: Mapping[str, Any], method: str, topic: str, reference: str, where: str
-) -> SummaryLine | None:
-    """``method``'s gain over the reference in words, or None without a record."""
+) -> list[SummaryLine]:
+    """``method``'s gain over the reference in words (no line without a record)."""
     payload = row["versus_reference"]
     if not payload:
-        return None
+        return []
     r = ComparisonRecord.from_dict(payload)
     tail = _nll_words(r.estimate) if reference == "global" else ""
     text = _sentence(
         r, _name(method), _name(reference), context=where, plural=method in PLURAL, tail=tail
     )
-    return _line(topic, text, r)
+    return [_line(topic, text, r)]
 
 
 def _best_method_lines(
@@ -526,9 +522,7 @@ def _best_method_lines(
     where = _where(reading)
     lines = []
     if "ecc" in by_method:
-        line = _gain_line(by_method["ecc"], "ecc", "ecc", reference, where)
-        if line is not None:
-            lines.append(line)
+        lines += _gain_line(by_method["ecc"], "ecc", "ecc", reference, where)
     if best and best != "ecc" and "ecc" in by_method:
         r = _versus(records, best, "ecc", reading)
         if r is not None and not r.zero_as_printed:  # a tie with ECC is in the table
@@ -542,9 +536,7 @@ def _best_method_lines(
             )
             lines.append(_line("best_method", text, r))
     elif best and "ecc" not in by_method:
-        line = _gain_line(by_method[best], best, "best_method", reference, where)
-        if line is not None:
-            lines.append(line)
+        lines += _gain_line(by_method[best], best, "best_method", reference, where)
     return lines
 
 

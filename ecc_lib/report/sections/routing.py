@@ -14,6 +14,7 @@ from ecc_lib.labels import router_name
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
     format_interval,
+    format_interval_of,
     format_number,
 )
 from ecc_lib.report.reading import (
@@ -78,12 +79,8 @@ def _paired_table(paired: Mapping[str, Any], dataset: str) -> HeadlineTable:
         {
             "dataset": dataset,
             "router": name,
-            "score: DARS minus single-shot": format_interval(
-                d.get("score"), d.get("score_ci95"), "signed"
-            ),
-            "utility: DARS minus single-shot": format_interval(
-                d.get("utility"), d.get("utility_ci95"), "signed"
-            ),
+            "score: DARS minus single-shot": format_interval_of(d, "score", "signed"),
+            "utility: DARS minus single-shot": format_interval_of(d, "utility", "signed"),
         }
         for name, d in paired.items()
         if isinstance(d, Mapping)

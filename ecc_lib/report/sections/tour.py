@@ -11,6 +11,7 @@ from ecc_lib.grammar import Comparison, comparison_sentence, finite
 from ecc_lib.report.document import ReportSection
 from ecc_lib.report.formatting import (
     format_interval,
+    format_interval_of,
     format_number,
 )
 from ecc_lib.report.reading import (
@@ -75,7 +76,7 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 measure_row(
                     "synthetic",
                     label,
-                    format_interval(values[key], values.get(key + "_ci95"), "share"),
+                    format_interval_of(values, key, "share"),
                     "% of queries",
                 )
             )
