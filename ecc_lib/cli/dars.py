@@ -163,10 +163,10 @@ def format_summary(summary: dict) -> str:
     lines += ["", header, "-" * len(header)]
     subsets = summary["subsets"]
     for label, key in rows:
-        cells = []
-        for name in ("input", "output", "both"):
-            s = subsets.get(name)
-            cells.append("n/a" if s is None else show(s[key], s.get(f"{key}_ci95")))
+        cells = [
+            "n/a" if s is None else show(s[key], s.get(f"{key}_ci95"))
+            for s in (subsets.get(name) for name in ("input", "output", "both"))
+        ]
         lines.append(f"{label:<28}" + "".join(f"{c:>26}" for c in cells))
     methods = [f"{name}: {s['flip_rate_method']}" for name, s in subsets.items() if s is not None]
     lines.append("flip rate method: " + (", ".join(methods) if methods else "n/a"))

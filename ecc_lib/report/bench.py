@@ -318,10 +318,8 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         parts.append(_html_table(routing))
     flips = _flips_frame(result)
     if len(flips):
-        parts.append("<h2>Winner flip readings</h2>")
-        parts.append(_html_table(flips))
-    parts.append("<h2>Checks</h2>")
-    parts.append(_html_table(_checks_frame(result)))
+        parts += ["<h2>Winner flip readings</h2>", _html_table(flips)]
+    parts += ["<h2>Checks</h2>", _html_table(_checks_frame(result))]
     times = [
         {"dataset": k, "seconds per seed": ", ".join(f"{s:.1f}" for s in v.get("seed_seconds", []))}
         for k, v in result.datasets.items()
