@@ -118,16 +118,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     add_scheduler_option(parser, "fit the ECC-family methods on partitions")
 
 
-def _apply_policy(args: argparse.Namespace, queries, outcomes):
-    """The shared imperfect-data policy (:mod:`ecc_lib.data.policy`); prints what it left out."""
-    from ecc_lib.data.policy import apply_data_policy
-
-    kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
-    if report.left_out:
-        print(report.notes[0])
-    return kept, outcomes, report
-
-
 def _embeddings(args: argparse.Namespace, queries):
     import numpy as np
 
@@ -366,13 +356,9 @@ def format_comparisons(records: list, *, n_seeds: int) -> str:
             f"'<method> - {reference}'"
         )
 
-    def keep(r) -> bool:
-        if r.question != "method_difference":
-            return True
-        return "ecc" in (r.a, r.b) or reference in (r.a, r.b)
-
     for r in records:
-        if not keep(r):
+        # of the differences, those with ECC or the reference
+        if r.question == "method_difference" and not {"ecc", reference} & {r.a, r.b}:
             continue
         if r.question == "method_difference" and (
             r.b == "ecc" and r.a != reference or r.a == reference
@@ -521,6 +507,7 @@ def ecc_result_from_args(args: argparse.Namespace):
     check : EmbeddingCheck or None
         The embedding check when the texts were embedded here.
     """
+    from ecc_lib.data.policy import apply_data_policy
     from ecc_lib.data.tables import read_outcomes, read_queries
     from ecc_lib.ecc.estimator import check_cluster_settings
     from ecc_lib.protocol.results import run_ecc
@@ -538,7 +525,10 @@ def ecc_result_from_args(args: argparse.Namespace):
     check = None
     if isinstance(embeddings, tuple):
         embeddings, check = embeddings
-    kept, outcomes, report = _apply_policy(args, queries, outcomes)
+    # the shared imperfect-data policy (ecc_lib.data.policy); say what it left out
+    kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
+    if report.left_out:
+        print(report.notes[0])
     embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
     queries = kept
     with _in_flag_words():
