@@ -41,8 +41,6 @@ MAX_SENTENCES = 5
 """Most summary sentences per dataset (the table comes first and is not counted)."""
 MAX_WORDS = 35
 """Most words per summary sentence."""
-MAX_LINES = MAX_SENTENCES
-"""Alias kept for older callers."""
 MIN_QUERIES_PER_CLUSTER = 50
 """Fewer training queries per cluster than this draws a warning that K is large."""
 SAME_EVERYWHERE = "the same to the printed digit"
