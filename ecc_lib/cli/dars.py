@@ -69,12 +69,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read(path: str):
-    from ecc_lib.data.tables import read_outcomes
-
-    return read_outcomes(path)
-
-
 def dars_summary(
     outcomes,
     *,
@@ -169,10 +163,10 @@ def format_summary(summary: dict) -> str:
     lines += ["", header, "-" * len(header)]
     subsets = summary["subsets"]
     for label, key in rows:
-        cells = []
-        for name in ("input", "output", "both"):
-            s = subsets.get(name)
-            cells.append("n/a" if s is None else show(s[key], s.get(f"{key}_ci95")))
+        cells = [
+            "n/a" if s is None else show(s[key], s.get(f"{key}_ci95"))
+            for s in (subsets.get(name) for name in ("input", "output", "both"))
+        ]
         lines.append(f"{label:<28}" + "".join(f"{c:>26}" for c in cells))
     methods = [f"{name}: {s['flip_rate_method']}" for name, s in subsets.items() if s is not None]
     lines.append("flip rate method: " + (", ".join(methods) if methods else "n/a"))
@@ -243,6 +237,7 @@ def _run(args: argparse.Namespace) -> int:
     """Handler of ``ecc-lab dars``."""
     from ecc_lib.data.policy import apply_data_policy
     from ecc_lib.data.protocol_policy import check_utility_weights
+    from ecc_lib.data.tables import read_outcomes
     from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)
@@ -252,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--draws must be >= 1, got {args.draws}")
     if args.change_draws is not None and args.change_draws < 1:
         raise ValueError(f"--change-draws must be >= 1, got {args.change_draws}")
-    outcomes = _read(args.outcomes)
+    outcomes = read_outcomes(args.outcomes)
     _, outcomes, report = apply_data_policy(None, outcomes, dataset=str(args.outcomes))
     for note in report.notes:
         print(f"note: {note}")

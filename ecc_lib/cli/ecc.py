@@ -58,19 +58,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=D.TEMPERATURE,
         help=f"softmax temperature (default {D.TEMPERATURE:g})",
     )
-    _protocol_arguments(parser)
-    parser.add_argument(
-        "--routing",
-        action="store_true",
-        help="also run the routing experiment (no probe, probe with the probe-winner baseline, "
-        "probe restricted to models outside the probe pair, probe with its cost)",
-    )
-    parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
-    add_scheduler_option(parser, "fit the ECC-family methods on partitions")
-
-
-def _protocol_arguments(parser: argparse.ArgumentParser) -> None:
-    """The protocol's flags of ``ecc-lab ecc`` (pairs, probes, split, seeds, evidence)."""
     add_protocol_flags(parser, "pairs", "probes")
     parser.add_argument(
         "--tie-tolerance",
@@ -121,24 +108,14 @@ def _protocol_arguments(parser: argparse.ArgumentParser) -> None:
         help="draw each test query's probe among pairs of models that appear in none of its "
         "scored pairs (where the data allow), so the probe decides no scored pair",
     )
-
-
-def _read_inputs(args: argparse.Namespace):
-    from ecc_lib.data.tables import read_outcomes, read_queries
-
-    queries = read_queries(args.queries)
-    outcomes = read_outcomes(args.outcomes, queries=queries)
-    return queries, outcomes
-
-
-def _apply_policy(args: argparse.Namespace, queries, outcomes):
-    """The shared imperfect-data policy (:mod:`ecc_lib.data.policy`); prints what it left out."""
-    from ecc_lib.data.policy import apply_data_policy
-
-    kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
-    if report.left_out:
-        print(report.notes[0])
-    return kept, outcomes, report
+    parser.add_argument(
+        "--routing",
+        action="store_true",
+        help="also run the routing experiment (no probe, probe with the probe-winner baseline, "
+        "probe restricted to models outside the probe pair, probe with its cost)",
+    )
+    parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    add_scheduler_option(parser, "fit the ECC-family methods on partitions")
 
 
 def _embeddings(args: argparse.Namespace, queries):
@@ -165,21 +142,6 @@ def _embeddings(args: argparse.Namespace, queries):
         show_progress=True,
         return_check=True,
     )
-
-
-def _touching_gain_records(results, methods, n_boot: int) -> list:
-    """Gains on the scored pairs touching the probe's models, with the one interval."""
-    from ecc_lib.protocol.comparisons import clustering_records
-
-    return clustering_records(
-        [r.per_query for r in results], methods=methods, n_boot=n_boot, readings=("touching",)
-    )
-
-
-def _record(records, question: str, a: str, b: str, reading: str):
-    from ecc_lib.protocol.comparisons import find
-
-    return find(records, question, a, b, reading)
 
 
 def _record_cells(record) -> tuple[str, str]:
@@ -210,7 +172,7 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
     -------
     str
     """
-    from ecc_lib.protocol.comparisons import clustering_records
+    from ecc_lib.protocol.comparisons import clustering_records, find
     from ecc_lib.stats import INTERVAL_NAME
 
     methods = [m for m in result.nll if m != "global"]
@@ -246,7 +208,7 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
             gain, ci = f"{0.0:+.2f}", "(reference)"
         else:
             gain, ci = _record_cells(
-                _record(records, "clustering_gain", row["method"], "global", "all")
+                find(records, "clustering_gain", row["method"], "global", "all")
             )
         lines.append(
             f"{row['method']:<{w}} {row['nll']:>7.4f} {gain:>8} {ci:>18} "
@@ -254,10 +216,10 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
         )
     for name in result.differences:
         a, b = name.split("_minus_", 1)
-        diff = _record(records, "method_difference", a, b, "all")
-        disjoint = _record(records, "method_difference", a, b, "disjoint")
+        diff = find(records, "method_difference", a, b, "all")
+        disjoint = find(records, "method_difference", a, b, "disjoint")
         text = f"{a} - {b}: " + " pp ".join(_record_cells(diff))
-        if disjoint is not None and _finite_number(disjoint.estimate):
+        if disjoint is not None and _number(disjoint.estimate) != "n/a":  # not None or NaN
             text += "; on pairs disjoint from the probe: " + " pp ".join(_record_cells(disjoint))
         lines.append(text)
     if result.gain_touching:
@@ -270,10 +232,10 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
         ]
         for name in result.gain_touching:
             t_gain, t_ci = _record_cells(
-                _record(records, "clustering_gain", name, "global", "touching")
+                find(records, "clustering_gain", name, "global", "touching")
             )
             d_gain, d_ci = _record_cells(
-                _record(records, "clustering_gain", name, "global", "disjoint")
+                find(records, "clustering_gain", name, "global", "disjoint")
             )
             lines.append(f"{name:<{w}} {t_gain:>11} {t_ci:>18} {d_gain:>11} {d_ci:>18}")
     coverage = result.probe_coverage
@@ -302,11 +264,6 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
         lines.append("note: ECC did not converge within max_iter")
     lines += [f"warning: {note}" for note in result.params.get("warnings", [])]
     return "\n".join(lines)
-
-
-def _finite_number(value) -> bool:
-    """Whether ``value`` is a number that is not NaN (None counts as missing)."""
-    return value is not None and value == value
 
 
 def _mean_sd(mean, sd, show_sd: bool = False) -> str:
@@ -399,13 +356,9 @@ def format_comparisons(records: list, *, n_seeds: int) -> str:
             f"'<method> - {reference}'"
         )
 
-    def keep(r) -> bool:
-        if r.question != "method_difference":
-            return True
-        return "ecc" in (r.a, r.b) or reference in (r.a, r.b)
-
     for r in records:
-        if not keep(r):
+        # of the differences, those with ECC or the reference
+        if r.question == "method_difference" and not {"ecc", reference} & {r.a, r.b}:
             continue
         if r.question == "method_difference" and (
             r.b == "ecc" and r.a != reference or r.a == reference
@@ -554,6 +507,8 @@ def ecc_result_from_args(args: argparse.Namespace):
     check : EmbeddingCheck or None
         The embedding check when the texts were embedded here.
     """
+    from ecc_lib.data.policy import apply_data_policy
+    from ecc_lib.data.tables import read_outcomes, read_queries
     from ecc_lib.ecc.estimator import check_cluster_settings
     from ecc_lib.protocol.results import run_ecc
 
@@ -564,12 +519,16 @@ def ecc_result_from_args(args: argparse.Namespace):
         check_cluster_settings(estimator.n_clusters, estimator.lam, estimator.temperature)
         if args.routing and args.probes < 1:
             raise ValueError("routing needs n_probes >= 1")
-    queries, outcomes = _read_inputs(args)
+    queries = read_queries(args.queries)
+    outcomes = read_outcomes(args.outcomes, queries=queries)
     embeddings = _embeddings(args, queries)
     check = None
     if isinstance(embeddings, tuple):
         embeddings, check = embeddings
-    kept, outcomes, report = _apply_policy(args, queries, outcomes)
+    # the shared imperfect-data policy (ecc_lib.data.policy); say what it left out
+    kept, outcomes, report = apply_data_policy(queries, outcomes, dataset=str(args.queries))
+    if report.left_out:
+        print(report.notes[0])
     embeddings = embeddings[queries["query_id"].isin(set(kept["query_id"])).to_numpy()]
     queries = kept
     with _in_flag_words():
@@ -621,7 +580,11 @@ def _in_flag_words():
 
 def _printed(args: argparse.Namespace, found, report, check) -> int:
     """Print what ``ecc-lab ecc`` prints and write its ``--json``."""
-    from ecc_lib.protocol.comparisons import routing_difference_records, routing_levels
+    from ecc_lib.protocol.comparisons import (
+        clustering_records,
+        routing_difference_records,
+        routing_levels,
+    )
     from ecc_lib.report.summary import ecc_cv_line
 
     multi = found.multi
@@ -629,7 +592,9 @@ def _printed(args: argparse.Namespace, found, report, check) -> int:
     records = found.comparison_records  # computed once: the JSON and ECC-CV's verdict read it too
     n_boot = int(found.first.params.get("n_boot", 1000))
     methods = [m for m in found.first.nll if m != "global"]
-    touching = _touching_gain_records(multi.results, methods, n_boot)
+    touching = clustering_records(  # gains on the scored pairs touching the probe's models
+        [r.per_query for r in multi.results], methods=methods, n_boot=n_boot, readings=("touching",)
+    )
     print(format_result(found.first, records + touching, seeds=seeds))
     choices = found.ecc_cv_choices()
     if choices:
@@ -684,7 +649,7 @@ def _choice_text(choice) -> str:
     parts = [str(choice.get("family", "?"))]
     for key, name in (*short.items(), ("alpha", "alpha")):
         value = choice.get(key)
-        if value is not None and key in choice:
+        if value is not None:
             parts.append(
                 f"{name}={value:g}" if isinstance(value, int | float) else f"{name}={value}"
             )

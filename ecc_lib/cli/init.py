@@ -52,22 +52,19 @@ def _refuse_links(target: Path, sources: list[Path], force: bool) -> None:
         )
     if target.exists() and not target.is_dir():
         raise FileExistsError(f"{target} exists and is not a folder")
-    links = [target / s.name for s in sources if (target / s.name).is_symlink()]
+    paths = [target / s.name for s in sources]
+    links = [p for p in paths if p.is_symlink()]
     if links:
         shown = ", ".join(f"{p.name} -> {os.readlink(p)}" for p in links)
         raise InitError(
             f"{target} holds symbolic links where the starter files go ({shown}); ecc-lab init "
             "never writes through a link, even with --force: remove them. Nothing was copied"
         )
-    others = [
-        target / s.name
-        for s in sources
-        if (target / s.name).exists() and not (target / s.name).is_file()
-    ]
+    others = [p for p in paths if p.exists() and not p.is_file()]
     if others:
         names = ", ".join(p.name for p in others)
         raise InitError(f"{target}: {names} exist(s) and is not a regular file; nothing was copied")
-    clashes = [target / s.name for s in sources if (target / s.name).exists()]
+    clashes = [p for p in paths if p.exists()]
     if clashes and not force:
         names = ", ".join(path.name for path in clashes)
         raise FileExistsError(

@@ -94,13 +94,8 @@ def format_operating_point(deployed) -> str:
     """
     point = deployed.operating_point or deployed.describe()
     q, c = point["expected_quality"], point["expected_cost"]
-    lines = []
-    if point.get("meaning"):
-        lines.append(f"operating point: {point['meaning']}")
-    else:
-        lines.append(
-            f"operating point: cost weight lambda = {deployed.cost_weight:.6g} (as trained)"
-        )
+    said = point.get("meaning") or f"cost weight lambda = {deployed.cost_weight:.6g} (as trained)"
+    lines = [f"operating point: {said}"]
     lines.append(
         f"on {point['n_calibration']} calibration queries: expected quality {q[0]:.3f} "
         f"[{q[1]:.3f}, {q[2]:.3f}], expected cost per query {c[0]:.4g} [{c[1]:.4g}, {c[2]:.4g}] "
@@ -170,6 +165,7 @@ def _train(args: argparse.Namespace) -> int:
     from ecc_lib.routers import router_families
     from ecc_lib.routers.deploy import train_deployed
     from ecc_lib.routing_evaluation.deployed import deployed_report, format_report
+    from ecc_lib.serialization import to_jsonable
 
     check_utility_weights(args.cost_weight, args.beta)
     if args.family not in router_families():
@@ -196,7 +192,7 @@ def _train(args: argparse.Namespace) -> int:
     report["n_calibration"] = split.calibration.n_queries
     deployed.report = report
     folder = deployed.save(args.out)
-    write_json(str(Path(folder) / "report.json"), _jsonable(report))
+    write_json(str(Path(folder) / "report.json"), to_jsonable(report))
     print(
         f"{args.family} on {args.targets} targets: {split.train.n_queries} training, "
         f"{split.calibration.n_queries} calibration, {split.test.n_queries} test queries; "
@@ -206,12 +202,6 @@ def _train(args: argparse.Namespace) -> int:
     print(format_operating_point(deployed))
     print(f"wrote {folder}")
     return 0
-
-
-def _jsonable(value):
-    from ecc_lib.serialization import to_jsonable
-
-    return to_jsonable(value)
 
 
 # -- route ---------------------------------------------------------------------------------------
@@ -234,6 +224,7 @@ def _route_arguments(parser: argparse.ArgumentParser) -> None:
 def _route(args: argparse.Namespace) -> int:
     from ecc_lib.data.tables import read_queries, write_table
     from ecc_lib.routers.deploy import load_deployed
+    from ecc_lib.serialization import to_jsonable
 
     deployed = load_deployed(args.router)
     queries = read_queries(args.queries)
@@ -242,7 +233,7 @@ def _route(args: argparse.Namespace) -> int:
     table.insert(0, "query_id", queries["query_id"].to_numpy())
     write_table(table, args.out)
     point = deployed.operating_point or deployed.describe()
-    write_json(f"{args.out}.operating_point.json", _jsonable(point))
+    write_json(f"{args.out}.operating_point.json", to_jsonable(point))
     print(format_operating_point(deployed))
     counts = table["model"].value_counts()
     print(

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.bench import BenchResult
-from ecc_lib.report.latex import latex_escape
+from ecc_lib.report.latex import latex_escape as _tex
 from ecc_lib.safe_output import atomic_path, claim_output_folder, write_bytes, write_csv, write_text
 from ecc_lib.stats import interval_description
 
@@ -24,15 +24,17 @@ PM = "\u00b1"
 FIGURE_NAME = "bench_gains"
 
 
-def _tex(text) -> str:
-    """Table text as LaTeX that pdflatex sets (:func:`ecc_lib.report.latex.latex_escape`)."""
-    return latex_escape(text)
-
-
 def _difference(mean, sd) -> str:
     if mean is None or not np.isfinite(mean):
         return "n/a"
     return f"{mean:+.3f} +- {sd:.3f}" if sd is not None and np.isfinite(sd) else f"{mean:+.3f}"
+
+
+_ROUTING_COLUMNS = (
+    ("router_minus_fixed", "best router - best fixed"),
+    ("router_minus_probe_winner", "best router - probe winner"),
+)
+"""The routing differences of the bench tables: ``numeric_table`` column stem and header."""
 
 
 def headline_table(result: BenchResult) -> pd.DataFrame:
@@ -48,23 +50,11 @@ def headline_table(result: BenchResult) -> pd.DataFrame:
     DataFrame of str
     """
     table = result.table("gain_disjoint")
-    numeric = result.numeric_table()
     if not len(table):
         return table
-    for column, label in (
-        ("router_minus_fixed", "best router - best fixed"),
-        ("router_minus_probe_winner", "best router - probe winner"),
-    ):
-        cells = []
-        n = len(numeric) - 1  # datasets (the last row is the mean)
-        seen = int(numeric[f"{column}_mean"].iloc[:n].notna().sum())
-        for i, row in enumerate(numeric.to_dict("records")):
-            router = row.get(f"{column}_router")
-            text = _difference(row.get(f"{column}_mean"), row.get(f"{column}_sd"))
-            cells.append(f"{text} ({router})" if isinstance(router, str) else text)
-            if i == n and 0 < seen < n:
-                cells[-1] += f" ({seen} of {n})"
-        table[label] = cells
+    routing = routing_table(result)
+    for _, label in _ROUTING_COLUMNS:
+        table[label] = routing[label].tolist()
     return table
 
 
@@ -82,30 +72,29 @@ def routing_table(result: BenchResult) -> pd.DataFrame:
     """
     numeric = result.numeric_table()
     n = len(numeric) - 1  # datasets (the last row is the mean)
+
+    def counted(text: str, i: int, column: str) -> str:
+        """The mean row's cell says over how many datasets it is, where not all."""
+        seen = int(numeric[column].iloc[:n].notna().sum())
+        return text + f" ({seen} of {n})" if i == n and 0 < seen < n else text
+
     rows = []
     for i, row in enumerate(numeric.to_dict("records")):
         cells = {"dataset": row["dataset"]}
-        for column, label in (
-            ("router_minus_fixed", "best router - best fixed"),
-            ("router_minus_probe_winner", "best router - probe winner"),
-        ):
+        for column, label in _ROUTING_COLUMNS:
             router = row.get(f"{column}_router")
             text = _difference(row.get(f"{column}_mean"), row.get(f"{column}_sd"))
-            cells[label] = f"{text} ({router})" if isinstance(router, str) else text
-            seen = int(numeric[f"{column}_mean"].iloc[:n].notna().sum())
-            if i == n and 0 < seen < n:
-                cells[label] += f" ({seen} of {n})"
+            text = f"{text} ({router})" if isinstance(router, str) else text
+            cells[label] = counted(text, i, f"{column}_mean")
         for reading in ("pairwise", "strict", "change"):
             value = row.get(f"flip_{reading}")
             chance = row.get(f"flip_{reading}_chance")
-            cells[f"flip {reading}"] = (
+            text = (
                 f"{value:.3f} (chance {chance:.3f})"
                 if value is not None and np.isfinite(value)
                 else "n/a"
             )
-            seen = int(numeric[f"flip_{reading}"].iloc[:n].notna().sum())
-            if i == n and 0 < seen < n:
-                cells[f"flip {reading}"] += f" ({seen} of {n})"
+            cells[f"flip {reading}"] = counted(text, i, f"flip_{reading}")
         rows.append(cells)
     return pd.DataFrame(rows)
 
@@ -119,6 +108,17 @@ def _tabular(lines: list[str], header: list[str], rows: list[list[str]], spec: s
             lines.append(r"\midrule")
         lines.append(" & ".join(_tex(v) for v in row) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
+
+
+def _table_head(caption: str, label: str) -> list[str]:
+    """The opening lines of a page-wide ``table*`` with its caption and label."""
+    return [
+        r"\begin{table*}[t]",
+        r"\centering",
+        r"\scriptsize",
+        r"\caption{" + _tex(caption) + "}",
+        r"\label{" + label + "}",
+    ]
 
 
 def bench_tex(result: BenchResult) -> str:
@@ -138,20 +138,13 @@ def bench_tex(result: BenchResult) -> str:
     disjoint = result.table("gain_disjoint")
     methods = [c for c in every.columns if c != "dataset"]
     n_seeds = result.settings.n_seeds
-    lines = [
-        r"\begin{table*}[t]",
-        r"\centering",
-        r"\scriptsize",
-        r"\caption{"
-        + _tex(
-            "Ranking quality gain over the global BT model (% of its held-out NLL, mean +- sd "
-            f"over {n_seeds} protocol seeds) on all scored pairs and on the pairs disjoint from "
-            "the probe's models. The mean row averages the datasets (n of N: over the datasets "
-            "where the reading exists)."
-        )
-        + "}",
-        r"\label{tab:bench-gains}",
-    ]
+    lines = _table_head(
+        "Ranking quality gain over the global BT model (% of its held-out NLL, mean +- sd "
+        f"over {n_seeds} protocol seeds) on all scored pairs and on the pairs disjoint from "
+        "the probe's models. The mean row averages the datasets (n of N: over the datasets "
+        "where the reading exists).",
+        "tab:bench-gains",
+    )
     header = [
         " & ".join(["dataset", *(r"\multicolumn{2}{c}{" + _tex(m) + "}" for m in methods)])
         + r" \\",
@@ -171,20 +164,13 @@ def bench_tex(result: BenchResult) -> str:
         )
     lines += [r"\end{table*}", ""]
     routing = routing_table(result)
-    lines += [
-        r"\begin{table*}[t]",
-        r"\centering",
-        r"\scriptsize",
-        r"\caption{"
-        + _tex(
-            "Routing: mean score of the routed model, best router (by mean over seeds, named) "
-            "minus the global BT's one model without a probe and minus the probe's winner "
-            f"with the probe (both read the probe), mean over {n_seeds} seeds; winner flip readings on all observations with their chance level "
-            "(datasets with repeated observations)."
-        )
-        + "}",
-        r"\label{tab:bench-routing}",
-    ]
+    lines += _table_head(
+        "Routing: mean score of the routed model, best router (by mean over seeds, named) "
+        "minus the global BT's one model without a probe and minus the probe's winner "
+        f"with the probe (both read the probe), mean over {n_seeds} seeds; winner flip readings on all observations with their chance level "
+        "(datasets with repeated observations).",
+        "tab:bench-routing",
+    )
     if len(routing):
         header = [" & ".join(_tex(c) for c in routing.columns) + r" \\"]
         _tabular(
@@ -213,17 +199,11 @@ def _html_table(frame: pd.DataFrame) -> str:
 
 
 def _checks_frame(result: BenchResult) -> pd.DataFrame:
-    rows = []
-    for label, entry in result.datasets.items():
-        for name, check in (entry.get("checks") or {}).items():
-            rows.append(
-                {
-                    "dataset": label,
-                    "check": name,
-                    "status": check["status"],
-                    "detail": check["detail"],
-                }
-            )
+    rows = [
+        (label, name, check["status"], check["detail"])
+        for label, entry in result.datasets.items()
+        for name, check in (entry.get("checks") or {}).items()
+    ]
     return pd.DataFrame(rows, columns=["dataset", "check", "status", "detail"])
 
 
@@ -338,10 +318,8 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         parts.append(_html_table(routing))
     flips = _flips_frame(result)
     if len(flips):
-        parts.append("<h2>Winner flip readings</h2>")
-        parts.append(_html_table(flips))
-    parts.append("<h2>Checks</h2>")
-    parts.append(_html_table(_checks_frame(result)))
+        parts += ["<h2>Winner flip readings</h2>", _html_table(flips)]
+    parts += ["<h2>Checks</h2>", _html_table(_checks_frame(result))]
     times = [
         {"dataset": k, "seconds per seed": ", ".join(f"{s:.1f}" for s in v.get("seed_seconds", []))}
         for k, v in result.datasets.items()

@@ -106,8 +106,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
     record = json.loads(run_json.read_text()) if run_json.exists() else {}
     ran = set(record.get("notebooks", []))
     dropped = degenerate_figures(metrics)
-    sections = [_section(spec, run, metrics, figures, dropped, ran) for spec in SECTIONS]
-    sections = _arrange(sections)
+    sections = _arrange([_section(spec, run, metrics, figures, dropped, ran) for spec in SECTIONS])
     known = {*(spec.key for spec in SECTIONS), *SHARED_KEYS}
     for key in sorted(k for k in metrics if k not in known):
         extra = other_section(key, metrics[key])
@@ -259,13 +258,11 @@ def _arrange(sections: list[ReportSection]) -> list[ReportSection]:
             more = ReportSection(
                 "",
                 f"More on: {section.title}",
-                appendix=True,
                 findings=f"Further tables and figures of section {spec.number or spec.title}.",
-            )
-            more.figures, more.tables, more.extra_html = (
-                rest_figures,
-                rest_tables,
-                section.extra_html,
+                tables=rest_tables,
+                figures=rest_figures,
+                extra_html=section.extra_html,
+                appendix=True,
             )
             section.extra_html = ""
             appendix.append(more)

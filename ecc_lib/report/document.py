@@ -169,14 +169,7 @@ class Report:
         -------
         list of str
         """
-        out, start = [self.summary_html] if self.summary_html else [], 1
-        for section in self.sections:
-            if section.appendix:
-                continue
-            out.append(section.to_html(figure_start=start))
-            if not section.skipped:
-                start += len(section.figures)
-        return out
+        return ([self.summary_html] if self.summary_html else []) + self._numbered(False, 1)
 
     def appendix_sections_html(self) -> list[str]:
         """HTML of the appendix sections, figures numbered after the main body's.
@@ -186,13 +179,15 @@ class Report:
         list of str
         """
         start = 1 + sum(len(s.figures) for s in self.sections if not s.appendix and not s.skipped)
+        return self._numbered(True, start)
+
+    def _numbered(self, appendix: bool, start: int) -> list[str]:
+        """HTML of the main (or the appendix) sections, their figures numbered from ``start``."""
         out = []
         for section in self.sections:
-            if not section.appendix:
-                continue
-            out.append(section.to_html(figure_start=start))
-            if not section.skipped:
-                start += len(section.figures)
+            if bool(section.appendix) is appendix:
+                out.append(section.to_html(figure_start=start))
+                start += 0 if section.skipped else len(section.figures)
         return out
 
     def header_html(self) -> str:

@@ -92,6 +92,24 @@ def format_interval(value: Any, ci: Sequence[Any] | None, unit: str = "plain") -
     return text if text == DASH else text + _ci_text(ci, unit)
 
 
+def format_interval_of(values: Any, key: str, unit: str = "plain") -> str:
+    """``values[key]`` with the interval ``values[key + "_ci95"]``, as :func:`format_interval`
+    writes it (an en dash where ``key`` is not recorded).
+
+    Parameters
+    ----------
+    values : mapping
+    key : str
+    unit : str
+        As in :func:`format_number`.
+
+    Returns
+    -------
+    str
+    """
+    return format_interval(values.get(key), values.get(key + "_ci95"), unit)
+
+
 def format_mean_sd(mean: Any, sd: Any, unit: str = "plain", *, n: int | None = None) -> str:
     """``mean +- sd`` over seeds (``n`` seeds when given), e.g. ``28.2% +- 1.3 (5 seeds)``.
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ecc_lib.grammar import finite, unit
 from ecc_lib.metrics_schema import metric_node, metric_unit, metrics_schema
+from ecc_lib.report.document import HeadlineTable, report_table_name
 from ecc_lib.report.formatting import format_interval, format_mean_sd, humanise
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs.execute import notebook_of
@@ -365,18 +366,23 @@ def measure_row(dataset: str, measure: str, estimate: str, unit: str = "") -> di
     return {"dataset": dataset, "measure": measure, "estimate": estimate, "unit": unit}
 
 
-def measure_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
-    """Rows of :func:`measure_row` (or :func:`generic_rows`) as a table with its four columns.
+def measure_table(name: str, caption: str, rows: list[dict[str, str]]) -> HeadlineTable:
+    """Rows of :func:`measure_row` (or :func:`generic_rows`) as a headline table with its four
+    columns.
 
     Parameters
     ----------
+    name : str
+        The table's name after the report notebook's number (:func:`report_table_name`).
+    caption : str
     rows : list of dict
 
     Returns
     -------
-    DataFrame
+    HeadlineTable
     """
-    return pd.DataFrame(rows, columns=["dataset", "measure", "estimate", "unit"])
+    frame = pd.DataFrame(rows, columns=["dataset", "measure", "estimate", "unit"])
+    return HeadlineTable(report_table_name(name), caption, frame)
 
 
 def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFrame | None:

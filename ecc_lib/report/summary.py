@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ecc_lib.grammar import finite, interval, number, verdict
-from ecc_lib.labels import PLURAL, method_name
+from ecc_lib.labels import PLURAL
+from ecc_lib.labels import method_name as _name
 from ecc_lib.method_registry import METHOD_SPECS, method_keys
 from ecc_lib.protocol.comparisons import (
     LEAK_FREE_SETTINGS,
@@ -40,8 +41,6 @@ MAX_SENTENCES = 5
 """Most summary sentences per dataset (the table comes first and is not counted)."""
 MAX_WORDS = 35
 """Most words per summary sentence."""
-MAX_LINES = MAX_SENTENCES
-"""Alias kept for older callers."""
 MIN_QUERIES_PER_CLUSTER = 50
 """Fewer training queries per cluster than this draws a warning that K is large."""
 SAME_EVERYWHERE = "the same to the printed digit"
@@ -107,39 +106,27 @@ def _legacy_records(ecc: Mapping[str, Any], n_seeds: int) -> list[ComparisonReco
     ):
         values = ecc.get(means) if several else ecc.get(one_seed)
         cis = {} if several else ecc.get(one_seed + "_ci95") or {}
-        if several and not values and reading == "all":
-            values = {}
         for m, v in (values or {}).items():
             if m != "global" and finite(v):
-                ci = cis.get(m)
                 out.append(
-                    ComparisonRecord("clustering_gain", m, "global", v, ci, "pp", reading, n_seeds)
+                    ComparisonRecord(
+                        "clustering_gain", m, "global", v, cis.get(m), "pp", reading, n_seeds
+                    )
                 )
+        differences = []  # (a, b, estimate, interval)
         if several:
             for name, d in (ecc.get(mean_diffs) or {}).items():
                 if isinstance(d, list | tuple) and " - " in name and finite(d[0]):
-                    a, b = name.split(" - ", 1)
-                    out.append(
-                        ComparisonRecord(
-                            "method_difference", a, b, d[0], None, "pp", reading, n_seeds
-                        )
-                    )
+                    differences.append((*name.split(" - ", 1), d[0], None))
         else:
             for name, d in (ecc.get(diffs) or {}).items():
                 if isinstance(d, Mapping) and "_minus_" in name and finite(d.get("estimate")):
-                    a, b = name.split("_minus_", 1)
-                    out.append(
-                        ComparisonRecord(
-                            "method_difference",
-                            a,
-                            b,
-                            d["estimate"],
-                            d.get("ci95"),
-                            "pp",
-                            reading,
-                            1,
-                        )
-                    )
+                    differences.append((*name.split("_minus_", 1), d["estimate"], d.get("ci95")))
+        n = n_seeds if several else 1
+        out += [
+            ComparisonRecord("method_difference", a, b, d, ci, "pp", reading, n)
+            for a, b, d, ci in differences
+        ]
     return out
 
 
@@ -192,10 +179,6 @@ def _where(reading: str) -> str:
         if reading == "disjoint"
         else "on all held-out pairs"
     )
-
-
-def _name(method: str) -> str:
-    return method_name(method)
 
 
 def _capital(text: str) -> str:
@@ -280,11 +263,7 @@ def summary_table(
         ``versus_reference`` and ``versus_best_baseline`` (records as dicts, None where not
         applicable), ``best_baseline``, ``verdict_reference``, ``verdict_best_baseline``, ``note``.
     """
-    gains = [r for r in records if r.question == "clustering_gain"]
-    order: list[str] = []
-    for r in gains:
-        if r.a not in order:
-            order.append(r.a)
+    order = list(dict.fromkeys(r.a for r in records if r.question == "clustering_gain"))
     reference = default_reference(order) if reference is None else reference
     methods = [m for m in (order if methods is None else methods) if m != "global"]
     reading = _reading(records)
@@ -516,17 +495,17 @@ def _ecc_cv_alone(row: Mapping[str, Any], ecc: Mapping[str, Any], ref_name: str)
 
 def _gain_line(
     row: Mapping[str, Any], method: str, topic: str, reference: str, where: str
-) -> SummaryLine | None:
-    """``method``'s gain over the reference in words, or None without a record."""
+) -> list[SummaryLine]:
+    """``method``'s gain over the reference in words (no line without a record)."""
     payload = row["versus_reference"]
     if not payload:
-        return None
+        return []
     r = ComparisonRecord.from_dict(payload)
     tail = _nll_words(r.estimate) if reference == "global" else ""
     text = _sentence(
         r, _name(method), _name(reference), context=where, plural=method in PLURAL, tail=tail
     )
-    return _line(topic, text, r)
+    return [_line(topic, text, r)]
 
 
 def _best_method_lines(
@@ -541,9 +520,7 @@ def _best_method_lines(
     where = _where(reading)
     lines = []
     if "ecc" in by_method:
-        line = _gain_line(by_method["ecc"], "ecc", "ecc", reference, where)
-        if line is not None:
-            lines.append(line)
+        lines += _gain_line(by_method["ecc"], "ecc", "ecc", reference, where)
     if best and best != "ecc" and "ecc" in by_method:
         r = _versus(records, best, "ecc", reading)
         if r is not None and not r.zero_as_printed:  # a tie with ECC is in the table
@@ -557,9 +534,7 @@ def _best_method_lines(
             )
             lines.append(_line("best_method", text, r))
     elif best and "ecc" not in by_method:
-        line = _gain_line(by_method[best], best, "best_method", reference, where)
-        if line is not None:
-            lines.append(line)
+        lines += _gain_line(by_method[best], best, "best_method", reference, where)
     return lines
 
 
@@ -716,10 +691,6 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     return lines
 
 
-def _router_name(method: str) -> str:
-    return _name(method)
-
-
 def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     """Whether routing pays, as ``(dataset, line)``, leak-aware first.
 
@@ -762,9 +733,9 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
             )
             text = _sentence(
                 r,
-                f"{_capital(context)}, routing by {_router_name(r.a)}",
+                f"{_capital(context)}, routing by {_name(r.a)}",
                 "the global BT's one model",
-                a=_router_name(r.a),
+                a=_name(r.a),
                 b="global BT",
                 tail=levels,
             )
@@ -775,9 +746,9 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
         text = _sentence(
             winner,
             "With the probe, its winner alone",
-            f"the best cluster router ({_router_name(winner.b)})",
+            f"the best cluster router ({_name(winner.b)})",
             a="probe winner",
-            b=_router_name(winner.b),
+            b=_name(winner.b),
             tail="routers that read the probe pay only above it",
         )
         out.append((dataset, _line("probe_winner", text, winner)))
@@ -880,13 +851,7 @@ def ecc_summary(
     ecc = metrics.get("ecc") or {}
     if not isinstance(ecc, Mapping):
         return []
-    lines = ecc_lines(
-        metrics,
-        methods=options.methods,
-        reference=options.reference,
-        baselines=options.baselines,
-        notes=options.notes,
-    )
+    lines = ecc_lines(metrics, **vars(options))
     return [(str(ecc.get("dataset", "")), line) for line in lines]
 
 

@@ -21,8 +21,8 @@ from ecc_lib.report.formatting import (
 from ecc_lib.report.reading import (
     flatten,
     generic_rows,
-    measure_frame,
     measure_row,
+    measure_table,
     read_metrics,
     read_table,
 )
@@ -208,10 +208,10 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     diff_rows = _difference_rows(values, records, dataset)
     if diff_rows:
         section.tables.append(
-            HeadlineTable(
-                report_table_name("ecc_differences"),
+            measure_table(
+                "ecc_differences",
                 "Paired differences and further measurements (95% bootstrap CI)",
-                measure_frame(diff_rows),
+                diff_rows,
             )
         )
     # the leak-aware readings are the summary's lines (quoted there); here the paper's reading

@@ -13,13 +13,14 @@ from ecc_lib.grammar import finite
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
     format_interval,
+    format_interval_of,
     format_number,
 )
 from ecc_lib.report.reading import (
     flatten,
     generic_rows,
-    measure_frame,
     measure_row,
+    measure_table,
     read_metrics,
 )
 from ecc_lib.report.summary import flip_lines
@@ -46,14 +47,8 @@ def _side_rows(
             {
                 "dataset": dataset,
                 "source of randomness": sources.get(name, name),
-                "flip rate": format_interval(
-                    summary.get("winner_flip_rate"), summary.get("winner_flip_rate_ci95"), "share"
-                ),
-                "unstable pairs": format_interval(
-                    summary.get("unstable_pair_share"),
-                    summary.get("unstable_pair_share_ci95"),
-                    "share",
-                ),
+                "flip rate": format_interval_of(summary, "winner_flip_rate", "share"),
+                "unstable pairs": format_interval_of(summary, "unstable_pair_share", "share"),
                 "queries": format_number(summary.get("n_queries"), "count"),
             }
         )
@@ -107,7 +102,7 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 measure_row(
                     dataset,
                     label + (f" (chance {format_number(level, 'share')})" if finite(level) else ""),
-                    format_interval(values[key], values.get(key + "_ci95"), "share"),
+                    format_interval_of(values, key, "share"),
                     "% of queries",
                 )
             )
@@ -116,10 +111,8 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     side_rows = _side_rows(by_side, dataset, sources, section.notes)
     rows += generic_rows(flat, used=used, dataset=dataset, section="dars")
     section.tables.append(
-        HeadlineTable(
-            report_table_name("dars_headline"),
-            f"Label instability on {dataset} (95% bootstrap CI over queries)",
-            measure_frame(rows),
+        measure_table(
+            "dars_headline", f"Label instability on {dataset} (95% bootstrap CI over queries)", rows
         )
     )
     if side_rows:

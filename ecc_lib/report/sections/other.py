@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
-from ecc_lib.report.reading import flatten, generic_rows, measure_frame, skip_reasons
+from ecc_lib.report.reading import flatten, generic_rows, measure_table, skip_reasons
 
 
 def data_notes(policy: Mapping[str, Any]) -> list[str]:
@@ -63,11 +63,7 @@ def other_section(key: str, values: Any) -> ReportSection:
     rows = generic_rows(flatten(values), used=set(), dataset=dataset, section=key)
     if rows:
         section.tables.append(
-            HeadlineTable(
-                report_table_name(f"{key}_headline"),
-                f"{key}: values with 95% intervals",
-                measure_frame(rows),
-            )
+            measure_table(f"{key}_headline", f"{key}: values with 95% intervals", rows)
         )
         section.findings = (
             f"This run recorded {len(rows)} {key.replace('_', ' ')} value"

@@ -14,13 +14,14 @@ from ecc_lib.labels import router_name
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
 from ecc_lib.report.formatting import (
     format_interval,
+    format_interval_of,
     format_number,
 )
 from ecc_lib.report.reading import (
     flatten,
     generic_rows,
-    measure_frame,
     measure_row,
+    measure_table,
     read_metrics,
 )
 from ecc_lib.report.summary import routing_lines
@@ -78,12 +79,8 @@ def _paired_table(paired: Mapping[str, Any], dataset: str) -> HeadlineTable:
         {
             "dataset": dataset,
             "router": name,
-            "score: DARS minus single-shot": format_interval(
-                d.get("score"), d.get("score_ci95"), "signed"
-            ),
-            "utility: DARS minus single-shot": format_interval(
-                d.get("utility"), d.get("utility_ci95"), "signed"
-            ),
+            "score: DARS minus single-shot": format_interval_of(d, "score", "signed"),
+            "utility: DARS minus single-shot": format_interval_of(d, "utility", "signed"),
         }
         for name, d in paired.items()
         if isinstance(d, Mapping)
@@ -228,11 +225,7 @@ def routing_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSectio
     extra = _more_rows(headline, paired, dataset, cost_dataset, cost_repeats)
     if extra:
         section.tables.append(
-            HeadlineTable(
-                report_table_name("routing_more"),
-                "Supervision effect and cost-quality trade-off",
-                measure_frame(extra),
-            )
+            measure_table("routing_more", "Supervision effect and cost-quality trade-off", extra)
         )
     best_fixed = headline.get("best_fixed_model")
     ref = "Best fixed model (reference)"

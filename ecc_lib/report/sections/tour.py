@@ -8,16 +8,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ecc_lib.grammar import Comparison, comparison_sentence, finite
-from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
+from ecc_lib.report.document import ReportSection
 from ecc_lib.report.formatting import (
     format_interval,
+    format_interval_of,
     format_number,
 )
 from ecc_lib.report.reading import (
     flatten,
     generic_rows,
-    measure_frame,
     measure_row,
+    measure_table,
     read_metrics,
 )
 from ecc_lib.runs.folder import RunContext
@@ -75,7 +76,7 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 measure_row(
                     "synthetic",
                     label,
-                    format_interval(values[key], values.get(key + "_ci95"), "share"),
+                    format_interval_of(values, key, "share"),
                     "% of queries",
                 )
             )
@@ -83,10 +84,10 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         flat, used=used | {"n_queries", "n_models"}, dataset="synthetic", section="tour"
     )
     section.tables.append(
-        HeadlineTable(
-            report_table_name("tour_headline"),
+        measure_table(
+            "tour_headline",
             "Tour on planted data: headline numbers (95% bootstrap CI over queries)",
-            measure_frame(rows),
+            rows,
         )
     )
     text = []
