@@ -182,24 +182,18 @@ class LocalServer:
             ``python -m llama_cpp.server`` with the model, alias, host, port, context length and
             (when set) thread count.
         """
-        model = self.model or find_model(self.python)
-        command = [
-            self.python or sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model),
-            "--model_alias",
-            self.alias,
-            "--host",
-            DEFAULT_HOST,
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            str(self.n_ctx),
-        ]
-        if self.n_threads:
-            command += ["--n_threads", str(self.n_threads)]
+        options = {
+            "--model": self.model or find_model(self.python),
+            "--model_alias": self.alias,
+            "--host": DEFAULT_HOST,
+            "--port": self.port,
+            "--n_ctx": self.n_ctx,
+            "--n_threads": self.n_threads or None,
+        }
+        command = [self.python or sys.executable, "-m", "llama_cpp.server"]
+        for flag, value in options.items():
+            if value is not None:
+                command += [flag, str(value)]
         return command
 
     def ready(self) -> bool:
