@@ -417,9 +417,7 @@ def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None,
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     prompt_tokens = _as_int(usage.get("prompt_tokens", usage.get("input_tokens")))
     completion_tokens = _as_int(usage.get("completion_tokens", usage.get("output_tokens")))
-    finish_reason = first.get("finish_reason")
-    if finish_reason is not None and not isinstance(finish_reason, str):
-        finish_reason = None
+    finish_reason = first["finish_reason"] if isinstance(first.get("finish_reason"), str) else None
     return content, finish_reason, prompt_tokens, completion_tokens
 
 
@@ -451,9 +449,8 @@ def _connect_reason(error: BaseException) -> str:
     text = " ".join(str(e) for e in chain).lower()
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
         return "connection refused"
-    if "name or service not known" in text or "nodename nor servname" in text:
-        return "host name not found"
-    if "getaddrinfo" in text or "name resolution" in text:
+    lookup = ("name or service not known", "nodename nor servname", "getaddrinfo")
+    if any(words in text for words in lookup) or "name resolution" in text:
         return "host name not found"
     if "unreachable" in text:
         return "network unreachable"
@@ -876,9 +873,7 @@ class ChatClient:
         for attempt in range(retries + 1):
             try:
                 payload, latency = await self._attempt(model, body)
-                content, finish_reason, prompt_tokens, completion_tokens = parse_chat_response(
-                    payload
-                )
+                parsed = parse_chat_response(payload)  # ChatResult's first four fields
             except _Retryable as retryable:
                 last = retryable
             except UnusableContent as error:  # would be scored as an answer: a failed call
@@ -893,10 +888,7 @@ class ChatClient:
             else:
                 self._consecutive_errors = 0
                 return ChatResult(
-                    content=content,
-                    finish_reason=finish_reason,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
+                    *parsed,
                     reported_cost=reported_cost(payload),
                     raw=payload,
                     latency_s=latency,
