@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 import math
 import re
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -667,14 +669,18 @@ class ChatClient:
                 keep(piece)
         return b"".join(chunks)
 
-    def _too_large(self, model: str, status: int, size: str) -> EndpointResponseError:
-        return EndpointResponseError(
+    def _error(
+        self, kind: type[EndpointError], model: str, status: int | None, **extra: Any
+    ) -> Callable[[str], EndpointError]:
+        """``kind``'s constructor for an error of a call of ``model`` to this endpoint: give it the
+        message."""
+        return functools.partial(kind, status=status, url=self.public_url, model=model, **extra)
+
+    def _too_large(self, model: str, status: int, size: str) -> EndpointError:
+        return self._error(EndpointResponseError, model, status)(
             f"{self.public_url} for model '{model}': the reply (status {status}) is {size} once "
             f"decoded, over the limit of {self.max_response_bytes:,} bytes; it was not read or "
-            "stored (raise --max-response-bytes if such replies are expected)",
-            status=status,
-            url=self.public_url,
-            model=model,
+            "stored (raise --max-response-bytes if such replies are expected)"
         )
 
     async def _send(self, model: str, body: dict) -> tuple[httpx.Response, bytes]:
@@ -690,34 +696,25 @@ class ChatClient:
                     # the Location is the server's text: it may quote the key (in any form)
                     shown = redact(public_url(str(target)), self._secrets)
                     if origin(target) != self.origin:
-                        raise EndpointRedirectError(
+                        raise self._error(EndpointRedirectError, model, status)(
                             f"{status} redirect from {self.public_url} to another host "
                             f"({shown}) refused for model '{model}': prompts "
                             "and the API key go only to the base URL; if you trust that host, "
-                            "give its URL as the base URL",
-                            status=status,
-                            url=self.public_url,
-                            model=model,
+                            "give its URL as the base URL"
                         )
                     if status not in (307, 308):
-                        raise EndpointError(
+                        raise self._error(EndpointError, model, status)(
                             f"{status} redirect from {self.public_url} to "
                             f"{shown} for model '{model}' would turn the POST "
-                            "into a GET; give the target's URL as the base URL",
-                            status=status,
-                            url=self.public_url,
-                            model=model,
+                            "into a GET; give the target's URL as the base URL"
                         )
                     url = str(target)
                     continue
                 return response, await self._read_capped(response, model)
             finally:
                 await response.aclose()
-        raise EndpointError(
-            f"{self.public_url} for model '{model}': more than {MAX_REDIRECTS} redirects",
-            status=None,
-            url=self.public_url,
-            model=model,
+        raise self._error(EndpointError, model, None)(
+            f"{self.public_url} for model '{model}': more than {MAX_REDIRECTS} redirects"
         )
 
     async def _attempt(self, model: str, body: dict) -> tuple[dict, float]:
@@ -728,12 +725,9 @@ class ChatClient:
         except (TimeoutError, httpx.TimeoutException) as error:
             raise _Retryable(f"timed out after {self.timeout:g} s", connection=True) from error
         except httpx.LocalProtocolError as error:  # its text may quote a header value
-            raise EndpointError(
+            raise self._error(EndpointError, model, None)(
                 f"{self.public_url} for model '{model}': the HTTP library refused to send the "
-                f"request ({type(error).__name__}; details hidden: they may quote header values)",
-                status=None,
-                url=self.public_url,
-                model=model,
+                f"request ({type(error).__name__}; details hidden: they may quote header values)"
             ) from None
         except httpx.ConnectError as error:
             reason = redact(_connect_reason(error), self._secrets)
@@ -748,12 +742,9 @@ class ChatClient:
             try:
                 payload = json.loads(data)
             except RecursionError:  # a reply nested thousands of levels deep (issue 36)
-                raise EndpointResponseError(
+                raise self._error(EndpointResponseError, model, status)(
                     f"{self.public_url} for model '{model}': the reply is JSON nested too deeply "
-                    "to read (not a chat completion); not scored",
-                    status=status,
-                    url=self.public_url,
-                    model=model,
+                    "to read (not a chat completion); not scored"
                 ) from None
             except (json.JSONDecodeError, ValueError) as error:
                 raise _Retryable("response is not valid JSON", status) from error
@@ -767,45 +758,33 @@ class ChatClient:
         message = self._server_message(data, response.encoding)
         where = f"{status} {response.reason_phrase} from {self.public_url} for model '{model}'"
         if status in (401, 403):
-            raise EndpointAuthError(
-                f"{where}: {message}. Check the API key: {self._key_hint()}.",
-                status=status,
-                url=self.public_url,
-                model=model,
+            raise self._error(EndpointAuthError, model, status)(
+                f"{where}: {message}. Check the API key: {self._key_hint()}."
             )
         if status == 404:
-            raise EndpointNotFoundError(
+            raise self._error(EndpointNotFoundError, model, status)(
                 f"{where}: {message}. Check the model name and that the base URL includes the "
-                "API prefix (usually '/v1').",
-                status=status,
-                url=self.public_url,
-                model=model,
+                "API prefix (usually '/v1')."
             )
         if status in RETRY_STATUSES or status >= 500:
             raise _Retryable(
                 f"{status} {response.reason_phrase}: {message}", status, _retry_after(response)
             )
-        raise EndpointError(f"{where}: {message}", status=status, url=self.public_url, model=model)
+        raise self._error(EndpointError, model, status)(f"{where}: {message}")
 
     def _check_reachable(self, model: str, failure: _Retryable) -> None:
         """Count a connection error or timeout; raise when the endpoint looks gone."""
         self._consecutive_errors += 1
         if failure.connect and not self._reached:
-            raise EndpointUnreachableError(
+            raise self._error(EndpointUnreachableError, model, None)(
                 f"cannot connect to {self.public_url} for model '{model}': {failure.reason}; "
-                "is the server running, and is the base URL right?",
-                status=None,
-                url=self.public_url,
-                model=model,
+                "is the server running, and is the base URL right?"
             )
         if self._consecutive_errors >= self.max_consecutive_errors:
-            raise EndpointUnreachableError(
+            raise self._error(EndpointUnreachableError, model, None)(
                 f"stopped after {self.max_consecutive_errors} consecutive connection errors or "
                 f"timeouts from {self.public_url} (last, for model '{model}': {failure.reason}). "
-                "Is the server running and answering? (Raise --timeout for slow models.)",
-                status=None,
-                url=self.public_url,
-                model=model,
+                "Is the server running and answering? (Raise --timeout for slow models.)"
             )
 
     async def chat(
@@ -877,11 +856,8 @@ class ChatClient:
             except _Retryable as retryable:
                 last = retryable
             except UnusableContent as error:  # would be scored as an answer: a failed call
-                raise EndpointResponseError(
-                    f"{self.public_url} for model '{model}': {error}; not scored",
-                    status=200,
-                    url=self.public_url,
-                    model=model,
+                raise self._error(EndpointResponseError, model, 200)(
+                    f"{self.public_url} for model '{model}': {error}; not scored"
                 ) from None
             except ValueError as error:  # no choices in a 200 body
                 last = _Retryable(str(error), 200)
@@ -915,13 +891,9 @@ class ChatClient:
             )
             await asyncio.sleep(delay)
         assert last is not None
-        raise EndpointError(
+        raise self._error(EndpointError, model, last.status, attempts=retries + 1)(
             f"{self.public_url} for model '{model}' failed after {retries + 1} "
-            f"attempt(s); last error: {last.reason}",
-            status=last.status,
-            url=self.public_url,
-            model=model,
-            attempts=retries + 1,
+            f"attempt(s); last error: {last.reason}"
         )
 
 
