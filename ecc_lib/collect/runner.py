@@ -94,8 +94,6 @@ def is_openai_host(base_url: str) -> bool:
     -------
     bool
     """
-    from urllib.parse import urlsplit
-
     parts = urlsplit(str(base_url).strip())
     try:
         port = parts.port
@@ -112,7 +110,6 @@ def is_openai_host(base_url: str) -> bool:
 def _is_loopback(base_url: str) -> bool:
     """True for a base URL on this machine (localhost, 127.0.0.0/8, ::1)."""
     import ipaddress
-    from urllib.parse import urlsplit
 
     host = (urlsplit(base_url).hostname or "").lower()
     if host == "localhost" or host.endswith(".localhost"):
@@ -227,9 +224,8 @@ def _api_key(base_url: str, api_key_env: str | None) -> tuple[str | None, str | 
         raw_key = os.environ.get(api_key_env) or None
         if raw_key is None:
             logger.warning("environment variable %s is not set: sending no API key", api_key_env)
-    api_key = check_api_key(
-        raw_key, api_key_env=api_key_env
-    )  # stripped; refused before anything is written
+    # stripped; refused before anything is written
+    api_key = check_api_key(raw_key, api_key_env=api_key_env)
     if raw_key is not None and api_key != raw_key:
         logger.info("stripped surrounding whitespace from the API key in %s", api_key_env)
     return api_key_env, raw_key, api_key
