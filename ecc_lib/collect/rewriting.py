@@ -121,14 +121,8 @@ def accept_rewrites(
     refused: Counter = Counter()
     for candidate in candidates:
         normal = _normalised(candidate)
-        if not normal or normal in seen:
-            refused["same as the question or another variant"] += 1
-            continue
-        hint = reveals_answer(candidate, query)
-        if hint is not None:
-            refused[hint] += 1
-            continue
-        reason = rewrite_refusal(candidate, query.text)
+        same = "same as the question or another variant" if not normal or normal in seen else None
+        reason = same or reveals_answer(candidate, query) or rewrite_refusal(candidate, query.text)
         if reason is not None:
             refused[reason] += 1
             continue
@@ -179,9 +173,7 @@ class Rewriter:
             response_format = None if kind == "single" else rewrite_response_format(kind)
             if response_format is not None:
                 extra["response_format"] = response_format
-            probing = (
-                response_format is not None and kind not in self.confirmed and kind not in probed
-            )
+            probing = response_format is not None and kind not in self.confirmed | probed
             try:
                 result = await self.context.client.chat(
                     spec.endpoint_model,
@@ -257,7 +249,7 @@ class Rewriter:
                     len(missing),
                     choices=query.choices,
                     passage=query.passage,
-                    avoid=[v for v in variants[1:]] or None,
+                    avoid=variants[1:] or None,
                 )
                 budget = max(1024, 256 + len(missing) * (len(query.text) // 2))
             try:
