@@ -250,10 +250,9 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
     folder.mkdir(parents=True, exist_ok=True)
     queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
     # each file whole or not at all (a full disk keeps the earlier one), never through a link
-    with atomic_path(folder / "queries.parquet") as temporary:
-        queries.to_parquet(temporary, index=False)
-    with atomic_path(folder / "outcomes.parquet") as temporary:
-        outcomes.to_parquet(temporary, index=False)
+    for name, table in (("queries.parquet", queries), ("outcomes.parquet", outcomes)):
+        with atomic_path(folder / name) as temporary:
+            table.to_parquet(temporary, index=False)
     write_text(folder / COLLECTION_FILE, json.dumps(status, indent=2) + "\n")
     logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
     return queries, outcomes

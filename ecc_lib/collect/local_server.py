@@ -21,6 +21,7 @@ model whatever ``model`` it names; the model is served under the alias ``smollm2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -344,10 +345,8 @@ def stop_background(port: int = DEFAULT_PORT, *, timeout: float = 15.0) -> bool:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while _alive(pid) and time.monotonic() < deadline:
-            try:  # reap it when it is our child; harmless otherwise
+            with contextlib.suppress(ChildProcessError):  # reap it when it is our child
                 os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
             time.sleep(0.2)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)

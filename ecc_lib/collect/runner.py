@@ -351,11 +351,8 @@ def _prepared_queries(
     max_tokens: int | None,
 ) -> list:
     """The checked queries (read from a file when given a path), with scorers and settings."""
-    if isinstance(queries, (str, Path)):
-        table = read_queries_file(queries)
-    else:
-        table = check_queries(queries)
-    return prepare_queries(table, scorer, temperature, top_p, max_tokens)
+    read = read_queries_file if isinstance(queries, (str, Path)) else check_queries
+    return prepare_queries(read(queries), scorer, temperature, top_p, max_tokens)
 
 
 def _plan(

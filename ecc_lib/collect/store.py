@@ -36,6 +36,7 @@ Guarantees
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -687,10 +688,8 @@ class CollectionStore:
                 os.close(fd)
             os.replace(temporary, final)
         except OSError as error:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            except OSError:
-                pass
             raise StoreError(os_error_message(error, self.directory, final)) from None
 
     def close_stale_runs(self, current_run_id: str) -> int:
