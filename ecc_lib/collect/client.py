@@ -292,9 +292,7 @@ def check_api_key(api_key: str | None, *, api_key_env: str | None = None) -> str
         The key holds whitespace, control or non-ASCII characters inside it (it cannot be an HTTP
         header value). The message names the environment variable, never the key.
     """
-    if api_key is None:
-        return None
-    key = api_key.strip()
+    key = (api_key or "").strip()
     if not key:
         return None
     problem = None
@@ -460,13 +458,10 @@ def _connect_reason(error: BaseException) -> str:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+        return max(0.0, float(response.headers.get("retry-after")))
+    except (TypeError, ValueError):
+        return None  # none, or an HTTP date: fall back to our own backoff
 
 
 class ChatClient:

@@ -176,9 +176,7 @@ def _rewriter_spec(
         spec = ModelSpec(specs[0].endpoint_model, specs[0].endpoint_model)
         logger.info("no rewriter given: %s writes the rewrites", spec.label)
         return spec
-    if isinstance(rewriter, ModelSpec):
-        return rewriter
-    return parse_model_spec(rewriter)
+    return rewriter if isinstance(rewriter, ModelSpec) else parse_model_spec(rewriter)
 
 
 def _warn_unscored_and_unpriced(
