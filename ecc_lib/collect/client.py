@@ -639,12 +639,10 @@ class ChatClient:
             chunks.append(piece)
 
         if encoding in ("gzip", "x-gzip", "deflate"):
-            wbits = zlib.MAX_WBITS | 16 if encoding != "deflate" else zlib.MAX_WBITS
-            decoder = zlib.decompressobj(wbits)
+            decoder = zlib.decompressobj(zlib.MAX_WBITS | (16 if encoding != "deflate" else 0))
             first = True
             try:
-                async for raw in response.aiter_raw():
-                    data = raw
+                async for data in response.aiter_raw():
                     while data:
                         try:
                             piece = decoder.decompress(data, cap + 1 - size)

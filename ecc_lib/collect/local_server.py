@@ -231,11 +231,10 @@ class LocalServer:
                 f"something already answers on {self.base_url}; stop it (make stop-local) or "
                 "choose another port"
             )
-        log_path = self.log_path or state_dir() / f"server-{self.port}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_path
+        self.log_path = self.log_path or state_dir() / f"server-{self.port}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         command = self.command()
-        with open(log_path, "ab") as log:
+        with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(  # noqa: S603 - our own command line
                 command,
                 stdout=log,

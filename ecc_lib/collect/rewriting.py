@@ -145,6 +145,7 @@ class Rewriter:
     def __init__(self, context: RunContext, spec: ModelSpec) -> None:
         self.context = context
         self.spec = spec
+        self.temperature = spec.sampling.get("temperature", context.settings["rewrite_temperature"])
         # response_format of the rewriting calls; "auto" steps down on "not supported"
         wanted = context.settings["rewrite_format"]
         self.formats = list(RESPONSE_FORMATS) if wanted == "auto" else [wanted]
@@ -178,7 +179,7 @@ class Rewriter:
                 result = await self.context.client.chat(
                     spec.endpoint_model,
                     messages,
-                    temperature=sampling.get("temperature", settings["rewrite_temperature"]),
+                    temperature=self.temperature,
                     top_p=sampling.get("top_p", 1.0),
                     max_tokens=sampling.get("max_tokens", max_tokens),
                     extra_body=extra or None,
@@ -294,9 +295,7 @@ class Rewriter:
                     "refused": dict(refused),
                     "response_format": summary.rewrite_format,
                     **call_fields(result, cost, cost_source),
-                    "temperature": self.spec.sampling.get(
-                        "temperature", self.context.settings["rewrite_temperature"]
-                    ),
+                    "temperature": self.temperature,
                     "prompt_version": PROMPT_VERSION,
                     "run_id": self.context.run_id,
                 }
