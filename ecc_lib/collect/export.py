@@ -274,14 +274,11 @@ def incomplete_collection_sentence(status: dict) -> str:
         held = f"{done} of {planned} planned records ({100 * done / planned:.1f}%)"
     else:
         held = f"{status.get('n_records', 0)} records, of a plan the last run did not record"
-    reasons = []
+    why = ""
     if status.get("n_missing_variants"):
-        reasons.append(
-            f"{status['n_missing_variants']} rewrite(s) missing, so their answers were not asked for"
-        )
+        why += f"; {status['n_missing_variants']} rewrite(s) missing, so their answers were not asked for"
     if status.get("n_failed"):
-        reasons.append(f"{status['n_failed']} answer(s) failed")
-    why = "".join(f"; {reason}" for reason in reasons)
+        why += f"; {status['n_failed']} answer(s) failed"
     return (
         f"collection incomplete: the store holds {held}{why}; the last run ended "
         f"{status.get('last_run_status')!r}. Numbers from it describe what was collected, not "
