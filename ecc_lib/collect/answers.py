@@ -39,12 +39,7 @@ async def answer(
     messages = answer_messages(
         text, choices=query.choices, passage=query.passage, scorer_name=query.scorer_name
     )
-    key = {
-        "query_id": query.query_id,
-        "model": model,
-        "variant_id": variant_id,
-        "decode_id": decode_id,
-    }
+    key = dict(query_id=query.query_id, model=model, variant_id=variant_id, decode_id=decode_id)
     sampling = {
         "temperature": query.temperature,
         "top_p": query.top_p,

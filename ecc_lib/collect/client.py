@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 import math
 import re
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -290,9 +292,7 @@ def check_api_key(api_key: str | None, *, api_key_env: str | None = None) -> str
         The key holds whitespace, control or non-ASCII characters inside it (it cannot be an HTTP
         header value). The message names the environment variable, never the key.
     """
-    if api_key is None:
-        return None
-    key = api_key.strip()
+    key = (api_key or "").strip()
     if not key:
         return None
     problem = None
@@ -417,9 +417,7 @@ def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None,
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     prompt_tokens = _as_int(usage.get("prompt_tokens", usage.get("input_tokens")))
     completion_tokens = _as_int(usage.get("completion_tokens", usage.get("output_tokens")))
-    finish_reason = first.get("finish_reason")
-    if finish_reason is not None and not isinstance(finish_reason, str):
-        finish_reason = None
+    finish_reason = first["finish_reason"] if isinstance(first.get("finish_reason"), str) else None
     return content, finish_reason, prompt_tokens, completion_tokens
 
 
@@ -451,9 +449,8 @@ def _connect_reason(error: BaseException) -> str:
     text = " ".join(str(e) for e in chain).lower()
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
         return "connection refused"
-    if "name or service not known" in text or "nodename nor servname" in text:
-        return "host name not found"
-    if "getaddrinfo" in text or "name resolution" in text:
+    lookup = ("name or service not known", "nodename nor servname", "getaddrinfo")
+    if any(words in text for words in lookup) or "name resolution" in text:
         return "host name not found"
     if "unreachable" in text:
         return "network unreachable"
@@ -461,13 +458,10 @@ def _connect_reason(error: BaseException) -> str:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+        return max(0.0, float(response.headers.get("retry-after")))
+    except (TypeError, ValueError):
+        return None  # none, or an HTTP date: fall back to our own backoff
 
 
 class ChatClient:
@@ -645,12 +639,10 @@ class ChatClient:
             chunks.append(piece)
 
         if encoding in ("gzip", "x-gzip", "deflate"):
-            wbits = zlib.MAX_WBITS | 16 if encoding != "deflate" else zlib.MAX_WBITS
-            decoder = zlib.decompressobj(wbits)
+            decoder = zlib.decompressobj(zlib.MAX_WBITS | (16 if encoding != "deflate" else 0))
             first = True
             try:
-                async for raw in response.aiter_raw():
-                    data = raw
+                async for data in response.aiter_raw():
                     while data:
                         try:
                             piece = decoder.decompress(data, cap + 1 - size)
@@ -670,14 +662,18 @@ class ChatClient:
                 keep(piece)
         return b"".join(chunks)
 
-    def _too_large(self, model: str, status: int, size: str) -> EndpointResponseError:
-        return EndpointResponseError(
+    def _error(
+        self, kind: type[EndpointError], model: str, status: int | None, **extra: Any
+    ) -> Callable[[str], EndpointError]:
+        """``kind``'s constructor for an error of a call of ``model`` to this endpoint: give it the
+        message."""
+        return functools.partial(kind, status=status, url=self.public_url, model=model, **extra)
+
+    def _too_large(self, model: str, status: int, size: str) -> EndpointError:
+        return self._error(EndpointResponseError, model, status)(
             f"{self.public_url} for model '{model}': the reply (status {status}) is {size} once "
             f"decoded, over the limit of {self.max_response_bytes:,} bytes; it was not read or "
-            "stored (raise --max-response-bytes if such replies are expected)",
-            status=status,
-            url=self.public_url,
-            model=model,
+            "stored (raise --max-response-bytes if such replies are expected)"
         )
 
     async def _send(self, model: str, body: dict) -> tuple[httpx.Response, bytes]:
@@ -693,34 +689,25 @@ class ChatClient:
                     # the Location is the server's text: it may quote the key (in any form)
                     shown = redact(public_url(str(target)), self._secrets)
                     if origin(target) != self.origin:
-                        raise EndpointRedirectError(
+                        raise self._error(EndpointRedirectError, model, status)(
                             f"{status} redirect from {self.public_url} to another host "
                             f"({shown}) refused for model '{model}': prompts "
                             "and the API key go only to the base URL; if you trust that host, "
-                            "give its URL as the base URL",
-                            status=status,
-                            url=self.public_url,
-                            model=model,
+                            "give its URL as the base URL"
                         )
                     if status not in (307, 308):
-                        raise EndpointError(
+                        raise self._error(EndpointError, model, status)(
                             f"{status} redirect from {self.public_url} to "
                             f"{shown} for model '{model}' would turn the POST "
-                            "into a GET; give the target's URL as the base URL",
-                            status=status,
-                            url=self.public_url,
-                            model=model,
+                            "into a GET; give the target's URL as the base URL"
                         )
                     url = str(target)
                     continue
                 return response, await self._read_capped(response, model)
             finally:
                 await response.aclose()
-        raise EndpointError(
-            f"{self.public_url} for model '{model}': more than {MAX_REDIRECTS} redirects",
-            status=None,
-            url=self.public_url,
-            model=model,
+        raise self._error(EndpointError, model, None)(
+            f"{self.public_url} for model '{model}': more than {MAX_REDIRECTS} redirects"
         )
 
     async def _attempt(self, model: str, body: dict) -> tuple[dict, float]:
@@ -731,12 +718,9 @@ class ChatClient:
         except (TimeoutError, httpx.TimeoutException) as error:
             raise _Retryable(f"timed out after {self.timeout:g} s", connection=True) from error
         except httpx.LocalProtocolError as error:  # its text may quote a header value
-            raise EndpointError(
+            raise self._error(EndpointError, model, None)(
                 f"{self.public_url} for model '{model}': the HTTP library refused to send the "
-                f"request ({type(error).__name__}; details hidden: they may quote header values)",
-                status=None,
-                url=self.public_url,
-                model=model,
+                f"request ({type(error).__name__}; details hidden: they may quote header values)"
             ) from None
         except httpx.ConnectError as error:
             reason = redact(_connect_reason(error), self._secrets)
@@ -751,12 +735,9 @@ class ChatClient:
             try:
                 payload = json.loads(data)
             except RecursionError:  # a reply nested thousands of levels deep (issue 36)
-                raise EndpointResponseError(
+                raise self._error(EndpointResponseError, model, status)(
                     f"{self.public_url} for model '{model}': the reply is JSON nested too deeply "
-                    "to read (not a chat completion); not scored",
-                    status=status,
-                    url=self.public_url,
-                    model=model,
+                    "to read (not a chat completion); not scored"
                 ) from None
             except (json.JSONDecodeError, ValueError) as error:
                 raise _Retryable("response is not valid JSON", status) from error
@@ -770,45 +751,33 @@ class ChatClient:
         message = self._server_message(data, response.encoding)
         where = f"{status} {response.reason_phrase} from {self.public_url} for model '{model}'"
         if status in (401, 403):
-            raise EndpointAuthError(
-                f"{where}: {message}. Check the API key: {self._key_hint()}.",
-                status=status,
-                url=self.public_url,
-                model=model,
+            raise self._error(EndpointAuthError, model, status)(
+                f"{where}: {message}. Check the API key: {self._key_hint()}."
             )
         if status == 404:
-            raise EndpointNotFoundError(
+            raise self._error(EndpointNotFoundError, model, status)(
                 f"{where}: {message}. Check the model name and that the base URL includes the "
-                "API prefix (usually '/v1').",
-                status=status,
-                url=self.public_url,
-                model=model,
+                "API prefix (usually '/v1')."
             )
         if status in RETRY_STATUSES or status >= 500:
             raise _Retryable(
                 f"{status} {response.reason_phrase}: {message}", status, _retry_after(response)
             )
-        raise EndpointError(f"{where}: {message}", status=status, url=self.public_url, model=model)
+        raise self._error(EndpointError, model, status)(f"{where}: {message}")
 
     def _check_reachable(self, model: str, failure: _Retryable) -> None:
         """Count a connection error or timeout; raise when the endpoint looks gone."""
         self._consecutive_errors += 1
         if failure.connect and not self._reached:
-            raise EndpointUnreachableError(
+            raise self._error(EndpointUnreachableError, model, None)(
                 f"cannot connect to {self.public_url} for model '{model}': {failure.reason}; "
-                "is the server running, and is the base URL right?",
-                status=None,
-                url=self.public_url,
-                model=model,
+                "is the server running, and is the base URL right?"
             )
         if self._consecutive_errors >= self.max_consecutive_errors:
-            raise EndpointUnreachableError(
+            raise self._error(EndpointUnreachableError, model, None)(
                 f"stopped after {self.max_consecutive_errors} consecutive connection errors or "
                 f"timeouts from {self.public_url} (last, for model '{model}': {failure.reason}). "
-                "Is the server running and answering? (Raise --timeout for slow models.)",
-                status=None,
-                url=self.public_url,
-                model=model,
+                "Is the server running and answering? (Raise --timeout for slow models.)"
             )
 
     async def chat(
@@ -876,27 +845,19 @@ class ChatClient:
         for attempt in range(retries + 1):
             try:
                 payload, latency = await self._attempt(model, body)
-                content, finish_reason, prompt_tokens, completion_tokens = parse_chat_response(
-                    payload
-                )
+                parsed = parse_chat_response(payload)  # ChatResult's first four fields
             except _Retryable as retryable:
                 last = retryable
             except UnusableContent as error:  # would be scored as an answer: a failed call
-                raise EndpointResponseError(
-                    f"{self.public_url} for model '{model}': {error}; not scored",
-                    status=200,
-                    url=self.public_url,
-                    model=model,
+                raise self._error(EndpointResponseError, model, 200)(
+                    f"{self.public_url} for model '{model}': {error}; not scored"
                 ) from None
             except ValueError as error:  # no choices in a 200 body
                 last = _Retryable(str(error), 200)
             else:
                 self._consecutive_errors = 0
                 return ChatResult(
-                    content=content,
-                    finish_reason=finish_reason,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
+                    *parsed,
                     reported_cost=reported_cost(payload),
                     raw=payload,
                     latency_s=latency,
@@ -923,13 +884,9 @@ class ChatClient:
             )
             await asyncio.sleep(delay)
         assert last is not None
-        raise EndpointError(
+        raise self._error(EndpointError, model, last.status, attempts=retries + 1)(
             f"{self.public_url} for model '{model}' failed after {retries + 1} "
-            f"attempt(s); last error: {last.reason}",
-            status=last.status,
-            url=self.public_url,
-            model=model,
-            attempts=retries + 1,
+            f"attempt(s); last error: {last.reason}"
         )
 
 

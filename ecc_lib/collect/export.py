@@ -250,10 +250,9 @@ def export_dataset(store_dir: str | Path, folder: str | Path) -> tuple[pd.DataFr
     folder.mkdir(parents=True, exist_ok=True)
     queries = queries.loc[:, list(DATASET_QUERY_COLUMNS)]
     # each file whole or not at all (a full disk keeps the earlier one), never through a link
-    with atomic_path(folder / "queries.parquet") as temporary:
-        queries.to_parquet(temporary, index=False)
-    with atomic_path(folder / "outcomes.parquet") as temporary:
-        outcomes.to_parquet(temporary, index=False)
+    for name, table in (("queries.parquet", queries), ("outcomes.parquet", outcomes)):
+        with atomic_path(folder / name) as temporary:
+            table.to_parquet(temporary, index=False)
     write_text(folder / COLLECTION_FILE, json.dumps(status, indent=2) + "\n")
     logger.info("wrote %d queries and %d outcome row(s) to %s", len(queries), len(outcomes), folder)
     return queries, outcomes
@@ -275,14 +274,11 @@ def incomplete_collection_sentence(status: dict) -> str:
         held = f"{done} of {planned} planned records ({100 * done / planned:.1f}%)"
     else:
         held = f"{status.get('n_records', 0)} records, of a plan the last run did not record"
-    reasons = []
+    why = ""
     if status.get("n_missing_variants"):
-        reasons.append(
-            f"{status['n_missing_variants']} rewrite(s) missing, so their answers were not asked for"
-        )
+        why += f"; {status['n_missing_variants']} rewrite(s) missing, so their answers were not asked for"
     if status.get("n_failed"):
-        reasons.append(f"{status['n_failed']} answer(s) failed")
-    why = "".join(f"; {reason}" for reason in reasons)
+        why += f"; {status['n_failed']} answer(s) failed"
     return (
         f"collection incomplete: the store holds {held}{why}; the last run ended "
         f"{status.get('last_run_status')!r}. Numbers from it describe what was collected, not "

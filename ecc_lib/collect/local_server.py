@@ -21,6 +21,7 @@ model whatever ``model`` it names; the model is served under the alias ``smollm2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -182,24 +183,18 @@ class LocalServer:
             ``python -m llama_cpp.server`` with the model, alias, host, port, context length and
             (when set) thread count.
         """
-        model = self.model or find_model(self.python)
-        command = [
-            self.python or sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model),
-            "--model_alias",
-            self.alias,
-            "--host",
-            DEFAULT_HOST,
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            str(self.n_ctx),
-        ]
-        if self.n_threads:
-            command += ["--n_threads", str(self.n_threads)]
+        options = {
+            "--model": self.model or find_model(self.python),
+            "--model_alias": self.alias,
+            "--host": DEFAULT_HOST,
+            "--port": self.port,
+            "--n_ctx": self.n_ctx,
+            "--n_threads": self.n_threads or None,
+        }
+        command = [self.python or sys.executable, "-m", "llama_cpp.server"]
+        for flag, value in options.items():
+            if value is not None:
+                command += [flag, str(value)]
         return command
 
     def ready(self) -> bool:
@@ -236,11 +231,10 @@ class LocalServer:
                 f"something already answers on {self.base_url}; stop it (make stop-local) or "
                 "choose another port"
             )
-        log_path = self.log_path or state_dir() / f"server-{self.port}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_path
+        self.log_path = self.log_path or state_dir() / f"server-{self.port}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         command = self.command()
-        with open(log_path, "ab") as log:
+        with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(  # noqa: S603 - our own command line
                 command,
                 stdout=log,
@@ -350,10 +344,8 @@ def stop_background(port: int = DEFAULT_PORT, *, timeout: float = 15.0) -> bool:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while _alive(pid) and time.monotonic() < deadline:
-            try:  # reap it when it is our child; harmless otherwise
+            with contextlib.suppress(ChildProcessError):  # reap it when it is our child
                 os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
             time.sleep(0.2)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)

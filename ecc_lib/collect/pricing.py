@@ -153,9 +153,7 @@ def read_price_table(path: str | Path) -> dict[str, Price]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     else:
         raise DataValidationError(f"{path}: price table must be .csv, .json, .yaml or .yml")
-    if isinstance(data, list):
-        return _from_records(data, str(path))
-    if isinstance(data, Mapping):
+    if isinstance(data, (list, Mapping)):
         return price_table(data, source=str(path))
     raise DataValidationError(f"{path}: expected a mapping or a list of records")
 

@@ -312,12 +312,10 @@ def _from_json(text: str) -> list[str] | None:
             data = json.loads(text[start : end + 1])
         except json.JSONDecodeError:
             continue
-        if isinstance(data, dict):
-            for key in _KEYS:
-                if key in data:
-                    return _strings(data[key])
-            values = [v for v in data.values() if isinstance(v, list)]
-            return _strings(values[0]) if values else []
+        if isinstance(data, dict):  # a known key, else the first list
+            found = [data[key] for key in _KEYS if key in data]
+            found += [v for v in data.values() if isinstance(v, list)]
+            return _strings(found[0] if found else [])
         return _strings(data)
     return None
 

@@ -121,14 +121,8 @@ def accept_rewrites(
     refused: Counter = Counter()
     for candidate in candidates:
         normal = _normalised(candidate)
-        if not normal or normal in seen:
-            refused["same as the question or another variant"] += 1
-            continue
-        hint = reveals_answer(candidate, query)
-        if hint is not None:
-            refused[hint] += 1
-            continue
-        reason = rewrite_refusal(candidate, query.text)
+        same = "same as the question or another variant" if not normal or normal in seen else None
+        reason = same or reveals_answer(candidate, query) or rewrite_refusal(candidate, query.text)
         if reason is not None:
             refused[reason] += 1
             continue
@@ -151,6 +145,7 @@ class Rewriter:
     def __init__(self, context: RunContext, spec: ModelSpec) -> None:
         self.context = context
         self.spec = spec
+        self.temperature = spec.sampling.get("temperature", context.settings["rewrite_temperature"])
         # response_format of the rewriting calls; "auto" steps down on "not supported"
         wanted = context.settings["rewrite_format"]
         self.formats = list(RESPONSE_FORMATS) if wanted == "auto" else [wanted]
@@ -179,14 +174,12 @@ class Rewriter:
             response_format = None if kind == "single" else rewrite_response_format(kind)
             if response_format is not None:
                 extra["response_format"] = response_format
-            probing = (
-                response_format is not None and kind not in self.confirmed and kind not in probed
-            )
+            probing = response_format is not None and kind not in self.confirmed | probed
             try:
                 result = await self.context.client.chat(
                     spec.endpoint_model,
                     messages,
-                    temperature=sampling.get("temperature", settings["rewrite_temperature"]),
+                    temperature=self.temperature,
                     top_p=sampling.get("top_p", 1.0),
                     max_tokens=sampling.get("max_tokens", max_tokens),
                     extra_body=extra or None,
@@ -257,7 +250,7 @@ class Rewriter:
                     len(missing),
                     choices=query.choices,
                     passage=query.passage,
-                    avoid=[v for v in variants[1:]] or None,
+                    avoid=variants[1:] or None,
                 )
                 budget = max(1024, 256 + len(missing) * (len(query.text) // 2))
             try:
@@ -302,9 +295,7 @@ class Rewriter:
                     "refused": dict(refused),
                     "response_format": summary.rewrite_format,
                     **call_fields(result, cost, cost_source),
-                    "temperature": self.spec.sampling.get(
-                        "temperature", self.context.settings["rewrite_temperature"]
-                    ),
+                    "temperature": self.temperature,
                     "prompt_version": PROMPT_VERSION,
                     "run_id": self.context.run_id,
                 }

@@ -94,8 +94,6 @@ def is_openai_host(base_url: str) -> bool:
     -------
     bool
     """
-    from urllib.parse import urlsplit
-
     parts = urlsplit(str(base_url).strip())
     try:
         port = parts.port
@@ -112,7 +110,6 @@ def is_openai_host(base_url: str) -> bool:
 def _is_loopback(base_url: str) -> bool:
     """True for a base URL on this machine (localhost, 127.0.0.0/8, ::1)."""
     import ipaddress
-    from urllib.parse import urlsplit
 
     host = (urlsplit(base_url).hostname or "").lower()
     if host == "localhost" or host.endswith(".localhost"):
@@ -179,9 +176,7 @@ def _rewriter_spec(
         spec = ModelSpec(specs[0].endpoint_model, specs[0].endpoint_model)
         logger.info("no rewriter given: %s writes the rewrites", spec.label)
         return spec
-    if isinstance(rewriter, ModelSpec):
-        return rewriter
-    return parse_model_spec(rewriter)
+    return rewriter if isinstance(rewriter, ModelSpec) else parse_model_spec(rewriter)
 
 
 def _warn_unscored_and_unpriced(
@@ -227,9 +222,8 @@ def _api_key(base_url: str, api_key_env: str | None) -> tuple[str | None, str | 
         raw_key = os.environ.get(api_key_env) or None
         if raw_key is None:
             logger.warning("environment variable %s is not set: sending no API key", api_key_env)
-    api_key = check_api_key(
-        raw_key, api_key_env=api_key_env
-    )  # stripped; refused before anything is written
+    # stripped; refused before anything is written
+    api_key = check_api_key(raw_key, api_key_env=api_key_env)
     if raw_key is not None and api_key != raw_key:
         logger.info("stripped surrounding whitespace from the API key in %s", api_key_env)
     return api_key_env, raw_key, api_key
@@ -355,11 +349,8 @@ def _prepared_queries(
     max_tokens: int | None,
 ) -> list:
     """The checked queries (read from a file when given a path), with scorers and settings."""
-    if isinstance(queries, (str, Path)):
-        table = read_queries_file(queries)
-    else:
-        table = check_queries(queries)
-    return prepare_queries(table, scorer, temperature, top_p, max_tokens)
+    read = read_queries_file if isinstance(queries, (str, Path)) else check_queries
+    return prepare_queries(read(queries), scorer, temperature, top_p, max_tokens)
 
 
 def _plan(

@@ -158,9 +158,7 @@ def extract_final_answer(response: str | None) -> str | None:
         if answer:
             return answer
     boxed = last_boxed(response)
-    if boxed:
-        return _strip_markup(boxed)
-    return None
+    return _strip_markup(boxed) if boxed else None
 
 
 def _last_line(response: str) -> str | None:
@@ -327,17 +325,13 @@ def _fraction(token: str) -> Fraction | None:
 
 
 def _value(match: re.Match) -> Fraction | None:
-    if match.group("fn") is not None:
-        numerator, denominator = _fraction(match.group("fn")), _fraction(match.group("fd"))
-        if numerator is None or denominator is None or denominator == 0:
-            return None
-        value = numerator / denominator
-        return -value if match.group("sign") else value
-    if match.group("n") is not None:
-        numerator, denominator = _fraction(match.group("n")), _fraction(match.group("d"))
-        if numerator is None or denominator is None or denominator == 0:
-            return None
-        return numerator / denominator
+    for top, bottom in (("fn", "fd"), ("n", "d")):  # \frac{a}{b} (its sign apart), then a/b
+        if match.group(top) is not None:
+            numerator, denominator = _fraction(match.group(top)), _fraction(match.group(bottom))
+            if numerator is None or denominator is None or denominator == 0:
+                return None
+            value = numerator / denominator
+            return -value if match.group("sign") else value
     return _fraction(match.group("x"))
 
 
@@ -407,8 +401,7 @@ def numeric_equivalence(
         return ScoringFailure(f"reference answer {refs[0]!r} is not a number")
     if not response:
         return 0.0
-    final = extract_final_answer(response)
-    value = parse_number(final) if final is not None else None
+    value = parse_number(extract_final_answer(response))
     if value is None:
         value = parse_number(response)
     if value is None:
@@ -625,9 +618,8 @@ def choose_scorer(
     """
     if override is not None and not isinstance(override, Mapping):
         return get_scorer(override)
-    if isinstance(override, Mapping) and not is_missing(category):
-        if str(category) in override:
-            return get_scorer(override[str(category)])
+    if isinstance(override, Mapping) and not is_missing(category) and str(category) in override:
+        return get_scorer(override[str(category)])
     if not is_missing(query_scorer) and str(query_scorer).strip():
         return get_scorer(str(query_scorer))
     if has_choices:

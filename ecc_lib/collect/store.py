@@ -36,6 +36,7 @@ Guarantees
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -60,6 +61,8 @@ RECORDS_FILE = "records.jsonl"
 FAILURES_FILE = "failures.jsonl"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".lock"
+APPEND_FILES = (QUERIES_FILE, REWRITES_FILE, REWRITE_CALLS_FILE, RECORDS_FILE, FAILURES_FILE)
+"""The files a store appends lines to (opened by :meth:`CollectionStore.open`)."""
 STORE_FORMAT = "ecc_lib.collect/1"
 
 QUERY_FIELDS: tuple[str, ...] = (
@@ -214,8 +217,7 @@ def read_jsonl(path: str | Path) -> tuple[list[dict], int, int]:
     path = Path(path)
     if not path.exists():
         return [], 0, 0
-    data = path.read_bytes()
-    pieces = data.split(b"\n")
+    pieces = path.read_bytes().split(b"\n")
     n_torn = int(pieces[-1] != b"")
     records, n_bad = [], 0
     for piece in pieces[:-1]:
@@ -224,8 +226,7 @@ def read_jsonl(path: str | Path) -> tuple[list[dict], int, int]:
         try:
             record = json.loads(piece)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            n_bad += 1
-            continue
+            record = None
         if isinstance(record, dict):
             records.append(record)
         else:
@@ -260,23 +261,18 @@ class _AppendFile:
         if not self.path.exists():
             return
         with open(self.path, "rb+") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
+            size = handle.seek(0, os.SEEK_END)
             if size == 0:
                 return
             handle.seek(size - 1)
             if handle.read(1) == b"\n":
                 return
-            chunk = min(size, 1 << 20)
-            end = size
-            keep = 0
-            while end > 0:  # find the last newline, reading backwards
-                start = max(0, end - chunk)
+            end, keep = size, 0
+            while end > 0 and not keep:  # find the last newline, reading backwards 1 MiB at a time
+                start = max(0, end - (1 << 20))
                 handle.seek(start)
                 index = handle.read(end - start).rfind(b"\n")
-                if index >= 0:
-                    keep = start + index + 1
-                    break
+                keep = start + index + 1 if index >= 0 else 0
                 end = start
             handle.truncate(keep)
             handle.flush()
@@ -383,11 +379,8 @@ class CollectionStore:
             )
         self.records = {}
         for record in read(RECORDS_FILE):
-            key = record_key(record)
-            if key in self.records:
-                self.n_duplicates += 1
-                continue
-            self.records[key] = record
+            self.n_duplicates += record_key(record) in self.records
+            self.records.setdefault(record_key(record), record)
         if self.n_duplicates:
             logger.warning(
                 "%s: %d duplicate record line(s) ignored (first kept)",
@@ -505,13 +498,7 @@ class CollectionStore:
         self._lock()
         try:
             self.load()
-            for name in (
-                QUERIES_FILE,
-                REWRITES_FILE,
-                REWRITE_CALLS_FILE,
-                RECORDS_FILE,
-                FAILURES_FILE,
-            ):
+            for name in APPEND_FILES:
                 self._files[name] = _AppendFile(self.path(name), self.secrets, self.fsync)
         except OSError as error:
             self.close()
@@ -600,9 +587,7 @@ class CollectionStore:
             entry = json.loads(to_json_line(entry, secrets=self.secrets))  # canonical JSON form
             stored = self.queries.get(entry["query_id"])
             if stored is None:
-                self._append(QUERIES_FILE, entry)
-                self.queries[entry["query_id"]] = entry
-                added += 1
+                added += self._append_new(QUERIES_FILE, self.queries, entry["query_id"], entry)
                 continue
             changed = [f for f in QUERY_IDENTITY_FIELDS if stored.get(f) != entry.get(f)]
             if changed:
@@ -703,10 +688,8 @@ class CollectionStore:
                 os.close(fd)
             os.replace(temporary, final)
         except OSError as error:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            except OSError:
-                pass
             raise StoreError(os_error_message(error, self.directory, final)) from None
 
     def close_stale_runs(self, current_run_id: str) -> int:

@@ -105,10 +105,8 @@ class Progress:
         spend : float
             Known spend of the run so far, USD.
         """
-        if ok:
-            self.done += 1
-        else:
-            self.failed += 1
+        self.done += ok
+        self.failed += not ok
         self.spend = spend
         self._postfix()
         self.bar.update(1)
