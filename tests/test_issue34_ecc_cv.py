@@ -264,3 +264,21 @@ def test_human_candidates_sharing_their_categories_score_as_searched_alone():
             ).theta_,
             together.best_estimator_.theta_,
         )
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_search_gives_the_same_numbers_on_one_thread_or_several():
+    """The fits of a halving round run on threads (each fit on one); one thread or three give
+    the same ``cv_results_`` scores, choice and deployed model, bit for bit."""
+    data = _data(n_queries=400)
+    fitted = []
+    for n_jobs in (1, 3):
+        FIT_MEMO.clear()  # each search fits for itself
+        model = ECCCV(random_state=0, n_jobs=n_jobs)
+        fitted.append(model.fit(data.x_train, data.train, labels=data.labels_train))
+    one, three = fitted
+    scores = [c for c in one.cv_results_.columns if c.endswith("_test_nll") or c == "params"]
+    assert one.cv_results_[scores].equals(three.cv_results_[scores])
+    assert one.best_params_ == three.best_params_
+    np.testing.assert_array_equal(one.theta_, three.theta_)
+    np.testing.assert_array_equal(one.responsibilities_, three.responsibilities_)

@@ -56,6 +56,7 @@ Test queries are never seen: ``fit`` only receives the training queries.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import hashlib
 import logging
@@ -64,6 +65,7 @@ import time
 import warnings
 import zlib
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -71,7 +73,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ecc_lib import defaults
 from ecc_lib.bradley_terry import reuse_pair_counts
-from ecc_lib.data.comparisons import Comparisons
+from ecc_lib.data.comparisons import Comparisons, available_cpus
 from ecc_lib.data.splits import disjoint_from_probe, split_probe, touching_probe
 from ecc_lib.ecc.backends import data_backend
 from ecc_lib.ecc.baselines import ComparisonOnlyECC, EmbeddingClusters, GlobalBT, HumanLabelClusters
@@ -85,7 +87,7 @@ from ecc_lib.ecc.cv_grid import (
     halving_schedule,
     results_table,
 )
-from ecc_lib.ecc.engine import blas_controller
+from ecc_lib.ecc.engine import blas_controller, resolve_n_jobs
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.label_informed import LabelInformedECC
 from ecc_lib.ecc.mixture import ProfileMixture, comparison_nll
@@ -254,6 +256,9 @@ class ECCCV(ProfileMixture):
         family deploy the same candidate.
     dtype : {"float32", "float64"}
     n_jobs : int, optional
+        Threads of the search (default: the CPUs available): the fits of a halving round run in
+        parallel, one thread each; the refit uses them inside its one fit. Any value gives the
+        same numbers (the fits do not depend on their threads).
     random_state : int, Generator or None
         Seeds the folds, the cold EM starts and the refit.
 
@@ -330,9 +335,9 @@ class ECCCV(ProfileMixture):
 
     # -- candidates -----------------------------------------------------------------------------
 
-    def _estimator(self, params: dict, random_state=None, max_iter: int | None = None):
+    def _estimator(self, params: dict, random_state=None, max_iter: int | None = None, n_jobs=None):
         """An unfitted estimator of one candidate (its fit is :meth:`fit_candidate`'s; ``max_iter``
-        None: the deployed procedure's ``self.max_iter``)."""
+        None: the deployed procedure's ``self.max_iter``; ``n_jobs`` None: ``self.n_jobs``)."""
         family = params["family"]
         alpha = float(params["alpha"])
         if family == "global":
@@ -348,7 +353,7 @@ class ECCCV(ProfileMixture):
             n_init=int(self.n_init),
             alpha=alpha,
             dtype=self.dtype,
-            n_jobs=self.n_jobs,
+            n_jobs=self.n_jobs if n_jobs is None else n_jobs,
             random_state=random_state,
         )
         if family == "ecc":
@@ -419,42 +424,42 @@ class ECCCV(ProfileMixture):
         estimator
             Fitted.
         """
-        est = self._estimator(params, random_state=candidate_seed(seed, params), max_iter=max_iter)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            if params["family"] in ("emb_only", "human") and data_backend(embeddings) is None:
-                return self._fit_sharing_alpha(est, embeddings, comparisons, labels)
-            est.fit(embeddings, comparisons, labels=labels)
-        return est
+            return self._fit(params, embeddings, comparisons, labels, seed=seed, max_iter=max_iter)
 
-    def _fit_sharing_alpha(self, est, embeddings, comparisons: Comparisons, labels):
-        """``est.fit``, the part that does not depend on ``alpha`` read from the last fit of the
-        same family, data and settings.
-
-        The embedding-only clustering and the human categories (with their centroids) do not
-        depend on ``alpha`` (only the profiles fitted after them do), nor on the seed
-        (:func:`candidate_seed`): the candidates that differ only in ``alpha`` share one
-        clustering and each fits its profiles (``fit_final_profiles``, the last step of their
-        ``fit``), the same numbers as a cold ``est.fit``."""
-        settings = {k: v for k, v in est.get_params().items() if k != "alpha"}
-        shared = self.__dict__.setdefault("_shared", {})
-        cache = shared.get(type(est))
-        if not (
-            cache is not None
-            and cache[0] is embeddings
-            and cache[1] is comparisons
-            and cache[2] is labels
-            and cache[3] == settings
+    def _fit(
+        self,
+        params,
+        embeddings,
+        comparisons,
+        labels,
+        *,
+        seed,
+        max_iter=None,
+        shared=None,
+        n_jobs=None,
+    ):
+        """:meth:`fit_candidate` without its warnings filter (the search holds one for all its
+        threads). ``shared`` (a :class:`_SharedFits`): the search's fits that do not depend on
+        ``alpha``; ``n_jobs``: threads of the fit (None: ``self.n_jobs``). The same numbers
+        either way: the shared part is what ``est.fit`` computes before its last step, and ECC's
+        blocks do not depend on its threads."""
+        est = self._estimator(
+            params, random_state=candidate_seed(seed, params), max_iter=max_iter, n_jobs=n_jobs
+        )
+        if (
+            shared is not None
+            and params["family"] in ("emb_only", "human")
+            and data_backend(embeddings) is None
         ):
-            base = copy.deepcopy(est)
-            if isinstance(base, EmbeddingClusters):
-                ECC.fit(base, embeddings, comparisons)  # the EM alone (no profiles: theta_ zero)
-            else:
-                base.fit(embeddings, comparisons, labels=labels)
-            cache = shared[type(est)] = (embeddings, comparisons, labels, settings, base)
-        base = cache[4]
-        est.__dict__.update(copy.deepcopy({k: v for k, v in vars(base).items() if k != "alpha"}))
-        return est.fit_final_profiles(comparisons)
+            base = shared.base(est, embeddings, comparisons, labels)
+            est.__dict__.update(
+                copy.deepcopy({k: v for k, v in vars(base).items() if k != "alpha"})
+            )
+            return est.fit_final_profiles(comparisons)  # the last step of est.fit
+        est.fit(embeddings, comparisons, labels=labels)
+        return est
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None) -> ECCCV:
         """Cross-validate the grid on these (training) queries and refit the best candidate.
@@ -565,32 +570,43 @@ class ECCCV(ProfileMixture):
         screen_iter, screen_folds = self._screening(n_folds)
         alive = list(em)
         # one BLAS thread for the many small products of the search (ECC's fits set it already);
-        # the pair counts of each fold subset are computed once for all its candidates, and the
-        # embeddings (rows of those fit checked) are not checked again
+        # the pair counts of each fold subset are computed once for all its candidates, the
+        # embeddings (rows of those fit checked) are not checked again, and one warnings filter
+        # serves every thread (not converging within max_iter is part of a procedure)
+        n_threads = resolve_n_jobs(self.n_jobs, available_cpus())
+        if data_backend(folds[0].x) is not None:
+            n_threads = 1  # a backend runs its own partitions in parallel
+        shared = _SharedFits()
         limit = blas_controller().limit(limits=1, user_api="blas")
-        with limit, reuse_pair_counts(), checked_embeddings():
+        with limit, reuse_pair_counts(), checked_embeddings(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
             for r, share in enumerate(shares):
                 final = r == len(shares) - 1
                 todo = alive + ([i for i in range(len(grid)) if i not in em] if final else [])
                 max_iter = None if final else screen_iter
                 fitted = range(n_folds if final else screen_folds)
                 losses[:, todo] = np.nan  # a candidate's row holds its last round only
-                for f in fitted:
-                    data = folds[f]
-                    sub = data.subset(share)
-                    for i in todo:
-                        key = (data_key, f, share, _params_key(grid[i]), max_iter)
-                        self._score(
-                            grid[i],
-                            data,
-                            sub,
-                            seed,
-                            i,
-                            f,
-                            (losses, seconds, iters, per_query),
-                            key,
-                            max_iter,
-                        )
+                subs = {f: folds[f].subset(share) for f in fitted}
+                # the costliest fits first: the EM candidates (alive), fold by fold
+                tasks = [(i, f) for i in todo for f in fitted]
+                jobs = min(n_threads, len(tasks))
+
+                def score(task, share=share, max_iter=max_iter, jobs=jobs, subs=subs):
+                    i, f = task
+                    self._score(
+                        grid[i],
+                        folds[f],
+                        subs[f],
+                        seed,
+                        (i, f),
+                        (losses, seconds, iters, per_query),
+                        key=(data_key, f, share, _params_key(grid[i]), max_iter),
+                        max_iter=max_iter,
+                        shared=shared,
+                        n_jobs=1 if jobs > 1 else None,
+                    )
+
+                _run_tasks(score, tasks, jobs)
                 last[todo] = r
                 resources[todo] = np.mean([folds[f].subset(share)[0].n_queries for f in fitted])
                 words = (
@@ -604,7 +620,6 @@ class ECCCV(ProfileMixture):
                     mean = np.nansum(losses[reading][alive], axis=1)
                     n_keep = _n_kept(len(alive), float(self.factor))
                     alive = [alive[j] for j in np.lexsort((alive, mean))[:n_keep]]
-        self._shared = {}  # the last clustering of each family (see _fit_sharing_alpha)
         return losses, per_query, seconds, iters, last, resources, procedures
 
     def _screening(self, n_folds: int) -> tuple[int | None, int]:
@@ -625,7 +640,6 @@ class ECCCV(ProfileMixture):
                 best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
             FIT_MEMO.put_refit(refit_key, best)
         best = copy.deepcopy(best)  # each search owns its deployed model
-        self._shared = {}
         self.refit_seconds_ = time.perf_counter() - start
         self.best_estimator_ = best
         self.best_choice_ = choice_words(self.best_params_)
@@ -673,16 +687,19 @@ class ECCCV(ProfileMixture):
             self.n_jobs,
         )
 
-    def _score(self, params, data, sub, seed, i, f, out, key=None, max_iter=None) -> None:
-        """Fit candidate ``i`` on the training subset ``sub`` of fold ``f`` (at most ``max_iter``
-        EM steps; None: the deployed procedure), score its held-out queries (or read the same
-        computation from :data:`FIT_MEMO`); ``out``: ``(losses, seconds, iters, per_query)``."""
+    def _score(
+        self, params, data, sub, seed, cell, out, *, key, max_iter=None, shared=None, n_jobs=None
+    ) -> None:
+        """Fit a candidate on the training subset ``sub`` of a fold (at most ``max_iter`` EM
+        steps; None: the deployed procedure), score the fold's held-out queries (or read the same
+        computation from :data:`FIT_MEMO`) and write them at ``cell`` = (candidate, fold) of
+        ``out`` = ``(losses, seconds, iters, per_query)`` (each task its own cell)."""
+        i, f = cell
         losses, seconds, iters, per_query = out
-        found = None if key is None else FIT_MEMO.get_score(key)
+        found = FIT_MEMO.get_score(key)
         if found is None:
-            found = self._fit_and_score(params, data, sub, seed, max_iter)
-            if key is not None:
-                FIT_MEMO.put_score(key, found)
+            found = self._fit_and_score(params, data, sub, seed, max_iter, shared, n_jobs)
+            FIT_MEMO.put_score(key, found)
         fit_seconds, n_iter, loss, query_losses = found
         seconds[i, f] += fit_seconds
         iters[i, f] = n_iter
@@ -693,12 +710,14 @@ class ECCCV(ProfileMixture):
         for reading, values in enumerate(query_losses):
             per_query[reading, i, f] = values
 
-    def _fit_and_score(self, params, data, sub, seed, max_iter=None) -> tuple:
+    def _fit_and_score(self, params, data, sub, seed, max_iter, shared, n_jobs) -> tuple:
         """``(fit seconds, EM steps, (disjoint, all) summed NLL, per-query NLL per reading)`` of
         one candidate fitted on ``sub`` and scored on the fold's held-out queries."""
         train, x_tr, lab_tr = sub
         t0 = time.perf_counter()
-        est = self.fit_candidate(params, x_tr, train, lab_tr, seed=seed, max_iter=max_iter)
+        est = self._fit(
+            params, x_tr, train, lab_tr, seed=seed, max_iter=max_iter, shared=shared, n_jobs=n_jobs
+        )
         fit_seconds = time.perf_counter() - t0
         n_iter = getattr(est, "n_iter_", 1)
         if len(data.rest) == 0:
@@ -789,6 +808,61 @@ def _one_se_choice(grid, best, rank, reading, per_query, folds, scored) -> int:
         if d.sum() / n_pairs <= se:
             return c
     return best
+
+
+class _SharedFits:
+    """The fits of one search that do not depend on ``alpha``, shared by its candidates and
+    threads: the embedding-only clustering (the EM alone) and the human categories with their
+    centroids, per fold subset and settings (:meth:`ECCCV._fit`). The first candidate to need one
+    fits it (the others wait for it); each candidate then fits its own profiles."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._entries: dict = {}
+
+    def base(self, est, embeddings, comparisons: Comparisons, labels):
+        """``est`` fitted up to its profiles (any ``alpha``: the rest does not read it).
+
+        Parameters
+        ----------
+        est : EmbeddingClusters or HumanLabelClusters
+            An unfitted candidate.
+        embeddings, comparisons, labels
+            Its training queries.
+
+        Returns
+        -------
+        estimator
+            Shared; callers copy what they take.
+        """
+        settings = tuple(sorted((k, repr(v)) for k, v in est.get_params().items() if k != "alpha"))
+        key = (type(est), id(embeddings), id(comparisons), id(labels), settings)
+        with self._lock:
+            entry = self._entries.setdefault(key, [threading.Lock(), None])
+        with entry[0]:
+            if entry[1] is None:
+                base = copy.deepcopy(est)
+                if isinstance(base, EmbeddingClusters):
+                    ECC.fit(base, embeddings, comparisons)  # the EM alone (theta_ zero)
+                else:
+                    base.fit(embeddings, comparisons, labels=labels)
+                # the data are held with the fit, so their ids stay theirs while it lives
+                entry[1] = (embeddings, comparisons, labels, base)
+        return entry[1][3]
+
+
+def _run_tasks(fn, tasks: list, n_threads: int) -> None:
+    """``fn(task)`` for every task, on ``n_threads`` threads (each in a copy of the caller's
+    context, so the memo of :func:`~ecc_lib.bradley_terry.reuse_pair_counts` and the checks'
+    context reach them), or in order in this thread for one."""
+    if n_threads <= 1:
+        for task in tasks:
+            fn(task)
+        return
+    with ThreadPoolExecutor(n_threads) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, fn, task) for task in tasks]
+        for future in futures:
+            future.result()
 
 
 class _Fold:
