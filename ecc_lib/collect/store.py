@@ -746,5 +746,4 @@ class CollectionStore:
 
 __all__ = [
     "CollectionStore",
-    "observation_type",
 ]
