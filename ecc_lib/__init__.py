@@ -33,7 +33,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "__version__",
     "load_bundled",
     "embed_texts",
     "ECC",

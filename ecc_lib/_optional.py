@@ -143,7 +143,6 @@ def lazy_exports(package: str, exports: dict[str, str]):
 
 
 __all__ = [
-    "lazy_exports",
     "progress",
     "require",
 ]

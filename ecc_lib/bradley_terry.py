@@ -1024,16 +1024,9 @@ def bootstrap_bt(
 
 
 __all__ = [
-    "DEFAULT_ALPHA",
     "PairCounts",
-    "count_matrix",
-    "fit_bt_counts",
     "fit_bt_pairs",
     "fit_bt_pairwise",
-    "log_sigmoid",
     "observed_pair_codes",
     "pair_counts",
-    "pair_log_probs",
-    "reuse_pair_counts",
-    "win_probability",
 ]

@@ -45,20 +45,4 @@ BETA = 0.2
 N_DRAWS = 1000
 """Monte Carlo draw pairs per query of the label-instability readings when scores are not binary."""
 
-__all__ = [
-    "BETA",
-    "COST_WEIGHT",
-    "EVIDENCE",
-    "LAM",
-    "N_BOOT",
-    "N_CLUSTERS",
-    "N_DRAWS",
-    "N_PAIRS",
-    "N_PROBES",
-    "PROBE_EVIDENCE",
-    "PROBE_STRATEGY",
-    "SEED",
-    "TEMPERATURE",
-    "TEST_SIZE",
-    "TIE_TOLERANCE",
-]
+__all__: list[str] = []

@@ -350,18 +350,5 @@ def level_text(
 
 
 __all__ = [
-    "BETTER_WORSE",
-    "Comparison",
-    "DASH",
-    "HIGHER_LOWER",
-    "PM",
     "UNITS",
-    "comparison_sentence",
-    "difference_text",
-    "direction",
-    "finite",
-    "interval",
-    "number",
-    "unit",
-    "verdict",
 ]

@@ -271,14 +271,6 @@ def model_name_legend(names: Sequence[str], *, width: int = 24) -> pd.DataFrame:
 
 
 __all__ = [
-    "PLURAL",
     "ROUTING_METHOD_LABELS",
-    "ROUTING_SETTING_LABELS",
     "TOUR_METHOD_NAMES",
-    "method_label",
-    "method_name",
-    "model_name_legend",
-    "router_name",
-    "short_model_names",
-    "shorten_name",
 ]

@@ -360,9 +360,6 @@ def spec_view(field: str, keep: Callable[[MethodSpec], bool] | None = None) -> S
 __all__ = [
     "METHOD_SPECS",
     "MethodSpec",
-    "REFERENCE",
     "attach_factory",
-    "method_keys",
     "register_method",
-    "spec_view",
 ]

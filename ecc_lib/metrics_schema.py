@@ -320,10 +320,4 @@ def metric_description(key: str) -> str:
     return str(metric_node(key).get("description", ""))
 
 
-__all__ = [
-    "metric_node",
-    "metric_unit",
-    "metrics_schema",
-    "validate_metrics",
-    "validate_section",
-]
+__all__: list[str] = []

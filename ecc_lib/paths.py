@@ -122,10 +122,5 @@ def notebooks_dir() -> Path:
 
 
 __all__ = [
-    "REPO_ROOT",
     "bundled_embeddings_dir",
-    "cache_dir",
-    "data_dir",
-    "notebooks_dir",
-    "runs_dir",
 ]

@@ -551,17 +551,5 @@ def _holds_carriage_return(frame: pd.DataFrame) -> bool:
 
 
 __all__ = [
-    "OUTPUT_MARKER",
-    "OUTPUT_MARKER_FORMAT",
-    "OutputError",
-    "atomic_path",
-    "claim_output_folder",
-    "is_marked_folder",
-    "mark_folder",
     "csv_restore_frame",
-    "open_no_follow",
-    "refuse_links",
-    "write_bytes",
-    "write_csv",
-    "write_text",
 ]

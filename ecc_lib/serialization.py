@@ -54,6 +54,4 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot store a {type(value).__name__} in metrics JSON: {value!r}")
 
 
-__all__ = [
-    "to_jsonable",
-]
+__all__: list[str] = []

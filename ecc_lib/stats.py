@@ -513,20 +513,6 @@ def seed_query_interval(
 
 
 __all__ = [
-    "DEFAULT_N_BOOT",
-    "INTERVAL_NAME",
-    "adjusted_rand_ci",
-    "bootstrap_ci",
-    "bootstrap_indices",
-    "bootstrap_mean_ci",
-    "finite_interval",
-    "gain_percent",
-    "interval_description",
-    "mean_ratio",
-    "mean_with_replicates",
-    "paired_difference",
-    "percentile_interval",
-    "ratio_gain",
     "seed_bootstrap_indices",
     "seed_query_interval",
 ]

@@ -10,7 +10,11 @@ For every name in every module's ``__all__`` this finds the places that use it, 
   ``"ecc_lib.x.NAME"`` (entry points, lazy exports);
 - in ``README.md``, ``docs/**/*.md`` and ``docs/**/*.rst``: dotted mentions ``ecc_lib.x.NAME``,
   the Python code blocks, and a name in backticks (```NAME``` or ```NAME(...)```) when some module
-  defines and exports that name (a use of that module, not of the faces that re-export it).
+  exports that name (a use of the module that defines it, or of the face that lists it when its
+  defining module does not).
+
+- in ``pyproject.toml``: the entry points (``[project.scripts]``, ``[project.entry-points]``), a
+  use by ``scripts`` (the commands a user runs).
 
 A package face (``__init__.py``) that re-exports a name (an import, or a ``_EXPORTS``/``_LAZY``
 dict of lazy exports) passes every use of ``face.NAME`` on to the module that defines it.
@@ -19,15 +23,16 @@ Each use is placed, relative to the module whose ``__all__`` holds the name, in 
 (the module itself), ``package`` (the same top-level package, ``ecc_lib/<pkg>/``; a top-level
 module such as ``ecc_lib/stats.py`` is a package of its own), ``other`` (another ecc_lib package),
 ``tests``, ``notebooks``, ``docs`` (the guide, the API pages, ``README.md``), ``benchmarks`` and
-``scripts``. A name is *outside* when any use is in ``other``, ``notebooks``, ``docs``,
-``benchmarks`` or ``scripts`` (tests alone do not make a name public); for the face ``ecc_lib``
-itself only uses outside the package count. Uses by docstrings of ecc_lib are not counted.
+``scripts``. A name is *outside*, and so public, when a user reaches it: some use is in
+``notebooks``, ``docs``, ``benchmarks`` or ``scripts`` (the rule in ``docs/CONTRIBUTING.md``).
+Uses by other ecc_lib packages (``other``) or by tests alone leave a name internal: importable from
+its defining module, in no ``__all__``. Uses by docstrings of ecc_lib are not counted.
 
 Run from the repository root::
 
     python scripts/public_name_usage.py               # summary table
     python scripts/public_name_usage.py --names       # one line per name with its places
-    python scripts/public_name_usage.py --unused      # names used outside nowhere
+    python scripts/public_name_usage.py --unused      # names no user reaches
     python scripts/public_name_usage.py --json
 """
 
@@ -38,6 +43,7 @@ import ast
 import json
 import re
 import sys
+import tomllib
 from collections import defaultdict
 from pathlib import Path
 
@@ -48,7 +54,7 @@ from count_public_names import module_names  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "ecc_lib"
 PLACES = ("own", "package", "other", "tests", "notebooks", "docs", "benchmarks", "scripts")
-OUTSIDE = ("other", "notebooks", "docs", "benchmarks", "scripts")
+OUTSIDE = ("notebooks", "docs", "benchmarks", "scripts")
 DOTTED = re.compile(r"\becc_lib(?:[.:][A-Za-z_][A-Za-z0-9_]*)+")
 BACKTICKED = re.compile(r"`{1,2}~?([A-Za-z_][A-Za-z0-9_.]*)(?:\(\S*?\))?`{1,2}")
 FENCE = re.compile(r"^```\s*(?:python|py|\{code-cell\}\s*(?:ipython3|python))\s*$")
@@ -233,6 +239,14 @@ def text_uses(text: str, lib: Library, exported_by: dict[str, list[str]]) -> set
     return uses
 
 
+def entry_point_uses(text: str, lib: Library) -> set[tuple[str, str]]:
+    """``(module, name)`` of the entry points of a ``pyproject.toml`` (``module:name``)."""
+    project = tomllib.loads(text).get("project", {})
+    groups = [project.get("scripts", {}), *project.get("entry-points", {}).values()]
+    found = (lib.split(target) for group in groups for target in group.values())
+    return {pair for pair in found if pair}
+
+
 def _own_loads(path: Path) -> set[str]:
     """Names a module reads itself (outside ``__all__``; decorators and calls count)."""
     tree = ast.parse(_docstring_free(path.read_text(encoding="utf-8")))
@@ -250,7 +264,8 @@ def _notebook_code(path: Path) -> str:
 
 
 def sources() -> list[tuple[str, str, str, str | None]]:
-    """``(place, file, kind, module)`` for every file that may use a name; kind is py or text."""
+    """``(place, file, kind, module)`` for every file that may use a name; kind is py, ipynb,
+    text or toml."""
     found: list[tuple[str, str, str, str | None]] = []
     for path in sorted((ROOT / PACKAGE).rglob("*.py")):
         found.append(("ecc_lib", str(path.relative_to(ROOT)), "py", _module_of(path)))
@@ -266,6 +281,7 @@ def sources() -> list[tuple[str, str, str, str | None]]:
             if "_build" not in path.parts:
                 found.append(("docs", str(path.relative_to(ROOT)), "text", None))
     found.append(("docs", "README.md", "text", None))
+    found.append(("scripts", "pyproject.toml", "toml", None))
     return found
 
 
@@ -275,7 +291,10 @@ def usage() -> dict:
     exported_by: dict[str, list[str]] = defaultdict(list)
     for module, names in lib.exports.items():
         for name in names:
-            if (module, name) not in lib.origin:  # a bare mention is one of the defining module
+            # a bare mention is one of the defining module, or of the face that lists the name
+            # when its defining module does not
+            home = lib.resolve(module, name)[-1]
+            if home == (module, name) or name not in lib.exports.get(home[0], ()):
                 exported_by[name].append(module)
     # (module, name) -> set of (place, file, user module)
     used: dict[tuple[str, str], set[tuple[str, str, str | None]]] = defaultdict(set)
@@ -285,6 +304,8 @@ def usage() -> dict:
             pairs = python_uses(_docstring_free(text) if here else text, lib, here)
         elif kind == "ipynb":
             pairs = python_uses(_notebook_code(ROOT / file), lib)
+        elif kind == "toml":
+            pairs = entry_point_uses(text, lib)
         else:
             pairs = text_uses(text, lib, exported_by)
         for module, name in pairs:
@@ -320,10 +341,10 @@ def is_outside(places: dict) -> bool:
 
 
 def _kind(places: dict) -> str:
-    """The widest place of a name: out, pkg, tests, own or none."""
+    """The widest place of a name: out, other, pkg, tests, own or none."""
     if is_outside(places):
         return "out"
-    for key, kind in (("package", "pkg"), ("tests", "tests"), ("own", "own")):
+    for key, kind in (("other", "other"), ("package", "pkg"), ("tests", "tests"), ("own", "own")):
         if places.get(key):
             return kind
     return "none"
@@ -332,7 +353,7 @@ def _kind(places: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--names", action="store_true", help="one line per name")
-    parser.add_argument("--unused", action="store_true", help="names used outside nowhere")
+    parser.add_argument("--unused", action="store_true", help="names no user reaches")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     table = usage()
@@ -347,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                 counts = " ".join(f"{p}={len(places[p])}" for p in PLACES if places.get(p))
                 print(f"{module}.{name}: {counts or 'UNUSED'}")
         return 0
-    columns = ("all", "out", "pkg", "tests", "own", "none")
+    columns = ("all", "out", "other", "pkg", "tests", "own", "none")
     print(f"{'module':45s} " + " ".join(f"{c:>5s}" for c in columns))
     totals = dict.fromkeys(columns, 0)
     for module, entries in table.items():
@@ -360,9 +381,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{module:45s} " + " ".join(f"{row[c]:5d}" for c in columns))
     print(f"{'total':45s} " + " ".join(f"{totals[c]:5d}" for c in columns))
     print(
-        "all: names in __all__; out: used outside the package (other packages, notebooks, docs, "
-        "benchmarks, scripts); else pkg: used in the package; else tests: used by tests; else "
-        "own: used in its module only; none: used nowhere (for a face: its re-export is unused)"
+        "all: names in __all__; out: reached by users (notebooks, docs, benchmarks, scripts); "
+        "else other: used by another ecc_lib package; else pkg: used in the package; else tests: "
+        "used by tests; else own: used in its module only; none: used nowhere (for a face: its "
+        "re-export is unused); every name not out belongs in no __all__"
     )
     return 0
 

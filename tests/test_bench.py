@@ -15,6 +15,7 @@ import pytest
 from ecc_lib import bench
 from ecc_lib.bench import dataset as bench_dataset_module
 from ecc_lib.bench.dataset import bench_dataset, data_fingerprint
+from ecc_lib.bench.result import BenchResult
 from ecc_lib.bench.seed import bench_seed
 from ecc_lib.bench.settings import bench_methods
 from ecc_lib.cli import main
@@ -98,7 +99,7 @@ def test_bench_table_agrees_with_ecc_lab_ecc_to_the_printed_digit(folders, bench
     assert status == 0
     printed = _ecc_printed(capsys, good)
     payload = json.loads((out / "bench.json").read_text())
-    result = bench.BenchResult(payload["datasets"], bench.BenchSettings(n_clusters=3, n_seeds=2))
+    result = BenchResult(payload["datasets"], bench.BenchSettings(n_clusters=3, n_seeds=2))
     every = result.table("gain").set_index("dataset")
     disjoint = result.table("gain_disjoint").set_index("dataset")
     assert set(printed) == set(every.columns) - {"global"}
@@ -295,7 +296,7 @@ def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
     assert "no_probe" in cells and not {"probe", "probe_cost", "probe_outside"} & set(cells)
     assert set(entry["per_seed"][0]["routing_paired"]) == {"no_probe"}
     assert set(entry["summary"]["routing"]) == {"no_probe"}
-    result = bench.BenchResult({"two": entry}, settings)
+    result = BenchResult({"two": entry}, settings)
     from ecc_lib.report.bench import headline_table
 
     row = headline_table(result).set_index("dataset").loc["two"]
@@ -307,7 +308,7 @@ def test_two_model_data_gets_no_probe_routing_reading(tmp_path, monkeypatch):
         **other["summary"]["routing"]["no_probe"],
         "reference": "probe_winner",
     }
-    both = headline_table(bench.BenchResult({"two": entry, "other": other}, settings))
+    both = headline_table(BenchResult({"two": entry, "other": other}, settings))
     mean = both.set_index("dataset").loc["mean"]
     assert mean["best router - probe winner"].endswith("(1 of 2)")
     assert not mean["best router - best fixed"].endswith("of 2)")

@@ -246,7 +246,7 @@ def collect():
     ChatClient("http://127.0.0.1:9/v1")
 attempt("collect", collect)
 def dask_fit():
-    from ecc_lib.distributed import dask_client
+    from ecc_lib.distributed.scheduler import dask_client
     with dask_client("local"):
         pass
 attempt("dask", dask_fit)

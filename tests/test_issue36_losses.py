@@ -165,7 +165,8 @@ def test_run_json_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def test_bench_outputs_never_overwrite_a_users_folder(tmp_path):
-    from ecc_lib.bench import BenchResult, BenchSettings
+    from ecc_lib.bench import BenchSettings
+    from ecc_lib.bench.result import BenchResult
     from ecc_lib.report.bench import write_bench_outputs
     from ecc_lib.safe_output import OutputFolderError
 
@@ -298,7 +299,8 @@ def test_collect_export_on_a_full_disk_is_one_line_and_keeps_the_old_tables(
 
 
 def test_bench_outputs_on_a_full_disk_are_one_line_and_keep_the_old_files(tmp_path, monkeypatch):
-    from ecc_lib.bench import BenchResult, BenchSettings
+    from ecc_lib.bench import BenchSettings
+    from ecc_lib.bench.result import BenchResult
     from ecc_lib.report.bench import write_bench_outputs
     from ecc_lib.safe_output import OutputError
 

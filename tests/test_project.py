@@ -87,3 +87,14 @@ def test_package_level_names_resolve():
 
     for name in ecc_lib.__all__:
         assert getattr(ecc_lib, name) is not None
+
+
+def test_the_public_surface_stays_learnable():
+    """At most 300 __all__ entries over all modules (issue 33; docs/CONTRIBUTING.md)."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "count_public_names.py"), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(result.stdout)["public"] <= 300

@@ -16,7 +16,7 @@ from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
 from ecc_lib.protocol.results import run_ecc
 from ecc_lib.protocol.routing import held_out_means, routed_scores
 from ecc_lib.protocol.settings import Protocol
-from ecc_lib.routing_evaluation import evaluate_choices
+from ecc_lib.routing_evaluation.held_out import evaluate_choices
 from ecc_lib.synthetic.capability import make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 

@@ -21,7 +21,7 @@ from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.ecc_protocol import run_protocol
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.report.formatting import DASH
-from ecc_lib.report.sections import data_section
+from ecc_lib.report.sections.data import data_section
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics

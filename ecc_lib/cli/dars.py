@@ -185,7 +185,8 @@ def format_summary(summary: dict) -> str:
 
 def _dask_summary(outcomes, args: argparse.Namespace) -> dict:
     """Labels and flip readings from the Dask group-bys (``--scheduler``), printed and returned."""
-    from ecc_lib.distributed import dars_statistics, dask_client
+    from ecc_lib.distributed import dars_statistics
+    from ecc_lib.distributed.scheduler import dask_client
 
     with dask_client(args.scheduler) as client:
         stats = dars_statistics(

@@ -114,6 +114,4 @@ async def answer(
     progress.step(True, context.summary.spend_usd)
 
 
-__all__ = [
-    "answer",
-]
+__all__: list[str] = []

@@ -890,11 +890,4 @@ class ChatClient:
         )
 
 
-__all__ = [
-    "ChatClient",
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "check_api_key",
-    "check_base_url",
-    "public_url",
-    "redact",
-]
+__all__: list[str] = []

@@ -102,6 +102,4 @@ class CollectionInterrupted(CollectError):
         return 128 + self.signal_number
 
 
-__all__ = [
-    "CollectError",
-]
+__all__: list[str] = []

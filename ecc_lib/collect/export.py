@@ -353,10 +353,6 @@ def collection_notes(folder: str | os.PathLike) -> list[str]:
 
 
 __all__ = [
-    "EXPORT_SUFFIXES",
-    "collection_notes",
-    "export_dataset",
-    "export_outcomes",
     "read_collected",
     "records_frame",
 ]

@@ -644,7 +644,5 @@ collect.__signature__ = _SIGNATURE  # type: ignore[attr-defined]  # help() and t
 
 
 __all__ = [
-    "DEFAULT_API_KEY_ENV",
     "collect",
-    "is_openai_host",
 ]

@@ -729,5 +729,4 @@ class CollectionStore:
 
 __all__ = [
     "CollectionStore",
-    "observation_type",
 ]

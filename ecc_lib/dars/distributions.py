@@ -392,14 +392,11 @@ def single_shot_distributions(
 
 
 __all__ = [
-    "CapabilityDistributions",
     "DEFAULT_BETA",
     "DEFAULT_LAMBDA",
-    "DEFAULT_TAU",
     "capability_distributions",
     "hard_labels",
     "label_shares",
-    "single_shot_distributions",
     "single_shot_draws",
     "soft_labels",
 ]

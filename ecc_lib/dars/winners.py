@@ -463,11 +463,5 @@ def _single_shot_winners_monte_carlo(
 
 
 __all__ = [
-    "chance_flip_rates",
-    "change_probability",
-    "default_change_draws",
-    "flip_probability",
     "single_shot_winners",
-    "strict_flip_probability_exact",
-    "winner_probabilities_exact",
 ]

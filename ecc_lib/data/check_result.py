@@ -155,6 +155,4 @@ def timed(function):
     return wrapper
 
 
-__all__ = [
-    "CheckResult",
-]
+__all__: list[str] = []

@@ -191,10 +191,6 @@ def format_checks(results: dict[str, CheckResult], *, label: str = "") -> str:
 
 
 __all__ = [
-    "CHECK_NAMES",
-    "checks_to_dict",
-    "failures",
     "format_checks",
     "run_checks",
-    "worst_status",
 ]

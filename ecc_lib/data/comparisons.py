@@ -544,10 +544,5 @@ def sample_pairs(
 
 __all__ = [
     "Comparisons",
-    "DEFAULT_TIE_TOLERANCE",
-    "available_cpus",
-    "make_comparisons",
     "sample_pairs",
-    "score_matrix",
-    "snap_ties",
 ]

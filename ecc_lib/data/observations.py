@@ -459,10 +459,6 @@ def observation_subsets(
 
 
 __all__ = [
-    "RepeatedObservations",
-    "SUBSETS",
-    "normalise_cost",
     "observation_subsets",
     "repeated_observations",
-    "rescale_cost",
 ]

@@ -272,9 +272,5 @@ def cost_reason(outcomes: pd.DataFrame | None = None) -> str:
 
 
 __all__ = [
-    "DataPolicyReport",
-    "apply_data_policy",
-    "cost_reason",
-    "has_repeated_observations",
     "no_repeats_reason",
 ]

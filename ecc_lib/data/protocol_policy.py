@@ -341,10 +341,5 @@ def small_data_warning(n_train: int) -> str | None:
 
 
 __all__ = [
-    "check_embedding_dims",
-    "check_protocol_sizes",
     "check_utility_weights",
-    "human_baseline_reason",
-    "protocol_notes",
-    "two_models_note",
 ]

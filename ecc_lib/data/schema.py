@@ -525,9 +525,6 @@ def summarise(queries: pd.DataFrame, outcomes: pd.DataFrame) -> dict:
 
 __all__ = [
     "DataValidationError",
-    "OBSERVATION_KEY",
-    "OUTCOME_COLUMNS",
-    "QueryModelAxes",
     "summarise",
     "validate_outcomes",
     "validate_queries",

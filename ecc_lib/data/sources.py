@@ -415,11 +415,7 @@ def load_dataset(name_or_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 __all__ = [
     "BUNDLED_DATASETS",
-    "BUNDLED_DESCRIPTIONS",
-    "DECISIONS_TABLE",
     "PUBLIC_DATASETS",
-    "bundled_files",
-    "dataset_files",
     "from_dars_release",
     "from_routerbench",
     "from_sprout",

@@ -132,8 +132,5 @@ def disjoint_from_probe(scored: Comparisons, probe: Comparisons) -> np.ndarray:
 
 __all__ = [
     "disjoint_from_probe",
-    "probe_models",
     "split_probe",
-    "split_queries",
-    "touching_probe",
 ]

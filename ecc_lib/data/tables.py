@@ -584,12 +584,9 @@ def is_table_file(path: str | Path) -> bool:
 __all__ = [
     "TABLE_READERS",
     "TABLE_WRITERS",
-    "WRITE_SUFFIXES",
     "from_wide",
-    "is_table_file",
     "read_csv_keeping_text",
     "read_outcomes",
     "read_queries",
     "read_table",
-    "write_table",
 ]

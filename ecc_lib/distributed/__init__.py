@@ -21,8 +21,8 @@ source); when a task keeps failing, the fit raises a :class:`RuntimeError` that 
 
 Usage::
 
-    from ecc_lib.distributed import dask_client, use_dask
-    with dask_client("local") as client, use_dask(client):
+    from ecc_lib.distributed import scheduler_context
+    with scheduler_context("local"):
         ECC(random_state=0).fit(embeddings, comparisons)   # runs partitioned
 
 DARS statistics (distributions, labels, the three flip readings) come from one
@@ -34,7 +34,7 @@ Or pass a ``dask.array`` of embeddings (for example over a memory-mapped ``.npy`
 
 from ecc_lib.distributed.ecc_fit import Partition, fit_partitioned
 from ecc_lib.distributed.group_bys import dars_statistics, flip_rate_agreement
-from ecc_lib.distributed.scheduler import active, dask_client, scheduler_context
+from ecc_lib.distributed.scheduler import active, scheduler_context
 from ecc_lib.ecc.backends import register_data_backend
 
 # the EM engine runs a fit here when `active` says so (inside `use_dask`, or on a dask array)
@@ -43,7 +43,6 @@ register_data_backend("dask", active, fit_partitioned)
 __all__ = [
     "Partition",
     "dars_statistics",
-    "dask_client",
     "fit_partitioned",
     "flip_rate_agreement",
     "scheduler_context",

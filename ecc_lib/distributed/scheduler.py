@@ -162,7 +162,5 @@ def active_settings() -> dict | None:
 
 
 __all__ = [
-    "active",
-    "dask_client",
     "scheduler_context",
 ]

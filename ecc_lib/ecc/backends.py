@@ -128,6 +128,4 @@ def backend_requested(embeddings) -> bool:
     return data_backend(embeddings) is not None
 
 
-__all__ = [
-    "register_data_backend",
-]
+__all__: list[str] = []

@@ -278,9 +278,4 @@ class HumanLabelClusters(ProfileMixture):
         return out
 
 
-__all__ = [
-    "ComparisonOnlyECC",
-    "EmbeddingClusters",
-    "GlobalBT",
-    "HumanLabelClusters",
-]
+__all__: list[str] = []

@@ -405,9 +405,6 @@ def describe_choices(choices) -> str:
 
 
 __all__ = [
-    "choice_words",
     "describe_choices",
     "describe_params",
-    "family_grid",
-    "is_clustering",
 ]

@@ -597,11 +597,6 @@ def run_em(
 
 
 __all__ = [
-    "block_e_step",
-    "block_statistics",
     "fit_profiles",
-    "neg_entropy",
     "normalise_rows",
-    "run_em",
-    "softmax_rows",
 ]

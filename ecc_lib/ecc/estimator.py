@@ -310,7 +310,6 @@ class ECC(ProfileMixture):
 __all__ = [
     "CENTROID_TOL",
     "ECC",
-    "check_cluster_settings",
     "KL_TOL",
     "OBJECTIVE_PATIENCE",
     "OBJECTIVE_TOL",

@@ -344,5 +344,4 @@ class ProfileMixture(BaseEstimator):
 __all__ = [
     "ProfileMixture",
     "comparison_nll",
-    "evidence",
 ]

@@ -184,7 +184,5 @@ def true_win_probability(p: np.ndarray) -> np.ndarray:
 
 __all__ = [
     "has_repeats",
-    "sampled_outcomes",
-    "soft_outcomes",
     "true_win_probability",
 ]

@@ -228,9 +228,5 @@ def with_defaults(init, **defaults):
 
 
 __all__ = [
-    "MODES",
-    "check_comparisons",
     "check_embeddings",
-    "check_mode",
-    "labels_to_str",
 ]

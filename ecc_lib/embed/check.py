@@ -148,7 +148,5 @@ def embedding_check(
 
 
 __all__ = [
-    "EmbeddingCheck",
     "count_duplicate_vectors",
-    "embedding_check",
 ]

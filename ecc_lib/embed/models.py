@@ -226,7 +226,6 @@ def load_model(model_name: str | None = None, *, device: str | None = "cpu"):
 
 
 __all__ = [
-    "canonical_model_name",
     "load_model",
     "model_slug",
 ]

@@ -20,7 +20,7 @@ def plot_bench_gains(result, *, title: str | None = None, ax=None):
     Parameters
     ----------
     result : BenchResult
-        :class:`ecc_lib.bench.BenchResult`; only the datasets in its table are drawn.
+        :class:`ecc_lib.bench.result.BenchResult`; only the datasets in its table are drawn.
     title : str, optional
     ax : matplotlib Axes, optional
 

@@ -7,7 +7,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ecc_lib import routing_evaluation
 from ecc_lib.labels import (
     ROUTING_METHOD_LABELS,
     ROUTING_SETTING_LABELS,
@@ -23,6 +22,7 @@ from ecc_lib.plotting.style import (
     short_label,
     styled,
 )
+from ecc_lib.routing_evaluation.curves import pareto_front
 
 REFERENCE_ROUTERS = ("Oracle", "Best fixed model", "Random")
 
@@ -106,7 +106,7 @@ def _draw_front(ax, points: pd.DataFrame, **style) -> pd.DataFrame:
 
     ``style`` goes to :meth:`matplotlib.axes.Axes.step` (markers of size 4).
     """
-    keep = routing_evaluation.pareto_front(points["cost"].to_numpy(), points["score"].to_numpy())
+    keep = pareto_front(points["cost"].to_numpy(), points["score"].to_numpy())
     front = points[keep].sort_values("cost")
     ax.step(front["cost"], front["score"], where="post", markersize=4, **style)
     return front

@@ -20,7 +20,6 @@ FONT_SIZE = 9
 TITLE_SIZE = 10
 PAGE_WIDTH = 7.0
 """Width in inches of every figure: the text width of a two-column paper (a column is 3.5)."""
-COLUMN_WIDTH = 3.5
 SCORE_LABEL = "mean score (0-1)"
 """Axis label of scores: binary (fraction correct) or graded, the same words fit both."""
 OTHERS_GREY = "#c8c8c8"

@@ -1026,7 +1026,5 @@ def _group_index(cmap: CapabilityMap, key) -> int:
 
 
 __all__ = [
-    "CATEGORIES",
-    "capability_map",
     "show_group",
 ]

@@ -611,15 +611,5 @@ def records_to_metrics(records: Iterable[ComparisonRecord]) -> list[dict]:
 
 
 __all__ = [
-    "LEAK_FREE_SETTINGS",
     "ComparisonRecord",
-    "clustering_records",
-    "find",
-    "flip_records",
-    "read_records",
-    "records_to_metrics",
-    "routed_scores_by_setting",
-    "routing_difference_records",
-    "routing_levels",
-    "routing_records",
 ]

@@ -392,6 +392,5 @@ def single_pair_settings(data: ProtocolData, *, n_probes: int, leak_free: bool) 
 
 __all__ = [
     "ProtocolData",
-    "left_out_reasons",
     "prepare_protocol",
 ]

@@ -3,7 +3,7 @@
 Each fitted clustering of :mod:`ecc_lib.protocol.methods` routes a test query to
 ``argmax_m sum_k r_qk (theta_km - mean_m' theta_km')`` among the models with an outcome on the
 query (Wu, Silwal & Zhang 2026; ``docs/design.md`` section 3) and is scored by that model's mean score
-(and mean cost) on the query, through :func:`ecc_lib.routing_evaluation.evaluate_choices`, the one
+(and mean cost) on the query, through :func:`ecc_lib.routing_evaluation.held_out.evaluate_choices`, the one
 place routing is scored (:func:`routed_values`).
 Settings (:data:`ROUTING_SETTINGS`): ``no_probe`` (embedding and label only), ``probe`` (with the
 query's probe, beside ``probe_winner``, the probe's winner alone), ``probe_outside`` (the choice
@@ -25,7 +25,7 @@ from ecc_lib.data.splits import probe_models
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.probes import probe_responsibilities, select_probes
 from ecc_lib.protocol.settings import Protocol
-from ecc_lib.routing_evaluation import HeldOut, evaluate_choices
+from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
     bootstrap_indices,
@@ -77,7 +77,7 @@ def routed_values(truth: HeldOut, choice: np.ndarray, *, metric: str = "score") 
     choice : ndarray of int, shape (n_test,)
         Model index per test query; -1 where no model was allowed.
     metric : str, default "score"
-        A metric of :func:`ecc_lib.routing_evaluation.evaluate_choices` (``"score"``,
+        A metric of :func:`ecc_lib.routing_evaluation.held_out.evaluate_choices` (``"score"``,
         ``"cost"`` ...).
 
     Returns
@@ -523,8 +523,4 @@ def _ecc_differences(replicates: dict, confidence: float) -> dict:
     return differences
 
 
-__all__ = [
-    "probe_winner",
-    "routed_scores",
-    "routing_experiment",
-]
+__all__: list[str] = []

@@ -159,7 +159,5 @@ def ecc_cv_verdict(choice: Mapping, records: Sequence, *, where: str = "") -> st
 
 
 __all__ = [
-    "choice_summary",
     "regain",
-    "tuned_gains",
 ]

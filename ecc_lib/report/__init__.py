@@ -15,7 +15,8 @@ headline with its uncertainty, how it compares with the baselines, and plainly w
 negative. No query text of GPQA is ever shown (:func:`ecc_lib.protocol.experiments.sweeps.cluster_summary`
 leaves those queries out of the examples).
 
-The package holds one job per module, and every public name of them is importable from
+The package holds one job per module; the names notebook 05 and the guide use (:func:`build_report`,
+:func:`record_summary`, :func:`build_summary`, :func:`save_headline_tables`) are importable from
 :mod:`ecc_lib.report` itself:
 
 - :mod:`ecc_lib.report.build`: :func:`build_report` reads a run folder and assembles the report;
@@ -37,22 +38,11 @@ from __future__ import annotations
 
 from ecc_lib.report.build import build_report, record_summary
 from ecc_lib.report.latex import save_headline_tables
-from ecc_lib.report.reading import MetricsReader, read_table
 from ecc_lib.report.registry import build_summary
-from ecc_lib.report.summary import (
-    SAME_EVERYWHERE,
-    default_reference,
-    ecc_cv_line,
-)
 
 __all__ = [
-    "MetricsReader",
-    "SAME_EVERYWHERE",
     "build_report",
     "build_summary",
-    "default_reference",
-    "ecc_cv_line",
-    "read_table",
     "record_summary",
     "save_headline_tables",
 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ecc_lib.bench import BenchResult
+from ecc_lib.bench.result import BenchResult
 from ecc_lib.report.latex import latex_escape as _tex
 from ecc_lib.safe_output import atomic_path, claim_output_folder, write_bytes, write_csv, write_text
 from ecc_lib.stats import interval_description
@@ -389,7 +389,7 @@ def bench_metrics(label: str, entry: dict) -> dict:
     ----------
     label : str
     entry : dict
-        An included dataset of :class:`~ecc_lib.bench.BenchResult`.
+        An included dataset of :class:`~ecc_lib.bench.result.BenchResult`.
 
     Returns
     -------

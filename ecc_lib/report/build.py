@@ -19,8 +19,8 @@ from ecc_lib.report.formatting import DASH
 from ecc_lib.report.glossary import glossary_html
 from ecc_lib.report.reading import read_metrics, skip_reasons
 from ecc_lib.report.registry import SECTIONS, Section, build_summary, registered_section
-from ecc_lib.report.sections import CAPABILITY_MAP_FIGURE, other_section
-from ecc_lib.report.sections.capability_map import no_other_model
+from ecc_lib.report.sections.capability_map import CAPABILITY_MAP_FIGURE, no_other_model
+from ecc_lib.report.sections.other import other_section
 from ecc_lib.report.summary import summary_to_metrics
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder

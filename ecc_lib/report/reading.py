@@ -414,5 +414,4 @@ def read_table(run: run_folder.RunContext, section: str, name: str) -> pd.DataFr
 
 __all__ = [
     "MetricsReader",
-    "read_table",
 ]

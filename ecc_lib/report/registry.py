@@ -21,15 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ecc_lib.report.document import ReportSection
-from ecc_lib.report.sections import (
-    CAPABILITY_MAP_FIGURE,
-    capability_map_section,
-    dars_section,
-    data_section,
-    ecc_section,
-    routing_section,
-    tour_section,
-)
+from ecc_lib.report.sections.capability_map import CAPABILITY_MAP_FIGURE, capability_map_section
+from ecc_lib.report.sections.clustering import ecc_section
+from ecc_lib.report.sections.data import data_section
+from ecc_lib.report.sections.label_instability import dars_section
+from ecc_lib.report.sections.routing import routing_section
+from ecc_lib.report.sections.tour import tour_section
 from ecc_lib.report.summary import (
     SummaryHook,
     SummaryLine,

@@ -51,7 +51,6 @@ from ecc_lib.routers.ranking import SoftmaxRankingRouter
 __all__ = [
     "ROUTER_FAMILIES",
     "Router",
-    "make_router",
     "router_families",
 ]
 

@@ -907,8 +907,6 @@ def train_deployed(
 
 __all__ = [
     "DeployedRouter",
-    "TARGET_CHOICES",
-    "TrainingSplit",
     "load_deployed",
     "train_deployed",
 ]

@@ -109,6 +109,4 @@ class GraphRouter(TorchRouter):
         return self._forward(self.x_train_, self.edges_train_, x)
 
 
-__all__ = [
-    "GraphRouter",
-]
+__all__: list[str] = []

@@ -586,6 +586,5 @@ def export_decisions(log_dir: str | Path, folder: str | Path) -> Path:
 
 __all__ = [
     "RouterServer",
-    "parse_upstreams",
     "read_decisions",
 ]

@@ -23,7 +23,7 @@ the mean over the single-shot runs) with a bootstrap interval that resamples the
 the single-shot runs jointly; so is every router against the best fixed model, and when no
 router's interval lies above the best fixed model the result says so (``no_router_beats_best_fixed``).
 
-One module per job, every public name importable from this package:
+One module per job; the names notebook 04 and the scripts use are importable from this package:
 
 - :mod:`~ecc_lib.routing_evaluation.held_out`: held-out truth, per-query metrics of a choice,
   the references and the gap closed;
@@ -37,9 +37,7 @@ One module per job, every public name importable from this package:
 
 from __future__ import annotations
 
-from ecc_lib.routing_evaluation.curves import pareto_front
 from ecc_lib.routing_evaluation.experiment import routing_table
-from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
 from ecc_lib.routing_evaluation.summary import (
     format_paired_differences,
     format_routing_table,
@@ -47,11 +45,8 @@ from ecc_lib.routing_evaluation.summary import (
 )
 
 __all__ = [
-    "HeldOut",
-    "evaluate_choices",
     "format_paired_differences",
     "format_routing_table",
-    "pareto_front",
     "routing_headline",
     "routing_table",
 ]

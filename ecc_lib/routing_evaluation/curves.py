@@ -315,6 +315,4 @@ def cost_quality_curve(
     return curve_of_choices(choices, truth, lambdas=lambdas, beta=beta)
 
 
-__all__ = [
-    "pareto_front",
-]
+__all__: list[str] = []

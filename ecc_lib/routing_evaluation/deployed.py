@@ -108,7 +108,4 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = [
-    "deployed_report",
-    "format_report",
-]
+__all__: list[str] = []

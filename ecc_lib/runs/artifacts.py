@@ -205,9 +205,4 @@ def list_tables(run_dir: str | os.PathLike | RunContext) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "notebook", "csv"])
 
 
-__all__ = [
-    "list_figures",
-    "list_tables",
-    "save_figure",
-    "save_table",
-]
+__all__: list[str] = []

@@ -522,6 +522,4 @@ def export_report(
 __all__ = [
     "NOTEBOOK_SECTIONS",
     "NOTEBOOK_TITLES",
-    "REPORT_NOTEBOOK_PREFIX",
-    "notebook_of",
 ]

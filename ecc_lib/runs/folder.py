@@ -415,9 +415,6 @@ def read_json(path: str | os.PathLike) -> Any:
 
 
 __all__ = [
-    "RUN_FILE",
-    "RunContext",
-    "check_name",
     "file_label",
     "run_context",
 ]

@@ -229,8 +229,6 @@ def get_metric(metrics: Mapping[str, Any], dotted_key: str) -> Any:
 
 
 __all__ = [
-    "collect_metrics",
     "flatten_metrics",
     "record_metric_entry",
-    "record_metrics",
 ]

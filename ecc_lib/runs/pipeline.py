@@ -523,6 +523,4 @@ def _run_locked(
     return result
 
 
-__all__ = [
-    "run_pipeline",
-]
+__all__: list[str] = []

@@ -400,11 +400,9 @@ def cost_inputs(
 
 
 __all__ = [
-    "CostInputs",
     "cost_inputs",
     "dataset_fingerprint",
     "dataset_label",
     "load_dataset",
-    "provenance",
     "record_dataset",
 ]

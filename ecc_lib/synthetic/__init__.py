@@ -6,11 +6,10 @@
   structure, observed over N rewrites x M decodes, with costs (DARS).
 """
 
-from ecc_lib.synthetic.capability import CapabilityData, make_capability_data
+from ecc_lib.synthetic.capability import make_capability_data
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
 __all__ = [
-    "CapabilityData",
     "make_capability_data",
     "make_repeated_outcomes",
 ]

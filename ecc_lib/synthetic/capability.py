@@ -219,6 +219,5 @@ def assemble_capability_data(
 
 
 __all__ = [
-    "CapabilityData",
     "make_capability_data",
 ]

@@ -273,6 +273,5 @@ def make_repeated_outcomes(
 
 
 __all__ = [
-    "RepeatedOutcomesData",
     "make_repeated_outcomes",
 ]

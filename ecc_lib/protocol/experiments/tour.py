@@ -26,7 +26,7 @@ from ecc_lib.ecc.baselines import EmbeddingClusters, GlobalBT
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.labels import TOUR_METHOD_NAMES
 from ecc_lib.stats import adjusted_rand_ci, bootstrap_mean_ci
-from ecc_lib.synthetic import CapabilityData
+from ecc_lib.synthetic.capability import CapabilityData
 from ecc_lib.synthetic.repeated_outcomes import RepeatedOutcomesData
 
 

@@ -154,6 +154,4 @@ def capability_map_section(run: RunContext, metrics: Mapping[str, Any]) -> Repor
     return section
 
 
-__all__ = [
-    "group_table",
-]
+__all__: list[str] = []
