@@ -45,11 +45,13 @@ Cost (issue 34): the fold scores and refits are memoised in :data:`FIT_MEMO` und
 the training data, the folds, the subset, the candidate, its seed and the fit settings, so the
 tuned baselines (``global_tuned``, ``human_tuned``, ``emb_only_tuned``), which search the same
 training queries with the same ``random_state``, read ECC-CV's fold fits instead of repeating them
-(one search, several readings; identical numbers). The embedding-only clustering does not depend
-on ``alpha`` (only the profiles fitted after it do), so its candidates share one seed per setting
-(:func:`candidate_seed`) and, within a fold subset, one EM run; each fits its own profiles, the
-numbers of a cold fit. The search runs BLAS on one thread: its products are small, and threaded
-BLAS on them is slower on a shared machine.
+(one search, several readings; identical numbers). The embedding-only clustering and the human
+categories do not depend on ``alpha`` (only the profiles fitted after them do), so the
+embedding-only candidates share one seed per setting (:func:`candidate_seed`) and, within a fold
+subset, each family shares one clustering (:class:`_SharedFits`); each candidate fits its own
+profiles, the numbers of a cold fit. The fits of a halving round run on ``n_jobs`` threads, one
+thread each (the same numbers: ECC's blocks do not depend on its threads). The search runs BLAS
+on one thread: its products are small, and threaded BLAS on them is slower on a shared machine.
 
 Test queries are never seen: ``fit`` only receives the training queries.
 """
@@ -608,7 +610,7 @@ class ECCCV(ProfileMixture):
 
                 _run_tasks(score, tasks, jobs)
                 last[todo] = r
-                resources[todo] = np.mean([folds[f].subset(share)[0].n_queries for f in fitted])
+                resources[todo] = np.mean([subs[f][0].n_queries for f in fitted])
                 words = (
                     _screen_words(screen_iter or int(self.max_iter), screen_folds)
                     if not final and (screen_iter is not None or screen_folds < n_folds)
