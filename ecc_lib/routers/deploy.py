@@ -33,7 +33,8 @@ import hashlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,17 @@ def data_digest(queries: pd.DataFrame, outcomes: pd.DataFrame) -> str:
         digest.update(json.dumps(list(frame.columns)).encode())
         digest.update(rows.tobytes())
     return f"sha256:{digest.hexdigest()}"
+
+
+def _embed(texts: Sequence[str], embedder: str, *, use_cache: bool = True) -> np.ndarray:
+    """``texts`` embedded by ``embedder``, without the warnings about over-long texts."""
+    from ecc_lib.embed.encode import embed_texts
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*longer than.*")
+        return embed_texts(
+            list(texts), model_name=embedder, use_cache=use_cache, show_progress=False
+        )
 
 
 @dataclass(frozen=True)
@@ -137,15 +149,10 @@ class Calibration:
         -------
         dict of str to ndarray
         """
-        out = {
-            "query_ids": self.query_ids.astype(str),
-            "embeddings": self.embeddings,
-            "mu_q": self.mu_q,
-            "mu_c": self.mu_c,
-            "sigma_q": self.sigma_q,
-        }
-        if self.u0 is not None and self.cost is not None:
-            out["u0"], out["cost"] = self.u0, self.cost
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["query_ids"] = self.query_ids.astype(str)
+        if self.u0 is None or self.cost is None:
+            del out["u0"], out["cost"]
         return out
 
 
@@ -291,13 +298,7 @@ class DeployedRouter:
         -------
         ndarray, shape (len(texts), d)
         """
-        from ecc_lib.embed.encode import embed_texts
-
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*longer than.*")
-            return embed_texts(
-                list(texts), model_name=self.embedder, use_cache=use_cache, show_progress=False
-            )
+        return _embed(texts, self.embedder, use_cache=use_cache)
 
     def _parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(base utility at lambda = 0 and no offset, predicted normalised cost, score)``."""
@@ -428,16 +429,13 @@ class DeployedRouter:
         quality = cal.mu_q[rows, choice]
         cost = self.raw_cost(cal.mu_c[rows, choice])
         share = np.bincount(choice, minlength=len(self.models)) / len(choice)
+        ci = partial(bootstrap_mean_ci, n_boot=n_boot, random_state=random_state)
         return {
             "cost_weight": float(self.cost_weight),
             "beta": self.beta,
             "offsets": {m: float(v) for m, v in zip(self.models, self.offsets, strict=True)},
-            "expected_quality": list(
-                bootstrap_mean_ci(quality, n_boot=n_boot, random_state=random_state)
-            ),
-            "expected_cost": list(
-                bootstrap_mean_ci(cost, n_boot=n_boot, random_state=random_state)
-            ),
+            "expected_quality": list(ci(quality)),
+            "expected_cost": list(ci(cost)),
             "share": {m: float(s) for m, s in zip(self.models, share, strict=True)},
             "n_calibration": int(len(choice)),
         }
@@ -671,15 +669,9 @@ def load_deployed(
     path = Path(folder) / CALIBRATION_FILE
     if path.is_file():
         arrays = io.read_arrays(path)
-        calibration = Calibration(
-            query_ids=arrays["query_ids"].astype(str),
-            embeddings=arrays["embeddings"],
-            mu_q=arrays["mu_q"],
-            mu_c=arrays["mu_c"],
-            sigma_q=arrays["sigma_q"],
-            u0=arrays.get("u0"),
-            cost=arrays.get("cost"),
-        )
+        arrays["query_ids"] = arrays["query_ids"].astype(str)
+        names = {f.name for f in fields(Calibration)}
+        calibration = Calibration(**{k: v for k, v in arrays.items() if k in names})
     return DeployedRouter(
         router=router,
         family=meta["family"],
@@ -740,12 +732,7 @@ def _query_features(
             f"{obs.query_ids[missing][0]!r}"
         )
     if embeddings is None:
-        texts = text_by_id.loc[obs.query_ids.astype(str)].astype(str).tolist()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*longer than.*")
-            from ecc_lib.embed.encode import embed_texts
-
-            x_all = embed_texts(texts, model_name=embedder, show_progress=False)
+        x_all = _embed(text_by_id.loc[obs.query_ids.astype(str)].astype(str).tolist(), embedder)
     else:
         position = pd.Index(queries["query_id"].astype(str)).get_indexer(obs.query_ids.astype(str))
         x_all = np.asarray(embeddings)[position]

@@ -213,23 +213,15 @@ def _reference_arms(
     """The references' per-query metrics (oracle, best fixed model, random) and cost-quality
     curves (best fixed model and oracle at every cost weight)."""
     n_test = len(truth.query_ids)
+    weights = {"cost_weight": cost_weight, "beta": beta}
     per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]] = {
         ("Oracle", "reference"): [
-            held_out.evaluate_choices(
-                held_out.oracle_choices(truth, cost_weight=cost_weight, beta=beta),
-                truth,
-                cost_weight=cost_weight,
-                beta=beta,
-            )
+            held_out.evaluate_choices(held_out.oracle_choices(truth, **weights), truth, **weights)
         ],
         ("Best fixed model", "reference"): [
-            held_out.evaluate_choices(
-                np.full(n_test, fixed), truth, cost_weight=cost_weight, beta=beta
-            )
+            held_out.evaluate_choices(np.full(n_test, fixed), truth, **weights)
         ],
-        ("Random", "reference"): [
-            held_out.expected_random_metrics(truth, cost_weight=cost_weight, beta=beta)
-        ],
+        ("Random", "reference"): [held_out.expected_random_metrics(truth, **weights)],
     }
     reference_choices = {
         "Best fixed model": [
@@ -276,9 +268,8 @@ def _sorted_table(table_rows: list[dict], names: Sequence[str]) -> pd.DataFrame:
 
 def _labelled(curve: pd.DataFrame, router: str, supervision: str, run: int) -> pd.DataFrame:
     """``curve`` with leading ``router, supervision, run`` columns."""
-    curve.insert(0, "run", run)
-    curve.insert(0, "supervision", supervision)
-    curve.insert(0, "router", router)
+    for column, value in (("run", run), ("supervision", supervision), ("router", router)):
+        curve.insert(0, column, value)
     return curve
 
 
@@ -293,6 +284,10 @@ def _summaries(
     over runs and bootstrap interval of the run-averaged per-query values."""
     oracle_u = float(np.nanmean(per_query[("Oracle", "reference")][0]["utility"]))
     fixed_u = float(np.nanmean(per_query[("Best fixed model", "reference")][0]["utility"]))
+    areas = {
+        key: pareto_area(sel["cost"].to_numpy(), sel["score"].to_numpy())
+        for key, sel in curves.groupby(["router", "supervision", "run"])
+    }
     run_rows, table_rows = [], []
     for (name, supervision), runs in per_query.items():
         rows = []
@@ -301,14 +296,7 @@ def _summaries(
             for key, values in metrics.items():
                 row[key] = float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
             row["gap_closed"] = held_out.gap_closed(row["utility"], fixed_u, oracle_u)
-            sel = curves[
-                (curves["router"] == name)
-                & (curves["supervision"] == supervision)
-                & (curves["run"] == run_index)
-            ]
-            row["pareto_area"] = (
-                pareto_area(sel["cost"].to_numpy(), sel["score"].to_numpy()) if len(sel) else np.nan
-            )
+            row["pareto_area"] = areas.get((name, supervision, run_index), np.nan)
             rows.append(row)
         run_rows.extend(rows)
         summary = {"router": name, "supervision": supervision, "n_runs": len(runs)}

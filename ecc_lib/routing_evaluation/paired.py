@@ -67,20 +67,6 @@ def joint_bootstrap_weights(
     return shares(n_queries), shares(n_runs)
 
 
-def _replicates(values: np.ndarray, query_w: np.ndarray, run_w: np.ndarray | None) -> np.ndarray:
-    """Bootstrap replicates of the run-averaged mean over queries of ``values``.
-
-    ``values`` is (n_queries,) for a deterministic arm or (n_runs, n_queries) for single-shot.
-    """
-    if values.ndim == 1:
-        return query_w @ values
-    return np.einsum("br,rq,bq->b", run_w, values, query_w)
-
-
-def _estimate(values: np.ndarray) -> float:
-    return float(np.mean(values))
-
-
 def paired_differences(
     per_query: dict[tuple[str, str], list[dict[str, np.ndarray]]],
     families: Sequence[str],
@@ -215,15 +201,16 @@ class _JointBootstrap:
         return float(low), float(high)
 
     def arm(self, values: np.ndarray) -> tuple[float, np.ndarray]:
-        """Point estimate and replicates of an arm (one run: deterministic; several: joint)."""
+        """Point estimate and bootstrap replicates of the run-averaged mean over the queries of an
+        arm (one run: deterministic; several: joint)."""
         values = values[..., self.finite]
         if values.shape[0] == 1:
-            return _estimate(values[0]), _replicates(values[0], self.query_w, None)
+            return float(np.mean(values[0])), self.query_w @ values[0]
         if values.shape[0] != self.n_runs:
             raise ValueError(
                 f"every single-shot arm needs {self.n_runs} runs, got {values.shape[0]}"
             )
-        return _estimate(values), _replicates(values, self.query_w, self.run_w)
+        return float(np.mean(values)), np.einsum("br,rq,bq->b", self.run_w, values, self.query_w)
 
 
 def _versus_fixed_rows(
