@@ -74,19 +74,17 @@ class GraphRouter(TorchRouter):
         edges = self._edges(z)
         xt, et, zt = nw.as_tensor(x), nw.as_tensor(edges), nw.as_tensor(z)
 
+        def held_out_loss(net, rows: np.ndarray, held_out: np.ndarray) -> torch.Tensor:
+            """Predict the edges of the ``held_out`` queries from the graph of ``rows``."""
+            prediction = net(xt[rows], et[rows], xt[held_out])
+            return torch.nn.functional.mse_loss(prediction, zt[held_out])
+
         def masked_edge_loss(net, generator, rows: np.ndarray) -> torch.Tensor:
             """Predict the edges of a random ``mask_fraction`` of ``rows`` from the others."""
             n = len(rows)
             n_masked = min(max(1, int(round(float(self.mask_fraction) * n))), n - 1)
             order = torch.as_tensor(rows)[torch.randperm(n, generator=generator)]
-            context, masked = order[n_masked:], order[:n_masked]
-            prediction = net(xt[context], et[context], xt[masked])
-            return torch.nn.functional.mse_loss(prediction, zt[masked])
-
-        def held_out_loss(net, rows: np.ndarray, held_out: np.ndarray) -> torch.Tensor:
-            """Predict the edges of the ``held_out`` queries from the whole training graph."""
-            prediction = net(xt[rows], et[rows], xt[held_out])
-            return torch.nn.functional.mse_loss(prediction, zt[held_out])
+            return held_out_loss(net, order[n_masked:], order[:n_masked])
 
         self._train(
             len(x),

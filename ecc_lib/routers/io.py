@@ -166,15 +166,14 @@ class _Encoder:
         if isinstance(net, nw.FactorisationNet):
             linear = isinstance(net.encoder, nw.nn.Parameter)
             n_features = net.encoder.shape[0] if linear else net.encoder[0].in_features
-            groups = None
-            if net.offset is not None:
-                groups = net.onehot.argmax(dim=1).numpy()
             kwargs = {
                 "n_features": int(n_features),
                 "n_columns": int(net.columns.shape[0]),
                 "n_factors": int(net.columns.shape[1]),
                 "hidden": None if linear else int(net.encoder[0].out_features),
-                "groups": None if groups is None else self.array(groups, f"{where}.groups"),
+                "groups": None
+                if net.offset is None
+                else self.array(net.onehot.argmax(dim=1).numpy(), f"{where}.groups"),
             }
         else:
             kwargs = {

@@ -479,42 +479,34 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, _error(f"no route {urlsplit(self.path).path}", "not_found"))
 
     def do_POST(self) -> None:
+        self._send(*self._post())
+
+    def _post(self) -> tuple[int, dict]:
         if urlsplit(self.path).path.rstrip("/") != "/v1/chat/completions":
-            self._send(404, _error(f"no route {urlsplit(self.path).path}", "not_found"))
-            return
+            return 404, _error(f"no route {urlsplit(self.path).path}", "not_found")
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
         if length < 0:
             self.close_connection = True
-            self._send(400, _error("bad Content-Length", "invalid_request"))
-            return
+            return 400, _error("bad Content-Length", "invalid_request")
         if length > self.app.max_request_bytes:
             self.close_connection = True  # the body is not read
-            self._send(
-                413,
-                _error(
-                    f"request body of {length} bytes is over {self.app.max_request_bytes}",
-                    "invalid_request",
-                ),
-            )
-            return
+            message = f"request body of {length} bytes is over {self.app.max_request_bytes}"
+            return 413, _error(message, "invalid_request")
         raw = self.rfile.read(length) if length else b""
         try:
             body = json.loads(raw or b"{}")
         except (json.JSONDecodeError, UnicodeDecodeError):
-            self._send(400, _error("request body is not JSON", "invalid_request"))
-            return
+            return 400, _error("request body is not JSON", "invalid_request")
         if not isinstance(body, dict):
-            self._send(400, _error("request body must be a JSON object", "invalid_request"))
-            return
+            return 400, _error("request body must be a JSON object", "invalid_request")
         try:
-            status, payload = self.app.handle(body)
+            return self.app.handle(body)
         except Exception as error:  # a bug must not end the server
             logger.exception("serve-router failed on a request")
-            status, payload = 500, _error(f"internal error: {type(error).__name__}", "server_error")
-        self._send(status, payload)
+            return 500, _error(f"internal error: {type(error).__name__}", "server_error")
 
 
 def read_decisions(log_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -4,6 +4,8 @@ beside the best fixed model and the per-query oracle (the references of
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ecc_lib.routers.deploy import DeployedRouter, TrainingSplit
@@ -51,22 +53,15 @@ def deployed_report(
         "oracle": held_out.oracle_choices(truth, cost_weight=lam, beta=beta),
     }
     models = deployed.models
+    ci = partial(bootstrap_mean_ci, n_boot=n_boot, random_state=random_state)
     rows = {}
     for name, choice in choices.items():
         metrics = held_out.evaluate_choices(choice, truth, cost_weight=lam, beta=beta)
         share = np.bincount(choice, minlength=len(models)) / max(n, 1)
         rows[name] = {
-            "quality": list(
-                bootstrap_mean_ci(metrics["score"], n_boot=n_boot, random_state=random_state)
-            ),
-            "cost": list(
-                bootstrap_mean_ci(
-                    deployed.raw_cost(metrics["cost"]), n_boot=n_boot, random_state=random_state
-                )
-            ),
-            "utility": list(
-                bootstrap_mean_ci(metrics["utility"], n_boot=n_boot, random_state=random_state)
-            ),
+            "quality": list(ci(metrics["score"])),
+            "cost": list(ci(deployed.raw_cost(metrics["cost"]))),
+            "utility": list(ci(metrics["utility"])),
             "share": {m: float(s) for m, s in zip(models, share, strict=True)},
         }
     return {"n_test": n, "cost_weight": lam, "beta": beta, "rows": rows}
