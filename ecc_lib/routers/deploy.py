@@ -300,10 +300,6 @@ class DeployedRouter:
         """
         return _embed(texts, self.embedder, use_cache=use_cache)
 
-    def _parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """``(base utility at lambda = 0 and no offset, predicted normalised cost, score)``."""
-        return router_parts(self.router, x, model_cost=self.model_cost)
-
     def predict_utility(self, x: np.ndarray) -> np.ndarray:
         """Utility of every model at the operating point.
 
@@ -316,7 +312,7 @@ class DeployedRouter:
         -------
         ndarray, shape (n, n_models)
         """
-        u0, cost, _ = self._parts(base.as_features(x))
+        u0, cost, _ = router_parts(self.router, x, model_cost=self.model_cost)
         return u0 - self.cost_weight * cost - self.offsets
 
     def choose(self, x: np.ndarray) -> np.ndarray:
@@ -370,7 +366,7 @@ class DeployedRouter:
             Its predicted score (NaN when not predicted), cost in the dataset's units and utility.
         """
         x = base.as_features(x)
-        u0, cost, score = self._parts(x)
+        u0, cost, score = router_parts(self.router, x, model_cost=self.model_cost)
         utility = u0 - self.cost_weight * cost - self.offsets
         choice = np.argmax(utility, axis=1)
         rows = np.arange(len(x))
@@ -444,7 +440,7 @@ class DeployedRouter:
         cal = self._need_calibration()
         if cal.u0 is not None and cal.cost is not None:
             return np.asarray(cal.u0, float), np.asarray(cal.cost, float), cal
-        u0, cost, _ = self._parts(base.as_features(cal.embeddings))
+        u0, cost, _ = router_parts(self.router, cal.embeddings, model_cost=self.model_cost)
         return u0, cost, cal
 
     def calibrate(
@@ -749,8 +745,7 @@ def _calibration_masks(
         fit_part, cal_part = split_queries(
             len(rest_idx), test_size=calibration_size, random_state=split_seed + 1
         )
-        train_mask = np.zeros(len(rest), bool)
-        cal_mask = np.zeros(len(rest), bool)
+        train_mask, cal_mask = np.zeros((2, len(rest)), bool)
         train_mask[rest_idx[fit_part]] = True
         cal_mask[rest_idx[cal_part]] = True
     else:  # cross-fitted: every non-test query calibrates, out of fold; the router sees them all

@@ -54,10 +54,8 @@ class RouterFileError(ValueError):
 def _router_classes() -> dict[str, type]:
     from ecc_lib.routers import ROUTER_FAMILIES
 
-    classes = {cls.__name__: cls for cls in ROUTER_FAMILIES.values()}
-    classes["BestFixedRouter"] = base.BestFixedRouter
-    classes["RandomRouter"] = base.RandomRouter
-    return classes
+    references = (base.BestFixedRouter, base.RandomRouter)
+    return {cls.__name__: cls for cls in (*ROUTER_FAMILIES.values(), *references)}
 
 
 def _estimator_classes() -> dict[str, type]:

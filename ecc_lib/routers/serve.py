@@ -470,11 +470,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
+        data = [{"id": n, "object": "model"} for n in self.app.deployed.models]
         if urlsplit(self.path).path.rstrip("/") == "/v1/models":
-            names = list(self.app.deployed.models)
-            self._send(
-                200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
-            )
+            self._send(200, {"object": "list", "data": data})
         else:
             self._send(404, _error(f"no route {urlsplit(self.path).path}", "not_found"))
 

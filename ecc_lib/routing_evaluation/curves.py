@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
 from ecc_lib import defaults
 from ecc_lib.dars.distributions import DEFAULT_BETA, CapabilityDistributions
@@ -299,19 +300,15 @@ def cost_quality_curve(
         ``lambda, cost, score, utility, on_front`` (:func:`curve_of_choices`).
     """
     lambdas = check_lambdas(lambdas)
-    if refit_on is None:
-        choices = [router.route(query_embeddings, cost_weight=lam, beta=beta) for lam in lambdas]
-        return curve_of_choices(choices, truth, lambdas=lambdas, beta=beta)
-    from sklearn.base import clone
-
-    train_embeddings, targets = refit_on
     choices = []
     for lam in lambdas:
-        refitted = clone(router).set_params(cost_weight=float(lam))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
-            refitted.fit(train_embeddings, targets)
-        choices.append(refitted.route(query_embeddings, cost_weight=lam, beta=beta))
+        fitted = router
+        if refit_on is not None:
+            fitted = clone(router).set_params(cost_weight=float(lam))
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*[Cc]onverge.*")
+                fitted.fit(*refit_on)
+        choices.append(fitted.route(query_embeddings, cost_weight=lam, beta=beta))
     return curve_of_choices(choices, truth, lambdas=lambdas, beta=beta)
 
 
