@@ -679,9 +679,7 @@ def load_deployed(
         training_digest=meta.get("training_digest"),
         targets=meta.get("targets", "dars"),
         cost_weight=meta.get("operating_cost_weight"),
-        offsets=np.asarray(meta["operating_offsets"], float)
-        if meta.get("operating_offsets") is not None
-        else None,
+        offsets=meta.get("operating_offsets"),  # None: zeros (see __post_init__)
         operating_point=meta.get("operating_point") or {},
         report=meta.get("report") or {},
     )

@@ -66,7 +66,7 @@ DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
 """Largest request body accepted (1 MiB); a longer one is answered 413."""
 DECISIONS_FILE = "decisions.jsonl"
 SAMPLING_FIELDS = ("temperature", "top_p", "max_tokens")
-DROPPED_FIELDS = ("model", "messages", "stream", "temperature", "top_p", "max_tokens")
+DROPPED_FIELDS = ("model", "messages", "stream", *SAMPLING_FIELDS)
 
 
 def parse_upstreams(specs: Sequence[str]) -> dict[str, str]:
@@ -388,15 +388,14 @@ class RouterServer:
             }
             self._log(request_id, text, decision, 200)
             return 200, reply
-        sampling = {k: body[k] for k in SAMPLING_FIELDS if k in body}
         extra = {k: v for k, v in body.items() if k not in DROPPED_FIELDS}
         future = asyncio.run_coroutine_threadsafe(
             self._clients[model].chat(
                 model,
                 body["messages"],
-                temperature=float(sampling.get("temperature", 0.7)),
-                top_p=float(sampling.get("top_p", 1.0)),
-                max_tokens=sampling.get("max_tokens"),
+                temperature=float(body.get("temperature", 0.7)),
+                top_p=float(body.get("top_p", 1.0)),
+                max_tokens=body.get("max_tokens"),
                 extra_body=extra or None,
             ),
             self._loop,
@@ -410,8 +409,7 @@ class RouterServer:
             message = redact(str(error) or type(error).__name__, self._secrets)
             self._log(request_id, text, decision, 502)
             reply = _error(f"upstream for {model} failed: {message}", "upstream_error")
-            reply["router"] = decision
-            return 502, reply
+            return 502, {**reply, "router": decision}
         reply = json.loads(redact(json.dumps(result.raw), self._secrets))
         if not isinstance(reply, dict):
             reply = {"choices": []}

@@ -9,7 +9,7 @@ the per-query oracle) and the gap closed are scored the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -59,16 +59,13 @@ def _align(dist: CapabilityDistributions, query_ids: np.ndarray) -> CapabilityDi
         out[found] = a[position[found]]
         return out
 
-    return CapabilityDistributions(
+    return replace(
+        dist,
         query_ids=np.asarray(query_ids),
-        models=dist.models,
         n_obs=np.where(found[:, None], dist.n_obs[np.maximum(position, 0)], 0),
         mu_q=take(dist.mu_q),
         sigma_q=take(dist.sigma_q),
         mu_c=take(dist.mu_c),
-        cost_available=dist.cost_available,
-        kind=dist.kind,
-        subset=dist.subset,
     )
 
 
