@@ -395,11 +395,6 @@ class DeployedRouter:
         return self.route_embeddings(self.embed(texts))
 
     # -- calibration ---------------------------------------------------------------------------
-    def _need_calibration(self) -> Calibration:
-        if self.calibration is None or len(self.calibration.query_ids) == 0:
-            raise ValueError("this router holds no calibration queries; retrain it to calibrate")
-        return self.calibration
-
     def describe(
         self, *, n_boot: int = DEFAULT_N_BOOT, random_state: int | None = 0
     ) -> dict[str, object]:
@@ -437,7 +432,9 @@ class DeployedRouter:
         }
 
     def _calibration_parts(self) -> tuple[np.ndarray, np.ndarray, Calibration]:
-        cal = self._need_calibration()
+        cal = self.calibration
+        if cal is None or len(cal.query_ids) == 0:
+            raise ValueError("this router holds no calibration queries; retrain it to calibrate")
         if cal.u0 is not None and cal.cost is not None:
             return np.asarray(cal.u0, float), np.asarray(cal.cost, float), cal
         u0, cost, _ = router_parts(self.router, cal.embeddings, model_cost=self.model_cost)
@@ -873,7 +870,7 @@ def train_deployed(
         training_digest=data_digest(queries, outcomes),
         targets=targets,
     )
-    split = TrainingSplit(
+    return deployed, TrainingSplit(
         train=train_obs,
         calibration=cal_obs,
         test=test_obs,
@@ -882,7 +879,6 @@ def train_deployed(
         x_test=x_all[test],
         train_targets=dars_train,
     )
-    return deployed, split
 
 
 __all__ = [
