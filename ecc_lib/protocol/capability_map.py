@@ -363,20 +363,15 @@ def _assignments(data: ProtocolData, estimator) -> tuple[np.ndarray, np.ndarray,
     # training queries are placed as test queries are, by their embedding (and category) alone:
     # the fit's responsibilities also read each query's own comparisons, so a group made of the
     # queries a model won would "find" that model best with certainty (selection on the outcome)
-    resp_train = estimator.predict_responsibilities(
-        data.x_train, mode="embedding", labels=data.labels_train
+    resp_train, resp_test = (
+        np.asarray(estimator.predict_responsibilities(x, mode="embedding", labels=labels))
+        for x, labels in ((data.x_train, data.labels_train), (data.x_test, data.labels_test))
     )
-    train = np.asarray(resp_train).argmax(axis=1)
-    resp = estimator.predict_responsibilities(
-        data.x_test, mode="embedding", labels=data.labels_test
-    )
-    test = np.asarray(resp).argmax(axis=1)
     k = max(
-        int(np.asarray(estimator.responsibilities_).shape[1]),
-        int(np.shape(resp_train)[1]),
-        int(np.shape(resp)[1]),
+        np.asarray(estimator.responsibilities_).shape[1], resp_train.shape[1], resp_test.shape[1]
     )
-    return train.astype(np.int64), test.astype(np.int64), np.arange(k).astype(object)
+    train, test = resp_train.argmax(axis=1), resp_test.argmax(axis=1)
+    return train.astype(np.int64), test.astype(np.int64), np.arange(int(k)).astype(object)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -568,7 +563,14 @@ def capability_map(
     -------
     CapabilityMap
     """
-    _check_map_arguments(n_boot, held_out_boot, confidence, min_queries, n_terms, max_terms)
+    if n_boot < 2 or held_out_boot < 2:
+        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if min_queries < 1:
+        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
+    if not 1 <= n_terms <= max_terms:
+        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
     method, estimator = _grouping_estimator(fitted, method)
     alpha = _estimator_alpha(estimator) if alpha is None else float(alpha)
     if alpha < 0:
@@ -604,12 +606,8 @@ def capability_map(
         data.texts[data.train_mask], train_group, n_keys, n_terms=max_terms, exclude=hidden
     )
     cats = _category_text(labels_train, train_group, n_keys)
-    names_present = unique_group_names(
-        [cats[g] for g in order],
-        [terms[g] for g in order],
-        [keys[g] for g in order],
-        n_terms=n_terms,
-    )
+    in_order = ([column[g] for g in order] for column in (cats, terms, keys))
+    names_present = unique_group_names(*in_order, n_terms=n_terms)
     models = tuple(train.models)
     group_rows, long_rows = [], []
     for i, g in enumerate(order):
@@ -627,13 +625,7 @@ def capability_map(
     rows = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame()
     best_of = est.best_of
     held_out = _held_out_value(
-        data,
-        test_group,
-        best_of,
-        global_best,
-        n_boot=held_out_boot,
-        confidence=confidence,
-        random_state=rng,
+        data, test_group, best_of, global_best, held_out_boot, confidence, rng
     )
     share = float((groups["best_model"] != models[global_best]).mean()) if len(groups) else 0.0
     return CapabilityMap(
@@ -653,25 +645,6 @@ def capability_map(
         test_group=np.where(best_of[np.maximum(test_group, 0)] >= 0, test_group, -1),
         seed=None if isinstance(random_state, np.random.Generator) else random_state,
     )
-
-
-def _check_map_arguments(
-    n_boot: int,
-    held_out_boot: int,
-    confidence: float,
-    min_queries: int,
-    n_terms: int,
-    max_terms: int,
-) -> None:
-    """Refuse out-of-range arguments of :func:`capability_map` (``ValueError``)."""
-    if n_boot < 2 or held_out_boot < 2:
-        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    if min_queries < 1:
-        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
-    if not 1 <= n_terms <= max_terms:
-        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
 
 
 def _group_fit(
@@ -816,7 +789,6 @@ def _held_out_value(
     test_group: np.ndarray,
     best_of: np.ndarray,
     global_best: int,
-    *,
     n_boot: int,
     confidence: float,
     random_state,
@@ -841,31 +813,17 @@ def _held_out_value(
         if n_test
         else float("nan"),
     }
-    if not both.any():
-        nan2 = [float("nan"), float("nan")]
-        return {
-            **out,
-            "estimate": float("nan"),
-            "ci95": nan2,
-            "routed_score": float("nan"),
-            "routed_score_ci95": nan2,
-            "global_score": float("nan"),
-            "global_score_ci95": nan2,
-        }
-    routed, reference = routed[both], reference[both]
-    index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
-    r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
-    g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
-    diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
-    return {
-        **out,
-        "estimate": diff["estimate"],
-        "ci95": diff["ci95"],
-        "routed_score": r_mean,
-        "routed_score_ci95": r_ci,
-        "global_score": g_mean,
-        "global_score_ci95": g_ci,
-    }
+    nan, nan2 = float("nan"), [float("nan"), float("nan")]
+    values = (nan, nan2) * 3
+    if both.any():
+        routed, reference = routed[both], reference[both]
+        index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
+        r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
+        g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
+        diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
+        values = (diff["estimate"], diff["ci95"], r_mean, r_ci, g_mean, g_ci)
+    keys = ("estimate", "ci95", "routed_score", "routed_score_ci95", "global_score")
+    return {**out, **dict(zip((*keys, "global_score_ci95"), values, strict=True))}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -973,11 +931,9 @@ def show_group(
             }
         )
     best = cmap.models.index(row["best_model"])
-    tol = (
-        data.params.get("tie_tolerance", DEFAULT_TIE_TOLERANCE)
-        if tie_tolerance is None
-        else tie_tolerance
-    )
+    tol = tie_tolerance
+    if tol is None:
+        tol = data.params.get("tie_tolerance", DEFAULT_TIE_TOLERANCE)
     rows = np.concatenate([train_rows, test_rows])
     split = np.array(["train"] * len(train_rows) + ["test"] * len(test_rows))
     scores = data.scores[rows]
