@@ -37,7 +37,6 @@ Query texts of a category containing ``gpqa`` are never shown nor used for the n
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +47,7 @@ import scipy.sparse as sp
 from ecc_lib.bradley_terry import DEFAULT_ALPHA, fit_bt_pairs, pair_counts
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.protocol.data import ProtocolData
-from ecc_lib.protocol.experiments.sweeps import HIDDEN_EXAMPLE_CATEGORIES
+from ecc_lib.protocol.experiments.sweeps import HIDDEN_EXAMPLE_CATEGORIES, _hidden_mask, _shorten
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
@@ -376,14 +375,6 @@ def _assignments(data: ProtocolData, estimator) -> tuple[np.ndarray, np.ndarray,
 
 # --------------------------------------------------------------------------------------------------
 # names: dominant categories and class-based TF-IDF terms
-
-
-def _hidden_mask(labels: np.ndarray | None, n: int, hidden: tuple[str, ...]) -> np.ndarray:
-    """Which queries belong to a category never quoted."""
-    if labels is None or not hidden:
-        return np.zeros(n, dtype=bool)
-    pattern = "|".join(re.escape(h.lower()) for h in hidden)
-    return pd.Series(labels.astype(str)).str.lower().str.contains(pattern, regex=True).to_numpy()
 
 
 def class_tfidf_terms(
@@ -840,11 +831,6 @@ def _find_group(cmap: CapabilityMap, group: int | str) -> int:
     raise ValueError(
         f"no group {group!r} in the map; groups: {groups['group'].astype(str).tolist()[:20]}"
     )
-
-
-def _shorten(text: str, max_chars: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "\u2026"
 
 
 def show_group(
