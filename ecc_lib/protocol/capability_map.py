@@ -174,19 +174,8 @@ class CapabilityMap:
         dict
             JSON-ready.
         """
-        groups = self.groups[
-            [
-                "group",
-                "name",
-                "n_train",
-                "n_test",
-                "best_model",
-                "p_best",
-                "runner_up",
-                "global_best_distinguishable",
-                "needs_other_model",
-            ]
-        ]
+        # the groups table without the words of the name and the runner-up's P(best)
+        groups = self.groups.drop(columns=["categories", "terms", "runner_up_p_best"])
         n_other = int((self.groups["best_model"] != self.global_best).sum())
         return to_jsonable(
             {
