@@ -882,11 +882,9 @@ def show_group(
     )
     # the group index as assign() numbered it: the position of its key among all keys
     index = _group_index(cmap, key)
-    train_members = np.flatnonzero(cmap.train_group == index)
-    test_members = np.flatnonzero(cmap.test_group == index)
     labels = data.labels
-    train_rows = np.flatnonzero(data.train_mask)[train_members]
-    test_rows = np.flatnonzero(data.test_mask)[test_members]
+    train_rows = np.flatnonzero(data.train_mask)[cmap.train_group == index]
+    test_rows = np.flatnonzero(data.test_mask)[cmap.test_group == index]
     hidden_all = _hidden_mask(labels, len(data.texts), hidden_categories)
     x = data.embeddings[train_rows].astype(float)
     examples = pd.DataFrame(columns=["query_id", "category", "cosine to centroid", "text"])

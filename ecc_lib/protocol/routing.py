@@ -355,7 +355,6 @@ def routing_experiment(
     index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
     table, all_choices = _RoutingRows(index, confidence), {}
     settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
-    add = table.add
     truth = held_out_means(data, costs)
 
     def picked(metric, choice):
@@ -391,7 +390,7 @@ def routing_experiment(
         for name, choice in choices.items():
             # e.g. comp_only without a probe: nothing tells its queries apart, it routes as global
             same = name != "global" and np.array_equal(choice, choices["global"])
-            add(
+            table.add(
                 setting,
                 name,
                 picked("score", choice),
@@ -400,10 +399,10 @@ def routing_experiment(
                 fixed.get(name, False),
             )
         random_score, random_cost = _random_arm(scores, costs, allowed, in_probe, charge, setting)
-        add(setting, "random", random_score, random_cost)
+        table.add(setting, "random", random_score, random_cost)
         oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
         if setting != "probe_cost":
-            add(setting, "oracle", picked("score", oracle), picked("cost", oracle))
+            table.add(setting, "oracle", picked("score", oracle), picked("cost", oracle))
     params = {
         "settings": list(settings),
         "n_probes": n_probes,
