@@ -305,15 +305,14 @@ def _budget_columns(
     touches = pairs.touches
     total = float(np.bincount(pairs.tq, minlength=pairs.n_test).sum())
     row = {}
+    disjoint_counts = np.bincount(pairs.tq[~touches], minlength=pairs.n_test)[has]
+    n_disjoint = float((~touches).sum())
     for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
-        disjoint_counts = np.bincount(pairs.tq[~touches], minlength=pairs.n_test)[has]
-        _, (low, high), _ = mean_ratio(nll[arm][""], disjoint_counts, index, confidence=0.95)
-        n_disjoint = float((~touches).sum())
         row[f"nll_{column}_opponent"] = (
             float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
         )
-        row[f"nll_{column}_opponent_low"] = low
-        row[f"nll_{column}_opponent_high"] = high
+        interval = mean_ratio(nll[arm][""], disjoint_counts, index, confidence=0.95)[1]
+        row[f"nll_{column}_opponent_low"], row[f"nll_{column}_opponent_high"] = interval
         row[f"nll_{column}_opponent_all"] = float(nll[arm]["_all"].sum() / total)
     row["nll_no_budget"] = float(no_budget[has].sum() / total)
     # headline: pairs disjoint from the probe's models; beside it all and touching pairs
