@@ -316,13 +316,8 @@ def _method_detail(method: str, estimator) -> str:
     best = getattr(estimator, "best_params_", None)
     if isinstance(best, dict):
         family = str(best.get("family", "?"))
-        parts = [
-            f"{short} {best[key]:g}"
-            for key, short in (("n_clusters", "K"), ("temperature", "T"), ("lam", "lam"))
-            if best.get(key) is not None
-        ]
-        if best.get("alpha") is not None:
-            parts.append(f"BT prior {best['alpha']:g}")
+        shorts = (("n_clusters", "K"), ("temperature", "T"), ("lam", "lam"), ("alpha", "BT prior"))
+        parts = [f"{short} {best[key]:g}" for key, short in shorts if best.get(key) is not None]
         settings = f" ({', '.join(parts)})" if parts else ""
         return f"{method_name(method)}, which chose {method_name(family)}{settings}"
     k = getattr(estimator, "theta_", np.zeros((1, 1))).shape[0]
@@ -701,12 +696,11 @@ class _GroupEstimates:
     ) -> None:
         """Row ``i`` (group key ``g``) from its fit; without ``enough`` training queries it claims
         nothing (NaN intervals and P(best), nothing distinguishable)."""
-        m = len(point)
         self.observed[i] = seen
         best = int(np.argmax(np.where(seen, point, -np.inf)))
         self.best_of[g] = best
         top = np.argmax(np.where(seen, reps, -np.inf), axis=1)
-        self.p_best[i] = np.bincount(top, minlength=m) / len(reps)
+        self.p_best[i] = np.bincount(top, minlength=len(point)) / len(reps)
         self.score[i] = np.where(seen, point, np.nan)
         bounds = np.quantile(reps, [tail, 1.0 - tail], axis=0)
         self.low[i], self.high[i] = np.where(seen, bounds, np.nan)
