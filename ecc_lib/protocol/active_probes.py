@@ -31,6 +31,7 @@ existing pair of the score matrix that is not scored) and the protocol's ``"acti
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import expit, log_softmax
@@ -227,17 +228,6 @@ def _first_per_query(query: np.ndarray, key: np.ndarray, n_queries: int) -> np.n
     return pick
 
 
-def _recode(comp: Comparisons, like: Comparisons) -> Comparisons:
-    return Comparisons(
-        query=comp.query,
-        model_a=comp.model_a,
-        model_b=comp.model_b,
-        y=comp.y,
-        query_ids=like.query_ids,
-        models=like.models,
-    )
-
-
 def active_steps(
     comparisons: Comparisons,
     candidates: np.ndarray,
@@ -279,21 +269,10 @@ def active_steps(
     """
     n = comparisons.n_queries
     temperature = probe_temperature(model)
-    if temperature is None:  # nothing to choose: the first candidates, one per query and step
-        chosen = np.zeros(len(comparisons), dtype=bool)
-        steps = []
-        for _ in range(n_probes):
-            rows = np.flatnonzero(candidates & ~chosen)
-            if len(rows) == 0:
-                break
-            pick = _first_per_query(comparisons.query[rows], rows, n)
-            picked = rows[pick[pick >= 0]]
-            chosen[picked] = True
-            steps.append(picked)
-        return steps
-    resp = model.predict_responsibilities(embeddings, None, "embedding", labels)
-    base = log_softmax(np.log(np.clip(resp, 1e-300, None)), axis=1)
-    loglik = np.zeros_like(base)
+    if temperature is not None:
+        resp = model.predict_responsibilities(embeddings, None, "embedding", labels)
+        base = log_softmax(np.log(np.clip(resp, 1e-300, None)), axis=1)
+        loglik = np.zeros_like(base)
     n_rev = np.zeros(n, dtype=np.int64)
     chosen = np.zeros(len(comparisons), dtype=bool)
     steps = []
@@ -301,24 +280,27 @@ def active_steps(
         rows = np.flatnonzero(candidates & ~chosen)
         if len(rows) == 0:
             break
-        key = expected_entropy(
-            model.theta_,
-            base,
-            loglik,
-            n_rev,
-            temperature,
-            comparisons.query[rows],
-            comparisons.model_a[rows],
-            comparisons.model_b[rows],
-            criterion=criterion,
-        )
+        key = rows  # without a temperature nothing to choose: the first candidates
+        if temperature is not None:
+            key = expected_entropy(
+                model.theta_,
+                base,
+                loglik,
+                n_rev,
+                temperature,
+                comparisons.query[rows],
+                comparisons.model_a[rows],
+                comparisons.model_b[rows],
+                criterion=criterion,
+            )
         pick = _first_per_query(comparisons.query[rows], key, n)
         picked = rows[pick[pick >= 0]]
         chosen[picked] = True
-        step = comparisons.take(picked)
-        n_rev[step.query] += 1
-        loglik += evidence(model.theta_, step)  # one comparison per query: its log-likelihood
         steps.append(picked)
+        if temperature is not None:
+            step = comparisons.take(picked)
+            n_rev[step.query] += 1
+            loglik += evidence(model.theta_, step)  # one comparison per query: its log-likelihood
     return steps
 
 
@@ -411,7 +393,7 @@ def probes_from_scores(
             cand, every, model, embeddings, labels, n_probes=n_probes, criterion=criterion
         )
         for rows in steps:
-            chosen.append(_recode(cand.take(rows), test))
+            chosen.append(replace(cand.take(rows), query_ids=test.query_ids, models=test.models))
     else:
         rng = np.random.default_rng(random_state)
         for _ in range(n_probes):
@@ -423,10 +405,18 @@ def probes_from_scores(
                 tie_tolerance=tie_tolerance,
             )
             pick = _first_per_query(cand.query, rng.random(len(cand)), n)
-            chosen.append(_recode(cand.take(pick[pick >= 0]), test))
-    n_rev = np.zeros(n, dtype=np.int64)
-    for step in chosen:
-        n_rev[step.query] += 1
+            step = cand.take(pick[pick >= 0])
+            chosen.append(replace(step, query_ids=test.query_ids, models=test.models))
+    empty = {"query": np.int64, "model_a": np.int64, "model_b": np.int64, "y": np.float64}
+    probe = Comparisons(
+        **{
+            key: np.concatenate([getattr(c, key) for c in chosen]) if chosen else np.zeros(0, dt)
+            for key, dt in empty.items()
+        },
+        query_ids=test.query_ids,
+        models=test.models,
+    )
+    n_rev = np.bincount(probe.query, minlength=n)
     if (n_rev < n_probes).any():
         logger.info(
             "probes_from_scores: %d of %d test queries ran out of candidate pairs before %d probes",
@@ -434,14 +424,6 @@ def probes_from_scores(
             n,
             n_probes,
         )
-    probe = Comparisons(
-        query=np.concatenate([c.query for c in chosen]) if chosen else np.zeros(0, np.int64),
-        model_a=np.concatenate([c.model_a for c in chosen]) if chosen else np.zeros(0, np.int64),
-        model_b=np.concatenate([c.model_b for c in chosen]) if chosen else np.zeros(0, np.int64),
-        y=np.concatenate([c.y for c in chosen]) if chosen else np.zeros(0),
-        query_ids=test.query_ids,
-        models=test.models,
-    )
     order = np.argsort(probe.query, kind="stable")
     return probe.take(order)
 

@@ -37,7 +37,6 @@ Query texts of a category containing ``gpqa`` are never shown nor used for the n
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +47,7 @@ import scipy.sparse as sp
 from ecc_lib.bradley_terry import DEFAULT_ALPHA, fit_bt_pairs, pair_counts
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.protocol.data import ProtocolData
-from ecc_lib.protocol.experiments.sweeps import HIDDEN_EXAMPLE_CATEGORIES
+from ecc_lib.protocol.experiments.sweeps import HIDDEN_EXAMPLE_CATEGORIES, _hidden_mask, _shorten
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
@@ -175,19 +174,8 @@ class CapabilityMap:
         dict
             JSON-ready.
         """
-        groups = self.groups[
-            [
-                "group",
-                "name",
-                "n_train",
-                "n_test",
-                "best_model",
-                "p_best",
-                "runner_up",
-                "global_best_distinguishable",
-                "needs_other_model",
-            ]
-        ]
+        # the groups table without the words of the name and the runner-up's P(best)
+        groups = self.groups.drop(columns=["categories", "terms", "runner_up_p_best"])
         n_other = int((self.groups["best_model"] != self.global_best).sum())
         return to_jsonable(
             {
@@ -328,13 +316,8 @@ def _method_detail(method: str, estimator) -> str:
     best = getattr(estimator, "best_params_", None)
     if isinstance(best, dict):
         family = str(best.get("family", "?"))
-        parts = [
-            f"{short} {best[key]:g}"
-            for key, short in (("n_clusters", "K"), ("temperature", "T"), ("lam", "lam"))
-            if best.get(key) is not None
-        ]
-        if best.get("alpha") is not None:
-            parts.append(f"BT prior {best['alpha']:g}")
+        shorts = (("n_clusters", "K"), ("temperature", "T"), ("lam", "lam"), ("alpha", "BT prior"))
+        parts = [f"{short} {best[key]:g}" for key, short in shorts if best.get(key) is not None]
         settings = f" ({', '.join(parts)})" if parts else ""
         return f"{method_name(method)}, which chose {method_name(family)}{settings}"
     k = getattr(estimator, "theta_", np.zeros((1, 1))).shape[0]
@@ -363,32 +346,19 @@ def _assignments(data: ProtocolData, estimator) -> tuple[np.ndarray, np.ndarray,
     # training queries are placed as test queries are, by their embedding (and category) alone:
     # the fit's responsibilities also read each query's own comparisons, so a group made of the
     # queries a model won would "find" that model best with certainty (selection on the outcome)
-    resp_train = estimator.predict_responsibilities(
-        data.x_train, mode="embedding", labels=data.labels_train
+    resp_train, resp_test = (
+        np.asarray(estimator.predict_responsibilities(x, mode="embedding", labels=labels))
+        for x, labels in ((data.x_train, data.labels_train), (data.x_test, data.labels_test))
     )
-    train = np.asarray(resp_train).argmax(axis=1)
-    resp = estimator.predict_responsibilities(
-        data.x_test, mode="embedding", labels=data.labels_test
-    )
-    test = np.asarray(resp).argmax(axis=1)
     k = max(
-        int(np.asarray(estimator.responsibilities_).shape[1]),
-        int(np.shape(resp_train)[1]),
-        int(np.shape(resp)[1]),
+        np.asarray(estimator.responsibilities_).shape[1], resp_train.shape[1], resp_test.shape[1]
     )
-    return train.astype(np.int64), test.astype(np.int64), np.arange(k).astype(object)
+    train, test = resp_train.argmax(axis=1), resp_test.argmax(axis=1)
+    return train.astype(np.int64), test.astype(np.int64), np.arange(int(k)).astype(object)
 
 
 # --------------------------------------------------------------------------------------------------
 # names: dominant categories and class-based TF-IDF terms
-
-
-def _hidden_mask(labels: np.ndarray | None, n: int, hidden: tuple[str, ...]) -> np.ndarray:
-    """Which queries belong to a category never quoted."""
-    if labels is None or not hidden:
-        return np.zeros(n, dtype=bool)
-    pattern = "|".join(re.escape(h.lower()) for h in hidden)
-    return pd.Series(labels.astype(str)).str.lower().str.contains(pattern, regex=True).to_numpy()
 
 
 def class_tfidf_terms(
@@ -568,7 +538,14 @@ def capability_map(
     -------
     CapabilityMap
     """
-    _check_map_arguments(n_boot, held_out_boot, confidence, min_queries, n_terms, max_terms)
+    if n_boot < 2 or held_out_boot < 2:
+        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if min_queries < 1:
+        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
+    if not 1 <= n_terms <= max_terms:
+        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
     method, estimator = _grouping_estimator(fitted, method)
     alpha = _estimator_alpha(estimator) if alpha is None else float(alpha)
     if alpha < 0:
@@ -604,12 +581,8 @@ def capability_map(
         data.texts[data.train_mask], train_group, n_keys, n_terms=max_terms, exclude=hidden
     )
     cats = _category_text(labels_train, train_group, n_keys)
-    names_present = unique_group_names(
-        [cats[g] for g in order],
-        [terms[g] for g in order],
-        [keys[g] for g in order],
-        n_terms=n_terms,
-    )
+    in_order = ([column[g] for g in order] for column in (cats, terms, keys))
+    names_present = unique_group_names(*in_order, n_terms=n_terms)
     models = tuple(train.models)
     group_rows, long_rows = [], []
     for i, g in enumerate(order):
@@ -627,13 +600,7 @@ def capability_map(
     rows = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame()
     best_of = est.best_of
     held_out = _held_out_value(
-        data,
-        test_group,
-        best_of,
-        global_best,
-        n_boot=held_out_boot,
-        confidence=confidence,
-        random_state=rng,
+        data, test_group, best_of, global_best, held_out_boot, confidence, rng
     )
     share = float((groups["best_model"] != models[global_best]).mean()) if len(groups) else 0.0
     return CapabilityMap(
@@ -653,25 +620,6 @@ def capability_map(
         test_group=np.where(best_of[np.maximum(test_group, 0)] >= 0, test_group, -1),
         seed=None if isinstance(random_state, np.random.Generator) else random_state,
     )
-
-
-def _check_map_arguments(
-    n_boot: int,
-    held_out_boot: int,
-    confidence: float,
-    min_queries: int,
-    n_terms: int,
-    max_terms: int,
-) -> None:
-    """Refuse out-of-range arguments of :func:`capability_map` (``ValueError``)."""
-    if n_boot < 2 or held_out_boot < 2:
-        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    if min_queries < 1:
-        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
-    if not 1 <= n_terms <= max_terms:
-        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
 
 
 def _group_fit(
@@ -748,12 +696,11 @@ class _GroupEstimates:
     ) -> None:
         """Row ``i`` (group key ``g``) from its fit; without ``enough`` training queries it claims
         nothing (NaN intervals and P(best), nothing distinguishable)."""
-        m = len(point)
         self.observed[i] = seen
         best = int(np.argmax(np.where(seen, point, -np.inf)))
         self.best_of[g] = best
         top = np.argmax(np.where(seen, reps, -np.inf), axis=1)
-        self.p_best[i] = np.bincount(top, minlength=m) / len(reps)
+        self.p_best[i] = np.bincount(top, minlength=len(point)) / len(reps)
         self.score[i] = np.where(seen, point, np.nan)
         bounds = np.quantile(reps, [tail, 1.0 - tail], axis=0)
         self.low[i], self.high[i] = np.where(seen, bounds, np.nan)
@@ -816,7 +763,6 @@ def _held_out_value(
     test_group: np.ndarray,
     best_of: np.ndarray,
     global_best: int,
-    *,
     n_boot: int,
     confidence: float,
     random_state,
@@ -841,31 +787,17 @@ def _held_out_value(
         if n_test
         else float("nan"),
     }
-    if not both.any():
-        nan2 = [float("nan"), float("nan")]
-        return {
-            **out,
-            "estimate": float("nan"),
-            "ci95": nan2,
-            "routed_score": float("nan"),
-            "routed_score_ci95": nan2,
-            "global_score": float("nan"),
-            "global_score_ci95": nan2,
-        }
-    routed, reference = routed[both], reference[both]
-    index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
-    r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
-    g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
-    diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
-    return {
-        **out,
-        "estimate": diff["estimate"],
-        "ci95": diff["ci95"],
-        "routed_score": r_mean,
-        "routed_score_ci95": r_ci,
-        "global_score": g_mean,
-        "global_score_ci95": g_ci,
-    }
+    nan, nan2 = float("nan"), [float("nan"), float("nan")]
+    values = (nan, nan2) * 3
+    if both.any():
+        routed, reference = routed[both], reference[both]
+        index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
+        r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
+        g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
+        diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
+        values = (diff["estimate"], diff["ci95"], r_mean, r_ci, g_mean, g_ci)
+    keys = ("estimate", "ci95", "routed_score", "routed_score_ci95", "global_score")
+    return {**out, **dict(zip((*keys, "global_score_ci95"), values, strict=True))}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -882,11 +814,6 @@ def _find_group(cmap: CapabilityMap, group: int | str) -> int:
     raise ValueError(
         f"no group {group!r} in the map; groups: {groups['group'].astype(str).tolist()[:20]}"
     )
-
-
-def _shorten(text: str, max_chars: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "\u2026"
 
 
 def show_group(
@@ -949,11 +876,9 @@ def show_group(
     )
     # the group index as assign() numbered it: the position of its key among all keys
     index = _group_index(cmap, key)
-    train_members = np.flatnonzero(cmap.train_group == index)
-    test_members = np.flatnonzero(cmap.test_group == index)
     labels = data.labels
-    train_rows = np.flatnonzero(data.train_mask)[train_members]
-    test_rows = np.flatnonzero(data.test_mask)[test_members]
+    train_rows = np.flatnonzero(data.train_mask)[cmap.train_group == index]
+    test_rows = np.flatnonzero(data.test_mask)[cmap.test_group == index]
     hidden_all = _hidden_mask(labels, len(data.texts), hidden_categories)
     x = data.embeddings[train_rows].astype(float)
     examples = pd.DataFrame(columns=["query_id", "category", "cosine to centroid", "text"])
@@ -973,11 +898,9 @@ def show_group(
             }
         )
     best = cmap.models.index(row["best_model"])
-    tol = (
-        data.params.get("tie_tolerance", DEFAULT_TIE_TOLERANCE)
-        if tie_tolerance is None
-        else tie_tolerance
-    )
+    tol = tie_tolerance
+    if tol is None:
+        tol = data.params.get("tie_tolerance", DEFAULT_TIE_TOLERANCE)
     rows = np.concatenate([train_rows, test_rows])
     split = np.array(["train"] * len(train_rows) + ["test"] * len(test_rows))
     scores = data.scores[rows]

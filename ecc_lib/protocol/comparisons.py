@@ -127,8 +127,7 @@ class ComparisonRecord:
         -------
         Comparison
         """
-        words = HIGHER_LOWER if self.question == "flip_reading" else None
-        extra = {"words": words} if words else {}
+        extra = {"words": HIGHER_LOWER} if self.question == "flip_reading" else {}
         return Comparison(
             a or self.a,
             b or self.b,
@@ -313,29 +312,19 @@ def clustering_records(
     for reading in readings:
         arms: dict[str, tuple[float, np.ndarray] | None] = {}
         for m in methods:
-            per_seed = []
-            for frame, h, index in zip(frames, has, indices, strict=True):
-                glob, loss = (
-                    _frame_losses(frame, "global", reading),
-                    _frame_losses(frame, m, reading),
+            losses = [
+                (_frame_losses(f, "global", reading), _frame_losses(f, m, reading)) for f in frames
+            ]
+            estimate, ci, arms[m] = np.nan, None, None
+            if all(g is not None and loss is not None for g, loss in losses):
+                per_seed = [
+                    ratio_gain(g[h], loss[h], index, confidence=confidence)
+                    for (g, loss), h, index in zip(losses, has, indices, strict=True)
+                ]
+                estimate, ci, reps = seed_query_interval(
+                    [p[0] for p in per_seed], [p[2] for p in per_seed], confidence=confidence
                 )
-                if glob is None or loss is None:
-                    per_seed = None
-                    break
-                value, _, reps = ratio_gain(glob[h], loss[h], index, confidence=confidence)
-                per_seed.append((value, reps))
-            if per_seed is None:
-                arms[m] = None
-                out.append(
-                    ComparisonRecord(
-                        "clustering_gain", m, "global", np.nan, None, "pp", reading, n_seeds
-                    )
-                )
-                continue
-            estimate, ci, reps = seed_query_interval(
-                [p[0] for p in per_seed], [p[1] for p in per_seed], confidence=confidence
-            )
-            arms[m] = (estimate, reps)
+                arms[m] = (estimate, reps)
             out.append(
                 ComparisonRecord(
                     "clustering_gain", m, "global", estimate, ci, "pp", reading, n_seeds
@@ -343,9 +332,8 @@ def clustering_records(
             )
         for i, a in enumerate(methods):
             for b in methods[i + 1 :]:
-                if arms[a] is None or arms[b] is None:
-                    estimate, ci = np.nan, None
-                else:
+                estimate, ci = np.nan, None
+                if arms[a] is not None and arms[b] is not None:
                     estimate = arms[a][0] - arms[b][0]
                     ci = finite_interval(arms[a][1] - arms[b][1], confidence=confidence)
                 out.append(
@@ -365,17 +353,6 @@ def _combined_level(
         for v, i in zip(per_seed, indices, strict=True)
     ]
     return seed_query_interval([p[0] for p in parts], [p[2] for p in parts], confidence=confidence)
-
-
-def _routing_indices(
-    per_seed: Sequence[Mapping[str, Mapping[str, np.ndarray]]], n_boot: int, random_state: int
-) -> list[np.ndarray]:
-    """One resample of each seed's test queries, shared by every setting and method."""
-    return seed_bootstrap_indices(
-        [len(next(iter(next(iter(s.values())).values()))) for s in per_seed],
-        n_boot=n_boot,
-        random_state=random_state,
-    )
 
 
 def routing_levels(
@@ -402,7 +379,12 @@ def routing_levels(
     """
     if not per_seed:
         return {}
-    indices = _routing_indices(per_seed, n_boot, random_state)
+    # one resample of each seed's test queries, shared by every setting and method
+    indices = seed_bootstrap_indices(
+        [len(next(iter(next(iter(s.values())).values()))) for s in per_seed],
+        n_boot=n_boot,
+        random_state=random_state,
+    )
     out: dict[str, dict[str, tuple[float, list[float], np.ndarray]]] = {}
     for setting in per_seed[0]:
         if any(setting not in s for s in per_seed):

@@ -151,7 +151,14 @@ def prepare_protocol(
     """
     if evidence not in ("sampled", "soft"):
         raise ValueError(f"evidence must be 'sampled' or 'soft', got {evidence!r}")
-    query_ids, emb = _query_embeddings(queries, embeddings)
+    query_ids = queries["query_id"].astype(str).to_numpy()
+    emb = np.asarray(embeddings)
+    if emb.ndim != 2 or emb.shape[0] != len(query_ids):
+        raise ValueError(
+            f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
+            f"({len(query_ids)} rows, in its order)"
+        )
+    protocol_policy.check_embedding_dims(emb.shape[1])
     n_models = len(models) if models is not None else int(outcomes["model"].nunique())
     notes: list[str] = []
     single_pair = n_models == 2 and min_pairs > 1
@@ -191,7 +198,12 @@ def prepare_protocol(
         min_pairs=min_pairs,
     )
     texts = queries["text"].astype(str).to_numpy()[rows]
-    notes = notes + _data_notes(outcomes, labels, train_mask, texts, single_pair)
+    checks = protocol_policy.protocol_notes(
+        outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
+    )
+    if single_pair:  # the generic two-model note is replaced by the single-pair sentence
+        checks = [c for c in checks if c != protocol_policy.two_models_note(2)]
+    notes = notes + checks
     return ProtocolData(
         comparisons=comparisons,
         embeddings=np.ascontiguousarray(emb[rows], dtype=np.float32),
@@ -215,39 +227,6 @@ def prepare_protocol(
             "single_pair": bool(single_pair),
         },
     )
-
-
-def _query_embeddings(
-    queries: pd.DataFrame, embeddings: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The query ids and the embeddings, checked to have one row per query."""
-    query_ids = queries["query_id"].astype(str).to_numpy()
-    emb = np.asarray(embeddings)
-    if emb.ndim != 2 or emb.shape[0] != len(query_ids):
-        raise ValueError(
-            f"embeddings have shape {emb.shape}; expected one row per query of the queries table "
-            f"({len(query_ids)} rows, in its order)"
-        )
-    protocol_policy.check_embedding_dims(emb.shape[1])
-    return query_ids, emb
-
-
-def _data_notes(
-    outcomes: pd.DataFrame,
-    labels: np.ndarray | None,
-    train_mask: np.ndarray,
-    texts: np.ndarray,
-    single_pair: bool,
-) -> list[str]:
-    """The data policy's notes on the kept queries (without the generic two-model note when the
-    single-pair sentence replaces it)."""
-    checks = protocol_policy.protocol_notes(
-        outcomes, labels, int(train_mask.sum()), train_mask=train_mask, texts=texts
-    )
-    if single_pair:  # the generic two-model note is replaced by the single-pair sentence
-        two = protocol_policy.two_models_note(2)
-        checks = [c for c in checks if c != two]
-    return checks
 
 
 def _protocol_comparisons(

@@ -79,7 +79,7 @@ def run_protocol(
     ECCEvaluation
     """
     protocol = Protocol() if protocol is None else protocol
-    _, result = run_seed(
+    return run_seed(
         queries,
         outcomes,
         embeddings,
@@ -87,8 +87,7 @@ def run_protocol(
         protocol=protocol,
         estimator=estimator,
         methods=methods,
-    )
-    return result
+    )[1]
 
 
 def run_seed(

@@ -203,12 +203,11 @@ def prototype_parameters(estimator: ECC | None = None) -> dict:
     params = estimator.get_params(deep=False)
     defaults = ECC().get_params(deep=False)
     out = {name: params[name] for name in _PROTOTYPE_SETTINGS}
-    for name, value in params.items():
-        if name in _PROTOTYPE_SETTINGS or name == "random_state":
-            continue
-        if value != defaults[name]:
-            out[name] = value
-    return out
+    return out | {
+        name: value
+        for name, value in params.items()
+        if name not in (*_PROTOTYPE_SETTINGS, "random_state") and value != defaults[name]
+    }
 
 
 def methods_from_prototype(

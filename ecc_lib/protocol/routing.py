@@ -200,50 +200,34 @@ def route_choices(
     # which models answered a query: presence only, never the values
     allowed = np.isfinite(data.scores[data.test_mask])
     reference_probe = None
+
+    def probe_of(model):
+        return select_probes(
+            data, model, n_probes=n_probes, probe_strategy=probe_strategy, random_state=random_state
+        )[0]
+
     if setting != "no_probe":
         if n_probes < 1:
             raise ValueError(f"the {setting!r} setting needs n_probes >= 1")
-        reference_probe = select_probes(
-            data,
-            None,
-            n_probes=n_probes,
-            probe_strategy=probe_strategy,
-            random_state=random_state,
-        )[0]
+        reference_probe = probe_of(None)
     observed = allowed
     constant = {}
     if setting == "probe_outside":
         allowed = allowed & ~probe_models(reference_probe)
     choices = {}
     for name, model in fitted.items():
+        probe = None if setting == "no_probe" else probe_of(model)
+        resp = probe_responsibilities(
+            model,
+            data.x_test,
+            probe,
+            mode="embedding" if setting == "no_probe" else "both",
+            labels=data.labels_test,
+            probe_evidence=probe_evidence,
+        )
         own_allowed = allowed
-        if setting == "no_probe":
-            resp = probe_responsibilities(
-                model,
-                data.x_test,
-                None,
-                mode="embedding",
-                labels=data.labels_test,
-                probe_evidence=probe_evidence,
-            )
-        else:
-            probe = select_probes(
-                data,
-                model,
-                n_probes=n_probes,
-                probe_strategy=probe_strategy,
-                random_state=random_state,
-            )[0]
-            resp = probe_responsibilities(
-                model,
-                data.x_test,
-                probe,
-                mode="both",
-                labels=data.labels_test,
-                probe_evidence=probe_evidence,
-            )
-            if setting == "probe_outside":  # outside the pair(s) this method itself has read
-                own_allowed = observed & ~probe_models(probe)
+        if setting == "probe_outside":  # outside the pair(s) this method itself has read
+            own_allowed = observed & ~probe_models(probe)
         choices[name] = _argmax_allowed(model.routing_scores(responsibilities=resp), own_allowed)
         # e.g. comp_only without a probe: every query gets the same responsibilities
         # (global is query-independent by definition and is not marked)
@@ -371,7 +355,6 @@ def routing_experiment(
     index = bootstrap_indices(n_test, n_boot=n_boot, random_state=random_state)
     table, all_choices = _RoutingRows(index, confidence), {}
     settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
-    add = table.add
     truth = held_out_means(data, costs)
 
     def picked(metric, choice):
@@ -407,7 +390,7 @@ def routing_experiment(
         for name, choice in choices.items():
             # e.g. comp_only without a probe: nothing tells its queries apart, it routes as global
             same = name != "global" and np.array_equal(choice, choices["global"])
-            add(
+            table.add(
                 setting,
                 name,
                 picked("score", choice),
@@ -416,10 +399,10 @@ def routing_experiment(
                 fixed.get(name, False),
             )
         random_score, random_cost = _random_arm(scores, costs, allowed, in_probe, charge, setting)
-        add(setting, "random", random_score, random_cost)
+        table.add(setting, "random", random_score, random_cost)
         oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
         if setting != "probe_cost":
-            add(setting, "oracle", picked("score", oracle), picked("cost", oracle))
+            table.add(setting, "oracle", picked("score", oracle), picked("cost", oracle))
     params = {
         "settings": list(settings),
         "n_probes": n_probes,
@@ -497,12 +480,9 @@ def _random_arm(
         random_score = np.where(n_allowed > 0, np.nansum(masked, axis=1) / n_allowed, np.nan)
         random_cost = None
         if costs is not None:
-            if setting == "probe_cost":
-                # a probe model's answer is already paid for: charge it once, not twice
-                unpaid = np.where(in_probe, 0.0, costs)
-                random_cost = charge + np.nanmean(np.where(allowed, unpaid, np.nan), axis=1)
-            else:
-                random_cost = np.nanmean(np.where(allowed, costs, np.nan), axis=1)
+            # in probe_cost a probe model's answer is already paid for: charged once, not twice
+            unpaid = np.where(in_probe, 0.0, costs) if setting == "probe_cost" else costs
+            random_cost = charge + np.nanmean(np.where(allowed, unpaid, np.nan), axis=1)
     return random_score, random_cost
 
 

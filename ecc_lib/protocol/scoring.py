@@ -260,18 +260,11 @@ def score_methods(
     scored = _scored_comparisons(data, fitted, mode, probe_evidence, n_probes, score_from)
     n_test = data.test.n_queries
     counts = np.bincount(scored.query, minlength=n_test)
+    # the options of each method's probes and responsibilities
+    options = {"mode": mode, "probe_evidence": probe_evidence, "random_state": random_state}
+    probes = {"n_probes": n_probes, "score_from": score_from, "probe_strategy": probe_strategy}
     per_method = {
-        name: _MethodLosses.score(
-            data,
-            model,
-            scored,
-            n_probes=n_probes,
-            score_from=score_from,
-            probe_strategy=probe_strategy,
-            random_state=random_state,
-            mode=mode,
-            probe_evidence=probe_evidence,
-        )
+        name: _MethodLosses.score(data, model, scored, **options, **probes)
         for name, model in fitted.items()
     }
     per_query = {name: r.per_query for name, r in per_method.items()}
@@ -299,7 +292,6 @@ def score_methods(
         # queries with / without a probe of the reference method (the same resamples)
         for key, mask in (("with", covered), ("without", ~covered)):
             by_probe[key][name] = ratio_gain(g * mask, m * mask, index, confidence=confidence)[:2]
-    fit_seconds = dict(fit_seconds or {})
     strategy_name = probe_strategy if isinstance(probe_strategy, str) else probe_strategy.__name__
     return ECCEvaluation(
         n_queries=data.comparisons.n_queries,
@@ -316,7 +308,7 @@ def score_methods(
         ci95=ci,
         accuracy={name: r.accuracy for name, r in per_method.items()},
         differences=_ecc_differences(gain, stats_gain, confidence),
-        fit_seconds=fit_seconds,
+        fit_seconds=dict(fit_seconds or {}),
         n_iter={k: int(getattr(v, "n_iter_", 1)) for k, v in fitted.items()},
         converged={k: bool(getattr(v, "converged_", True)) for k, v in fitted.items()},
         per_query=_per_query_frame(data, counts, per_method, reference),

@@ -112,26 +112,17 @@ class MultiSeedEvaluation:
             ``difference_mean_sd``, ``difference_disjoint_mean_sd``, ``per_seed``,
             ``cpu_seconds``, ``wall_seconds``, and the routing blocks when routing was run.
         """
-        gain = self._over_seeds("gain")
-        touching = self._over_seeds("gain_touching")
-        disjoint = self._over_seeds("gain_disjoint")
-        names = list(gain)
+        names = list(self.first.gain)
         differences, differences_disjoint = {}, {}
-        for first in ("ecc",):
-            if first not in names:
-                continue
-            for second in names:
-                if second == first:
-                    continue
+        for second in [n for n in names if n != "ecc"] if "ecc" in names else []:
+            for into, attribute in ((differences, "gain"), (differences_disjoint, "gain_disjoint")):
                 # a method skipped on some seed (the human baseline of a split whose test
                 # categories are all unseen in training) counts as missing there
-                diff = [r.gain[first] - r.gain.get(second, np.nan) for r in self.results]
-                differences[f"{first} - {second}"] = list(mean_sd(diff))
-                diff_d = [
-                    r.gain_disjoint[first] - r.gain_disjoint.get(second, np.nan)
+                diff = [
+                    getattr(r, attribute)["ecc"] - getattr(r, attribute).get(second, np.nan)
                     for r in self.results
                 ]
-                differences_disjoint[f"{first} - {second}"] = list(mean_sd(diff_d))
+                into[f"ecc - {second}"] = list(mean_sd(diff))
         per_seed = [
             {
                 "seed": seed,
@@ -148,14 +139,12 @@ class MultiSeedEvaluation:
             for seed, r in zip(self.seeds, self.results, strict=True)
         ]
         leak = mean_sd([r.probe_leak_share for r in self.results])
-        out = {
-            "seeds": list(self.seeds),
-            "gain_mean": {k: v[0] for k, v in gain.items()},
-            "gain_sd": {k: v[1] for k, v in gain.items()},
-            "gain_touching_mean": {k: v[0] for k, v in touching.items()},
-            "gain_touching_sd": {k: v[1] for k, v in touching.items()},
-            "gain_disjoint_mean": {k: v[0] for k, v in disjoint.items()},
-            "gain_disjoint_sd": {k: v[1] for k, v in disjoint.items()},
+        out: dict = {"seeds": list(self.seeds)}
+        for attribute in ("gain", "gain_touching", "gain_disjoint"):
+            over_seeds = self._over_seeds(attribute)
+            out[f"{attribute}_mean"] = {k: v[0] for k, v in over_seeds.items()}
+            out[f"{attribute}_sd"] = {k: v[1] for k, v in over_seeds.items()}
+        out |= {
             "probe_leak_share_mean_sd": list(leak),
             "share_with_probe_mean_sd": list(
                 mean_sd([r.probe_coverage.get("share_with_probe", np.nan) for r in self.results])

@@ -28,6 +28,7 @@ from ecc_lib.protocol.probes import PROBE_EVIDENCE, ProbeStrategy
 from ecc_lib.stats import DEFAULT_N_BOOT
 
 EVIDENCE: tuple[str, ...] = ("sampled", "soft")
+_CHOICES = {"probe_evidence": PROBE_EVIDENCE, "evidence": EVIDENCE, "mode": MODES}
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,9 @@ class Protocol:
             raise ValueError("leak_free needs n_probes >= 1")
         if self.probe_strategy != "first" and int(self.n_probes) < 1:
             raise ValueError("probe_strategy other than 'first' needs n_probes >= 1")
-        if self.probe_evidence not in PROBE_EVIDENCE:
-            raise ValueError(
-                f"probe_evidence must be one of {PROBE_EVIDENCE}, got {self.probe_evidence!r}"
-            )
-        if self.evidence not in EVIDENCE:
-            raise ValueError(f"evidence must be one of {EVIDENCE}, got {self.evidence!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if int(self.n_boot) < 1:
             raise ValueError(f"n_boot must be >= 1, got {self.n_boot}")
         if not (math.isfinite(float(self.tie_tolerance)) and float(self.tie_tolerance) >= 0):

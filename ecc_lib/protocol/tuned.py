@@ -71,17 +71,12 @@ def tuned_gains(per_seed: Sequence[Mapping[str, float]]) -> dict:
     dict
         ``{method: [mean, sd]}`` (sd NaN with one seed; ``{}`` without ``global_tuned``).
     """
+    from ecc_lib.protocol.seeds import mean_sd
+
     rows = [regain(g) for g in per_seed]
     if not rows or not all(rows):
         return {}
-    out = {}
-    for m in rows[0]:
-        values = np.array([r.get(m, np.nan) for r in rows], dtype=float)
-        values = values[np.isfinite(values)]
-        mean = float(values.mean()) if len(values) else float("nan")
-        sd = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
-        out[m] = [mean, sd]
-    return out
+    return {m: list(mean_sd([r.get(m, np.nan) for r in rows])) for m in rows[0]}
 
 
 def choice_summary(choices: Sequence[Mapping | None]) -> dict:

@@ -8,7 +8,7 @@ against a budget spent against the global median model (:func:`new_model_experim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -163,20 +163,12 @@ def new_model_experiment(
     train_scores = new_scores[data.train_mask]
     arms = _arms(fitted, len(old_models), data.train.n_queries)
     pairs = _NewModelPairs.build(data, new_scores[data.test_mask], new_index, n_probes, ecc, emb)
-    train_ext = Comparisons(
-        data.train.query,
-        data.train.model_a,
-        data.train.model_b,
-        data.train.y,
-        data.train.query_ids,
-        models,
-    )
+    train_ext = replace(data.train, models=models)  # the same rows, coded with the new model
     rng = np.random.default_rng(random_state)
     usable = np.isfinite(train_scores[:, new_index])
     order = rng.permutation(np.flatnonzero(usable))
     no_budget = pairs.nll(ecc, _start(ecc))
-    pair_counts = np.bincount(pairs.tq, minlength=pairs.n_test)
-    has = pair_counts > 0
+    has = np.bincount(pairs.tq, minlength=pairs.n_test) > 0
     index = bootstrap_indices(int(has.sum()), n_boot=n_boot, random_state=random_state)
     readings = {"": ~pairs.touches, "_all": None, "_touching": pairs.touches}
     rows = []
@@ -313,15 +305,14 @@ def _budget_columns(
     touches = pairs.touches
     total = float(np.bincount(pairs.tq, minlength=pairs.n_test).sum())
     row = {}
+    disjoint_counts = np.bincount(pairs.tq[~touches], minlength=pairs.n_test)[has]
+    n_disjoint = float((~touches).sum())
     for arm, column in (("ecc", "ecc"), ("emb_only", "emb"), ("global", "global")):
-        disjoint_counts = np.bincount(pairs.tq[~touches], minlength=pairs.n_test)[has]
-        _, (low, high), _ = mean_ratio(nll[arm][""], disjoint_counts, index, confidence=0.95)
-        n_disjoint = float((~touches).sum())
         row[f"nll_{column}_opponent"] = (
             float(nll[arm][""].sum() / n_disjoint) if n_disjoint else float("nan")
         )
-        row[f"nll_{column}_opponent_low"] = low
-        row[f"nll_{column}_opponent_high"] = high
+        interval = mean_ratio(nll[arm][""], disjoint_counts, index, confidence=0.95)[1]
+        row[f"nll_{column}_opponent_low"], row[f"nll_{column}_opponent_high"] = interval
         row[f"nll_{column}_opponent_all"] = float(nll[arm]["_all"].sum() / total)
     row["nll_no_budget"] = float(no_budget[has].sum() / total)
     # headline: pairs disjoint from the probe's models; beside it all and touching pairs

@@ -184,10 +184,10 @@ def probe_strategy_comparison(
         "gain_ci95": {s: g[1] for s, g in gains.items()},
         "difference": by[strategy]["gain"] - by["first"]["gain"],
         "difference_ci95": paired["ci95"],
-        "curve": [],
     }
+    curve_rows = []
     if curve:
-        for r in compare_probe_strategies(
+        curve_rows = compare_probe_strategies(
             data,
             model,
             reference,
@@ -196,11 +196,9 @@ def probe_strategy_comparison(
             probe_counts=tuple(curve),
             score_from=max(curve),
             criterion=criterion,
-        ):
-            out["curve"].append(
-                {k: r[k] for k in ("strategy", "n_probes", "n_shared_pairs", "gain")}
-            )
-    return out
+        )
+    keys = ("strategy", "n_probes", "n_shared_pairs", "gain")
+    return out | {"curve": [{k: r[k] for k in keys} for r in curve_rows]}
 
 
 def probe_strategy_over_seeds(

@@ -100,19 +100,16 @@ def soft_evidence_comparison(
     rng = np.random.default_rng(random_state)
     test_soft = soft.select_queries(test_mask)
     n_test = test_soft.n_queries
+    first = np.zeros(len(test_soft), dtype=bool)  # the probes: each test query's first pair
     if mode == "both":
-        first = np.ones(len(test_soft), dtype=bool)
+        first[:1] = True
         first[1:] = test_soft.query[1:] != test_soft.query[:-1]
-        scored = test_soft.take(~first)
-    else:
-        first = np.zeros(len(test_soft), dtype=bool)
-        scored = test_soft
+    scored = test_soft.take(~first)
 
     def fit_and_score(train: Comparisons, probe: Comparisons | None) -> np.ndarray:
         model = clone(estimator).set_params(random_state=random_state)
         model.fit(x[train_mask], train)
-        p = model.predict_proba(scored, embeddings=x[test_mask], probe=probe, mode="both")
-        return p
+        return model.predict_proba(scored, embeddings=x[test_mask], probe=probe, mode="both")
 
     p_soft = fit_and_score(
         soft.select_queries(train_mask), test_soft.take(first) if mode == "both" else None

@@ -126,21 +126,18 @@ def sweep_probes(
         any probe on two-model data, are left out with a warning).
     """
     protocol = Protocol() if protocol is None else protocol
-    n_probes = probe_counts
     most = int(data.test.pairs_per_query().max()) if len(data.test) else 0
-    kept = tuple(n for n in n_probes if n < most)
-    if len(kept) < len(n_probes):
+    kept = tuple(n for n in probe_counts if n < most)
+    if len(kept) < len(probe_counts):
         logger.warning(
             "sweep_probes: probe count(s) %s left out: test queries have at most %d pair(s), "
             "so nothing would be scored",
-            [n for n in n_probes if n >= most],
+            [n for n in probe_counts if n >= most],
             most,
         )
     if not kept:
-        raise ValueError(f"no probe count in {list(n_probes)} leaves a pair to score")
-    n_probes = kept
-    score_from = max(n_probes)
-    settings = [{"protocol": protocol.with_probes(n), "score_from": score_from} for n in n_probes]
+        raise ValueError(f"no probe count in {list(probe_counts)} leaves a pair to score")
+    settings = [{"protocol": protocol.with_probes(n), "score_from": max(kept)} for n in kept]
     return _score_settings(data, fitted, settings, **kwargs)
 
 
@@ -310,8 +307,7 @@ def cross_cluster_nll_gap(
     dict
         ``own_nll, other_nll, gap`` (means over queries).
     """
-    resp = model.responsibilities_ if responsibilities is None else responsibilities
-    hard = np.asarray(resp).argmax(axis=1)
+    hard = _hard_assignment(model, responsibilities)
     ev = evidence(model.theta_, comparisons)
     k = ev.shape[1]
     has = comparisons.pairs_per_query() > 0
@@ -374,10 +370,7 @@ def cluster_summary(
     k = resp.shape[1]
     models = np.asarray(model.models_, dtype=object)
     cats = None if categories is None else labels_to_str(categories, len(texts)).astype(str)
-    showable = np.ones(len(texts), dtype=bool)
-    if cats is not None and hidden_categories:
-        pattern = "|".join(re.escape(h.lower()) for h in hidden_categories)
-        showable = ~pd.Series(cats).str.lower().str.contains(pattern, regex=True).to_numpy()
+    showable = ~_hidden_mask(cats, len(texts), hidden_categories)
     rows = []
     for c in range(k):
         members = np.flatnonzero(hard == c)
@@ -389,24 +382,31 @@ def cluster_summary(
             "mass": float(resp[:, c].sum()),
             "top_models": ", ".join(f"{models[i]} ({theta[i]:+.2f})" for i in top),
         }
-        if cats is not None:
-            if len(members):
-                share = pd.Series(cats[members]).value_counts(normalize=True)
-                row["top_categories"] = ", ".join(
-                    f"{name} {100 * v:.0f}%" for name, v in share.head(n_top_categories).items()
-                )
-            else:
-                row["top_categories"] = ""
+        if cats is not None:  # "" for an empty cluster
+            share = pd.Series(cats[members]).value_counts(normalize=True)
+            row["top_categories"] = ", ".join(
+                f"{name} {100 * v:.0f}%" for name, v in share.head(n_top_categories).items()
+            )
         candidates = members[showable[members]]
         best = candidates[np.argsort(-resp[candidates, c], kind="stable")][:n_examples]
-        row["examples"] = [_shorten(str(t), max_chars) for t in texts[best]]
+        row["examples"] = [_shorten(t, max_chars) for t in texts[best]]
         rows.append(row)
     return pd.DataFrame(rows).sort_values("size", ascending=False).reset_index(drop=True)
 
 
 def _shorten(text: str, max_chars: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+    """``text`` on one line, cut to ``max_chars`` with an ellipsis."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "\u2026"
+
+
+def _hidden_mask(labels: np.ndarray | None, n: int, hidden: tuple[str, ...]) -> np.ndarray:
+    """Which of ``n`` queries belong to a category never quoted (one containing a ``hidden``
+    name, case-insensitive)."""
+    if labels is None or not hidden:
+        return np.zeros(n, dtype=bool)
+    pattern = "|".join(re.escape(h.lower()) for h in hidden)
+    return pd.Series(labels.astype(str)).str.lower().str.contains(pattern, regex=True).to_numpy()
 
 
 def diagnostics(data: ProtocolData, fitted: dict, *, n_folds: int = 5, random_state: int = 0):
