@@ -26,6 +26,25 @@ def _cell(mean_sd_pair) -> str:
     return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
 
 
+def _tally(cells: list, words: str, without: str) -> tuple[str, int, int]:
+    """``better than WORDS on 2, worse on 0, not distinguishable on 1 (1 without WITHOUT)`` over
+    the datasets' verdict cells (None: not compared), with the counts compared and without a
+    verdict."""
+    cells = [c for c in cells if c is not None]
+    counts = dict.fromkeys(BETTER_WORSE, 0)
+    for cell in cells:
+        if cell["verdict"] is not None:
+            counts[cell["verdict"]] += 1
+    undefined = sum(cell["verdict"] is None for cell in cells)
+    text = (
+        f"better than {words} on {counts['better than']}, worse on "
+        f"{counts['worse than']}, not distinguishable on "
+        f"{counts['not distinguishable from']}"
+        + (f" ({undefined} without {without})" if undefined else "")
+    )
+    return text, len(cells) - undefined, undefined
+
+
 @dataclass
 class BenchResult:
     """The benchmark over datasets.
@@ -166,17 +185,11 @@ class BenchResult:
             for reference, words in (("global", "the global BT"), ("human", "human labels")):
                 if m == reference:
                     continue
-                counts = dict.fromkeys(BETTER_WORSE, 0)
-                seen = undefined = 0
-                for entry in self.included.values():
-                    cell = entry["summary"]["versus"].get(reference, {}).get(m)
-                    if cell is None:
-                        continue
-                    if cell["verdict"] is None:  # no scored pair is disjoint from the probe
-                        undefined += 1
-                        continue
-                    counts[cell["verdict"]] += 1
-                    seen += 1
+                # a cell without a verdict: no scored pair is disjoint from the probe
+                cells = [
+                    e["summary"]["versus"].get(reference, {}).get(m) for e in self.included.values()
+                ]
+                text, seen, undefined = _tally(cells, words, "disjoint pairs")
                 if seen == 0:
                     parts.append(
                         f"no dataset has {words} to compare with on disjoint pairs"
@@ -184,12 +197,7 @@ class BenchResult:
                         else f"no disjoint pair to compare with {words} on {undefined} dataset(s)"
                     )
                     continue
-                parts.append(
-                    f"better than {words} on {counts['better than']}, worse on "
-                    f"{counts['worse than']}, not distinguishable on "
-                    f"{counts['not distinguishable from']}"
-                    + (f" ({undefined} without disjoint pairs)" if undefined else "")
-                )
+                parts.append(text)
             out.append(
                 f"{m} on disjoint pairs, over the {n} dataset(s) in the table: "
                 + "; ".join(parts)
@@ -213,30 +221,14 @@ class BenchResult:
             ("reference", "the tuned global BT"),
             ("best", "the best tuned baseline"),
         ):
-            counts = dict.fromkeys(BETTER_WORSE, 0)
-            seen = undefined = 0
-            names = []
-            for entry in self.included.values():
-                cell = (entry["summary"].get("versus_tuned") or {}).get(key)
-                if cell is None:
-                    continue
-                if cell["verdict"] is None:
-                    undefined += 1
-                    continue
-                counts[cell["verdict"]] += 1
-                seen += 1
-                if key == "best" and cell["method"] not in names:
-                    names.append(cell["method"])
-            if seen == 0:
-                parts.append(f"no dataset has {words} to compare with")
-                continue
-            named = f" ({', '.join(names)})" if names else ""
-            parts.append(
-                f"better than {words}{named} on {counts['better than']}, worse on "
-                f"{counts['worse than']}, not distinguishable on "
-                f"{counts['not distinguishable from']}"
-                + (f" ({undefined} without a verdict)" if undefined else "")
-            )
+            cells = [
+                (e["summary"].get("versus_tuned") or {}).get(key) for e in self.included.values()
+            ]
+            if key == "best":
+                names = [c["method"] for c in cells if c is not None and c["verdict"] is not None]
+                words += f" ({', '.join(dict.fromkeys(names))})" if names else ""
+            text, seen, _ = _tally(cells, words, "a verdict")
+            parts.append(text if seen else f"no dataset has {words} to compare with")
         return (
             f"ecc_cv over the {n} dataset(s) in the table, against the tuned baselines only: "
             + "; ".join(parts)

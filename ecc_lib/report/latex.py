@@ -220,9 +220,7 @@ def latex_problems(text: str) -> list[str]:
     no_math = re.sub(r"\\(ensuremath|label)\{[^{}]*\}", "", text)  # math; a label's name
     no_math = re.sub(r"\\[\\{}$&#%_~^ ]", "", no_math)
     outside_math = "".join(no_math.split("$")[::2])
-    for char, name in (("#", "#"), ("%", "%"), ("_", "_"), ("^", "^")):
-        if char in outside_math:
-            problems.append(f"an unescaped {name} outside math")
+    problems += [f"an unescaped {char} outside math" for char in "#%_^" if char in outside_math]
     if re.search(r"(\\\\|\\toprule|\\midrule|\\bottomrule)\s*[\[*]", text):
         problems.append("a [ (or *) right after \\\\ or a rule: read as its optional argument")
     spec = re.search(r"\\begin\{tabular\}\{([^}]*)\}", text)

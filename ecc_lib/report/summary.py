@@ -205,11 +205,11 @@ def _sentence(
     """``Subject is better than obj context: a minus b = d [lo, hi]; tail.`` (a verdict word only
     with an interval)."""
     c = record.comparison(a or subject, b or obj)
-    verb = "are" if plural else "is"
+    where = f" {context}" if context else ""
     if record.has_interval:
-        head = f"{subject} {verb} {verdict(c)} {obj}" + (f" {context}" if context else "")
+        head = f"{subject} {'are' if plural else 'is'} {verdict(c)} {obj}{where}"
     else:  # no interval, no verdict word
-        head = f"{subject} against {obj}" + (f" {context}" if context else "") + " (no interval)"
+        head = f"{subject} against {obj}{where} (no interval)"
     text = _capital(head) + ": " + _difference(record, c.a, c.b)
     return text + (f"; {tail}" if tail else "") + "."
 
@@ -441,8 +441,9 @@ def ecc_lines(
     if reference is None:
         reference = default_reference([r.a for r in records if r.question == "clustering_gain"])
     choice = ecc.get("ecc_cv_choice") if isinstance(ecc, Mapping) else None
-    if isinstance(choice, Mapping) and choice.get("words"):  # issue 34: say what it chose
-        notes = {"ecc_cv": f"chose {choice['words']}", **(notes or {})}
+    chose = choice["words"] if isinstance(choice, Mapping) and choice.get("words") else ""
+    if chose:  # issue 34: say what it chose
+        notes = {"ecc_cv": f"chose {chose}", **(notes or {})}
     rows = summary_table(
         records, methods=methods, reference=reference, baselines=baselines, notes=notes
     )
@@ -471,24 +472,19 @@ def ecc_lines(
     lines += _k_lines(ecc, parameters)
     said = ecc_cv_line(ecc, records)
     if said is None and "ecc_cv" in by_method and by_method["ecc_cv"]["gain"]:
-        said = _ecc_cv_alone(by_method["ecc_cv"], ecc, ref_name)
+        said = _ecc_cv_alone(by_method["ecc_cv"], chose, ref_name)
     if said is not None:
         lines.append(said)
     return lines
 
 
-def _ecc_cv_alone(row: Mapping[str, Any], ecc: Mapping[str, Any], ref_name: str) -> SummaryLine:
+def _ecc_cv_alone(row: Mapping[str, Any], chose: str, ref_name: str) -> SummaryLine:
     """ECC-CV's gain without a verdict where no tuned baseline ran beside it (a verdict against a
-    baseline at its default prior would credit ECC-CV with the prior, issue 34)."""
-    choice = ecc.get("ecc_cv_choice") if isinstance(ecc, Mapping) else None
-    chose = (
-        f" It chose {choice['words']}."
-        if isinstance(choice, Mapping) and choice.get("words")
-        else ""
-    )
+    baseline at its default prior would credit ECC-CV with the prior, issue 34); ``chose``: its
+    choice in words (``""`` where not recorded)."""
     text = (
         f"ECC-CV's gain over {ref_name} is {record_text(row['gain'])}; no tuned baseline ran "
-        f"beside it, so it gets no verdict.{chose}"
+        f"beside it, so it gets no verdict." + (f" It chose {chose}." if chose else "")
     )
     return _line("ecc_cv", text)
 
@@ -680,10 +676,8 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     for r in flip_records(dars):
         if r.reading not in meaning:
             continue
-        rate = r.levels["a"]
-        level = number(rate[0], "share") + (
-            f" {interval(rate[1:], 'share')}" if interval(rate[1:], "share") else ""
-        )
+        rate, ci = r.levels["a"], interval(r.levels["a"][1:], "share")
+        level = number(rate[0], "share") + (f" {ci}" if ci else "")
         subject = f"{_capital(meaning[r.reading])}, {level} of queries,"
         chance = f"chance ({number(r.levels['b'][0], 'share')})"
         text = _sentence(r, subject, chance, a=r.reading, b="chance")
