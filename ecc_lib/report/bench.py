@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ecc_lib.bench.dataset import FLIP_KEYS
 from ecc_lib.bench.result import BenchResult
 from ecc_lib.report.latex import latex_escape as _tex
 from ecc_lib.safe_output import atomic_path, claim_output_folder, write_bytes, write_csv, write_text
@@ -412,16 +413,11 @@ def bench_metrics(label: str, entry: dict) -> dict:
     }
     flips = entry.get("flips")
     if flips:
-        keys = {
-            "pairwise": "winner_flip_rate",
-            "strict": "winner_flip_rate_strict",
-            "change": "winner_change_rate",
-        }
         dars: dict = {"dataset": label, "winner_change_rate_r": flips.get("change_draws")}
-        for reading, key in keys.items():
+        for reading, key in FLIP_KEYS.items():
             dars[key] = flips[reading]["estimate"]
             dars[key + "_ci95"] = flips[reading]["ci95"]
-        dars["flip_rate_chance"] = {r: flips[r]["chance"] for r in keys}
+        dars["flip_rate_chance"] = {r: flips[r]["chance"] for r in FLIP_KEYS}
         out["dars"] = dars
     return out
 
