@@ -184,12 +184,6 @@ def bench_tex(result: BenchResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _figure_png(fig) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
-    return buffer.getvalue()
-
-
 def _html_table(frame: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = []
@@ -372,7 +366,9 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike) -> dict
     png = None
     if result.included:
         fig = plot_bench_gains(result)
-        png = _figure_png(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
+        png = buffer.getvalue()
         paths["png"] = out / f"{FIGURE_NAME}.png"
         write_bytes(paths["png"], png)
         paths["pdf"] = out / f"{FIGURE_NAME}.pdf"

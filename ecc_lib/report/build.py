@@ -33,11 +33,11 @@ read them); every other key without a registered section gets a section of its o
 
 
 def _datasets_of(metrics: Mapping[str, Any]) -> list[str]:
-    names: list[str] = []
-    names += list((metrics.get("data") or {}).get("datasets", {}) or {})
-    for key in ("dars", "ecc"):
-        names.append(str((metrics.get(key) or {}).get("dataset") or ""))
-    names.append(str(((metrics.get("routing") or {}).get("headline") or {}).get("dataset") or ""))
+    names = [
+        *((metrics.get("data") or {}).get("datasets", {}) or {}),
+        *(str((metrics.get(key) or {}).get("dataset") or "") for key in ("dars", "ecc")),
+        str(((metrics.get("routing") or {}).get("headline") or {}).get("dataset") or ""),
+    ]
     return [n for n in dict.fromkeys(names) if n]
 
 

@@ -178,11 +178,8 @@ def _pareto_text(headline: Mapping[str, Any], cost_dataset: str, cost_repeats: b
         + ci("Best fixed model (reference)")
         + (f" (oracle {areas['Oracle (reference)']:.3f})" if "Oracle (reference)" in areas else "")
         + " (area in score x normalised price over prices 0 to 1, i.e. the mean best score "
-        + (
-            "within a price budget; one split, 95% bootstrap interval over test queries)."
-            if ci(top)
-            else "within a price budget; one split, no interval)."
-        )
+        + "within a price budget; one split, "
+        + ("95% bootstrap interval over test queries)." if ci(top) else "no interval).")
     )
 
 
