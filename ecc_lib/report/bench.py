@@ -354,12 +354,7 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike) -> dict
     from ecc_lib.plotting.bench import plot_bench_gains
 
     out = claim_output_folder(out_dir)
-    paths = {
-        "json": out / "bench.json",
-        "csv": out / "bench.csv",
-        "tex": out / "bench.tex",
-        "html": out / "bench.html",
-    }
+    paths = {kind: out / f"bench.{kind}" for kind in ("json", "csv", "tex", "html")}
     write_text(paths["json"], json.dumps(result.to_metrics(), indent=1, allow_nan=False))
     write_csv(result.numeric_table(), paths["csv"])
     write_text(paths["tex"], bench_tex(result))
