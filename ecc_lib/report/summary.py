@@ -708,12 +708,14 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     records = read_records(ecc.get("comparisons")) if isinstance(ecc, Mapping) else []
     routing = [r for r in records if r.question == "routing_pays"]
     dataset = str(ecc.get("dataset", "")) if isinstance(ecc, Mapping) else ""
-    for setting in LEAK_FREE_SETTINGS:
-        r = next((x for x in routing if x.reading == setting and x.b == "global"), None)
-        if r is None:
-            continue
+    # the first leak-free setting with a router against the global BT's one model
+    free = (x for s in LEAK_FREE_SETTINGS for x in routing if x.reading == s and x.b == "global")
+    r = next(free, None)
+    if r is not None:
         context = (
-            "without the probe" if setting == "no_probe" else "on the models outside the probe pair"
+            "without the probe"
+            if r.reading == "no_probe"
+            else "on the models outside the probe pair"
         )
         if r.zero_width and r.estimate == 0:
             text = (
@@ -734,7 +736,6 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
                 tail=levels,
             )
         out.append((dataset, _line("routing", text, r)))
-        break
     winner = next((x for x in routing if x.reading == "probe" and x.a == "probe_winner"), None)
     if winner is not None:
         text = _sentence(
