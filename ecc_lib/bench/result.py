@@ -45,6 +45,10 @@ def _tally(cells: list, words: str, without: str) -> tuple[str, int, int]:
     return text, len(cells) - undefined, undefined
 
 
+_NO_ROUTING = {"best_router": None, "difference": [np.nan, np.nan], "ci95": [np.nan, np.nan]}
+"""The routing cells of a setting the dataset did not run."""
+
+
 @dataclass
 class BenchResult:
     """The benchmark over datasets.
@@ -140,12 +144,10 @@ class BenchResult:
                 ("no_probe", "router_minus_fixed"),
                 ("probe", "router_minus_probe_winner"),
             ):
-                r = s["routing"].get(setting)
-                row[f"{column}_router"] = r["best_router"] if r else None
-                row[f"{column}_mean"] = r["difference"][0] if r else np.nan
-                row[f"{column}_sd"] = r["difference"][1] if r else np.nan
-                row[f"{column}_low"] = r["ci95"][0] if r else np.nan
-                row[f"{column}_high"] = r["ci95"][1] if r else np.nan
+                r = s["routing"].get(setting) or _NO_ROUTING
+                row[f"{column}_router"] = r["best_router"]
+                row[f"{column}_mean"], row[f"{column}_sd"] = r["difference"][:2]
+                row[f"{column}_low"], row[f"{column}_high"] = r["ci95"][:2]
             flips = entry.get("flips") or {}
             for reading in ("pairwise", "strict", "change"):
                 f = flips.get(reading) or {}
@@ -158,10 +160,9 @@ class BenchResult:
             for column in frame.columns:
                 if column in mean or not pd.api.types.is_numeric_dtype(frame[column]):
                     continue
-                if column.endswith(("_sd", "_low", "_high")):
-                    mean[column] = np.nan  # an sd over seeds does not average into anything
-                    continue
-                mean[column] = frame[column].mean(skipna=True)
+                # an sd over seeds (or an interval's bound) does not average into anything
+                spread = column.endswith(("_sd", "_low", "_high"))
+                mean[column] = np.nan if spread else frame[column].mean(skipna=True)
             frame = pd.concat([frame, pd.DataFrame([mean])], ignore_index=True)
             for column in ("n_queries", "n_models", "n_seeds"):
                 frame[column] = frame[column].astype("Int64")  # counts; empty on the mean row
