@@ -630,11 +630,8 @@ def ecc_cv_line(
         return None
     records = ecc_records({"ecc": ecc}) if records is None else records
     reading = _reading(records)
-    tuned = {}
-    for m in TUNED_OR_SEARCHED - {"ecc_cv", "global_tuned"}:
-        gain = _gain(records, m, reading)
-        if gain is not None and finite(gain.estimate):
-            tuned[m] = gain.estimate
+    gains = {m: _gain(records, m, reading) for m in TUNED_OR_SEARCHED - {"ecc_cv", "global_tuned"}}
+    tuned = {m: g.estimate for m, g in gains.items() if g is not None and finite(g.estimate)}
     best = max(tuned, key=tuned.get) if tuned else None
     r = _versus(records, "ecc_cv", best, reading) if best else None
     if r is None:
