@@ -67,11 +67,9 @@ class BenchResult:
     methods: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not self.methods:
-            names: list = []
-            for entry in self.included.values():
-                names += [m for m in entry["summary"]["methods"] if m not in names]
-            self.methods = names
+        if not self.methods:  # every included dataset's methods, first seen first
+            included = self.included.values()
+            self.methods = list(dict.fromkeys(m for e in included for m in e["summary"]["methods"]))
 
     @property
     def included(self) -> dict:

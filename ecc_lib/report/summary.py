@@ -843,8 +843,7 @@ def ecc_summary(
     ecc = metrics.get("ecc") or {}
     if not isinstance(ecc, Mapping):
         return []
-    lines = ecc_lines(metrics, **vars(options))
-    return [(str(ecc.get("dataset", "")), line) for line in lines]
+    return [(str(ecc.get("dataset", "")), line) for line in ecc_lines(metrics, **vars(options))]
 
 
 def flip_summary(
