@@ -75,11 +75,25 @@ def _line(topic: str, text: str, record: ComparisonRecord | None = None) -> Summ
     return SummaryLine(topic, text, record.to_dict() if record is not None else None)
 
 
-def _n_seeds(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> int:
-    seeds = ecc.get("seeds")
+def seed_count(ecc: Any, parameters: Mapping[str, Any] | None = None) -> int:
+    """The protocol seeds of the clustering run: its ``seeds``, else the ``n_seeds`` parameter.
+
+    Parameters
+    ----------
+    ecc : mapping or str
+        ``metrics.json["ecc"]`` (a skipped section's sentence reads as no seeds).
+    parameters : mapping, optional
+        ``metrics.json["parameters"]``.
+
+    Returns
+    -------
+    int
+        1 where neither says.
+    """
+    seeds = ecc.get("seeds") if isinstance(ecc, Mapping) else None
     if isinstance(seeds, list) and seeds:
         return len(seeds)
-    n = (parameters.get("ecc") or {}).get("n_seeds")
+    n = ((parameters or {}).get("ecc") or {}).get("n_seeds")
     return int(n) if finite(n) else 1
 
 
@@ -149,7 +163,7 @@ def ecc_records(metrics: Mapping[str, Any]) -> list[ComparisonRecord]:
     stored = ecc.get("comparisons")
     if isinstance(stored, list) and stored:
         return read_records(stored)
-    return _legacy_records(ecc, _n_seeds(ecc, metrics.get("parameters") or {}))
+    return _legacy_records(ecc, seed_count(ecc, metrics.get("parameters") or {}))
 
 
 def _gain(
@@ -451,7 +465,7 @@ def ecc_lines(
         return []
     reading = _reading(records)
     where = _where(reading)
-    n_seeds = _n_seeds(ecc, parameters)
+    n_seeds = seed_count(ecc, parameters)
     ref_name = _name(reference)
     caption = (
         f"Gain over {ref_name} in % of its held-out NLL {where}, over {n_seeds} protocol seed"
