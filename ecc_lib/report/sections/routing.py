@@ -99,19 +99,11 @@ def _more_rows(
     """Measure rows: the unpaired supervision effect, the Pareto areas and any other headline key."""
     extra = []
     if not paired:
+        cis = headline.get("dars_minus_single_shot_utility_ci95") or {}
         for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
-            extra.append(
-                measure_row(
-                    dataset,
-                    f"DARS minus single-shot utility: {name}",
-                    format_interval(
-                        value,
-                        (headline.get("dars_minus_single_shot_utility_ci95") or {}).get(name),
-                        "signed",
-                    ),
-                    "score units",
-                )
-            )
+            estimate = format_interval(value, cis.get(name), "signed")
+            measure = f"DARS minus single-shot utility: {name}"
+            extra.append(measure_row(dataset, measure, estimate, "score units"))
     for name, value in (headline.get("pareto_area") or {}).items():
         if finite(value):
             extra.append(
