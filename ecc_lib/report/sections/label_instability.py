@@ -94,14 +94,9 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         if finite(values.get(key)):
             used |= {key, key + "_ci95"}
             level = chance.get(reading) if reading else None
-            rows.append(
-                measure_row(
-                    dataset,
-                    label + (f" (chance {format_number(level, 'share')})" if finite(level) else ""),
-                    format_interval_of(values, key, "share"),
-                    "% of queries",
-                )
-            )
+            label += f" (chance {format_number(level, 'share')})" if finite(level) else ""
+            estimate = format_interval_of(values, key, "share")
+            rows.append(measure_row(dataset, label, estimate, "% of queries"))
     used |= {"flip_rate_chance", "winner_change_rate_r"}
     sources = {"input": "rewrites", "output": "decodes", "both": "rewrites and decodes"}
     side_rows = _side_rows(by_side, dataset, sources, section.notes)

@@ -67,14 +67,8 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     ):
         if finite(values.get(key)):
             used |= {key, key + "_ci95"}
-            rows.append(
-                measure_row(
-                    "synthetic",
-                    label,
-                    format_interval_of(values, key, "share"),
-                    "% of queries",
-                )
-            )
+            estimate = format_interval_of(values, key, "share")
+            rows.append(measure_row("synthetic", label, estimate, "% of queries"))
     rows += generic_rows(
         flat, used=used | {"n_queries", "n_models"}, dataset="synthetic", section="tour"
     )
