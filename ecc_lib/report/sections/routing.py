@@ -106,15 +106,10 @@ def _more_rows(
             extra.append(measure_row(dataset, measure, estimate, "score units"))
     for name, value in (headline.get("pareto_area") or {}).items():
         if finite(value):
-            extra.append(
-                measure_row(
-                    cost_dataset,
-                    "area under the cost-quality Pareto front: "
-                    + router_name(name, repeats=cost_repeats),
-                    format_number(value),
-                    "score x normalised cost",
-                )
-            )
+            router = router_name(name, repeats=cost_repeats)
+            measure = f"area under the cost-quality Pareto front: {router}"
+            area_unit = "score x normalised cost"
+            extra.append(measure_row(cost_dataset, measure, format_number(value), area_unit))
     return extra + generic_rows(
         flatten(headline), used=_USED, dataset=dataset, section="routing.headline"
     )
