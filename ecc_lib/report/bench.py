@@ -101,9 +101,7 @@ def routing_table(result: BenchResult) -> pd.DataFrame:
 
 
 def _tabular(lines: list[str], header: list[str], rows: list[list[str]], spec: str) -> None:
-    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
-    lines += header
-    lines.append(r"\midrule")
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", *header, r"\midrule"]
     for i, row in enumerate(rows):
         if row[0] == "mean" and i == len(rows) - 1:
             lines.append(r"\midrule")

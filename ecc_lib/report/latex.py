@@ -259,11 +259,9 @@ def latex_table(frame: pd.DataFrame, *, caption: str = "", label: str = "") -> s
         lines.append(r"\caption{" + latex_escape(caption) + "}")
     if label:
         lines.append(r"\label{" + label + "}")
-    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
-    lines.append(" & ".join(_cell(c) for c in shown.columns) + r" \\")
-    lines.append(r"\midrule")
-    for row in shown.itertuples(index=False):
-        lines.append(" & ".join(_cell(v) for v in row) + r" \\")
+    header = " & ".join(_cell(c) for c in shown.columns) + r" \\"
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", header, r"\midrule"]
+    lines += [" & ".join(_cell(v) for v in row) + r" \\" for row in shown.itertuples(index=False)]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{" + env + "}"]
     return "\n".join(lines) + "\n"
 
