@@ -563,23 +563,19 @@ def _interval_lines(
         if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
     ]
     if shown and not with_interval:
-        return [
-            _line(
-                "no_interval",
-                f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
-                "verdict; rerun the notebook to record them.",
-            )
-        ]
+        text = (
+            f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
+            "verdict; rerun the notebook to record them."
+        )
+        return [_line("no_interval", text)]
     if best is not None and not any(
         (by_method[m]["versus_reference"] or {}).get("direction", 0) > 0 for m in shown
     ):
-        return [
-            _line(
-                "no_clustering",
-                f"No clustering is better than {_name(reference)} {where}: no interval lies above 0 "
-                f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)}).",
-            )
-        ]
+        text = (
+            f"No clustering is better than {_name(reference)} {where}: no interval lies above 0 "
+            f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)})."
+        )
+        return [_line("no_clustering", text)]
     return []
 
 
@@ -602,13 +598,11 @@ def _k_lines(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> list[Summ
     lines = [_line("k_warning", text)]
     if sweep:
         top = max(sweep, key=sweep.get)
-        lines.append(
-            _line(
-                "k_sweep",
-                f"In the K sweep (all pairs, first seed, no interval) ECC's gain is largest at "
-                f"K = {top} ({number(sweep[top], 'pct_nll')}).",
-            )
+        text = (
+            f"In the K sweep (all pairs, first seed, no interval) ECC's gain is largest at "
+            f"K = {top} ({number(sweep[top], 'pct_nll')})."
         )
+        lines.append(_line("k_sweep", text))
     return lines
 
 
