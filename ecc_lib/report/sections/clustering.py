@@ -199,13 +199,8 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     section.tables.append(_headline_table(values, records, dataset, gain))
     diff_rows = _difference_rows(values, records, dataset)
     if diff_rows:
-        section.tables.append(
-            measure_table(
-                "ecc_differences",
-                "Paired differences and further measurements (95% bootstrap CI)",
-                diff_rows,
-            )
-        )
+        caption = "Paired differences and further measurements (95% bootstrap CI)"
+        section.tables.append(measure_table("ecc_differences", caption, diff_rows))
     # the leak-aware readings are the summary's lines (quoted there); here the paper's reading
     leak_aware = [line for line in ecc_lines(metrics) if line.topic != "table"]
     if disjoint:

@@ -101,11 +101,8 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     sources = {"input": "rewrites", "output": "decodes", "both": "rewrites and decodes"}
     side_rows = _side_rows(by_side, dataset, sources, section.notes)
     rows += generic_rows(flat, used=used, dataset=dataset, section="dars")
-    section.tables.append(
-        measure_table(
-            "dars_headline", f"Label instability on {dataset} (95% bootstrap CI over queries)", rows
-        )
-    )
+    caption = f"Label instability on {dataset} (95% bootstrap CI over queries)"
+    section.tables.append(measure_table("dars_headline", caption, rows))
     if side_rows:
         section.tables.append(
             HeadlineTable(

@@ -72,13 +72,8 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     rows += generic_rows(
         flat, used=used | {"n_queries", "n_models"}, dataset="synthetic", section="tour"
     )
-    section.tables.append(
-        measure_table(
-            "tour_headline",
-            "Tour on planted data: headline numbers (95% bootstrap CI over queries)",
-            rows,
-        )
-    )
+    caption = "Tour on planted data: headline numbers (95% bootstrap CI over queries)"
+    section.tables.append(measure_table("tour_headline", caption, rows))
     text = []
     if ari:
         e = ari.get("ecc")
