@@ -110,6 +110,14 @@ def prepare_dataset(name: str, *, show_progress: bool = True):
     return kept, outcomes, embeddings, check, report
 
 
+FLIP_KEYS = {
+    "pairwise": "winner_flip_rate",
+    "strict": "winner_flip_rate_strict",
+    "change": "winner_change_rate",
+}
+"""The winner-flip readings of the bench and their keys in ``metrics.json["dars"]``."""
+
+
 def flip_readings(outcomes: pd.DataFrame, *, n_boot: int = DEFAULT_N_BOOT) -> dict | None:
     """The three winner-flip readings with their chance level, on all observations (None without
     repeated observations).
@@ -135,11 +143,7 @@ def flip_readings(outcomes: pd.DataFrame, *, n_boot: int = DEFAULT_N_BOOT) -> di
     s = both.summary
     chance = s["flip_rate_chance"]
     out = {"change_draws": s["winner_change_rate_r"], "method": s["flip_rate_method"]}
-    for reading, key in (
-        ("pairwise", "winner_flip_rate"),
-        ("strict", "winner_flip_rate_strict"),
-        ("change", "winner_change_rate"),
-    ):
+    for reading, key in FLIP_KEYS.items():
         out[reading] = {"estimate": s[key], "ci95": s[f"{key}_ci95"], "chance": chance[reading]}
     return to_jsonable(out)
 

@@ -26,6 +26,29 @@ def _cell(mean_sd_pair) -> str:
     return f"{mean:+.2f} +- {sd:.2f}" if sd is not None and sd == sd else f"{mean:+.2f}"
 
 
+def _tally(cells: list, words: str, without: str) -> tuple[str, int, int]:
+    """``better than WORDS on 2, worse on 0, not distinguishable on 1 (1 without WITHOUT)`` over
+    the datasets' verdict cells (None: not compared), with the counts compared and without a
+    verdict."""
+    cells = [c for c in cells if c is not None]
+    counts = dict.fromkeys(BETTER_WORSE, 0)
+    for cell in cells:
+        if cell["verdict"] is not None:
+            counts[cell["verdict"]] += 1
+    undefined = sum(cell["verdict"] is None for cell in cells)
+    text = (
+        f"better than {words} on {counts['better than']}, worse on "
+        f"{counts['worse than']}, not distinguishable on "
+        f"{counts['not distinguishable from']}"
+        + (f" ({undefined} without {without})" if undefined else "")
+    )
+    return text, len(cells) - undefined, undefined
+
+
+_NO_ROUTING = {"best_router": None, "difference": [np.nan, np.nan], "ci95": [np.nan, np.nan]}
+"""The routing cells of a setting the dataset did not run."""
+
+
 @dataclass
 class BenchResult:
     """The benchmark over datasets.
@@ -44,11 +67,9 @@ class BenchResult:
     methods: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not self.methods:
-            names: list = []
-            for entry in self.included.values():
-                names += [m for m in entry["summary"]["methods"] if m not in names]
-            self.methods = names
+        if not self.methods:  # every included dataset's methods, first seen first
+            included = self.included.values()
+            self.methods = list(dict.fromkeys(m for e in included for m in e["summary"]["methods"]))
 
     @property
     def included(self) -> dict:
@@ -121,12 +142,10 @@ class BenchResult:
                 ("no_probe", "router_minus_fixed"),
                 ("probe", "router_minus_probe_winner"),
             ):
-                r = s["routing"].get(setting)
-                row[f"{column}_router"] = r["best_router"] if r else None
-                row[f"{column}_mean"] = r["difference"][0] if r else np.nan
-                row[f"{column}_sd"] = r["difference"][1] if r else np.nan
-                row[f"{column}_low"] = r["ci95"][0] if r else np.nan
-                row[f"{column}_high"] = r["ci95"][1] if r else np.nan
+                r = s["routing"].get(setting) or _NO_ROUTING
+                row[f"{column}_router"] = r["best_router"]
+                row[f"{column}_mean"], row[f"{column}_sd"] = r["difference"][:2]
+                row[f"{column}_low"], row[f"{column}_high"] = r["ci95"][:2]
             flips = entry.get("flips") or {}
             for reading in ("pairwise", "strict", "change"):
                 f = flips.get(reading) or {}
@@ -139,10 +158,9 @@ class BenchResult:
             for column in frame.columns:
                 if column in mean or not pd.api.types.is_numeric_dtype(frame[column]):
                     continue
-                if column.endswith(("_sd", "_low", "_high")):
-                    mean[column] = np.nan  # an sd over seeds does not average into anything
-                    continue
-                mean[column] = frame[column].mean(skipna=True)
+                # an sd over seeds (or an interval's bound) does not average into anything
+                spread = column.endswith(("_sd", "_low", "_high"))
+                mean[column] = np.nan if spread else frame[column].mean(skipna=True)
             frame = pd.concat([frame, pd.DataFrame([mean])], ignore_index=True)
             for column in ("n_queries", "n_models", "n_seeds"):
                 frame[column] = frame[column].astype("Int64")  # counts; empty on the mean row
@@ -166,17 +184,11 @@ class BenchResult:
             for reference, words in (("global", "the global BT"), ("human", "human labels")):
                 if m == reference:
                     continue
-                counts = dict.fromkeys(BETTER_WORSE, 0)
-                seen = undefined = 0
-                for entry in self.included.values():
-                    cell = entry["summary"]["versus"].get(reference, {}).get(m)
-                    if cell is None:
-                        continue
-                    if cell["verdict"] is None:  # no scored pair is disjoint from the probe
-                        undefined += 1
-                        continue
-                    counts[cell["verdict"]] += 1
-                    seen += 1
+                # a cell without a verdict: no scored pair is disjoint from the probe
+                cells = [
+                    e["summary"]["versus"].get(reference, {}).get(m) for e in self.included.values()
+                ]
+                text, seen, undefined = _tally(cells, words, "disjoint pairs")
                 if seen == 0:
                     parts.append(
                         f"no dataset has {words} to compare with on disjoint pairs"
@@ -184,12 +196,7 @@ class BenchResult:
                         else f"no disjoint pair to compare with {words} on {undefined} dataset(s)"
                     )
                     continue
-                parts.append(
-                    f"better than {words} on {counts['better than']}, worse on "
-                    f"{counts['worse than']}, not distinguishable on "
-                    f"{counts['not distinguishable from']}"
-                    + (f" ({undefined} without disjoint pairs)" if undefined else "")
-                )
+                parts.append(text)
             out.append(
                 f"{m} on disjoint pairs, over the {n} dataset(s) in the table: "
                 + "; ".join(parts)
@@ -213,30 +220,14 @@ class BenchResult:
             ("reference", "the tuned global BT"),
             ("best", "the best tuned baseline"),
         ):
-            counts = dict.fromkeys(BETTER_WORSE, 0)
-            seen = undefined = 0
-            names = []
-            for entry in self.included.values():
-                cell = (entry["summary"].get("versus_tuned") or {}).get(key)
-                if cell is None:
-                    continue
-                if cell["verdict"] is None:
-                    undefined += 1
-                    continue
-                counts[cell["verdict"]] += 1
-                seen += 1
-                if key == "best" and cell["method"] not in names:
-                    names.append(cell["method"])
-            if seen == 0:
-                parts.append(f"no dataset has {words} to compare with")
-                continue
-            named = f" ({', '.join(names)})" if names else ""
-            parts.append(
-                f"better than {words}{named} on {counts['better than']}, worse on "
-                f"{counts['worse than']}, not distinguishable on "
-                f"{counts['not distinguishable from']}"
-                + (f" ({undefined} without a verdict)" if undefined else "")
-            )
+            cells = [
+                (e["summary"].get("versus_tuned") or {}).get(key) for e in self.included.values()
+            ]
+            if key == "best":
+                names = [c["method"] for c in cells if c is not None and c["verdict"] is not None]
+                words += f" ({', '.join(dict.fromkeys(names))})" if names else ""
+            text, seen, _ = _tally(cells, words, "a verdict")
+            parts.append(text if seen else f"no dataset has {words} to compare with")
         return (
             f"ecc_cv over the {n} dataset(s) in the table, against the tuned baselines only: "
             + "; ".join(parts)

@@ -70,9 +70,6 @@ def _paired_routing(data, routing, fitted: dict, n_boot: int) -> dict:
     index = bootstrap_indices(n_test, n_boot=n_boot, random_state=0)
     cells = routing.to_dict()
 
-    def per_query(choice: np.ndarray) -> np.ndarray:
-        return routed_scores(data, choice)
-
     def paired(values: np.ndarray, reference: np.ndarray) -> dict:
         d = values - reference
         estimate, ci, _ = mean_with_replicates(d, index)
@@ -83,19 +80,23 @@ def _paired_routing(data, routing, fitted: dict, n_boot: int) -> dict:
         if setting not in routing.choices:  # no probe on two-model data: no "probe" setting
             continue
         choices = routing.choices[setting]
-        ref = per_query(choices[reference])
+        ref = routed_scores(data, choices[reference])
         block = {}
         for method in fitted:
             if setting == "no_probe" and method == reference:
                 continue
-            entry = paired(per_query(choices[method]), ref)
-            entry["score"] = cells[setting][method]["score"]
-            entry["cost"] = cells[setting][method]["cost"]
-            entry["reference_score"] = cells[setting][reference]["score"]
-            entry["reference_cost"] = cells[setting][reference]["cost"]
+            entry = paired(routed_scores(data, choices[method]), ref)
+            for prefix, m in (("", method), ("reference_", reference)):
+                entry.update({prefix + k: cells[setting][m][k] for k in ("score", "cost")})
             block[method] = entry
         out[setting] = {"reference": reference, "methods": block}
     return out
+
+
+_SIZES = ("queries", "input_queries", "models", "train", "test", "scored")
+"""The sizes a seed's record copies from its evaluation (``n_queries`` ...)."""
+_READINGS = "gain ci95 gain_touching ci95_touching gain_disjoint ci95_disjoint differences".split()
+"""The gains, their intervals and the differences a seed's record copies from its evaluation."""
 
 
 def bench_seed(
@@ -167,20 +168,9 @@ def bench_seed(
     record = {
         "seed": int(seed),
         "n_boot": settings.n_boot,
-        "n_queries": result.n_queries,
-        "n_input_queries": result.n_input_queries,
-        "n_models": result.n_models,
-        "n_train": result.n_train,
-        "n_test": result.n_test,
-        "n_scored": result.n_scored,
+        **{f"n_{k}": getattr(result, f"n_{k}") for k in _SIZES},
         "methods": list(result.gain),
-        "gain": result.gain,
-        "ci95": result.ci95,
-        "gain_touching": result.gain_touching,
-        "ci95_touching": result.ci95_touching,
-        "gain_disjoint": result.gain_disjoint,
-        "ci95_disjoint": result.ci95_disjoint,
-        "differences": result.differences,
+        **{k: getattr(result, k) for k in _READINGS},
         "disjoint_minus_human": disjoint_differences(
             result, reference="human", n_boot=settings.n_boot
         ),

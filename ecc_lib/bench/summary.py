@@ -14,6 +14,15 @@ def _num(value) -> float:
     return float("nan") if value is None else float(value)
 
 
+def _verdict_cell(r) -> dict:
+    """A comparison record's ``{"estimate", "ci95", "verdict"}`` (NaN bounds without an interval)."""
+    return {
+        "estimate": r.estimate,
+        "ci95": list(r.ci) if r.ci else [np.nan, np.nan],
+        "verdict": r.verdict,
+    }
+
+
 def summarise_seeds(records: list[dict]) -> dict:
     """Mean +- sd over seeds of every reading, the intervals over seeds and the routing readings.
 
@@ -64,11 +73,7 @@ def summarise_seeds(records: list[dict]) -> dict:
             r = find(records_list, question, m, reference, "disjoint")
             if r is None or (reference == "human" and "human" not in methods):
                 continue
-            versus[reference][m] = {
-                "estimate": r.estimate,
-                "ci95": list(r.ci) if r.ci else [np.nan, np.nan],
-                "verdict": r.verdict,
-            }
+            versus[reference][m] = _verdict_cell(r)
     out["versus"] = versus
     out["versus_tuned"] = _versus_tuned(records_list, methods)
     differences: dict = {}
@@ -77,17 +82,8 @@ def summarise_seeds(records: list[dict]) -> dict:
             if m == "ecc":
                 continue
             differences[f"ecc - {m}"] = {
-                "all": list(
-                    mean_sd([_num(r["gain"]["ecc"]) - _num(r["gain"][m]) for r in records])
-                ),
-                "disjoint": list(
-                    mean_sd(
-                        [
-                            _num(r["gain_disjoint"]["ecc"]) - _num(r["gain_disjoint"][m])
-                            for r in records
-                        ]
-                    )
-                ),
+                name: list(mean_sd([_num(r[key]["ecc"]) - _num(r[key][m]) for r in records]))
+                for name, key in (("all", "gain"), ("disjoint", "gain_disjoint"))
             }
     out["differences"] = differences
     out["probe_leak_share"] = list(mean_sd([_num(r["probe_leak_share"]) for r in records]))
@@ -121,14 +117,7 @@ def _versus_tuned(records_list: list, methods: list[str]) -> dict:
 
     def cell(b: str | None) -> dict | None:
         r = None if b is None else find(records_list, "method_difference", "ecc_cv", b, reading)
-        if r is None:
-            return None
-        return {
-            "method": b,
-            "estimate": r.estimate,
-            "ci95": list(r.ci) if r.ci else [np.nan, np.nan],
-            "verdict": r.verdict,
-        }
+        return None if r is None else {"method": b, **_verdict_cell(r)}
 
     reference = "global_tuned" if "global_tuned" in tuned else None
     return {"reading": reading, "reference": cell(reference), "best": cell(best)}

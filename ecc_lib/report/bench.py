@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ecc_lib.bench.dataset import FLIP_KEYS
 from ecc_lib.bench.result import BenchResult
 from ecc_lib.report.latex import latex_escape as _tex
 from ecc_lib.safe_output import atomic_path, claim_output_folder, write_bytes, write_csv, write_text
@@ -100,9 +101,7 @@ def routing_table(result: BenchResult) -> pd.DataFrame:
 
 
 def _tabular(lines: list[str], header: list[str], rows: list[list[str]], spec: str) -> None:
-    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
-    lines += header
-    lines.append(r"\midrule")
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", *header, r"\midrule"]
     for i, row in enumerate(rows):
         if row[0] == "mean" and i == len(rows) - 1:
             lines.append(r"\midrule")
@@ -181,12 +180,6 @@ def bench_tex(result: BenchResult) -> str:
         )
     lines.append(r"\end{table*}")
     return "\n".join(lines) + "\n"
-
-
-def _figure_png(fig) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
-    return buffer.getvalue()
 
 
 def _html_table(frame: pd.DataFrame) -> str:
@@ -359,19 +352,16 @@ def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike) -> dict
     from ecc_lib.plotting.bench import plot_bench_gains
 
     out = claim_output_folder(out_dir)
-    paths = {
-        "json": out / "bench.json",
-        "csv": out / "bench.csv",
-        "tex": out / "bench.tex",
-        "html": out / "bench.html",
-    }
+    paths = {kind: out / f"bench.{kind}" for kind in ("json", "csv", "tex", "html")}
     write_text(paths["json"], json.dumps(result.to_metrics(), indent=1, allow_nan=False))
     write_csv(result.numeric_table(), paths["csv"])
     write_text(paths["tex"], bench_tex(result))
     png = None
     if result.included:
         fig = plot_bench_gains(result)
-        png = _figure_png(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
+        png = buffer.getvalue()
         paths["png"] = out / f"{FIGURE_NAME}.png"
         write_bytes(paths["png"], png)
         paths["pdf"] = out / f"{FIGURE_NAME}.pdf"
@@ -412,16 +402,11 @@ def bench_metrics(label: str, entry: dict) -> dict:
     }
     flips = entry.get("flips")
     if flips:
-        keys = {
-            "pairwise": "winner_flip_rate",
-            "strict": "winner_flip_rate_strict",
-            "change": "winner_change_rate",
-        }
         dars: dict = {"dataset": label, "winner_change_rate_r": flips.get("change_draws")}
-        for reading, key in keys.items():
+        for reading, key in FLIP_KEYS.items():
             dars[key] = flips[reading]["estimate"]
             dars[key + "_ci95"] = flips[reading]["ci95"]
-        dars["flip_rate_chance"] = {r: flips[r]["chance"] for r in keys}
+        dars["flip_rate_chance"] = {r: flips[r]["chance"] for r in FLIP_KEYS}
         out["dars"] = dars
     return out
 

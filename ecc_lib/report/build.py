@@ -21,7 +21,7 @@ from ecc_lib.report.reading import read_metrics, skip_reasons
 from ecc_lib.report.registry import SECTIONS, Section, build_summary, registered_section
 from ecc_lib.report.sections.capability_map import CAPABILITY_MAP_FIGURE, no_other_model
 from ecc_lib.report.sections.other import other_section
-from ecc_lib.report.summary import summary_to_metrics
+from ecc_lib.report.summary import seed_count, summary_to_metrics
 from ecc_lib.runs import artifacts as run_artifacts
 from ecc_lib.runs import folder as run_folder
 from ecc_lib.runs import metrics as run_metrics
@@ -33,11 +33,11 @@ read them); every other key without a registered section gets a section of its o
 
 
 def _datasets_of(metrics: Mapping[str, Any]) -> list[str]:
-    names: list[str] = []
-    names += list((metrics.get("data") or {}).get("datasets", {}) or {})
-    for key in ("dars", "ecc"):
-        names.append(str((metrics.get(key) or {}).get("dataset") or ""))
-    names.append(str(((metrics.get("routing") or {}).get("headline") or {}).get("dataset") or ""))
+    names = [
+        *((metrics.get("data") or {}).get("datasets", {}) or {}),
+        *(str((metrics.get(key) or {}).get("dataset") or "") for key in ("dars", "ecc")),
+        str(((metrics.get("routing") or {}).get("headline") or {}).get("dataset") or ""),
+    ]
     return [n for n in dict.fromkeys(names) if n]
 
 
@@ -116,7 +116,7 @@ def build_report(run_dir: str | os.PathLike | run_folder.RunContext, *, title: s
     intro = (
         f"Run folder {run.run_dir.name}: {len(figures)} figures (PNG and PDF under figures/), "
         f"{n_tables} tables (CSV under tables/, headline tables also as LaTeX), all numbers in metrics.json. "
-        + interval_description(_seed_count(metrics))
+        + interval_description(seed_count(metrics.get("ecc")))
         + " The routers of the routing dataset (one split) get the same interval, which with "
         "one split is the bootstrap over test queries (single-shot arms also resample their "
         "runs); flip rates: 95% bootstrap over queries; 'mean \u00b1 sd' is a spread over seeds, "
@@ -298,13 +298,6 @@ def summary_html(summary: Mapping[str, list]) -> str:
         parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
-
-
-def _seed_count(metrics: Mapping) -> int:
-    """Protocol seeds of the clustering run (1 without one)."""
-    ecc = metrics.get("ecc") or {}
-    seeds = ecc.get("seeds") if isinstance(ecc, Mapping) else None
-    return len(seeds) if isinstance(seeds, list) and seeds else 1
 
 
 def summary_table_html(line) -> str:

@@ -220,9 +220,7 @@ def latex_problems(text: str) -> list[str]:
     no_math = re.sub(r"\\(ensuremath|label)\{[^{}]*\}", "", text)  # math; a label's name
     no_math = re.sub(r"\\[\\{}$&#%_~^ ]", "", no_math)
     outside_math = "".join(no_math.split("$")[::2])
-    for char, name in (("#", "#"), ("%", "%"), ("_", "_"), ("^", "^")):
-        if char in outside_math:
-            problems.append(f"an unescaped {name} outside math")
+    problems += [f"an unescaped {char} outside math" for char in "#%_^" if char in outside_math]
     if re.search(r"(\\\\|\\toprule|\\midrule|\\bottomrule)\s*[\[*]", text):
         problems.append("a [ (or *) right after \\\\ or a rule: read as its optional argument")
     spec = re.search(r"\\begin\{tabular\}\{([^}]*)\}", text)
@@ -261,11 +259,9 @@ def latex_table(frame: pd.DataFrame, *, caption: str = "", label: str = "") -> s
         lines.append(r"\caption{" + latex_escape(caption) + "}")
     if label:
         lines.append(r"\label{" + label + "}")
-    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
-    lines.append(" & ".join(_cell(c) for c in shown.columns) + r" \\")
-    lines.append(r"\midrule")
-    for row in shown.itertuples(index=False):
-        lines.append(" & ".join(_cell(v) for v in row) + r" \\")
+    header = " & ".join(_cell(c) for c in shown.columns) + r" \\"
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", header, r"\midrule"]
+    lines += [" & ".join(_cell(v) for v in row) + r" \\" for row in shown.itertuples(index=False)]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{" + env + "}"]
     return "\n".join(lines) + "\n"
 

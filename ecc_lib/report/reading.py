@@ -284,12 +284,7 @@ def generic_rows(
         return any(key == u or key.startswith(u + ".") for u in used)
 
     def row(base: str, estimate: str, code: str, suffix: str = "") -> dict[str, str]:
-        return {
-            "dataset": dataset,
-            "measure": humanise(base) + suffix,
-            "estimate": estimate,
-            "unit": unit(code).column,
-        }
+        return measure_row(dataset, humanise(base) + suffix, estimate, unit(code).column)
 
     rows = []
     for key, value in values.items():

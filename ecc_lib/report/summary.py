@@ -75,11 +75,25 @@ def _line(topic: str, text: str, record: ComparisonRecord | None = None) -> Summ
     return SummaryLine(topic, text, record.to_dict() if record is not None else None)
 
 
-def _n_seeds(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> int:
-    seeds = ecc.get("seeds")
+def seed_count(ecc: Any, parameters: Mapping[str, Any] | None = None) -> int:
+    """The protocol seeds of the clustering run: its ``seeds``, else the ``n_seeds`` parameter.
+
+    Parameters
+    ----------
+    ecc : mapping or str
+        ``metrics.json["ecc"]`` (a skipped section's sentence reads as no seeds).
+    parameters : mapping, optional
+        ``metrics.json["parameters"]``.
+
+    Returns
+    -------
+    int
+        1 where neither says.
+    """
+    seeds = ecc.get("seeds") if isinstance(ecc, Mapping) else None
     if isinstance(seeds, list) and seeds:
         return len(seeds)
-    n = (parameters.get("ecc") or {}).get("n_seeds")
+    n = ((parameters or {}).get("ecc") or {}).get("n_seeds")
     return int(n) if finite(n) else 1
 
 
@@ -149,7 +163,7 @@ def ecc_records(metrics: Mapping[str, Any]) -> list[ComparisonRecord]:
     stored = ecc.get("comparisons")
     if isinstance(stored, list) and stored:
         return read_records(stored)
-    return _legacy_records(ecc, _n_seeds(ecc, metrics.get("parameters") or {}))
+    return _legacy_records(ecc, seed_count(ecc, metrics.get("parameters") or {}))
 
 
 def _gain(
@@ -205,11 +219,11 @@ def _sentence(
     """``Subject is better than obj context: a minus b = d [lo, hi]; tail.`` (a verdict word only
     with an interval)."""
     c = record.comparison(a or subject, b or obj)
-    verb = "are" if plural else "is"
+    where = f" {context}" if context else ""
     if record.has_interval:
-        head = f"{subject} {verb} {verdict(c)} {obj}" + (f" {context}" if context else "")
+        head = f"{subject} {'are' if plural else 'is'} {verdict(c)} {obj}{where}"
     else:  # no interval, no verdict word
-        head = f"{subject} against {obj}" + (f" {context}" if context else "") + " (no interval)"
+        head = f"{subject} against {obj}{where} (no interval)"
     text = _capital(head) + ": " + _difference(record, c.a, c.b)
     return text + (f"; {tail}" if tail else "") + "."
 
@@ -441,8 +455,9 @@ def ecc_lines(
     if reference is None:
         reference = default_reference([r.a for r in records if r.question == "clustering_gain"])
     choice = ecc.get("ecc_cv_choice") if isinstance(ecc, Mapping) else None
-    if isinstance(choice, Mapping) and choice.get("words"):  # issue 34: say what it chose
-        notes = {"ecc_cv": f"chose {choice['words']}", **(notes or {})}
+    chose = choice["words"] if isinstance(choice, Mapping) and choice.get("words") else ""
+    if chose:  # issue 34: say what it chose
+        notes = {"ecc_cv": f"chose {chose}", **(notes or {})}
     rows = summary_table(
         records, methods=methods, reference=reference, baselines=baselines, notes=notes
     )
@@ -450,7 +465,7 @@ def ecc_lines(
         return []
     reading = _reading(records)
     where = _where(reading)
-    n_seeds = _n_seeds(ecc, parameters)
+    n_seeds = seed_count(ecc, parameters)
     ref_name = _name(reference)
     caption = (
         f"Gain over {ref_name} in % of its held-out NLL {where}, over {n_seeds} protocol seed"
@@ -471,24 +486,19 @@ def ecc_lines(
     lines += _k_lines(ecc, parameters)
     said = ecc_cv_line(ecc, records)
     if said is None and "ecc_cv" in by_method and by_method["ecc_cv"]["gain"]:
-        said = _ecc_cv_alone(by_method["ecc_cv"], ecc, ref_name)
+        said = _ecc_cv_alone(by_method["ecc_cv"], chose, ref_name)
     if said is not None:
         lines.append(said)
     return lines
 
 
-def _ecc_cv_alone(row: Mapping[str, Any], ecc: Mapping[str, Any], ref_name: str) -> SummaryLine:
+def _ecc_cv_alone(row: Mapping[str, Any], chose: str, ref_name: str) -> SummaryLine:
     """ECC-CV's gain without a verdict where no tuned baseline ran beside it (a verdict against a
-    baseline at its default prior would credit ECC-CV with the prior, issue 34)."""
-    choice = ecc.get("ecc_cv_choice") if isinstance(ecc, Mapping) else None
-    chose = (
-        f" It chose {choice['words']}."
-        if isinstance(choice, Mapping) and choice.get("words")
-        else ""
-    )
+    baseline at its default prior would credit ECC-CV with the prior, issue 34); ``chose``: its
+    choice in words (``""`` where not recorded)."""
     text = (
         f"ECC-CV's gain over {ref_name} is {record_text(row['gain'])}; no tuned baseline ran "
-        f"beside it, so it gets no verdict.{chose}"
+        f"beside it, so it gets no verdict." + (f" It chose {chose}." if chose else "")
     )
     return _line("ecc_cv", text)
 
@@ -553,23 +563,19 @@ def _interval_lines(
         if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
     ]
     if shown and not with_interval:
-        return [
-            _line(
-                "no_interval",
-                f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
-                "verdict; rerun the notebook to record them.",
-            )
-        ]
+        text = (
+            f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
+            "verdict; rerun the notebook to record them."
+        )
+        return [_line("no_interval", text)]
     if best is not None and not any(
         (by_method[m]["versus_reference"] or {}).get("direction", 0) > 0 for m in shown
     ):
-        return [
-            _line(
-                "no_clustering",
-                f"No clustering is better than {_name(reference)} {where}: no interval lies above 0 "
-                f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)}).",
-            )
-        ]
+        text = (
+            f"No clustering is better than {_name(reference)} {where}: no interval lies above 0 "
+            f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)})."
+        )
+        return [_line("no_clustering", text)]
     return []
 
 
@@ -592,13 +598,11 @@ def _k_lines(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> list[Summ
     lines = [_line("k_warning", text)]
     if sweep:
         top = max(sweep, key=sweep.get)
-        lines.append(
-            _line(
-                "k_sweep",
-                f"In the K sweep (all pairs, first seed, no interval) ECC's gain is largest at "
-                f"K = {top} ({number(sweep[top], 'pct_nll')}).",
-            )
+        text = (
+            f"In the K sweep (all pairs, first seed, no interval) ECC's gain is largest at "
+            f"K = {top} ({number(sweep[top], 'pct_nll')})."
         )
+        lines.append(_line("k_sweep", text))
     return lines
 
 
@@ -634,11 +638,8 @@ def ecc_cv_line(
         return None
     records = ecc_records({"ecc": ecc}) if records is None else records
     reading = _reading(records)
-    tuned = {}
-    for m in TUNED_OR_SEARCHED - {"ecc_cv", "global_tuned"}:
-        gain = _gain(records, m, reading)
-        if gain is not None and finite(gain.estimate):
-            tuned[m] = gain.estimate
+    gains = {m: _gain(records, m, reading) for m in TUNED_OR_SEARCHED - {"ecc_cv", "global_tuned"}}
+    tuned = {m: g.estimate for m, g in gains.items() if g is not None and finite(g.estimate)}
     best = max(tuned, key=tuned.get) if tuned else None
     r = _versus(records, "ecc_cv", best, reading) if best else None
     if r is None:
@@ -680,10 +681,8 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     for r in flip_records(dars):
         if r.reading not in meaning:
             continue
-        rate = r.levels["a"]
-        level = number(rate[0], "share") + (
-            f" {interval(rate[1:], 'share')}" if interval(rate[1:], "share") else ""
-        )
+        rate, ci = r.levels["a"], interval(r.levels["a"][1:], "share")
+        level = number(rate[0], "share") + (f" {ci}" if ci else "")
         subject = f"{_capital(meaning[r.reading])}, {level} of queries,"
         chance = f"chance ({number(r.levels['b'][0], 'share')})"
         text = _sentence(r, subject, chance, a=r.reading, b="chance")
@@ -714,12 +713,14 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     records = read_records(ecc.get("comparisons")) if isinstance(ecc, Mapping) else []
     routing = [r for r in records if r.question == "routing_pays"]
     dataset = str(ecc.get("dataset", "")) if isinstance(ecc, Mapping) else ""
-    for setting in LEAK_FREE_SETTINGS:
-        r = next((x for x in routing if x.reading == setting and x.b == "global"), None)
-        if r is None:
-            continue
+    # the first leak-free setting with a router against the global BT's one model
+    free = (x for s in LEAK_FREE_SETTINGS for x in routing if x.reading == s and x.b == "global")
+    r = next(free, None)
+    if r is not None:
         context = (
-            "without the probe" if setting == "no_probe" else "on the models outside the probe pair"
+            "without the probe"
+            if r.reading == "no_probe"
+            else "on the models outside the probe pair"
         )
         if r.zero_width and r.estimate == 0:
             text = (
@@ -740,7 +741,6 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
                 tail=levels,
             )
         out.append((dataset, _line("routing", text, r)))
-        break
     winner = next((x for x in routing if x.reading == "probe" and x.a == "probe_winner"), None)
     if winner is not None:
         text = _sentence(
@@ -851,8 +851,7 @@ def ecc_summary(
     ecc = metrics.get("ecc") or {}
     if not isinstance(ecc, Mapping):
         return []
-    lines = ecc_lines(metrics, **vars(options))
-    return [(str(ecc.get("dataset", "")), line) for line in lines]
+    return [(str(ecc.get("dataset", "")), line) for line in ecc_lines(metrics, **vars(options))]
 
 
 def flip_summary(

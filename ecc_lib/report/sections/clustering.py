@@ -62,11 +62,7 @@ def _headline_table(
     values: Mapping[str, Any], records: list[ComparisonRecord], dataset: str, gain: Mapping
 ) -> HeadlineTable:
     """One row per method: its gains over global BT (disjoint and all pairs), NLL, accuracy, tau."""
-    nll, acc, tau = (
-        values.get("nll") or {},
-        values.get("accuracy") or {},
-        values.get("within_cluster_tau") or {},
-    )
+    nll, acc, tau = (values.get(k) or {} for k in ("nll", "accuracy", "within_cluster_tau"))
     seeds = values.get("seeds") if isinstance(values.get("seeds"), list) else []
     rows = []
     for method in [
@@ -74,20 +70,16 @@ def _headline_table(
         *[m for m in GAIN_METHODS if m in gain or m in nll],
         *[m for m in (gain or nll) if m not in GAIN_METHODS and m != "global"],
     ]:
-        disjoint_record = find(records, "clustering_gain", method, "global", "disjoint")
-        all_record = find(records, "clustering_gain", method, "global", "all")
-        if method != "global" and disjoint_record is None and all_record is None:
+        found = [find(records, "clustering_gain", method, "global", r) for r in ("disjoint", "all")]
+        if method != "global" and all(r is None for r in found):
             continue
+        gains = ["0 (reference)" if method == "global" else _record_text(r) for r in found]
         rows.append(
             {
                 "dataset": dataset,
                 "method": method_label(method),
-                "gain on pairs disjoint from the probe (% of NLL) [95% interval]": "0 (reference)"
-                if method == "global"
-                else _record_text(disjoint_record),
-                "gain on all pairs (% of NLL) [95% interval]": "0 (reference)"
-                if method == "global"
-                else _record_text(all_record),
+                "gain on pairs disjoint from the probe (% of NLL) [95% interval]": gains[0],
+                "gain on all pairs (% of NLL) [95% interval]": gains[1],
                 "held-out NLL (nats per comparison, first seed)": format_number(nll.get(method)),
                 "pairwise accuracy (first seed)": format_number(acc.get(method), "share"),
                 "within-cluster Kendall tau": format_number(tau.get(method)),
@@ -207,13 +199,8 @@ def ecc_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     section.tables.append(_headline_table(values, records, dataset, gain))
     diff_rows = _difference_rows(values, records, dataset)
     if diff_rows:
-        section.tables.append(
-            measure_table(
-                "ecc_differences",
-                "Paired differences and further measurements (95% bootstrap CI)",
-                diff_rows,
-            )
-        )
+        caption = "Paired differences and further measurements (95% bootstrap CI)"
+        section.tables.append(measure_table("ecc_differences", caption, diff_rows))
     # the leak-aware readings are the summary's lines (quoted there); here the paper's reading
     leak_aware = [line for line in ecc_lines(metrics) if line.topic != "table"]
     if disjoint:

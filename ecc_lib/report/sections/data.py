@@ -85,10 +85,10 @@ def data_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 top = part.sort_values("score", ascending=False).iloc[0]
                 best = str(top["model"])
                 value = format_interval(top["score"], [top.get("low"), top.get("high")])
-                best_text, best_prose = f"{short.get(best, best)}: {value}", f"{best}: {value}"
         elif summary.get("mean_score"):
             best = max(summary["mean_score"], key=summary["mean_score"].get)
             value = format_number(summary["mean_score"][best])
+        if best is not None:
             best_text, best_prose = f"{short.get(best, best)}: {value}", f"{best}: {value}"
         rows.append(
             {

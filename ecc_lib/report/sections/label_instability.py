@@ -11,11 +11,7 @@ import pandas as pd
 
 from ecc_lib.grammar import finite
 from ecc_lib.report.document import HeadlineTable, ReportSection, report_table_name
-from ecc_lib.report.formatting import (
-    format_interval,
-    format_interval_of,
-    format_number,
-)
+from ecc_lib.report.formatting import format_interval_of, format_number
 from ecc_lib.report.reading import (
     flatten,
     generic_rows,
@@ -98,23 +94,15 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         if finite(values.get(key)):
             used |= {key, key + "_ci95"}
             level = chance.get(reading) if reading else None
-            rows.append(
-                measure_row(
-                    dataset,
-                    label + (f" (chance {format_number(level, 'share')})" if finite(level) else ""),
-                    format_interval_of(values, key, "share"),
-                    "% of queries",
-                )
-            )
+            label += f" (chance {format_number(level, 'share')})" if finite(level) else ""
+            estimate = format_interval_of(values, key, "share")
+            rows.append(measure_row(dataset, label, estimate, "% of queries"))
     used |= {"flip_rate_chance", "winner_change_rate_r"}
     sources = {"input": "rewrites", "output": "decodes", "both": "rewrites and decodes"}
     side_rows = _side_rows(by_side, dataset, sources, section.notes)
     rows += generic_rows(flat, used=used, dataset=dataset, section="dars")
-    section.tables.append(
-        measure_table(
-            "dars_headline", f"Label instability on {dataset} (95% bootstrap CI over queries)", rows
-        )
-    )
+    caption = f"Label instability on {dataset} (95% bootstrap CI over queries)"
+    section.tables.append(measure_table("dars_headline", caption, rows))
     if side_rows:
         section.tables.append(
             HeadlineTable(
@@ -123,26 +111,24 @@ def dars_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
                 pd.DataFrame(side_rows),
             )
         )
-    rate = values.get("winner_flip_rate")
-    if not finite(rate):
+    if not finite(values.get("winner_flip_rate")):
         section.findings = f"{dataset} has no (query, model) pair with two observations, so the flip rate is not measured."
         return section
+    rate = format_interval_of(values, "winner_flip_rate", "share")
     present = [sources.get(n, n) for n, v in by_side.items() if v and n != "both"]
     origin = " and ".join(present) if present else sources.get(side, side)
     lines = flip_lines({"dars": values})
     text = (
         f"On {dataset} ({n_models or 'several'} models, randomness from {origin}) the summary above "
-        "quotes the three flip readings beside chance; the pairwise reading, "
-        f"{format_interval(rate, values.get('winner_flip_rate_ci95'), 'share')}, is on its own no "
-        "measure of instability."
+        f"quotes the three flip readings beside chance; the pairwise reading, {rate}, is on its "
+        "own no measure of instability."
         if lines
-        else f"On {dataset}, the flip rate is {format_interval(rate, values.get('winner_flip_rate_ci95'), 'share')}."
+        else f"On {dataset}, the flip rate is {rate}."
     )
-    dis = values.get("single_vs_distribution_disagreement")
-    if finite(dis):
+    if finite(values.get("single_vs_distribution_disagreement")):
         text += (
             f" The single-shot winner differs from the distribution-aware label argmax U on "
-            f"{format_interval(dis, values.get('single_vs_distribution_disagreement_ci95'), 'share')} of queries."
+            f"{format_interval_of(values, 'single_vs_distribution_disagreement', 'share')} of queries."
         )
     section.findings = text
     return section

@@ -99,30 +99,17 @@ def _more_rows(
     """Measure rows: the unpaired supervision effect, the Pareto areas and any other headline key."""
     extra = []
     if not paired:
+        cis = headline.get("dars_minus_single_shot_utility_ci95") or {}
         for name, value in (headline.get("dars_minus_single_shot_utility") or {}).items():
-            extra.append(
-                measure_row(
-                    dataset,
-                    f"DARS minus single-shot utility: {name}",
-                    format_interval(
-                        value,
-                        (headline.get("dars_minus_single_shot_utility_ci95") or {}).get(name),
-                        "signed",
-                    ),
-                    "score units",
-                )
-            )
+            estimate = format_interval(value, cis.get(name), "signed")
+            measure = f"DARS minus single-shot utility: {name}"
+            extra.append(measure_row(dataset, measure, estimate, "score units"))
     for name, value in (headline.get("pareto_area") or {}).items():
         if finite(value):
-            extra.append(
-                measure_row(
-                    cost_dataset,
-                    "area under the cost-quality Pareto front: "
-                    + router_name(name, repeats=cost_repeats),
-                    format_number(value),
-                    "score x normalised cost",
-                )
-            )
+            router = router_name(name, repeats=cost_repeats)
+            measure = f"area under the cost-quality Pareto front: {router}"
+            area_unit = "score x normalised cost"
+            extra.append(measure_row(cost_dataset, measure, format_number(value), area_unit))
     return extra + generic_rows(
         flatten(headline), used=_USED, dataset=dataset, section="routing.headline"
     )
@@ -178,11 +165,8 @@ def _pareto_text(headline: Mapping[str, Any], cost_dataset: str, cost_repeats: b
         + ci("Best fixed model (reference)")
         + (f" (oracle {areas['Oracle (reference)']:.3f})" if "Oracle (reference)" in areas else "")
         + " (area in score x normalised price over prices 0 to 1, i.e. the mean best score "
-        + (
-            "within a price budget; one split, 95% bootstrap interval over test queries)."
-            if ci(top)
-            else "within a price budget; one split, no interval)."
-        )
+        + "within a price budget; one split, "
+        + ("95% bootstrap interval over test queries)." if ci(top) else "no interval).")
     )
 
 

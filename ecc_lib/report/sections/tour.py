@@ -45,16 +45,11 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     flat = flatten(values)
     rows, used = [], {"ari", "ari_ci95", "ari_difference", "ari_difference_ci95"}
     names = {"ecc": "ECC", "emb_only": "embedding-only clusters", "labels": "topic labels"}
-    ari = values.get("ari", {}) or {}
+    ari, ari_ci = values.get("ari", {}) or {}, values.get("ari_ci95") or {}
     for key, value in ari.items():
-        rows.append(
-            measure_row(
-                "synthetic",
-                f"ARI with planted capability clusters: {names.get(key, key)}",
-                format_interval(value, (values.get("ari_ci95") or {}).get(key)),
-                "adjusted Rand index (1 = exact)",
-            )
-        )
+        measure = f"ARI with planted capability clusters: {names.get(key, key)}"
+        estimate = format_interval(value, ari_ci.get(key))
+        rows.append(measure_row("synthetic", measure, estimate, "adjusted Rand index (1 = exact)"))
     diff, diff_ci = values.get("ari_difference"), values.get("ari_difference_ci95")
     if finite(diff):
         rows.append(
@@ -72,24 +67,13 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
     ):
         if finite(values.get(key)):
             used |= {key, key + "_ci95"}
-            rows.append(
-                measure_row(
-                    "synthetic",
-                    label,
-                    format_interval_of(values, key, "share"),
-                    "% of queries",
-                )
-            )
+            estimate = format_interval_of(values, key, "share")
+            rows.append(measure_row("synthetic", label, estimate, "% of queries"))
     rows += generic_rows(
         flat, used=used | {"n_queries", "n_models"}, dataset="synthetic", section="tour"
     )
-    section.tables.append(
-        measure_table(
-            "tour_headline",
-            "Tour on planted data: headline numbers (95% bootstrap CI over queries)",
-            rows,
-        )
-    )
+    caption = "Tour on planted data: headline numbers (95% bootstrap CI over queries)"
+    section.tables.append(measure_table("tour_headline", caption, rows))
     text = []
     if ari:
         e = ari.get("ecc")
@@ -97,7 +81,7 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             f"On {values.get('n_queries', 'the')} synthetic queries whose topic (visible in the "
             f"embedding and the label) is independent of the capability cluster that decides "
             f"which model wins, ECC recovers the planted capability clusters with an adjusted Rand "
-            f"index of {format_interval(e, (values.get('ari_ci95') or {}).get('ecc'))}, against "
+            f"index of {format_interval(e, ari_ci.get('ecc'))}, against "
             f"{format_number(ari.get('emb_only'))} for embedding-only clusters and "
             f"{format_number(ari.get('labels'))} for the topic labels."
         )
