@@ -657,10 +657,8 @@ def apply_scorer(
         Why scoring failed, None on success.
     """
     try:
-        if _accepts_choices(scorer):
-            result = scorer(response, answer, choices=choices)
-        else:
-            result = scorer(response, answer)
+        options = {"choices": choices} if _accepts_choices(scorer) else {}
+        result = scorer(response, answer, **options)
     except Exception as error:  # a user's scorer may fail in any way
         return None, f"scorer raised {type(error).__name__}: {error}"
     if isinstance(result, ScoringFailure):
