@@ -724,6 +724,4 @@ class CollectionStore:
         return len(stale)
 
 
-__all__ = [
-    "CollectionStore",
-]
+__all__ = ["CollectionStore"]
