@@ -49,12 +49,7 @@ async def answer(
     extra = {**(context.settings["extra_body"] or {}), **spec.extra_body}
     try:
         result = await context.client.chat(
-            spec.endpoint_model,
-            messages,
-            temperature=sampling["temperature"],
-            top_p=sampling["top_p"],
-            max_tokens=sampling["max_tokens"],
-            extra_body=extra or None,
+            spec.endpoint_model, messages, **sampling, extra_body=extra or None
         )
     except FATAL_ERRORS:
         raise
@@ -97,9 +92,7 @@ async def answer(
         **call_fields(result, cost, cost_source),
         "endpoint_model": spec.endpoint_model,
         "model_settings": spec.settings,
-        "temperature": sampling["temperature"],
-        "top_p": sampling["top_p"],
-        "max_tokens": sampling["max_tokens"],
+        **sampling,  # temperature, top_p, max_tokens
         "extra_body": extra or None,
         "prompt_version": PROMPT_VERSION,
         "base_url": context.settings["base_url"],

@@ -64,7 +64,7 @@ from ecc_lib.collect.errors import (
     EndpointUnreachableError,
 )
 from ecc_lib.collect.pricing import reported_cost
-from ecc_lib.redaction import redact_url, url_secrets
+from ecc_lib.redaction import REDACTED, redact_url, url_secrets
 
 if TYPE_CHECKING:
     import httpx
@@ -73,7 +73,6 @@ logger = logging.getLogger(__name__)
 
 RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 425, 429})
 """Statuses retried besides every 5xx."""
-REDACTED = "[REDACTED]"
 ERROR_BODY_CHARS = 300
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 """Largest decoded reply body read (4 MiB; a chat completion of 1024 tokens is a few KB)."""
@@ -295,13 +294,12 @@ def check_api_key(api_key: str | None, *, api_key_env: str | None = None) -> str
     key = (api_key or "").strip()
     if not key:
         return None
-    problem = None
-    if any(ch.isspace() for ch in key):
-        problem = "whitespace"
-    elif any(ord(ch) > 126 for ch in key):
-        problem = "a non-ASCII character"
-    elif any(ord(ch) < 33 for ch in key):
-        problem = "a control character"
+    problems = {
+        "whitespace": str.isspace,
+        "a non-ASCII character": lambda ch: ord(ch) > 126,
+        "a control character": lambda ch: ord(ch) < 33,
+    }
+    problem = next((name for name, bad in problems.items() if any(map(bad, key))), None)
     if problem:
         where = f"the environment variable {api_key_env}" if api_key_env else "the API key given"
         raise EndpointConfigError(

@@ -97,15 +97,11 @@ def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
             reasons,
         )
     out = frame.loc[~unscored, columns].reset_index(drop=True)
-    out["query_id"] = out["query_id"].astype(str)
-    out["model"] = out["model"].astype(str)
-    out["score"] = out["score"].astype(float)
-    out["cost"] = pd.to_numeric(out["cost"], errors="coerce").astype(float)
-    for column in ("variant_id", "decode_id"):
-        out[column] = out[column].astype(np.int64)
-    for column in ("prompt_tokens", "completion_tokens"):
-        out[column] = pd.to_numeric(out[column], errors="coerce").astype("Int64")
-    out["latency_s"] = pd.to_numeric(out["latency_s"], errors="coerce").astype(float)
+    key_types = dict(query_id=str, model=str, variant_id=np.int64, decode_id=np.int64)
+    out = out.astype({**key_types, "score": float})
+    numbers = dict(cost=float, prompt_tokens="Int64", completion_tokens="Int64", latency_s=float)
+    for column, dtype in numbers.items():  # unreadable cells become missing
+        out[column] = pd.to_numeric(out[column], errors="coerce").astype(dtype)
     return out
 
 
@@ -352,7 +348,4 @@ def collection_notes(folder: str | os.PathLike) -> list[str]:
     return notes
 
 
-__all__ = [
-    "read_collected",
-    "records_frame",
-]
+__all__ = ["read_collected", "records_frame"]

@@ -77,9 +77,8 @@ def _check(label: str, key: str, value: Any) -> Any:
         if not math.isfinite(value) or not low_ok or (key == "top_p" and value > 1):
             bounds = ">= 0" if key == "temperature" else "in (0, 1]"
             raise ValueError(f"model {label!r}: {key} must be {bounds}, got {value!r}")
-    if key == "max_tokens":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"model {label!r}: max_tokens must be an integer >= 1, got {value!r}")
+    if key == "max_tokens" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"model {label!r}: max_tokens must be an integer >= 1, got {value!r}")
     return value
 
 

@@ -342,9 +342,8 @@ def _from_lines(text: str, questions_only: bool) -> list[str]:
             continue
         if not item.endswith("?") and (questions_only or len(item.split()) < 6):
             continue  # prose, not a question
-        if item[0] in "{}[]":
-            continue
-        lines.append(item)
+        if item[0] not in "{}[]":
+            lines.append(item)
     return lines
 
 

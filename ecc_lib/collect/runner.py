@@ -319,28 +319,6 @@ def _record_start(store: CollectionStore, prepared: Sequence[Any], manifest_run:
         )
 
 
-def _record_end(
-    store: CollectionStore,
-    summary: CollectionSummary,
-    planned: Sequence[tuple],
-    manifest_run: dict,
-    status: str,
-    started: float,
-) -> None:
-    """Count what the store holds, record the run's end in the manifest and close the store."""
-    summary.n_done = sum(key in store.records for key in planned)
-    summary.elapsed_s = time.perf_counter() - started
-    if status == "completed" and not summary.complete:
-        status = "incomplete"
-    manifest_run.update(status=status, finished_at=utc_now(), summary=summary.as_dict())
-    try:
-        store.update_manifest(manifest_run)
-    except StoreError as error:  # e.g. the disk is full: the next run closes this entry
-        logger.warning("could not record the end of the run in the manifest: %s", error)
-    finally:
-        store.close()
-
-
 def _prepared_queries(
     queries: pd.DataFrame | str | Path,
     scorer: str | Scorer | Mapping[str, str | Scorer] | None,
@@ -353,14 +331,30 @@ def _prepared_queries(
     return prepare_queries(read(queries), scorer, temperature, top_p, max_tokens)
 
 
-def _plan(
+@contextlib.contextmanager
+def _recorded_run(
+    store: CollectionStore,
     store_dir: str | Path,
     prepared: Sequence[Any],
     labels: Sequence[str],
     n_rewrites: int,
     n_decodes: int,
-) -> tuple[CollectionSummary, list[tuple]]:
-    """The run's summary (nothing done yet) and its planned record keys, originals first."""
+    settings: dict,
+    started: float,
+) -> Iterator[tuple[CollectionSummary, str]]:
+    """Open the store and record the run's start (its manifest entry); yield the run's summary and
+    id; on the way out count what the store holds of the planned records (originals first), record
+    how the run ended ("completed", "incomplete", "interrupted" or "failed: ERROR") and close the
+    store."""
+    from ecc_lib import __version__
+
+    manifest_run = {
+        "run_id": f"{utc_now()}-{os.getpid()}",
+        "started_at": utc_now(),
+        "status": "started",
+        "ecc_lib_version": __version__,
+        "settings": settings,
+    }
     summary = CollectionSummary(
         store_dir=str(store_dir),
         n_queries=len(prepared),
@@ -376,39 +370,12 @@ def _plan(
         for q in prepared
         for m in labels
     ]
-    return summary, planned
-
-
-def _manifest_entry(run_id: str, settings: dict) -> dict:
-    """The run's manifest entry as it starts."""
-    from ecc_lib import __version__
-
-    return {
-        "run_id": run_id,
-        "started_at": utc_now(),
-        "status": "started",
-        "ecc_lib_version": __version__,
-        "settings": settings,
-    }
-
-
-@contextlib.contextmanager
-def _recorded_run(
-    store: CollectionStore,
-    prepared: Sequence[Any],
-    summary: CollectionSummary,
-    planned: Sequence[tuple],
-    manifest_run: dict,
-    started: float,
-) -> Iterator[None]:
-    """Open the store and record the run's start; on the way out record how it ended
-    ("completed", "incomplete", "interrupted" or "failed: ERROR") and close the store."""
     status = "failed"
     store.open()
     try:
         _record_start(store, prepared, manifest_run)
         summary.n_skipped = sum(key in store.records for key in planned)
-        yield
+        yield summary, manifest_run["run_id"]
         status = "completed"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
@@ -417,7 +384,17 @@ def _recorded_run(
         status = f"failed: {type(error).__name__}"
         raise
     finally:
-        _record_end(store, summary, planned, manifest_run, status, started)
+        summary.n_done = sum(key in store.records for key in planned)
+        summary.elapsed_s = time.perf_counter() - started
+        if status == "completed" and not summary.complete:
+            status = "incomplete"
+        manifest_run.update(status=status, finished_at=utc_now(), summary=summary.as_dict())
+        try:
+            store.update_manifest(manifest_run)
+        except StoreError as error:  # e.g. the disk is full: the next run closes this entry
+            logger.warning("could not record the end of the run in the manifest: %s", error)
+        finally:
+            store.close()
 
 
 async def acollect(
@@ -507,10 +484,11 @@ async def acollect(
         "prompt_version": PROMPT_VERSION,
         "n_queries": len(prepared),
     }
-    summary, planned = _plan(store_dir, prepared, labels, n_rewrites, n_decodes)
-    manifest_run = _manifest_entry(f"{utc_now()}-{os.getpid()}", settings)
     store = _new_store(store_dir, raw_key, api_key, base_url, fsync)
-    with _recorded_run(store, prepared, summary, planned, manifest_run, started):
+    run = _recorded_run(
+        store, store_dir, prepared, labels, n_rewrites, n_decodes, settings, started
+    )
+    with run as (summary, run_id):
         client = ChatClient(
             base_url,
             api_key=api_key,
@@ -526,7 +504,6 @@ async def acollect(
         )
         async with client:
             models_by_label = {spec.label: spec for spec in specs}
-            run_id = manifest_run["run_id"]
             context = RunContext(
                 store, client, models_by_label, settings, price_map, summary, run_id
             )
@@ -643,6 +620,4 @@ _SIGNATURE = inspect.signature(acollect)
 collect.__signature__ = _SIGNATURE  # type: ignore[attr-defined]  # help() and the docs show it
 
 
-__all__ = [
-    "collect",
-]
+__all__ = ["collect"]

@@ -453,14 +453,8 @@ def _is_number(text: str) -> bool:
 
 
 def _drop_token(token: str) -> str:
-    token = token.lower()
-    if not _is_number(token):
-        token = "".join(ch for ch in token if ch not in string.punctuation)
-    token = re.sub(r"\b(a|an|the)\b", " ", token)
-    token = " ".join(token.split())
-    if _is_number(token):
-        token = str(float(token))
-    return token
+    token = token if _is_number(token) else normalise_answer(token)  # a number keeps its signs
+    return str(float(token)) if _is_number(token) else token
 
 
 def drop_bag(text: str) -> set[str]:
@@ -657,10 +651,8 @@ def apply_scorer(
         Why scoring failed, None on success.
     """
     try:
-        if _accepts_choices(scorer):
-            result = scorer(response, answer, choices=choices)
-        else:
-            result = scorer(response, answer)
+        options = {"choices": choices} if _accepts_choices(scorer) else {}
+        result = scorer(response, answer, **options)
     except Exception as error:  # a user's scorer may fail in any way
         return None, f"scorer raised {type(error).__name__}: {error}"
     if isinstance(result, ScoringFailure):

@@ -500,16 +500,13 @@ class CollectionStore:
             self.load()
             for name in APPEND_FILES:
                 self._files[name] = _AppendFile(self.path(name), self.secrets, self.fsync)
-        except OSError as error:
+        except BaseException as error:
             self.close()
-            raise StoreError(
-                os_error_message(error, self.directory, Path(error.filename or self.directory))
-            ) from None
-        except OutputError as error:  # a store file is a symbolic link
-            self.close()
-            raise StoreError(f"store {self.directory}: {error}") from None
-        except BaseException:
-            self.close()
+            if isinstance(error, OSError):
+                where = Path(error.filename or self.directory)
+                raise StoreError(os_error_message(error, self.directory, where)) from None
+            if isinstance(error, OutputError):  # a store file is a symbolic link
+                raise StoreError(f"store {self.directory}: {error}") from None
             raise
         return self
 
@@ -727,6 +724,4 @@ class CollectionStore:
         return len(stale)
 
 
-__all__ = [
-    "CollectionStore",
-]
+__all__ = ["CollectionStore"]
