@@ -22,4 +22,9 @@ from ecc_lib.collect.export import read_collected, records_frame
 from ecc_lib.collect.runner import collect
 from ecc_lib.collect.store import CollectionStore
 
-__all__ = ["CollectionStore", "collect", "read_collected", "records_frame"]
+__all__ = [
+    "CollectionStore",
+    "collect",
+    "read_collected",
+    "records_frame",
+]

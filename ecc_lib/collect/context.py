@@ -79,7 +79,11 @@ def _plain(value: Any) -> Any:
 
 
 def prepare_queries(
-    queries: pd.DataFrame, scorer: Any, temperature: float, top_p: float, max_tokens: int | None
+    queries: pd.DataFrame,
+    scorer: Any,
+    temperature: float,
+    top_p: float,
+    max_tokens: int | None,
 ) -> list[PreparedQuery]:
     """The queries of a run, each with its scorer and decoding settings.
 

@@ -348,4 +348,7 @@ def collection_notes(folder: str | os.PathLike) -> list[str]:
     return notes
 
 
-__all__ = ["read_collected", "records_frame"]
+__all__ = [
+    "read_collected",
+    "records_frame",
+]

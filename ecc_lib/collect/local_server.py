@@ -79,7 +79,8 @@ def llama_server_available(python: str | None = None) -> tuple[bool, str]:
     """
     python = python or sys.executable
     version = _python_says(
-        python, "import llama_cpp, llama_cpp.server.app, uvicorn; print(llama_cpp.__version__)"
+        python,
+        "import llama_cpp, llama_cpp.server.app, uvicorn; print(llama_cpp.__version__)",
     )
     if version is None:
         return False, (

@@ -620,4 +620,6 @@ _SIGNATURE = inspect.signature(acollect)
 collect.__signature__ = _SIGNATURE  # type: ignore[attr-defined]  # help() and the docs show it
 
 
-__all__ = ["collect"]
+__all__ = [
+    "collect",
+]

@@ -724,4 +724,6 @@ class CollectionStore:
         return len(stale)
 
 
-__all__ = ["CollectionStore"]
+__all__ = [
+    "CollectionStore",
+]
