@@ -170,9 +170,8 @@ def subset_diagnostics(
         estimate, low, high = bootstrap_mean_ci(
             per_query[column].to_numpy(float), n_boot=n_boot, random_state=random_state
         )
-        interval = [low, high]
         summary[key] = estimate
-        summary[f"{key}_ci95"] = interval
+        summary[f"{key}_ci95"] = [low, high]
     summary["labels"] = label_shares(u, obs.models)
     return SubsetDiagnostics(subset=obs.subset, per_query=per_query, summary=summary)
 

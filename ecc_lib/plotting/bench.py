@@ -36,17 +36,13 @@ def plot_bench_gains(result, *, title: str | None = None, ax=None):
     spare = iter(("tab:blue", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"))
     for j, method in enumerate(methods):
         x = np.arange(len(labels)) + (j - (len(methods) - 1) / 2) * width
-        mean, low, high, seeds = [], [], [], []
-        for label in labels:
-            s = included[label]["summary"]
-            cell = s["versus"]["global"].get(method)
-            mean.append(np.nan if cell is None else cell["estimate"])
-            low.append(np.nan if cell is None else cell["ci95"][0])
-            high.append(np.nan if cell is None else cell["ci95"][1])
-            seeds.append(
-                [r["gain_disjoint"].get(method, np.nan) for r in included[label]["per_seed"]]
-            )
-        mean, low, high = (np.asarray(v, dtype=float) for v in (mean, low, high))
+        cells = [included[label]["summary"]["versus"]["global"].get(method) for label in labels]
+        rows = [(np.nan,) * 3 if c is None else (c["estimate"], *c["ci95"][:2]) for c in cells]
+        mean, low, high = np.array(rows, dtype=float).reshape(-1, 3).T
+        seeds = [
+            [r["gain_disjoint"].get(method, np.nan) for r in included[label]["per_seed"]]
+            for label in labels
+        ]
         err = clean_errors(np.vstack([mean - low, high - mean]))
         color = METHOD_COLORS.get(method) or next(spare, "black")
         ax.bar(

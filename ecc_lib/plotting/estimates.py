@@ -59,7 +59,6 @@ def plot_estimates(
         )
     ax.set_yticks(y)
     ax.set_yticklabels(names)
-    ax.invert_yaxis()
     ax.set_ylim(len(table) - 0.5, -0.5)
     if xlim is not None:
         ax.set_xlim(*xlim)

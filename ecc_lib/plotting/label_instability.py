@@ -242,13 +242,12 @@ def plot_sigma_distribution(
             f"sigma: std. dev. of a (query, model) pair's scores; only {len(distinct)} values occur"
         )
         ax.set_ylabel("share of the model's pairs (%)")
-        ax.legend(title="model", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        return fig
-    upper = float(np.nanmax(table["sigma"]))
-    edges = np.linspace(0.0, max(upper, 1e-6), bins + 1)
-    data = [table.loc[table["model"] == m, "sigma"].dropna().to_numpy() for m in models]
-    ax.hist(data, bins=edges, label=model_labels(models), histtype="bar", rwidth=0.9)
-    ax.set_yscale("symlog", linthresh=10)
+    else:
+        upper = float(np.nanmax(table["sigma"]))
+        edges = np.linspace(0.0, max(upper, 1e-6), bins + 1)
+        data = [table.loc[table["model"] == m, "sigma"].dropna().to_numpy() for m in models]
+        ax.hist(data, bins=edges, label=model_labels(models), histtype="bar", rwidth=0.9)
+        ax.set_yscale("symlog", linthresh=10)
     ax.legend(title="model", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 

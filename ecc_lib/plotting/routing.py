@@ -52,15 +52,13 @@ def plot_cost_quality(
         The figure holding the axes (saving is the caller's job).
     """
     curves = curves.rename(columns={"quality": "score"}).copy()
+    curves["label"] = curves["router"]
     if "supervision" in curves:
-        label = np.where(
+        curves["label"] = np.where(
             curves["router"].isin(REFERENCE_ROUTERS),
             curves["router"],
             curves["router"] + " (" + curves["supervision"].astype(str) + ")",
         )
-        curves["label"] = label
-    else:
-        curves["label"] = curves["router"]
     fig, ax = figure_axes(ax, (PAGE_WIDTH, 4.0))
     learned = [name for name in dict.fromkeys(curves["label"]) if name not in REFERENCE_ROUTERS]
     for i, name in enumerate(learned):
@@ -85,9 +83,10 @@ def plot_cost_quality(
     }
     for name, (color, line) in styles.items():
         part = curves[curves["label"] == name]
-        if part.empty:
-            continue
-        _draw_front(ax, part, color=color, linestyle=line, marker="s", label=f"{name} (reference)")
+        if not part.empty:
+            _draw_front(
+                ax, part, color=color, linestyle=line, marker="s", label=f"{name} (reference)"
+            )
     ax.set_xlabel(cost_label)
     ax.set_ylabel("mean held-out score (0-1)")
     ax.set_title(title or "Cost-quality trade-off of routers (sweeping the cost weight lambda)")
@@ -221,22 +220,17 @@ def plot_routing_table(
             capsize=4,
             markersize=7,
         )
-    std = table.get(f"{value}_std")
-    labels = [
-        f"{v:.3f}" + (f" \u00b1 {s:.3f} (runs)" if std is not None and np.isfinite(s) else "")
-        for v, s in zip(values, std if std is not None else [np.nan] * len(values), strict=True)
-    ]
+    std = table.get(f"{value}_std", pd.Series(np.nan, index=table.index)).to_numpy(float)
     right = values if xerr is None else values + xerr[1]
-    for i, text in enumerate(labels):
-        if np.isfinite(values[i]):
-            ax.annotate(
-                text,
-                (right[i], y[i]),
-                xytext=(6, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=FONT_SIZE - 3,
-            )
+    for i in np.flatnonzero(np.isfinite(values)):
+        ax.annotate(
+            f"{values[i]:.3f}" + (f" \u00b1 {std[i]:.3f} (runs)" if np.isfinite(std[i]) else ""),
+            (right[i], y[i]),
+            xytext=(6, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=FONT_SIZE - 3,
+        )
     ax.grid(axis="x", alpha=0.3)
     ax.set_yticks(y)
     ax.set_yticklabels([short_label(n, width=40) for n in names])
@@ -299,7 +293,6 @@ def plot_routing_settings(table: pd.DataFrame, *, title: str | None = None):
         layout="constrained",
         squeeze=False,
     )
-    names = {**ROUTING_METHOD_LABELS}
     for ax, setting in zip(axes[:, 0], settings, strict=True):
         part = table[table["setting"] == setting].set_index("method").reindex(methods)
         # a method this setting does not have (the probe's winner without a probe) is no empty row
@@ -311,20 +304,18 @@ def plot_routing_settings(table: pd.DataFrame, *, title: str | None = None):
         high = part["score_high"].to_numpy(float)
         sd = np.nan_to_num(part["score_sd"].to_numpy(float))
         first = part["score"].to_numpy(float)
-        ok = np.isfinite(mean)
-        colors = [method_colour(m) for m in shown]
         ax.errorbar(
-            first[ok],
-            y[ok],
-            xerr=np.clip(np.vstack([first - low, high - first])[:, ok], 0, None),
+            first,
+            y,
+            xerr=np.clip(np.vstack([first - low, high - first]), 0, None),
             fmt="none",
             ecolor="black",
             elinewidth=0.8,
             capsize=3,
         )
-        ax.errorbar(mean[ok], y[ok], xerr=sd[ok], fmt="none", ecolor="black", elinewidth=2.5)
-        ax.scatter(mean[ok], y[ok], c=[c for c, k in zip(colors, ok, strict=True) if k], zorder=3)
-        for i in np.flatnonzero(ok):
+        ax.errorbar(mean, y, xerr=sd, fmt="none", ecolor="black", elinewidth=2.5)
+        ax.scatter(mean, y, c=[method_colour(m) for m in shown], zorder=3)
+        for i in range(len(shown)):
             ax.annotate(
                 f"{mean[i]:.3f}",
                 (mean[i], y[i]),
@@ -335,8 +326,8 @@ def plot_routing_settings(table: pd.DataFrame, *, title: str | None = None):
             )
         ax.set_title(ROUTING_SETTING_LABELS[setting], fontsize=FONT_SIZE)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_yticks(np.arange(len(shown)))
-        ax.set_yticklabels([names.get(m, method_label(m)) for m in shown])
+        ax.set_yticks(y)
+        ax.set_yticklabels([ROUTING_METHOD_LABELS.get(m, method_label(m)) for m in shown])
         ax.set_ylim(len(shown) - 0.4, -0.8)
     axes[-1][0].set_xlabel("mean score of the routed model")
     fig.suptitle(title or "Routing with each clustering, with and without the probe")
