@@ -415,6 +415,13 @@ def snap_ties(scores: np.ndarray, *, tolerance: float = DEFAULT_TIE_TOLERANCE) -
     return out
 
 
+def _check_draw(n_pairs: int | None, ties: str) -> None:
+    if ties not in TIE_POLICIES:
+        raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
+    if n_pairs is not None and n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
+
+
 def make_comparisons(
     outcomes: pd.DataFrame,
     *,
@@ -454,10 +461,7 @@ def make_comparisons(
     Comparisons
         Only queries with at least ``min_pairs`` pairs remain in ``query_ids``.
     """
-    if ties not in TIE_POLICIES:
-        raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
-    if n_pairs is not None and n_pairs < 1:
-        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
+    _check_draw(n_pairs, ties)
     rng = np.random.default_rng(random_state)
     scores, query_ids, models = score_matrix(outcomes, query_ids=query_ids, models=models)
     return sample_pairs(
@@ -499,10 +503,7 @@ def sample_pairs(
     -------
     Comparisons
     """
-    if ties not in TIE_POLICIES:
-        raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
-    if n_pairs is not None and n_pairs < 1:
-        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
+    _check_draw(n_pairs, ties)
     scores = snap_ties(np.asarray(scores, dtype=float), tolerance=tie_tolerance)
     query_ids = np.asarray(query_ids, dtype=object).astype(str)
     models = tuple(str(m) for m in models)

@@ -274,9 +274,10 @@ def repeated_observations(
             f"{models[int(np.flatnonzero(present[first])[0])]!r} only)"
         )
     partial = models_per_query < n_models
-    if partial.all():  # nothing would be left (issue 36: a traceback further on)
+    if partial.any():
         first = int(np.flatnonzero(partial)[0])
         lacking = [models[m] for m in np.flatnonzero(~present[first])]
+    if partial.all():  # nothing would be left (issue 36: a traceback further on)
         raise DataValidationError(
             f"{where}no query is answered by every model ({n_queries} queries, {n_models} "
             f"models), and DARS compares every model on each query; leave out the models that "
@@ -284,8 +285,6 @@ def repeated_observations(
             f"{query_ids[first]!r} has no observation of {lacking}"
         )
     if partial.any() and incomplete == "raise":
-        first = int(np.flatnonzero(partial)[0])
-        lacking = [models[m] for m in np.flatnonzero(~present[first])]
         raise DataValidationError(
             f"{where}{int(partial.sum())} query(ies) lack some model; first: query_id "
             f"{query_ids[first]!r} has no observation of {lacking}"
@@ -297,15 +296,11 @@ def repeated_observations(
         if "cost" in frame.columns
         else np.full(len(frame), np.nan)
     )
-    variant = (
-        frame["variant_id"].to_numpy(dtype=np.int64)
-        if "variant_id" in frame.columns
+    variant, decode = (
+        frame[c].to_numpy(dtype=np.int64)
+        if c in frame.columns
         else np.zeros(len(frame), dtype=np.int64)
-    )
-    decode = (
-        frame["decode_id"].to_numpy(dtype=np.int64)
-        if "decode_id" in frame.columns
-        else np.zeros(len(frame), dtype=np.int64)
+        for c in ("variant_id", "decode_id")
     )
     if np.any(np.isfinite(raw_cost) & (raw_cost < 0)):
         bad = int(np.flatnonzero(np.isfinite(raw_cost) & (raw_cost < 0))[0])

@@ -204,28 +204,23 @@ def apply_data_policy(
         has_cost=has_cost,
         n_categories=categories,
     )
-    for note in (
+    notes = (
         _left_out_sentence(report),
         no_repeats_reason(outcomes, has_repeats=report.has_repeats),
         human_baseline_reason(categories) if queries is not None else None,
         duplicate_text_note(queries),
         two_models_note(n_models),
         None if has_cost else cost_reason(outcomes),
-    ):
-        if note:
-            report.notes.append(note)
+    )
+    report.notes.extend(note for note in notes if note)
     return queries, outcomes, report
 
 
 def _left_out_sentence(report: DataPolicyReport) -> str | None:
     if not report.left_out:
         return None
-    parts = [f"{n} {reason}" for reason, n in report.left_out.items()]
-    return (
-        f"{report.n_left_out} of {report.n_input_queries} queries were left out: "
-        + "; ".join(parts)
-        + "."
-    )
+    parts = "; ".join(f"{n} {reason}" for reason, n in report.left_out.items())
+    return f"{report.n_left_out} of {report.n_input_queries} queries were left out: {parts}."
 
 
 def no_repeats_reason(outcomes: pd.DataFrame | None = None, *, has_repeats: bool | None = None):

@@ -141,43 +141,35 @@ def check_item_alignment(table: ScoreTable) -> CheckResult:
     }
     if len(blocks) >= 2:
         parts = "; ".join(f"[{name_list(b)}]" for b in blocks)
-        return CheckResult(
-            name,
+        status, text = (
             "fail",
             f"{len(blocks)} blocks of models correlate within (mean r = "
             f"{numbers['mean_r_within']:.2f}) but not across (mean r = "
             f"{numbers['mean_r_across']:.2f}) on item-level scores: the item columns look "
             f"permuted between groups of models, so no clustering or routing result on this table "
             f"means anything. Blocks: {parts}",
-            numbers,
         )
-    if m == 2 and not linked.any():
-        return CheckResult(
-            name,
+    elif m == 2 and not linked.any():
+        status, text = (
             "warn",
             f"the two models' item-level scores do not correlate (r = {numbers['median_r']:.2f}),"
             " which shared item difficulty makes rare: check that both score the same items",
-            numbers,
         )
-    if isolated or numbers["n_negative_pairs"]:
+    elif isolated or numbers["n_negative_pairs"]:
         what = []
         if isolated:
             what.append(f"{name_list(isolated)} correlate(s) with no other model")
         if numbers["n_negative_pairs"]:
             what.append(f"{numbers['n_negative_pairs']} pair(s) correlate negatively")
-        return CheckResult(
-            name,
-            "warn",
-            "; ".join(what) + " on item-level scores (a random, broken or misaligned model?)",
-            numbers,
+        status = "warn"
+        text = "; ".join(what) + " on item-level scores (a random, broken or misaligned model?)"
+    else:
+        status, text = (
+            "ok",
+            f"every pair of the {m} models correlates positively on item-level scores (median r = "
+            f"{numbers['median_r']:.2f}, min {numbers['min_r']:.2f}): the items are aligned",
         )
-    return CheckResult(
-        name,
-        "ok",
-        f"every pair of the {m} models correlates positively on item-level scores (median r = "
-        f"{numbers['median_r']:.2f}, min {numbers['min_r']:.2f}): the items are aligned",
-        numbers,
-    )
+    return CheckResult(name, status, text, numbers)
 
 
 @timed
@@ -207,7 +199,7 @@ def check_near_identical_models(
         [
             models[i],
             models[j],
-            None if not np.isfinite(r[i, j]) else float(r[i, j]),
+            float(r[i, j]) if np.isfinite(r[i, j]) else None,
             bool(identical[i, j]),
         ]
         for i, j in zip(a.tolist(), b.tolist(), strict=True)
@@ -296,18 +288,10 @@ def check_never_or_always_wins(table: ScoreTable) -> CheckResult:
     }
     if not never and not always:
         return CheckResult(name, "ok", "every model wins and loses some decisive pairs", numbers)
-    parts = []
-    if never:
-        parts.append(f"{name_list(never)} never win(s) a decisive pair")
-    if always:
-        parts.append(f"{name_list(always)} win(s) every decisive pair")
-    return CheckResult(
-        name,
-        "warn",
-        "; ".join(parts) + ": such a model's Bradley-Terry strength runs to the bound and it adds "
-        "nothing to tell queries apart",
-        numbers,
-    )
+    parts = [f"{name_list(never)} never win(s) a decisive pair"] if never else []
+    parts += [f"{name_list(always)} win(s) every decisive pair"] if always else []
+    text = "; ".join(parts) + ": such a model's Bradley-Terry strength runs to the bound and it "
+    return CheckResult(name, "warn", text + "adds nothing to tell queries apart", numbers)
 
 
 @timed
@@ -385,15 +369,9 @@ def check_all_ties(
     if n_q and not (decisive > 0).any():
         return CheckResult(name, "fail", text + ": no query tells any two models apart", numbers)
     if numbers["n_usable_by_protocol"] < 2:
-        return CheckResult(
-            name,
-            "warn",
-            text
-            + ": the ECC protocol, which needs at least 2 such queries, does not apply"
-            + (" (with 2 models a query has one pair at most)" if two_models else "")
-            + "; routing between the models still does",
-            numbers,
-        )
+        text += ": the ECC protocol, which needs at least 2 such queries, does not apply"
+        text += " (with 2 models a query has one pair at most)" if two_models else ""
+        return CheckResult(name, "warn", text + "; routing between the models still does", numbers)
     if share > ALL_TIES_WARN_SHARE or all_tie_categories or two_models:
         extra = []
         if two_models:
@@ -463,15 +441,13 @@ def check_score_type(
         f"[{low:g}, {high:g}]); a pair is decisive when the two mean scores differ by more "
         f"than the tie tolerance {tie_tolerance:g}"
     )
-    if kind == "continuous" and near > 0.01:
-        return CheckResult(
-            name,
-            "warn",
-            text + f"; {100 * near:.1f}% of the nonzero score gaps within a query are at most "
-            f"{tie_tolerance:g}, so the protocol reads them as ties, not wins; {TIE_TOLERANCE_HOW}",
-            numbers,
-        )
-    return CheckResult(name, "ok", text, numbers)
+    if kind != "continuous" or near <= 0.01:
+        return CheckResult(name, "ok", text, numbers)
+    text += (
+        f"; {100 * near:.1f}% of the nonzero score gaps within a query are at most "
+        f"{tie_tolerance:g}, so the protocol reads them as ties, not wins; {TIE_TOLERANCE_HOW}"
+    )
+    return CheckResult(name, "warn", text, numbers)
 
 
 __all__: list[str] = []

@@ -80,20 +80,12 @@ def check_texts(
             f"{numbers['n_across_split']} test queries repeat a training text of the protocol's split"
         )
     if not parts:
-        return CheckResult(
-            name,
-            "ok",
-            f"{len(text)} texts, none empty, none repeated"
-            + (", none across the protocol's split" if numbers["n_across_split"] == 0 else ""),
-            numbers,
-        )
+        split = ", none across the protocol's split" if numbers["n_across_split"] == 0 else ""
+        said = f"{len(text)} texts, none empty, none repeated{split}"
+        return CheckResult(name, "ok", said, numbers)
     status = "fail" if numbers["n_empty"] > len(text) / 2 else "warn"
-    return CheckResult(
-        name,
-        status,
-        "; ".join(parts) + ": embedding-based methods cannot tell such queries apart",
-        numbers,
-    )
+    said = "; ".join(parts) + ": embedding-based methods cannot tell such queries apart"
+    return CheckResult(name, status, said, numbers)
 
 
 @timed
@@ -145,24 +137,18 @@ def check_text_length(
         "text_view": text_view,
     }
     if not n_long:
-        return CheckResult(
-            name,
-            "ok",
-            f"every text fits {numbers['model']}'s {limit} word pieces",
-            numbers,
-        )
+        said = f"every text fits {numbers['model']}'s {limit} word pieces"
+        return CheckResult(name, "ok", said, numbers)
     handled = (
         "the model reads only their beginning"
         if text_view == "full"
         else f"the {text_view!r} text view embeds their last {limit - 2} word pieces"
     )
-    return CheckResult(
-        name,
-        "warn",
+    said = (
         f"{n_long} of {len(distinct)} distinct texts ({100 * numbers['too_long_share']:.1f}%) are "
-        f"longer than {numbers['model']}'s {limit} word pieces; {handled}",
-        numbers,
+        f"longer than {numbers['model']}'s {limit} word pieces; {handled}"
     )
+    return CheckResult(name, "warn", said, numbers)
 
 
 @timed
@@ -209,18 +195,14 @@ def check_embedding_collapse(embeddings: np.ndarray, texts: Sequence[str]) -> Ch
         f"{shared} of {n_distinct} distinct texts share their vector with another text; mean "
         f"pairwise cosine {mean_cos:.2f}"
     )
+    status = "ok"
     if numbers["sharing_share"] > COLLAPSE_FAIL_SHARE or mean_cos > COLLAPSE_FAIL_COSINE:
-        return CheckResult(
-            name,
-            "fail",
-            text + ": the embeddings have collapsed, embedding-based clusters mean nothing",
-            numbers,
-        )
-    if shared:
-        return CheckResult(
-            name, "warn", text + ": embedding-based methods cannot tell those apart", numbers
-        )
-    return CheckResult(name, "ok", text, numbers)
+        status = "fail"
+        text += ": the embeddings have collapsed, embedding-based clusters mean nothing"
+    elif shared:
+        status = "warn"
+        text += ": embedding-based methods cannot tell those apart"
+    return CheckResult(name, status, text, numbers)
 
 
 __all__: list[str] = []
