@@ -19,17 +19,49 @@ import pandas as pd
 
 from ecc_lib.synthetic.repeated_outcomes import make_repeated_outcomes
 
-_NAMES = tuple(
-    (
-        "Ava Ben Chloe Dmitri Elena Farid Grace Hiro Ines Jonas Kemal Lena Mateo Nadia Omar Priya "
-        "Quinn Rosa Sven Tariq Uma Victor"
-    ).split()
+_NAMES = (
+    "Ava",
+    "Ben",
+    "Chloe",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Victor",
 )
-_ITEMS = tuple(
-    (
-        "apples marbles stamps pencils books shells coins cards tickets cookies bricks flowers "
-        "candles buttons ribbons kites shirts bottles"
-    ).split()
+_ITEMS = (
+    "apples",
+    "marbles",
+    "stamps",
+    "pencils",
+    "books",
+    "shells",
+    "coins",
+    "cards",
+    "tickets",
+    "cookies",
+    "bricks",
+    "flowers",
+    "candles",
+    "buttons",
+    "ribbons",
+    "kites",
+    "shirts",
+    "bottles",
 )
 _PLACES = (
     "market",
