@@ -183,6 +183,22 @@ def add_protocol_flags(parser: argparse.ArgumentParser, *names: str) -> None:
         parser.add_argument(f"--{name}", type=kind, default=default, help=words)
 
 
+def add_flags(parser: argparse.ArgumentParser, *rows: tuple, **shared) -> None:
+    """Add valued flags, one ``(flag, type, default, metavar, help)`` row each, in order.
+
+    Parameters
+    ----------
+    parser : ArgumentParser
+    *rows : tuple
+        ``(flag, type, default, metavar, help)``; a ``None`` type, default or metavar is
+        argparse's own default.
+    **shared
+        Keyword arguments of every row's flag (e.g. ``required=True``).
+    """
+    for flag, kind, default, metavar, words in rows:
+        parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=words, **shared)
+
+
 def add_scheduler_option(parser: argparse.ArgumentParser, what: str) -> None:
     """Add ``--scheduler local|ADDRESS``, the one Dask switch of the subcommands.
 
