@@ -48,17 +48,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "(all-MiniLM-L6-v2, default), 'static' (distilled from it, thousands of times faster, "
         "see the README) or a sentence-transformers model name",
     )
-    add_protocol_flags(parser, "k")
-    parser.add_argument(
-        "--lam", type=float, default=D.LAM, help=f"cosine weight (default {D.LAM:g})"
-    )
-    parser.add_argument(
-        "--temperature",
-        type=float,
-        default=D.TEMPERATURE,
-        help=f"softmax temperature (default {D.TEMPERATURE:g})",
-    )
-    add_protocol_flags(parser, "pairs", "probes")
+    add_protocol_flags(parser, "k", "lam", "temperature", "pairs", "probes")
     parser.add_argument(
         "--tie-tolerance",
         type=float,
@@ -67,10 +57,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="mean scores of a query closer than this tie: such a pair is no comparison "
         f"(default {D.TIE_TOLERANCE:g}; ecc-lab check --tie-tolerance shows how many score gaps it ties)",
     )
-    add_protocol_flags(parser, "test-size")
-    parser.add_argument(
-        "--seed", type=int, default=D.SEED, help=f"seed of pairs, split and EM (default {D.SEED})"
-    )
+    add_protocol_flags(parser, "test-size", "seed")
     parser.add_argument(
         "--seeds",
         type=int,

@@ -170,13 +170,17 @@ def add_protocol_flags(parser: argparse.ArgumentParser, *names: str) -> None:
     ----------
     parser : ArgumentParser
     *names : str
-        Among ``"k"``, ``"pairs"``, ``"probes"``, ``"test-size"``, in the order they are added.
+        Among ``"k"``, ``"lam"``, ``"temperature"``, ``"pairs"``, ``"probes"``, ``"test-size"``,
+        ``"seed"``, in the order they are added.
     """
     specs = {
         "k": (int, D.N_CLUSTERS, f"number of clusters (default {D.N_CLUSTERS})"),
+        "lam": (float, D.LAM, f"cosine weight (default {D.LAM:g})"),
+        "temperature": (float, D.TEMPERATURE, f"softmax temperature (default {D.TEMPERATURE:g})"),
         "pairs": (int, D.N_PAIRS, f"non-tie pairs per query (default {D.N_PAIRS})"),
         "probes": (int, D.N_PROBES, f"probe comparisons per test query (default {D.N_PROBES})"),
         "test-size": (float, D.TEST_SIZE, f"share of test queries (default {D.TEST_SIZE:g})"),
+        "seed": (int, D.SEED, f"seed of pairs, split and EM (default {D.SEED})"),
     }
     for name in names:
         kind, default, words = specs[name]
