@@ -512,6 +512,4 @@ def resolve_parameters(
     return resolved
 
 
-__all__ = [
-    "notebook_parameters",
-]
+__all__ = ["notebook_parameters"]
