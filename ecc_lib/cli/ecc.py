@@ -294,11 +294,10 @@ def format_seeds(summary: dict) -> str:
         "the comparisons'): mean +- sd (ddof 1) of each seed's gain, %",
         f"{'method':<10} {'all':>15} {'touching':>15} {'disjoint':>15}",
     ]
-    for name, mean in summary["gain_mean"].items():
+    for name in summary["gain_mean"]:
         cells = [
-            _mean_sd(mean, summary["gain_sd"][name]),
-            _mean_sd(summary["gain_touching_mean"][name], summary["gain_touching_sd"][name]),
-            _mean_sd(summary["gain_disjoint_mean"][name], summary["gain_disjoint_sd"][name]),
+            _mean_sd(summary[f"gain{part}_mean"][name], summary[f"gain{part}_sd"][name])
+            for part in ("", "_touching", "_disjoint")
         ]
         lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
     for name, (mean, sd) in summary["difference_mean_sd"].items():
@@ -467,11 +466,6 @@ def protocol_from_args(args: argparse.Namespace):
     return protocol, estimator
 
 
-def _run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
-    return _printed(args, *ecc_result_from_args(args))
-
-
 def ecc_result_from_args(args: argparse.Namespace):
     """Read the inputs the flags of ``ecc-lab ecc`` name, apply the data policy and run the
     protocol (shared by ``ecc-lab ecc`` and ``ecc-lab map``).
@@ -560,8 +554,8 @@ def _in_flag_words():
         raise ValueError(worded) from error
 
 
-def _printed(args: argparse.Namespace, found, report, check) -> int:
-    """Print what ``ecc-lab ecc`` prints and write its ``--json``."""
+def _run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
     from ecc_lib.protocol.comparisons import (
         clustering_records,
         routing_difference_records,
@@ -569,6 +563,7 @@ def _printed(args: argparse.Namespace, found, report, check) -> int:
     )
     from ecc_lib.report.summary import ecc_cv_line
 
+    found, report, check = ecc_result_from_args(args)
     multi = found.multi
     seeds = list(multi.seeds)
     records = found.comparison_records  # computed once: the JSON and ECC-CV's verdict read it too
