@@ -119,6 +119,4 @@ def main(argv: list[str] | None = None) -> int:
     return run_handler(args)
 
 
-__all__ = [
-    "main",
-]
+__all__ = ["main"]

@@ -8,22 +8,16 @@ import logging
 import math
 import sys
 
-from ecc_lib.cli.subcommand import Subcommand, UsageError
+from ecc_lib.cli.subcommand import Subcommand, UsageError, add_flags
 
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 """``--max-response-bytes`` default (the client's; not imported so that ``--help`` stays fast)."""
 
 
 def _collect_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``ecc-lab collect``."""
-    _source_arguments(parser)
-    _sampling_arguments(parser)
-    _retry_arguments(parser)
-    _output_arguments(parser)
-
-
-def _source_arguments(parser: argparse.ArgumentParser) -> None:
-    """``ecc-lab collect``'s queries, models and endpoint."""
+    """The flags of ``ecc-lab collect``: queries, models and endpoint; rewriter, rewrites, decodes
+    and temperature; concurrency, timeout and retries; rewrite format, token and reply limits,
+    prices and store."""
     parser.add_argument(
         "--queries",
         required=True,
@@ -44,67 +38,39 @@ def _source_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="endpoint including the API prefix, e.g. http://localhost:8000/v1",
     )
-    parser.add_argument(
-        "--api-key-env",
-        default=None,
-        metavar="NAME",
-        help="environment variable holding the API key, sent to --base-url (default: "
-        "OPENAI_API_KEY for https://api.openai.com exactly, no key for any other endpoint; no key "
-        "is sent when the variable is unset)",
+    add_flags(
+        parser,
+        (
+            "--api-key-env",
+            None,
+            None,
+            "NAME",
+            "environment variable holding the API key, sent to --base-url (default: "
+            "OPENAI_API_KEY for https://api.openai.com exactly, no key for any other endpoint; no "
+            "key is sent when the variable is unset)",
+        ),
+        ("--rewriter", None, None, "MODEL", "model writing the rewrites (default: first model)"),
+        ("--rewrites", int, 2, "N", "rewrites per query (default 2)"),
+        ("--decodes", int, 3, "M", "answers per query, variant and model (default 3)"),
+        ("--temperature", float, 0.7, None, "answer temperature (default 0.7)"),
+        ("--concurrency", int, 8, None, "calls in flight at once (default 8)"),
+        ("--timeout", float, 60.0, "SECONDS", "deadline of one attempt of a call (default 60)"),
+        (
+            "--max-retries",
+            int,
+            5,
+            "N",
+            "retries of a call after 429, 5xx, timeouts and connection errors (default 5)",
+        ),
+        (
+            "--max-consecutive-errors",
+            int,
+            10,
+            "N",
+            "stop after N connection errors or timeouts in a row (default 10); a refused "
+            "connection before any answer stops at once",
+        ),
     )
-
-
-def _sampling_arguments(parser: argparse.ArgumentParser) -> None:
-    """``ecc-lab collect``'s rewriter, rewrites, decodes and temperature."""
-    parser.add_argument(
-        "--rewriter", metavar="MODEL", help="model writing the rewrites (default: first model)"
-    )
-    parser.add_argument(
-        "--rewrites", type=int, default=2, metavar="N", help="rewrites per query (default 2)"
-    )
-    parser.add_argument(
-        "--decodes",
-        type=int,
-        default=3,
-        metavar="M",
-        help="answers per query, variant and model (default 3)",
-    )
-    parser.add_argument(
-        "--temperature", type=float, default=0.7, help="answer temperature (default 0.7)"
-    )
-
-
-def _retry_arguments(parser: argparse.ArgumentParser) -> None:
-    """``ecc-lab collect``'s concurrency, timeout and retries."""
-    parser.add_argument(
-        "--concurrency", type=int, default=8, help="calls in flight at once (default 8)"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="deadline of one attempt of a call (default 60)",
-    )
-    parser.add_argument(
-        "--max-retries",
-        type=int,
-        default=5,
-        metavar="N",
-        help="retries of a call after 429, 5xx, timeouts and connection errors (default 5)",
-    )
-    parser.add_argument(
-        "--max-consecutive-errors",
-        type=int,
-        default=10,
-        metavar="N",
-        help="stop after N connection errors or timeouts in a row (default 10); a refused "
-        "connection before any answer stops at once",
-    )
-
-
-def _output_arguments(parser: argparse.ArgumentParser) -> None:
-    """``ecc-lab collect``'s rewrite format, token and reply limits, prices and store."""
     parser.add_argument(
         "--rewrite-format",
         choices=("auto", "json_schema", "json_object", "none", "single"),
@@ -113,33 +79,32 @@ def _output_arguments(parser: argparse.ArgumentParser) -> None:
         "server accepts it; numbered or one-per-line lists are read as a fallback); single: one "
         "paraphrase per call after worked examples, for small models",
     )
-    parser.add_argument(
-        "--rewrite-calls",
-        type=int,
-        default=None,
-        metavar="N",
-        help="rewriting calls per query per run before its missing rewrites are given up "
-        "(default 3, or 3 per missing rewrite with --rewrite-format single)",
-    )
-    parser.add_argument(
-        "--max-tokens",
-        type=int,
-        default=1024,
-        metavar="N",
-        help="max_tokens of the answers (default 1024)",
-    )
-    parser.add_argument(
-        "--max-response-bytes",
-        type=int,
-        default=DEFAULT_MAX_RESPONSE_BYTES,
-        metavar="N",
-        help="largest decoded reply read, in bytes (default 4 MiB); a longer one is recorded as "
-        "a failed call and not stored",
-    )
-    parser.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="price table (.csv, .json, .yaml): model, input_per_1m, output_per_1m in USD",
+    add_flags(
+        parser,
+        (
+            "--rewrite-calls",
+            int,
+            None,
+            "N",
+            "rewriting calls per query per run before its missing rewrites are given up "
+            "(default 3, or 3 per missing rewrite with --rewrite-format single)",
+        ),
+        ("--max-tokens", int, 1024, "N", "max_tokens of the answers (default 1024)"),
+        (
+            "--max-response-bytes",
+            int,
+            DEFAULT_MAX_RESPONSE_BYTES,
+            "N",
+            "largest decoded reply read, in bytes (default 4 MiB); a longer one is recorded as "
+            "a failed call and not stored",
+        ),
+        (
+            "--prices",
+            None,
+            None,
+            "FILE",
+            "price table (.csv, .json, .yaml): model, input_per_1m, output_per_1m in USD",
+        ),
     )
     parser.add_argument("--store", required=True, metavar="DIR", help="collection folder")
 
@@ -242,22 +207,18 @@ SUBCOMMANDS = (
     Subcommand(
         "collect",
         help="collect rewrites x decodes from an OpenAI-compatible endpoint",
-        description=(
-            "Ask each model to answer each query's original text and N rewrites M times, score and "
-            "cost every answer, and append it to the store. Rerunning the same command skips what "
-            "is done and retries what failed. The API key is read from an environment variable "
-            "and never stored."
-        ),
+        description="Ask each model to answer each query's original text and N rewrites M times, "
+        "score and cost every answer, and append it to the store. Rerunning the same command skips "
+        "what is done and retries what failed. The API key is read from an environment variable "
+        "and never stored.",
         add_arguments=_collect_arguments,
         handler=_collect,
     ),
     Subcommand(
         "collect-export",
         help="export a collection store to the long outcomes format",
-        description=(
-            "Write one row per (query_id, model, variant_id, decode_id) with score, cost, tokens "
-            "and latency. Records whose scoring failed are left out and counted."
-        ),
+        description="Write one row per (query_id, model, variant_id, decode_id) with score, cost, "
+        "tokens and latency. Records whose scoring failed are left out and counted.",
         add_arguments=_export_arguments,
         handler=_export,
     ),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
+from ecc_lib.cli.subcommand import Subcommand, add_flags, add_scheduler_option, write_json
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,11 +39,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=D.COST_WEIGHT,
         help=f"cost weight lambda of the utility (default {D.COST_WEIGHT:g})",
     )
-    parser.add_argument(
-        "--beta",
-        type=float,
-        default=D.BETA,
-        help=f"risk weight beta of the utility (default {D.BETA:g})",
+    add_flags(
+        parser,
+        ("--beta", float, D.BETA, None, f"risk weight beta of the utility (default {D.BETA:g})"),
     )
     parser.add_argument(
         "--draws",
@@ -56,7 +54,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--change-draws",
-        dest="change_draws",
         type=int,
         default=None,
         metavar="R",
@@ -144,7 +141,7 @@ def format_summary(summary: dict) -> str:
     lines = [
         f"queries {summary['n_queries']:,}  models {summary['n_models']}  "
         f"observations {summary['n_observations']:,}  lambda {summary['lambda']}  "
-        f"beta {summary['beta']}",
+        f"beta {summary['beta']}"
     ]
     if summary.get("cost_note"):
         lines.append(summary["cost_note"])

@@ -18,12 +18,7 @@ import contextlib
 import re
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import (
-    Subcommand,
-    add_protocol_flags,
-    add_scheduler_option,
-    write_json,
-)
+from ecc_lib.cli.subcommand import Subcommand, add_protocol_flags, add_scheduler_option, write_json
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,17 +43,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "(all-MiniLM-L6-v2, default), 'static' (distilled from it, thousands of times faster, "
         "see the README) or a sentence-transformers model name",
     )
-    add_protocol_flags(parser, "k")
-    parser.add_argument(
-        "--lam", type=float, default=D.LAM, help=f"cosine weight (default {D.LAM:g})"
-    )
-    parser.add_argument(
-        "--temperature",
-        type=float,
-        default=D.TEMPERATURE,
-        help=f"softmax temperature (default {D.TEMPERATURE:g})",
-    )
-    add_protocol_flags(parser, "pairs", "probes")
+    add_protocol_flags(parser, "k", "lam", "temperature", "pairs", "probes")
     parser.add_argument(
         "--tie-tolerance",
         type=float,
@@ -67,10 +52,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="mean scores of a query closer than this tie: such a pair is no comparison "
         f"(default {D.TIE_TOLERANCE:g}; ecc-lab check --tie-tolerance shows how many score gaps it ties)",
     )
-    add_protocol_flags(parser, "test-size")
-    parser.add_argument(
-        "--seed", type=int, default=D.SEED, help=f"seed of pairs, split and EM (default {D.SEED})"
-    )
+    add_protocol_flags(parser, "test-size", "seed")
     parser.add_argument(
         "--seeds",
         type=int,
@@ -231,11 +213,10 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
             f"{'95% interval':>18}",
         ]
         for name in result.gain_touching:
-            t_gain, t_ci = _record_cells(
-                find(records, "clustering_gain", name, "global", "touching")
-            )
-            d_gain, d_ci = _record_cells(
-                find(records, "clustering_gain", name, "global", "disjoint")
+            t_gain, t_ci, d_gain, d_ci = (
+                cell
+                for reading in ("touching", "disjoint")
+                for cell in _record_cells(find(records, "clustering_gain", name, "global", reading))
             )
             lines.append(f"{name:<{w}} {t_gain:>11} {t_ci:>18} {d_gain:>11} {d_ci:>18}")
     coverage = result.probe_coverage
@@ -312,11 +293,10 @@ def format_seeds(summary: dict) -> str:
         "the comparisons'): mean +- sd (ddof 1) of each seed's gain, %",
         f"{'method':<10} {'all':>15} {'touching':>15} {'disjoint':>15}",
     ]
-    for name, mean in summary["gain_mean"].items():
+    for name in summary["gain_mean"]:
         cells = [
-            _mean_sd(mean, summary["gain_sd"][name]),
-            _mean_sd(summary["gain_touching_mean"][name], summary["gain_touching_sd"][name]),
-            _mean_sd(summary["gain_disjoint_mean"][name], summary["gain_disjoint_sd"][name]),
+            _mean_sd(summary[f"gain{part}_mean"][name], summary[f"gain{part}_sd"][name])
+            for part in ("", "_touching", "_disjoint")
         ]
         lines.append(f"{name:<10} " + " ".join(f"{c:>15}" for c in cells))
     for name, (mean, sd) in summary["difference_mean_sd"].items():
@@ -485,11 +465,6 @@ def protocol_from_args(args: argparse.Namespace):
     return protocol, estimator
 
 
-def _run(args: argparse.Namespace) -> int:
-    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
-    return _printed(args, *ecc_result_from_args(args))
-
-
 def ecc_result_from_args(args: argparse.Namespace):
     """Read the inputs the flags of ``ecc-lab ecc`` name, apply the data policy and run the
     protocol (shared by ``ecc-lab ecc`` and ``ecc-lab map``).
@@ -578,8 +553,8 @@ def _in_flag_words():
         raise ValueError(worded) from error
 
 
-def _printed(args: argparse.Namespace, found, report, check) -> int:
-    """Print what ``ecc-lab ecc`` prints and write its ``--json``."""
+def _run(args: argparse.Namespace) -> int:
+    """Handler of ``ecc-lab ecc``: run the protocol, print the table, optionally write JSON."""
     from ecc_lib.protocol.comparisons import (
         clustering_records,
         routing_difference_records,
@@ -587,6 +562,7 @@ def _printed(args: argparse.Namespace, found, report, check) -> int:
     )
     from ecc_lib.report.summary import ecc_cv_line
 
+    found, report, check = ecc_result_from_args(args)
     multi = found.multi
     seeds = list(multi.seeds)
     records = found.comparison_records  # computed once: the JSON and ECC-CV's verdict read it too

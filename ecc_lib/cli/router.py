@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand, UsageError, write_json
+from ecc_lib.cli.subcommand import Subcommand, UsageError, add_flags, write_json
 
 
 def _operating_point_flags(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +43,6 @@ def _operating_point_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--max-share",
-        dest="max_share",
         action="append",
         metavar="MODEL=SHARE",
         help="largest share of queries routed to MODEL (repeatable): sets a per-model offset on "
@@ -122,8 +121,7 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
         "--family",
         required=True,
         metavar="NAME",
-        help="router family "
-        "(kNN, MLP, EmbedLLM-MF, MIRT, Avengers-Pro, ECC, Softmax-ranking, "
+        help="router family (kNN, MLP, EmbedLLM-MF, MIRT, Avengers-Pro, ECC, Softmax-ranking, "
         "GraphRouter)",
     )
     parser.add_argument(
@@ -258,39 +256,28 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="base URL (with /v1) of the endpoint serving model NAME, repeatable",
     )
     parser.add_argument(
-        "--dry-run",
-        dest="dry_run",
-        action="store_true",
-        help="answer with the choice only; forward nothing",
+        "--dry-run", action="store_true", help="answer with the choice only; forward nothing"
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     parser.add_argument(
         "--api-key-env",
-        dest="api_key_env",
         action="append",
         metavar="NAME=ENV",
         help="send the key in environment variable ENV to model NAME's upstream "
         "(default: OPENAI_API_KEY to https://api.openai.com only)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=60.0,
-        help="deadline of one upstream attempt in seconds (default 60)",
-    )
-    parser.add_argument(
-        "--max-retries",
-        dest="max_retries",
-        type=int,
-        default=2,
-        help="retries of a failed upstream call (default 2)",
-    )
-    parser.add_argument(
-        "--log-dir",
-        dest="log_dir",
-        metavar="DIR",
-        help="append every decision to DIR/decisions.jsonl",
+    add_flags(
+        parser,
+        (
+            "--timeout",
+            float,
+            60.0,
+            None,
+            "deadline of one upstream attempt in seconds (default 60)",
+        ),
+        ("--max-retries", int, 2, None, "retries of a failed upstream call (default 2)"),
+        ("--log-dir", None, None, "DIR", "append every decision to DIR/decisions.jsonl"),
     )
     _operating_point_flags(parser)
 

@@ -170,17 +170,37 @@ def add_protocol_flags(parser: argparse.ArgumentParser, *names: str) -> None:
     ----------
     parser : ArgumentParser
     *names : str
-        Among ``"k"``, ``"pairs"``, ``"probes"``, ``"test-size"``, in the order they are added.
+        Among ``"k"``, ``"lam"``, ``"temperature"``, ``"pairs"``, ``"probes"``, ``"test-size"``,
+        ``"seed"``, in the order they are added.
     """
     specs = {
         "k": (int, D.N_CLUSTERS, f"number of clusters (default {D.N_CLUSTERS})"),
+        "lam": (float, D.LAM, f"cosine weight (default {D.LAM:g})"),
+        "temperature": (float, D.TEMPERATURE, f"softmax temperature (default {D.TEMPERATURE:g})"),
         "pairs": (int, D.N_PAIRS, f"non-tie pairs per query (default {D.N_PAIRS})"),
         "probes": (int, D.N_PROBES, f"probe comparisons per test query (default {D.N_PROBES})"),
         "test-size": (float, D.TEST_SIZE, f"share of test queries (default {D.TEST_SIZE:g})"),
+        "seed": (int, D.SEED, f"seed of pairs, split and EM (default {D.SEED})"),
     }
     for name in names:
         kind, default, words = specs[name]
         parser.add_argument(f"--{name}", type=kind, default=default, help=words)
+
+
+def add_flags(parser: argparse.ArgumentParser, *rows: tuple, **shared) -> None:
+    """Add valued flags, one ``(flag, type, default, metavar, help)`` row each, in order.
+
+    Parameters
+    ----------
+    parser : ArgumentParser
+    *rows : tuple
+        ``(flag, type, default, metavar, help)``; a ``None`` type, default or metavar is
+        argparse's own default.
+    **shared
+        Keyword arguments of every row's flag (e.g. ``required=True``).
+    """
+    for flag, kind, default, metavar, words in rows:
+        parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=words, **shared)
 
 
 def add_scheduler_option(parser: argparse.ArgumentParser, what: str) -> None:

@@ -422,15 +422,7 @@ def _refuse_linked_outputs(context, selected) -> None:
 
 
 def _run_locked(
-    context,
-    selected,
-    resolved,
-    planned,
-    progress,
-    timeout,
-    blas_threads,
-    append,
-    replace_damaged=False,
+    context, selected, resolved, planned, progress, timeout, blas_threads, append, replace_damaged
 ) -> RunResult:
     """The body of :func:`run_pipeline`, run while the folder's lock is held."""
     tqdm = require("tqdm.auto", extra="notebooks", purpose="ecc-lab run").tqdm
