@@ -207,18 +207,22 @@ SUBCOMMANDS = (
     Subcommand(
         "collect",
         help="collect rewrites x decodes from an OpenAI-compatible endpoint",
-        description="Ask each model to answer each query's original text and N rewrites M times, "
-        "score and cost every answer, and append it to the store. Rerunning the same command skips "
-        "what is done and retries what failed. The API key is read from an environment variable "
-        "and never stored.",
+        description=(
+            "Ask each model to answer each query's original text and N rewrites M times, score and "
+            "cost every answer, and append it to the store. Rerunning the same command skips what "
+            "is done and retries what failed. The API key is read from an environment variable "
+            "and never stored."
+        ),
         add_arguments=_collect_arguments,
         handler=_collect,
     ),
     Subcommand(
         "collect-export",
         help="export a collection store to the long outcomes format",
-        description="Write one row per (query_id, model, variant_id, decode_id) with score, cost, "
-        "tokens and latency. Records whose scoring failed are left out and counted.",
+        description=(
+            "Write one row per (query_id, model, variant_id, decode_id) with score, cost, tokens "
+            "and latency. Records whose scoring failed are left out and counted."
+        ),
         add_arguments=_export_arguments,
         handler=_export,
     ),

@@ -159,9 +159,11 @@ SUBCOMMANDS = (
     Subcommand(
         "init",
         help="copy the notebooks and an example config into a folder to edit in JupyterLab",
-        description="Copy the analysis notebooks (NN_*.ipynb) and params.example.yaml into DIR, so "
-        "that you can open, edit and rerun them in JupyterLab; 'ecc-lab run --notebooks DIR' runs "
-        "your copies. Existing files are never overwritten unless --force is given.",
+        description=(
+            "Copy the analysis notebooks (NN_*.ipynb) and params.example.yaml into DIR, so that "
+            "you can open, edit and rerun them in JupyterLab; 'ecc-lab run --notebooks DIR' runs "
+            "your copies. Existing files are never overwritten unless --force is given."
+        ),
         add_arguments=_arguments,
         handler=_run,
     ),

@@ -146,13 +146,17 @@ SUBCOMMANDS = (
     Subcommand(
         "run",
         help="execute the notebooks (01 data ... 05 report) into runs/NAME/",
-        description="Execute notebooks/NN_*.ipynb in order with papermill into a run folder: "
-        "executed notebooks, figures/ (PNG and PDF), tables/ (CSV), metrics.json and report.html. "
-        "A failing notebook stops the run; an unknown parameter is an error.",
+        description=(
+            "Execute notebooks/NN_*.ipynb in order with papermill into a run folder: executed "
+            "notebooks, figures/ (PNG and PDF), tables/ (CSV), metrics.json and report.html. "
+            "A failing notebook stops the run; an unknown parameter is an error."
+        ),
         add_arguments=_arguments,
         handler=_run,
-        interrupted="interrupted; the executed copy of the running notebook is marked as "
-        "incomplete and run.json says 'interrupted'",
+        interrupted=(
+            "interrupted; the executed copy of the running notebook is marked as incomplete and "
+            "run.json says 'interrupted'"
+        ),
     ),
 )
 
