@@ -119,4 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_handler(args)
 
 
-__all__ = ["main"]
+__all__ = [
+    "main",
+]

@@ -141,7 +141,7 @@ def format_summary(summary: dict) -> str:
     lines = [
         f"queries {summary['n_queries']:,}  models {summary['n_models']}  "
         f"observations {summary['n_observations']:,}  lambda {summary['lambda']}  "
-        f"beta {summary['beta']}"
+        f"beta {summary['beta']}",
     ]
     if summary.get("cost_note"):
         lines.append(summary["cost_note"])

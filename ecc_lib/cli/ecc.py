@@ -18,7 +18,12 @@ import contextlib
 import re
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand, add_protocol_flags, add_scheduler_option, write_json
+from ecc_lib.cli.subcommand import (
+    Subcommand,
+    add_protocol_flags,
+    add_scheduler_option,
+    write_json,
+)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

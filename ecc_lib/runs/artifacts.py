@@ -112,7 +112,11 @@ def _figure_title(fig) -> str:
 
 
 def save_table(
-    table: pd.DataFrame, run_dir: str | os.PathLike | RunContext, name: str, *, index: bool = False
+    table: pd.DataFrame,
+    run_dir: str | os.PathLike | RunContext,
+    name: str,
+    *,
+    index: bool = False,
 ) -> Path:
     """Write ``table`` as ``tables/NAME.csv`` of the run and return the path.
 

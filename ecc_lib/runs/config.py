@@ -512,4 +512,6 @@ def resolve_parameters(
     return resolved
 
 
-__all__ = ["notebook_parameters"]
+__all__ = [
+    "notebook_parameters",
+]

@@ -34,7 +34,9 @@ def _difference(before: Mapping[str, str], now: Mapping[str, str]) -> str:
 
 
 def check_data_digests(
-    run_dir: Path, previous: Mapping[str, Any], planned: Mapping[str, Iterable[str]]
+    run_dir: Path,
+    previous: Mapping[str, Any],
+    planned: Mapping[str, Iterable[str]],
 ) -> dict[str, dict[str, dict[str, str]]]:
     """The ``data_digests`` of ``run.json`` after this run; refuse a dataset that changed.
 

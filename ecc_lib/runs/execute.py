@@ -505,4 +505,7 @@ def export_report(
     return html_path
 
 
-__all__ = ["NOTEBOOK_SECTIONS", "NOTEBOOK_TITLES"]
+__all__ = [
+    "NOTEBOOK_SECTIONS",
+    "NOTEBOOK_TITLES",
+]

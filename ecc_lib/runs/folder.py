@@ -414,4 +414,7 @@ def read_json(path: str | os.PathLike) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-__all__ = ["file_label", "run_context"]
+__all__ = [
+    "file_label",
+    "run_context",
+]

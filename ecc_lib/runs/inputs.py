@@ -75,4 +75,8 @@ def record_embedding_check(run_dir, label: str, check: EmbeddingCheck) -> None:
     record_metric_entry(run_dir, "embeddings", label, check.to_dict())
 
 
-__all__ = ["record_checks", "record_embedding_check", "recorded_policy"]
+__all__ = [
+    "record_checks",
+    "record_embedding_check",
+    "recorded_policy",
+]

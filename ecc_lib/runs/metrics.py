@@ -228,4 +228,7 @@ def get_metric(metrics: Mapping[str, Any], dotted_key: str) -> Any:
     return node
 
 
-__all__ = ["flatten_metrics", "record_metric_entry"]
+__all__ = [
+    "flatten_metrics",
+    "record_metric_entry",
+]

@@ -149,7 +149,9 @@ def _show_in_notebook(fig) -> None:
 
 
 def open_run(
-    run_dir: str | os.PathLike | RunContext | None, notebook: str, namespace: Mapping[str, Any]
+    run_dir: str | os.PathLike | RunContext | None,
+    notebook: str,
+    namespace: Mapping[str, Any],
 ) -> NotebookRun:
     """Open the run folder of one notebook (created where it does not exist).
 

@@ -399,4 +399,10 @@ def cost_inputs(
     return CostInputs(None if skipped else label, queries, outcomes, embeddings, skipped)
 
 
-__all__ = ["cost_inputs", "dataset_fingerprint", "dataset_label", "load_dataset", "record_dataset"]
+__all__ = [
+    "cost_inputs",
+    "dataset_fingerprint",
+    "dataset_label",
+    "load_dataset",
+    "record_dataset",
+]
