@@ -47,7 +47,11 @@ import scipy.sparse as sp
 from ecc_lib.bradley_terry import DEFAULT_ALPHA, fit_bt_pairs, pair_counts
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.protocol.data import ProtocolData
-from ecc_lib.protocol.experiments.sweeps import HIDDEN_EXAMPLE_CATEGORIES, _hidden_mask, _shorten
+from ecc_lib.protocol.experiments.sweeps import (
+    HIDDEN_EXAMPLE_CATEGORIES,
+    hidden_category_mask,
+    shorten_text,
+)
 from ecc_lib.serialization import to_jsonable
 from ecc_lib.stats import (
     DEFAULT_N_BOOT,
@@ -576,7 +580,7 @@ def capability_map(
         est.record(i, g, seen, point, reps, tail, enough=len(members) >= min_queries)
     n_test_k = np.bincount(test_group[test_group >= 0], minlength=n_keys)
     labels_train = None if data.labels is None else data.labels_train
-    hidden = _hidden_mask(labels_train, len(train_group), hidden_categories)
+    hidden = hidden_category_mask(labels_train, len(train_group), hidden_categories)
     terms = class_tfidf_terms(
         data.texts[data.train_mask], train_group, n_keys, n_terms=max_terms, exclude=hidden
     )
@@ -600,7 +604,13 @@ def capability_map(
     rows = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame()
     best_of = est.best_of
     held_out = _held_out_value(
-        data, test_group, best_of, global_best, held_out_boot, confidence, rng
+        data,
+        test_group,
+        best_of,
+        global_best,
+        n_boot=held_out_boot,
+        confidence=confidence,
+        random_state=rng,
     )
     share = float((groups["best_model"] != models[global_best]).mean()) if len(groups) else 0.0
     return CapabilityMap(
@@ -763,6 +773,7 @@ def _held_out_value(
     test_group: np.ndarray,
     best_of: np.ndarray,
     global_best: int,
+    *,
     n_boot: int,
     confidence: float,
     random_state,
@@ -787,17 +798,31 @@ def _held_out_value(
         if n_test
         else float("nan"),
     }
-    nan, nan2 = float("nan"), [float("nan"), float("nan")]
-    values = (nan, nan2) * 3
-    if both.any():
-        routed, reference = routed[both], reference[both]
-        index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
-        r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
-        g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
-        diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
-        values = (diff["estimate"], diff["ci95"], r_mean, r_ci, g_mean, g_ci)
-    keys = ("estimate", "ci95", "routed_score", "routed_score_ci95", "global_score")
-    return {**out, **dict(zip((*keys, "global_score_ci95"), values, strict=True))}
+    if not both.any():
+        nan2 = [float("nan"), float("nan")]
+        return {
+            **out,
+            "estimate": float("nan"),
+            "ci95": nan2,
+            "routed_score": float("nan"),
+            "routed_score_ci95": nan2,
+            "global_score": float("nan"),
+            "global_score_ci95": nan2,
+        }
+    routed, reference = routed[both], reference[both]
+    index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
+    r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
+    g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
+    diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
+    return {
+        **out,
+        "estimate": diff["estimate"],
+        "ci95": diff["ci95"],
+        "routed_score": r_mean,
+        "routed_score_ci95": r_ci,
+        "global_score": g_mean,
+        "global_score_ci95": g_ci,
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -879,7 +904,7 @@ def show_group(
     labels = data.labels
     train_rows = np.flatnonzero(data.train_mask)[cmap.train_group == index]
     test_rows = np.flatnonzero(data.test_mask)[cmap.test_group == index]
-    hidden_all = _hidden_mask(labels, len(data.texts), hidden_categories)
+    hidden_all = hidden_category_mask(labels, len(data.texts), hidden_categories)
     x = data.embeddings[train_rows].astype(float)
     examples = pd.DataFrame(columns=["query_id", "category", "cosine to centroid", "text"])
     if len(train_rows):
@@ -894,7 +919,7 @@ def show_group(
                 "query_id": data.comparisons.query_ids[train_rows[pick]],
                 "category": labels[train_rows[pick]] if labels is not None else "",
                 "cosine to centroid": np.round(cosine[pick], 3),
-                "text": [_shorten(t, max_chars) for t in data.texts[train_rows[pick]]],
+                "text": [shorten_text(t, max_chars) for t in data.texts[train_rows[pick]]],
             }
         )
     best = cmap.models.index(row["best_model"])
@@ -922,7 +947,7 @@ def show_group(
             f"{row['best_model']} score": np.round(best_score[pick], 3),
             "best other model": [cmap.models[w] for w in winner[pick]],
             "its score": np.round(winner_score[pick], 3),
-            "text": [_shorten(t, max_chars) for t in data.texts[rows[pick]]],
+            "text": [shorten_text(t, max_chars) for t in data.texts[rows[pick]]],
         }
     )
     return GroupView(

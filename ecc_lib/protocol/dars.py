@@ -202,10 +202,15 @@ class DARSResult:
             "dataset": dataset,
             "skipped": None,
             "n_incomplete_queries_left_out": len(self.observations.dropped_query_ids),
-            **{key: headline.get(key) for key in _DARS_KEYS[:2]},  # the pairwise flip rate
+            "winner_flip_rate": headline.get("winner_flip_rate"),
+            "winner_flip_rate_ci95": headline.get("winner_flip_rate_ci95"),
             "winner_flip_rate_side": side,
-            # the strict flip rate, the change rate and the chance level
-            **{key: headline.get(key) for key in _DARS_KEYS[2:8]},
+            "winner_flip_rate_strict": headline.get("winner_flip_rate_strict"),
+            "winner_flip_rate_strict_ci95": headline.get("winner_flip_rate_strict_ci95"),
+            "winner_change_rate": headline.get("winner_change_rate"),
+            "winner_change_rate_ci95": headline.get("winner_change_rate_ci95"),
+            "winner_change_rate_r": headline.get("winner_change_rate_r"),
+            "flip_rate_chance": headline.get("flip_rate_chance"),
             "single_vs_distribution_disagreement": headline.get(
                 "single_vs_distribution_disagreement", disagreement
             ),

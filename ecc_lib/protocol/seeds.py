@@ -114,7 +114,8 @@ class MultiSeedEvaluation:
         """
         names = list(self.first.gain)
         differences, differences_disjoint = {}, {}
-        for second in [n for n in names if n != "ecc"] if "ecc" in names else []:
+        others = [n for n in names if n != "ecc"] if "ecc" in names else []
+        for second in others:
             for into, attribute in ((differences, "gain"), (differences_disjoint, "gain_disjoint")):
                 # a method skipped on some seed (the human baseline of a split whose test
                 # categories are all unseen in training) counts as missing there

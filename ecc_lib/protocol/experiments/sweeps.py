@@ -370,7 +370,7 @@ def cluster_summary(
     k = resp.shape[1]
     models = np.asarray(model.models_, dtype=object)
     cats = None if categories is None else labels_to_str(categories, len(texts)).astype(str)
-    showable = ~_hidden_mask(cats, len(texts), hidden_categories)
+    showable = ~hidden_category_mask(cats, len(texts), hidden_categories)
     rows = []
     for c in range(k):
         members = np.flatnonzero(hard == c)
@@ -389,18 +389,18 @@ def cluster_summary(
             )
         candidates = members[showable[members]]
         best = candidates[np.argsort(-resp[candidates, c], kind="stable")][:n_examples]
-        row["examples"] = [_shorten(t, max_chars) for t in texts[best]]
+        row["examples"] = [shorten_text(t, max_chars) for t in texts[best]]
         rows.append(row)
     return pd.DataFrame(rows).sort_values("size", ascending=False).reset_index(drop=True)
 
 
-def _shorten(text: str, max_chars: int) -> str:
+def shorten_text(text: str, max_chars: int) -> str:
     """``text`` on one line, cut to ``max_chars`` with an ellipsis."""
     text = " ".join(str(text).split())
     return text if len(text) <= max_chars else text[: max_chars - 1] + "\u2026"
 
 
-def _hidden_mask(labels: np.ndarray | None, n: int, hidden: tuple[str, ...]) -> np.ndarray:
+def hidden_category_mask(labels: np.ndarray | None, n: int, hidden: tuple[str, ...]) -> np.ndarray:
     """Which of ``n`` queries belong to a category never quoted (one containing a ``hidden``
     name, case-insensitive)."""
     if labels is None or not hidden:
