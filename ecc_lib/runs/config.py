@@ -335,7 +335,10 @@ def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any
         expected = _TYPES.get(type_name)
         if expected is None:
             return
-    if not isinstance(value, expected) or isinstance(value, bool) and bool not in expected:
+    ok = isinstance(value, expected)
+    if ok and isinstance(value, bool) and bool not in expected:
+        ok = False
+    if not ok:
         raise ParameterTypeError(
             f"parameter {name!r} of {notebook} must be {type_name} (default "
             f"{declared['default']!r}), got {type(value).__name__} {value!r}"
@@ -472,16 +475,21 @@ def resolve_parameters(
             sections.setdefault(matches[0], {}).update({str(k): v for k, v in value.items()})
         else:
             globals_[key] = value
-    for stem, values in [(None, globals_), *sections.items()]:  # the global keys first
+    for key in globals_:
+        if key in RESERVED_PARAMETERS:
+            raise UnknownParameterError(f"parameter {key!r} is set by the runner (use --out)")
+        if key not in known_anywhere:
+            raise UnknownParameterError(
+                f"unknown parameter {key!r}: no notebook declares it; known parameters: "
+                f"{known_anywhere}"
+            )
+    for stem, values in sections.items():
         for key in values:
             if key in RESERVED_PARAMETERS:
                 raise UnknownParameterError(f"parameter {key!r} is set by the runner (use --out)")
-            if key not in (known_anywhere if stem is None else declared[stem]):
+            if key not in declared[stem]:
                 raise UnknownParameterError(
-                    f"unknown parameter {key!r}: no notebook declares it; known parameters: "
-                    f"{known_anywhere}"
-                    if stem is None
-                    else f"unknown parameter {key!r} for notebook {stem}; its parameters are "
+                    f"unknown parameter {key!r} for notebook {stem}; its parameters are "
                     f"{sorted(declared[stem])}"
                 )
     resolved: dict[str, dict[str, Any]] = {}
