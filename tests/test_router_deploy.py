@@ -86,6 +86,19 @@ def test_saved_deployed_router_routes_the_same(tmp_path, knn, dataset):
     assert loaded.operating_point["budget"] == 0.3
 
 
+def test_a_calibration_file_lacking_an_array_is_refused_by_name(tmp_path, knn):
+    from ecc_lib.routers.io import RouterFileError
+
+    deployed, _ = knn
+    deployed.save(tmp_path)
+    path = tmp_path / "calibration.npz"
+    with np.load(path) as data:
+        kept = {k: data[k] for k in data.files if k != "mu_c"}
+    np.savez(path, **kept)
+    with pytest.raises(RouterFileError, match="lacks the calibration array 'mu_c'"):
+        load_deployed(tmp_path, embedder="static")
+
+
 def test_train_router_and_route_from_the_command_line(tmp_path, dataset, capsys):
     folder, queries, _ = dataset
     out = tmp_path / "router"

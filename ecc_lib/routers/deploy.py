@@ -33,7 +33,7 @@ import hashlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 
@@ -662,6 +662,10 @@ def load_deployed(
     path = Path(folder) / CALIBRATION_FILE
     if path.is_file():
         arrays = io.read_arrays(path)
+        required = [f.name for f in fields(Calibration) if f.default is MISSING]
+        for name in required:
+            if name not in arrays:
+                raise io.RouterFileError(f"{path} lacks the calibration array {name!r}")
         arrays["query_ids"] = arrays["query_ids"].astype(str)
         names = {f.name for f in fields(Calibration)}
         calibration = Calibration(**{k: v for k, v in arrays.items() if k in names})

@@ -270,12 +270,28 @@ class _Decoder:
 
         name = node["__network__"]
         kwargs = dict(node["kwargs"])
-        if name not in NETWORK_CLASSES:
+        generator = nw.torch_generator(0)  # weights are replaced by the saved ones
+        if name == "FactorisationNet":
+            groups = kwargs.pop("groups")
+            net = nw.FactorisationNet(
+                kwargs["n_features"],
+                kwargs["n_columns"],
+                kwargs["n_factors"],
+                generator,
+                None if groups is None else self.array(groups),
+                hidden=kwargs["hidden"],
+            )
+        elif name == "BipartiteGraphNet":
+            net = nw.BipartiteGraphNet(
+                kwargs["n_features"],
+                kwargs["n_models"],
+                kwargs["n_edge_targets"],
+                kwargs["hidden"],
+                kwargs["n_rounds"],
+                generator,
+            )
+        else:
             raise RouterFileError(f"network {name!r} in router.json is not allowed")
-        if name == "FactorisationNet" and kwargs["groups"] is not None:
-            kwargs["groups"] = self.array(kwargs["groups"])
-        # weights are replaced by the saved ones
-        net = getattr(nw, name)(**kwargs, generator=nw.torch_generator(0))
         state = {k: nw.torch.as_tensor(np.array(self.array(v))) for k, v in node["state"].items()}
         net.load_state_dict(state, strict=True)
         net.eval()
@@ -401,13 +417,13 @@ def read_arrays(path: str | Path) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: data[key] for key in data.files}
-    except (ValueError, OSError, EOFError) as error:
-        if isinstance(error, ValueError) and (
-            "allow_pickle" in str(error) or "Object arrays" in str(error)
-        ):
+    except ValueError as error:
+        if "allow_pickle" in str(error) or "Object arrays" in str(error):
             raise RouterFileError(
                 f"{path} holds an object array, which only pickle can read; refusing to load it"
             ) from None
+        raise RouterFileError(f"{path} is not a readable .npz file: {error}") from None
+    except (OSError, EOFError) as error:
         raise RouterFileError(f"{path} is not a readable .npz file: {error}") from None
 
 

@@ -386,34 +386,35 @@ class RouterServer:
                 ],
                 "router": {**decision, "dry_run": True},
             }
-        else:
-            extra = {k: v for k, v in body.items() if k not in DROPPED_FIELDS}
-            future = asyncio.run_coroutine_threadsafe(
-                self._clients[model].chat(
-                    model,
-                    body["messages"],
-                    temperature=float(body.get("temperature", 0.7)),
-                    top_p=float(body.get("top_p", 1.0)),
-                    max_tokens=body.get("max_tokens"),
-                    extra_body=extra or None,
-                ),
-                self._loop,
-            )
-            try:
-                result = future.result(timeout=(self.max_retries + 1) * (self.timeout + 2.0) + 5.0)
-            except (CollectError, TimeoutError) as error:
-                future.cancel()
-                with self._log_lock:
-                    self.n_failed += 1
-                message = redact(str(error) or type(error).__name__, self._secrets)
-                self._log(request_id, text, decision, 502)
-                reply = _error(f"upstream for {model} failed: {message}", "upstream_error")
-                return 502, {**reply, "router": decision}
-            reply = json.loads(redact(json.dumps(result.raw), self._secrets))
-            if not isinstance(reply, dict):
-                reply = {"choices": []}
-            reply["model"] = model
-            reply["router"] = decision
+            self._log(request_id, text, decision, 200)
+            return 200, reply
+        extra = {k: v for k, v in body.items() if k not in DROPPED_FIELDS}
+        future = asyncio.run_coroutine_threadsafe(
+            self._clients[model].chat(
+                model,
+                body["messages"],
+                temperature=float(body.get("temperature", 0.7)),
+                top_p=float(body.get("top_p", 1.0)),
+                max_tokens=body.get("max_tokens"),
+                extra_body=extra or None,
+            ),
+            self._loop,
+        )
+        try:
+            result = future.result(timeout=(self.max_retries + 1) * (self.timeout + 2.0) + 5.0)
+        except (CollectError, TimeoutError) as error:
+            future.cancel()
+            with self._log_lock:
+                self.n_failed += 1
+            message = redact(str(error) or type(error).__name__, self._secrets)
+            self._log(request_id, text, decision, 502)
+            reply = _error(f"upstream for {model} failed: {message}", "upstream_error")
+            return 502, {**reply, "router": decision}
+        reply = json.loads(redact(json.dumps(result.raw), self._secrets))
+        if not isinstance(reply, dict):
+            reply = {"choices": []}
+        reply["model"] = model
+        reply["router"] = decision
         self._log(request_id, text, decision, 200)
         return 200, reply
 
@@ -467,8 +468,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
-        data = [{"id": n, "object": "model"} for n in self.app.deployed.models]
         if urlsplit(self.path).path.rstrip("/") == "/v1/models":
+            data = [{"id": n, "object": "model"} for n in self.app.deployed.models]
             self._send(200, {"object": "list", "data": data})
         else:
             self._send(404, _error(f"no route {urlsplit(self.path).path}", "not_found"))
