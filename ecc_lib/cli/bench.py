@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand, add_flags, add_protocol_flags
+from ecc_lib.cli.subcommand import Subcommand, add_protocol_flags
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +25,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="bundled dataset names (dcrouter, re2, mmlu2), public names or folders holding "
         "queries.* and outcomes.* tables",
     )
-    add_flags(
-        parser,
-        ("--seeds", int, 3, None, "number of protocol seeds --seed, --seed+1, ... (default 3)"),
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=3,
+        help="number of protocol seeds --seed, --seed+1, ... (default 3)",
     )
     parser.add_argument(
         "--out",

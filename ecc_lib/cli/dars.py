@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand, add_flags, add_scheduler_option, write_json
+from ecc_lib.cli.subcommand import Subcommand, add_scheduler_option, write_json
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,9 +39,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=D.COST_WEIGHT,
         help=f"cost weight lambda of the utility (default {D.COST_WEIGHT:g})",
     )
-    add_flags(
-        parser,
-        ("--beta", float, D.BETA, None, f"risk weight beta of the utility (default {D.BETA:g})"),
+    parser.add_argument(
+        "--beta",
+        type=float,
+        default=D.BETA,
+        help=f"risk weight beta of the utility (default {D.BETA:g})",
     )
     parser.add_argument(
         "--draws",

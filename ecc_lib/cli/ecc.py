@@ -218,10 +218,11 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
             f"{'95% interval':>18}",
         ]
         for name in result.gain_touching:
-            t_gain, t_ci, d_gain, d_ci = (
-                cell
-                for reading in ("touching", "disjoint")
-                for cell in _record_cells(find(records, "clustering_gain", name, "global", reading))
+            t_gain, t_ci = _record_cells(
+                find(records, "clustering_gain", name, "global", "touching")
+            )
+            d_gain, d_ci = _record_cells(
+                find(records, "clustering_gain", name, "global", "disjoint")
             )
             lines.append(f"{name:<{w}} {t_gain:>11} {t_ci:>18} {d_gain:>11} {d_ci:>18}")
     coverage = result.probe_coverage

@@ -290,8 +290,11 @@ def check_never_or_always_wins(table: ScoreTable) -> CheckResult:
         return CheckResult(name, "ok", "every model wins and loses some decisive pairs", numbers)
     parts = [f"{name_list(never)} never win(s) a decisive pair"] if never else []
     parts += [f"{name_list(always)} win(s) every decisive pair"] if always else []
-    text = "; ".join(parts) + ": such a model's Bradley-Terry strength runs to the bound and it "
-    return CheckResult(name, "warn", text + "adds nothing to tell queries apart", numbers)
+    text = "; ".join(parts) + (
+        ": such a model's Bradley-Terry strength runs to the bound and it adds nothing to tell "
+        "queries apart"
+    )
+    return CheckResult(name, "warn", text, numbers)
 
 
 @timed

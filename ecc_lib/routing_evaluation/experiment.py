@@ -156,13 +156,15 @@ def routing_table(
             per_query.setdefault((name, supervision), []).append(
                 held_out.evaluate_choices(choice, truth, cost_weight=cost_weight, beta=beta)
             )
-            if router.fitted_target_ == "components" or refit_curves:
-                # a router that learns U at one cost weight is refitted at each weight
-                refit_on = None if router.fitted_target_ == "components" else (x_train, targets)
+            if router.fitted_target_ == "components":
+                curve = cost_quality_curve(router, x_test, truth, lambdas=lambdas, beta=beta)
+            elif refit_curves:  # a router that learns U at one cost weight: refit at each weight
                 curve = cost_quality_curve(
-                    router, x_test, truth, lambdas=lambdas, beta=beta, refit_on=refit_on
+                    router, x_test, truth, lambdas=lambdas, beta=beta, refit_on=(x_train, targets)
                 )
-                curves.append(_labelled(curve, name, supervision, run))
+            else:
+                continue
+            curves.append(_labelled(curve, name, supervision, run))
 
     curves_frame, fronts = _curves_frame(curves)
     run_rows, table_rows = _summaries(per_query, curves_frame, n_boot, random_state, fronts)
