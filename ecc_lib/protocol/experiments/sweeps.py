@@ -395,14 +395,39 @@ def cluster_summary(
 
 
 def shorten_text(text: str, max_chars: int) -> str:
-    """``text`` on one line, cut to ``max_chars`` with an ellipsis."""
+    """``text`` on one line, cut to ``max_chars`` with an ellipsis.
+
+    Parameters
+    ----------
+    text : str
+        Any text (line breaks and runs of spaces become one space).
+    max_chars : int
+        Longest result, the ellipsis included.
+
+    Returns
+    -------
+    str
+    """
     text = " ".join(str(text).split())
     return text if len(text) <= max_chars else text[: max_chars - 1] + "\u2026"
 
 
 def hidden_category_mask(labels: np.ndarray | None, n: int, hidden: tuple[str, ...]) -> np.ndarray:
-    """Which of ``n`` queries belong to a category never quoted (one containing a ``hidden``
-    name, case-insensitive)."""
+    """Which of ``n`` queries belong to a category never quoted.
+
+    Parameters
+    ----------
+    labels : ndarray or None
+        Each query's category (None: no categories, nothing hidden).
+    n : int
+        Number of queries.
+    hidden : tuple of str
+        A category containing one of these names (case-insensitive) is never quoted.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+    """
     if labels is None or not hidden:
         return np.zeros(n, dtype=bool)
     pattern = "|".join(re.escape(h.lower()) for h in hidden)
