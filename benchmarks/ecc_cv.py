@@ -27,8 +27,9 @@ import os
 import numpy as np
 
 from ecc_lib.protocol.methods import default_methods
-from ecc_lib.protocol.seeds import mean_sd, run_seeds
+from ecc_lib.protocol.seeds import run_seeds
 from ecc_lib.protocol.settings import Protocol
+from ecc_lib.stats import mean_sd
 
 REFERENCES = ("emb_only_tuned", "human_tuned", "ecc", "ecc_labels")  # issue 34: tuned baselines
 

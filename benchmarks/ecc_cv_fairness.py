@@ -26,9 +26,10 @@ import time
 import numpy as np
 
 from ecc_lib.ecc.cv_grid import describe_choices
-from ecc_lib.protocol.seeds import mean_sd, run_seeds
+from ecc_lib.protocol.seeds import run_seeds
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.protocol.tuned import regain
+from ecc_lib.stats import mean_sd
 
 DATASETS = (
     "dcrouter",

@@ -512,7 +512,30 @@ def seed_query_interval(
     return estimate, finite_interval(reps, confidence=confidence), reps
 
 
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; NaN for fewer than 2 finite values).
+
+    Non-finite values are dropped first.
+
+    Parameters
+    ----------
+    values : sequence of float
+        The readings.
+
+    Returns
+    -------
+    mean, sd : float
+        Both NaN when no value is finite.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+
+
 __all__ = [
+    "mean_sd",
     "seed_bootstrap_indices",
     "seed_query_interval",
 ]

@@ -7,6 +7,7 @@ import numpy as np
 
 from ecc_lib.protocol.comparisons import find, records_to_metrics
 from ecc_lib.serialization import to_jsonable
+from ecc_lib.stats import mean_sd
 
 
 def _num(value) -> float:
@@ -35,7 +36,7 @@ def summarise_seeds(records: list[dict]) -> dict:
     -------
     dict
         ``methods``; ``gain`` / ``gain_touching`` / ``gain_disjoint``: ``{method: [mean, sd]}``
-        (:func:`ecc_lib.protocol.seeds.mean_sd`, as ``ecc-lab ecc``); ``versus``: ``{reference:
+        (:func:`ecc_lib.stats.mean_sd`, as ``ecc-lab ecc``); ``versus``: ``{reference:
         {method: {"estimate", "ci95", "verdict"}}}`` on disjoint pairs; ``differences``: ``{"ecc -
         X": [mean, sd]}`` (all and disjoint pairs); ``routing``; ``best_params``: ``{method:
         [the settings it chose on each seed]}`` for the methods that choose (``ecc_cv``);
@@ -44,8 +45,6 @@ def summarise_seeds(records: list[dict]) -> dict:
         (``{}`` without ``global_tuned``; issue 34); ``versus_tuned``: ECC-CV against the tuned
         baselines only (:func:`_versus_tuned`).
     """
-    from ecc_lib.protocol.seeds import mean_sd
-
     first = records[0]
     methods = list(first["gain"])
     out: dict = {"methods": methods, "seeds": [r["seed"] for r in records]}

@@ -4,7 +4,7 @@ A bootstrap interval over test queries ignores the pair draw, the split and the 
 move the gain by a few points (``docs/design.md`` section 3, issue 10). :func:`run_seeds` repeats the
 protocol of :mod:`ecc_lib.protocol.ecc_protocol` over protocol seeds (each redraws the pairs, the split and
 the EM start, and optionally runs the routing experiment of :mod:`ecc_lib.protocol.routing`);
-:class:`MultiSeedEvaluation` reports mean +- sd (ddof = 1, :func:`mean_sd`) beside every per-seed
+:class:`MultiSeedEvaluation` reports mean +- sd (ddof = 1, :func:`~ecc_lib.stats.mean_sd`) beside every per-seed
 bootstrap interval, with paired differences between methods on the same seed.
 :func:`clustering_routing_table`, :func:`routing_metrics` and :func:`routing_over_seeds` summarise
 the routing experiment over seeds.
@@ -13,7 +13,6 @@ the routing experiment over seeds.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,31 +31,10 @@ from ecc_lib.protocol.routing import ROUTING_SETTINGS, routing_experiment
 from ecc_lib.protocol.scoring import ECCEvaluation
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.serialization import to_jsonable
+from ecc_lib.stats import mean_sd
 
 # --------------------------------------------------------------------------------------------------
 # the protocol over seeds
-
-
-def mean_sd(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof = 1; NaN for fewer than 2 finite values).
-
-    Non-finite values are dropped first.
-
-    Parameters
-    ----------
-    values : sequence of float
-        The readings.
-
-    Returns
-    -------
-    mean, sd : float
-        Both NaN when no value is finite.
-    """
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) == 0:
-        return float("nan"), float("nan")
-    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
 
 
 @dataclass
@@ -452,6 +430,5 @@ def routing_over_seeds(per_seed: list[dict]) -> dict:
 
 
 __all__ = [
-    "mean_sd",
     "run_seeds",
 ]

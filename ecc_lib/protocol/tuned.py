@@ -16,6 +16,7 @@ import numpy as np
 
 from ecc_lib.ecc.cv_grid import describe_choices, is_clustering
 from ecc_lib.method_registry import METHOD_SPECS, method_keys
+from ecc_lib.stats import mean_sd
 
 TUNED_REFERENCE = "global_tuned"
 """The gain reference of the summary and the bench (the global BT at its tuned prior)."""
@@ -71,8 +72,6 @@ def tuned_gains(per_seed: Sequence[Mapping[str, float]]) -> dict:
     dict
         ``{method: [mean, sd]}`` (sd NaN with one seed; ``{}`` without ``global_tuned``).
     """
-    from ecc_lib.protocol.seeds import mean_sd
-
     rows = [regain(g) for g in per_seed]
     if not rows or not all(rows):
         return {}
