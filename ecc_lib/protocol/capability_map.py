@@ -542,14 +542,7 @@ def capability_map(
     -------
     CapabilityMap
     """
-    if n_boot < 2 or held_out_boot < 2:
-        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    if min_queries < 1:
-        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
-    if not 1 <= n_terms <= max_terms:
-        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
+    _check_map_arguments(n_boot, held_out_boot, confidence, min_queries, n_terms, max_terms)
     method, estimator = _grouping_estimator(fitted, method)
     alpha = _estimator_alpha(estimator) if alpha is None else float(alpha)
     if alpha < 0:
@@ -630,6 +623,25 @@ def capability_map(
         test_group=np.where(best_of[np.maximum(test_group, 0)] >= 0, test_group, -1),
         seed=None if isinstance(random_state, np.random.Generator) else random_state,
     )
+
+
+def _check_map_arguments(
+    n_boot: int,
+    held_out_boot: int,
+    confidence: float,
+    min_queries: int,
+    n_terms: int,
+    max_terms: int,
+) -> None:
+    """Refuse out-of-range arguments of :func:`capability_map` (``ValueError``)."""
+    if n_boot < 2 or held_out_boot < 2:
+        raise ValueError(f"n_boot and held_out_boot must be >= 2, got {n_boot}, {held_out_boot}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if min_queries < 1:
+        raise ValueError(f"min_queries must be >= 1, got {min_queries}")
+    if not 1 <= n_terms <= max_terms:
+        raise ValueError(f"need 1 <= n_terms <= max_terms, got {n_terms}, {max_terms}")
 
 
 def _group_fit(
