@@ -97,3 +97,22 @@ def test_code_line_counter_skips_docstrings_comments_and_blank_lines(tmp_path):
     # import os; def f(x):; y = """...; counted"""; return x
     assert report["code_lines"] == 5
     assert report["longest_function"]["lines"] == 4
+
+
+def test_no_function_of_the_package_is_over_100_code_lines():
+    """Issue 33: no function body over 100 code lines (the counter of scripts/)."""
+    import json
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "count_code_lines.py"),
+            str(ROOT / "ecc_lib"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    longest = json.loads(out)["longest_function"]
+    assert longest["lines"] <= 100, longest
