@@ -304,9 +304,15 @@ def _fit_checked_counts(wins, alpha, theta0, max_iter, tol) -> np.ndarray:
 def _penalised_nll(theta: np.ndarray, wins: np.ndarray, alpha: float) -> np.ndarray:
     """:func:`bt_objective` per profile without its input checks (``wins`` already off-diagonal,
     float64, ``(K, M, M)``); the same arithmetic, so the same numbers."""
-    return -(wins * log_sigmoid(_differences(theta))).sum(axis=(-2, -1)) + 0.5 * alpha * (
-        theta**2
-    ).sum(axis=-1)
+    return _nll_of_differences(_differences(theta), theta, wins, 0.5 * alpha)
+
+
+def _nll_of_differences(
+    diff: np.ndarray, theta: np.ndarray, wins: np.ndarray, half_alpha: float
+) -> np.ndarray:
+    """:func:`_penalised_nll` given ``diff = _differences(theta)`` and ``half_alpha = alpha / 2``
+    (the Newton loop reuses the differences of an accepted step for its next gradient)."""
+    return -(wins * log_sigmoid(diff)).sum(axis=(-2, -1)) + half_alpha * (theta**2).sum(axis=-1)
 
 
 def _newton(
@@ -317,39 +323,73 @@ def _newton(
     A profile stops when its Newton step is below ``tol`` in every coordinate. Steps are accepted by
     an Armijo backtracking search, except in the float-precision regime (predicted decrease below
     ``PRECISION * (1 + |f|)``) where the full Newton step is taken. A profile whose last step is
-    taken in that regime is not evaluated (its objective is never read again); while every
-    profile is active the arrays are used in place, not copied (the same numbers either way).
+    taken in that regime is not evaluated (its objective is never read again).
+
+    Each profile's arithmetic is its own (elementwise operations, reductions within a profile, one
+    small solve each), so the loop may batch them as it likes: while every profile is active the
+    arrays are used in place, and the usual iteration, where every full step passes the Armijo
+    test, tries them all at once and hands its differences on to the next gradient; other
+    iterations backtrack per profile. The same numbers either way.
     """
     k, m, _ = wins.shape
     sym = wins + np.swapaxes(wins, 1, 2)
-    eye = np.eye(m)
-    gauge = np.full((m, m), 1.0 / m) if alpha == 0 else 0.0
-    value = _penalised_nll(theta, wins, alpha)
+    gauge = np.full((m, m), 1.0 / m) if alpha == 0 else None
+    half_alpha = 0.5 * alpha
+    diff = _differences(theta)
+    value = _nll_of_differences(diff, theta, wins, half_alpha)
     active = np.ones(k, dtype=bool)
+    n_active = k
     for _ in range(max_iter):
-        idx = np.flatnonzero(active)
-        full = len(idx) == k
-        th, wn, sy = (theta, wins, sym) if full else (theta[idx], wins[idx], sym[idx])
-        p = expit(_differences(th))
+        full = n_active == k
+        if full:
+            idx, th, wn, sy, base = None, theta, wins, sym, value
+            d = _differences(th) if diff is None else diff
+        else:
+            idx = np.flatnonzero(active)
+            th, wn, sy, base = theta[idx], wins[idx], sym[idx], value[idx]
+            d = _differences(th)
+        diff = None
+        n = len(th)
+        p = expit(d)
         q = 1.0 - p
         a = wn * q
         grad = -(a.sum(axis=2) - a.sum(axis=1)) + alpha * th
         s = sy * p
         s *= q
-        hess = -s + (s.sum(axis=2)[:, :, None] + alpha) * eye + gauge
+        hess = np.negative(s)  # off the diagonal; the diagonal of s is 0 (no self-pairs)
+        hess.reshape(n, m * m)[:, :: m + 1] += s.sum(axis=2) + alpha
+        if gauge is not None:
+            hess += gauge
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         decrement = (grad * step).sum(axis=1)
-        base = value[idx]
         tiny = decrement / 2.0 <= PRECISION * (1.0 + np.abs(base))
         small = np.abs(step).max(axis=1) <= tol
-        t = np.ones(len(idx))
-        new_theta = th.copy()
-        new_value = base.copy()
         # the last step of a profile in the float-precision regime is accepted unevaluated
         last = tiny & small
-        new_theta[last] = th[last] - step[last]
-        pending = ~last
-        for ls in range(LINE_SEARCH_STEPS):
+        t = np.ones(n)
+        new_theta = None
+        if not last.any():  # first the full step of every profile at once (t = 1)
+            cand = th - step
+            cand_diff = _differences(cand)
+            cand_value = _nll_of_differences(cand_diff, cand, wn, half_alpha)
+            ok = cand_value <= base - ARMIJO * decrement
+            ok |= tiny
+            if ok.all():  # the usual case
+                new_theta, new_value, pending = cand, cand_value, ~ok
+                diff = cand_diff if full and alpha != 0 else None
+            else:
+                new_theta, new_value = th.copy(), np.array(base, copy=True)
+                new_theta[ok] = cand[ok]
+                new_value[ok] = cand_value[ok]
+                pending = ~ok
+                t[pending] *= 0.5
+            first = 1
+        else:
+            new_theta, new_value = th.copy(), np.array(base, copy=True)
+            new_theta[last] = th[last] - step[last]
+            pending = ~last
+            first = 0
+        for ls in range(first, LINE_SEARCH_STEPS):
             if not pending.any():
                 break
             where = np.flatnonzero(pending)
@@ -364,14 +404,20 @@ def _newton(
             t[pending] *= 0.5
         if alpha == 0:
             new_theta -= new_theta.mean(axis=1, keepdims=True)
-        theta[idx] = new_theta
-        value[idx] = new_value
+        if full:
+            theta[...] = new_theta
+            value = new_value
+        else:
+            theta[idx] = new_theta
+            value[idx] = new_value
         # converged: tiny step; stalled: no step decreased the objective (float precision)
         done = small | pending
-        active[idx[done]] = False
-        if not active.any():
-            break
-    return theta, not active.any()
+        if done.any():
+            active[done if full else idx[done]] = False
+            n_active = int(active.sum())
+            if n_active == 0:
+                break
+    return theta, n_active == 0
 
 
 def fit_bt_pairwise(

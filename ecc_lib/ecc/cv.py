@@ -724,12 +724,8 @@ class ECCCV(ProfileMixture):
         n_iter = getattr(est, "n_iter_", 1)
         if len(data.rest) == 0:
             return fit_seconds, n_iter, None, ()
-        held = data.held
         p = est.predict_proba(
-            data.rest,
-            embeddings=data.x[held],
-            probe=data.probe,
-            labels=None if data.lab is None else data.lab[held],
+            data.rest, embeddings=data.held_x, probe=data.probe, labels=data.held_lab
         )
         nll = comparison_nll(p, data.rest.y)
         loss = (float(nll[data.keep].sum()), float(nll.sum()))
@@ -873,6 +869,9 @@ class _Fold:
     def __init__(self, *, comparisons, x, lab, held, entry, probe, rest, keep):
         self.comparisons, self.x, self.lab, self.held = comparisons, x, lab, held
         self.entry, self.probe, self.rest, self.keep = entry, probe, rest, keep
+        # the held-out queries' embeddings and labels, read by every candidate's score
+        self.held_x = x[held]
+        self.held_lab = None if lab is None else lab[held]
         self._cache: dict = {}
 
     def subset(self, share: float):
