@@ -78,7 +78,7 @@ def test_screening_rounds_are_said_and_the_choice_reads_full_fits_only():
     last = res["iter"] == res["iter"].max()
     assert (res.loc[last, "fit"] == "full").all() and res.loc[model.best_index_, "fit"] == "full"
     screened = res.loc[~last]
-    assert len(screened) == 2 and (screened["fit"] == "screen (max_iter=10, 1 fold)").all()
+    assert len(screened) == 2 and (screened["fit"] == "screen (max_iter=7, 1 fold)").all()
     assert screened["split0_test_nll"].notna().all()
     assert screened[["split1_test_nll", "split2_test_nll"]].isna().all().all()
     assert res.loc[last, [f"split{f}_test_nll" for f in range(3)]].notna().all().all()
