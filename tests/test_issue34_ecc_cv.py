@@ -3,12 +3,14 @@ choice is said in words."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.base import clone
 
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
-from ecc_lib.ecc.cv import ECCCV, FIT_MEMO
+from ecc_lib.ecc.cv import DEFAULT_SCREEN_MAX_ITER, ECCCV, FIT_MEMO
 from ecc_lib.ecc.cv_grid import (
     DEFAULT_ALPHAS,
     choice_words,
@@ -68,6 +70,13 @@ def test_deployed_model_scores_what_cv_recorded_on_every_fold():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("page", ["docs/design.md", "docs/guide/ecc_protocol.md"])
+def test_the_docs_state_the_screening_default_of_the_code(page):
+    """The design and the protocol guide say how many EM steps a screen takes: the code's default."""
+    text = (Path(__file__).resolve().parents[1] / page).read_text()
+    assert f"at most {DEFAULT_SCREEN_MAX_ITER} EM steps" in text
+
+
 def test_screening_rounds_are_said_and_the_choice_reads_full_fits_only():
     """The halving rounds before the last screen (fewer EM steps, one fold): their rows say so
     and hold NaN on the folds they did not fit; the chosen row (and every row of the last round)

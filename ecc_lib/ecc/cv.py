@@ -30,8 +30,8 @@ K-fold cross-validation on the *training* queries only:
   the global and human BT candidates (one closed-form fit each) are fitted once, on all of them;
 - the rounds before the last only screen: their fits stop after ``screen_max_iter`` EM steps
   (default 7: a screen only ranks, the last round decides; on the seven sets of
-  ``benchmarks/ecc_cv_fairness.py`` every criterion held with 7 steps as with 10, at about
-  three quarters of the search's wall time on dcrouter, while 5 or 6 steps screened out the
+  ``benchmarks/ecc_cv_fairness.py`` every criterion held with 7 steps as with 10, and the search
+  on dcrouter took about 0.86 of its wall time with 10, while 5 or 6 steps screened out the
   planted K = 4 of the tour's data for K = 2: a short screen favours the clusterings that settle
   first) and run on the first ``screen_folds`` folds only (default 1), and their rows of
   ``cv_results_`` say so (column ``fit``: ``"screen (max_iter=7, 1 fold)"``; the other folds'
