@@ -73,13 +73,11 @@ def win_counts(
         ``wins[w, l]`` = total weight of comparisons that ``w`` won against ``l``; a tie adds half
         its weight to both directions.
     """
-    m = comparisons.n_models
-    a, b, y = comparisons.model_a, comparisons.model_b, comparisons.y
+    m, y = comparisons.n_models, comparisons.y
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != y.shape:
         raise ValueError(f"weights must have shape {y.shape}, got {w.shape}")
-    flat = np.concatenate([b * m + a, a * m + b])
-    vals = np.concatenate([w * y, w * (1.0 - y)])
+    _, flat, vals = _directed(comparisons, w)
     return np.bincount(flat, weights=vals, minlength=m * m).reshape(m, m)
 
 
@@ -109,22 +107,9 @@ def count_matrix(
     -------
     scipy.sparse.csr_matrix, shape (n_queries, M * M)
     """
+    # every ordered pair a column (the pair counts over all M * M codes)
     m = comparisons.n_models
-    q, a, b, y = comparisons.query, comparisons.model_a, comparisons.model_b, comparisons.y
-    rows = np.concatenate([q, q])
-    cols = np.concatenate([b * m + a, a * m + b])
-    vals = np.concatenate([y, 1.0 - y])
-    keep = vals != 0
-    if normalize:
-        n_q = np.bincount(q, minlength=comparisons.n_queries).astype(float)
-        vals = vals / n_q[rows]
-    matrix = sp.csr_matrix(
-        (vals[keep].astype(dtype), (rows[keep], cols[keep])),
-        shape=(comparisons.n_queries, m * m),
-    )
-    matrix.sum_duplicates()
-    matrix.sort_indices()
-    return matrix
+    return _pair_counts(comparisons, normalize, dtype, np.arange(m * m)).matrix
 
 
 # --------------------------------------------------------------------------------------------------
@@ -301,17 +286,13 @@ def _fit_checked_counts(wins, alpha, theta0, max_iter, tol) -> np.ndarray:
     return theta
 
 
-def _penalised_nll(theta: np.ndarray, wins: np.ndarray, alpha: float) -> np.ndarray:
-    """:func:`bt_objective` per profile without its input checks (``wins`` already off-diagonal,
-    float64, ``(K, M, M)``); the same arithmetic, so the same numbers."""
-    return _nll_of_differences(_differences(theta), theta, wins, 0.5 * alpha)
-
-
 def _nll_of_differences(
     diff: np.ndarray, theta: np.ndarray, wins: np.ndarray, half_alpha: float
 ) -> np.ndarray:
-    """:func:`_penalised_nll` given ``diff = _differences(theta)`` and ``half_alpha = alpha / 2``
-    (the Newton loop reuses the differences of an accepted step for its next gradient)."""
+    """:func:`bt_objective` per profile without its input checks (``wins`` already off-diagonal,
+    float64, ``(K, M, M)``; the same arithmetic, so the same numbers), given ``diff =
+    _differences(theta)`` and ``half_alpha = alpha / 2`` (the Newton loop reuses the differences
+    of an accepted step for its next gradient)."""
     return -(wins * log_sigmoid(diff)).sum(axis=(-2, -1)) + half_alpha * (theta**2).sum(axis=-1)
 
 
@@ -394,7 +375,7 @@ def _newton(
                 break
             where = np.flatnonzero(pending)
             cand = th[where] - t[where, None] * step[where]
-            cand_value = _penalised_nll(cand, wn[where], alpha)
+            cand_value = _nll_of_differences(_differences(cand), cand, wn[where], half_alpha)
             ok = cand_value <= base[where] - ARMIJO * t[where] * decrement[where]
             if ls == 0:
                 ok |= tiny[where]
@@ -515,13 +496,23 @@ class PairCounts:
         return self.winner * self.n_models + self.loser
 
 
-def _directed(comparisons: Comparisons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows, ordered-pair codes ``w * M + l`` and values of the non-zero win counts."""
+def _directed(
+    comparisons: Comparisons, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, ordered-pair codes ``w * M + l`` and values of the win counts, both directions of
+    every comparison (``y`` to "b beat a", ``1 - y`` to "a beat b"; times ``weights`` if given)."""
     m = comparisons.n_models
     q, a, b, y = comparisons.query, comparisons.model_a, comparisons.model_b, comparisons.y
     rows = np.concatenate([q, q])
     codes = np.concatenate([b * m + a, a * m + b])
-    vals = np.concatenate([y, 1.0 - y])
+    if weights is None:
+        return rows, codes, np.concatenate([y, 1.0 - y])
+    return rows, codes, np.concatenate([weights * y, weights * (1.0 - y)])
+
+
+def _nonzero_directed(comparisons: Comparisons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_directed` of the non-zero win counts."""
+    rows, codes, vals = _directed(comparisons)
     keep = vals != 0
     return rows[keep], codes[keep], vals[keep]
 
@@ -539,7 +530,7 @@ def observed_pair_codes(comparisons: Comparisons) -> np.ndarray:
     ndarray of int
         Sorted unique codes of the observed ordered (winner, loser) pairs.
     """
-    return np.unique(_directed(comparisons)[1])
+    return np.unique(_nonzero_directed(comparisons)[1])
 
 
 _PAIR_COUNTS_MEMO: contextvars.ContextVar = contextvars.ContextVar("pair_counts_memo", default=None)
@@ -606,7 +597,7 @@ def pair_counts(
 
 def _pair_counts(comparisons: Comparisons, normalize: bool, dtype, codes) -> PairCounts:
     m = comparisons.n_models
-    rows, pair_code, vals = _directed(comparisons)
+    rows, pair_code, vals = _nonzero_directed(comparisons)
     if codes is None:
         codes = np.unique(pair_code)
     codes = np.asarray(codes, dtype=np.int64)
@@ -1028,7 +1019,7 @@ def bootstrap_bt(
     rng = np.random.default_rng(random_state)
     m = comparisons.n_models
     w = np.ones(len(comparisons)) if weights is None else np.asarray(weights, dtype=float)
-    a, b, y = comparisons.model_a, comparisons.model_b, comparisons.y
+    _, cols, vals = _directed(comparisons, w)
     # one row per resampling unit, M*M columns of win counts
     if unit == "query":
         units = comparisons.query
@@ -1037,8 +1028,6 @@ def bootstrap_bt(
         units = np.arange(len(comparisons))
         n_units = len(comparisons)
     rows = np.concatenate([units, units])
-    cols = np.concatenate([b * m + a, a * m + b])
-    vals = np.concatenate([w * y, w * (1.0 - y)])
     unit_counts = sp.csr_matrix((vals, (rows, cols)), shape=(n_units, m * m))
     unit_counts_t = unit_counts.T.tocsr()
     replicates = np.empty((n_boot, m))

@@ -52,6 +52,8 @@ DEFAULT_TAU = 0.1
 """Temperature of soft labels ``softmax(U / tau)`` (our default; the paper leaves it open)."""
 
 _TIE_TOL = 1e-12
+_PER_PAIR = ("n_obs", "mu_q", "sigma_q", "mu_c")
+"""The per-(query, model) arrays of :class:`CapabilityDistributions`, in its column order."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,14 +111,8 @@ class CapabilityDistributions(QueryModelAxes):
         return utility(self.mu_q, self.mu_c, self.sigma_q, cost_weight=cost_weight, beta=beta)
 
     def _keep_queries(self, mask: np.ndarray) -> CapabilityDistributions:
-        return replace(
-            self,
-            query_ids=self.query_ids[mask],
-            n_obs=self.n_obs[mask],
-            mu_q=self.mu_q[mask],
-            sigma_q=self.sigma_q[mask],
-            mu_c=self.mu_c[mask],
-        )
+        per_query = ("query_ids", *_PER_PAIR)
+        return replace(self, **{name: getattr(self, name)[mask] for name in per_query})
 
     def to_frame(self) -> pd.DataFrame:
         """Long table ``query_id, model, n_obs, mu_q, sigma_q, mu_c``.
@@ -130,10 +126,7 @@ class CapabilityDistributions(QueryModelAxes):
             {
                 "query_id": np.repeat(self.query_ids, m),
                 "model": np.tile(np.asarray(self.models, dtype=object), q),
-                "n_obs": self.n_obs.reshape(-1),
-                "mu_q": self.mu_q.reshape(-1),
-                "sigma_q": self.sigma_q.reshape(-1),
-                "mu_c": self.mu_c.reshape(-1),
+                **{name: getattr(self, name).reshape(-1) for name in _PER_PAIR},
             }
         )
 
@@ -297,11 +290,7 @@ def regression_targets(distributions: CapabilityDistributions) -> dict[str, np.n
     -------
     dict of str to ndarray
     """
-    return {
-        "mu_q": distributions.mu_q,
-        "mu_c": distributions.mu_c,
-        "sigma_q": distributions.sigma_q,
-    }
+    return {name: getattr(distributions, name) for name in ("mu_q", "mu_c", "sigma_q")}
 
 
 # --------------------------------------------------------------------------------------------

@@ -233,23 +233,19 @@ def label_instability(
     obs = repeated_observations(outcomes)
     if change_draws is None and obs.n_queries:
         change_draws = default_change_draws(obs.count)
-    out: dict[str, SubsetDiagnostics | None] = {}
-    for name, part in observation_subsets(obs).items():
-        out[name] = (
-            None
-            if part is None
-            else subset_diagnostics(
-                part,
-                cost_weight=cost_weight,
-                beta=beta,
-                method=method,
-                n_draws=n_draws,
-                n_boot=n_boot,
-                random_state=random_state,
-                change_draws=change_draws,
-            )
-        )
-    return out
+    settings = dict(
+        cost_weight=cost_weight,
+        beta=beta,
+        method=method,
+        n_draws=n_draws,
+        n_boot=n_boot,
+        random_state=random_state,
+        change_draws=change_draws,
+    )
+    return {
+        name: None if part is None else subset_diagnostics(part, **settings)
+        for name, part in observation_subsets(obs).items()
+    }
 
 
 __all__ = [

@@ -113,19 +113,4 @@ def data_backend(embeddings) -> DataBackend | None:
     return next((b for b in _DATA_BACKENDS.values() if b.claims(embeddings)), None)
 
 
-def backend_requested(embeddings) -> bool:
-    """Whether a fit runs on a registered backend (Dask partitions) rather than in memory.
-
-    Parameters
-    ----------
-    embeddings : object
-        The fit's embeddings.
-
-    Returns
-    -------
-    bool
-    """
-    return data_backend(embeddings) is not None
-
-
 __all__: list[str] = []

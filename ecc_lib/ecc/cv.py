@@ -130,43 +130,35 @@ class _FitMemo:
     """
 
     def __init__(self, max_scores: int = 512, max_refits: int = 16):
-        self.max_scores, self.max_refits = int(max_scores), int(max_refits)
-        self._scores: OrderedDict = OrderedDict()
-        self._refits: OrderedDict = OrderedDict()
+        # kind -> (entries, most entries kept)
+        self._stores = {
+            "score": (OrderedDict(), int(max_scores)),
+            "refit": (OrderedDict(), int(max_refits)),
+        }
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _get(store: OrderedDict, key):
-        value = store.get(key)
-        if value is not None:
-            store.move_to_end(key)
-        return value
-
-    def get_score(self, key):
+    def get(self, kind: str, key):
+        """The value of ``key`` in store ``kind`` (``"score"`` or ``"refit"``), or None."""
         with self._lock:
-            return self._get(self._scores, key)
+            store = self._stores[kind][0]
+            value = store.get(key)
+            if value is not None:
+                store.move_to_end(key)
+            return value
 
-    def put_score(self, key, value) -> None:
+    def put(self, kind: str, key, value) -> None:
+        """Keep ``value`` under ``key`` in store ``kind`` (the least recently used go first)."""
         with self._lock:
-            self._scores[key] = value
-            while len(self._scores) > self.max_scores:
-                self._scores.popitem(last=False)
-
-    def get_refit(self, key):
-        with self._lock:
-            return self._get(self._refits, key)
-
-    def put_refit(self, key, value) -> None:
-        with self._lock:
-            self._refits[key] = value
-            while len(self._refits) > self.max_refits:
-                self._refits.popitem(last=False)
+            store, limit = self._stores[kind]
+            store[key] = value
+            while len(store) > limit:
+                store.popitem(last=False)
 
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:
-            self._scores.clear()
-            self._refits.clear()
+            for store, _ in self._stores.values():
+                store.clear()
 
 
 FIT_MEMO = _FitMemo()
@@ -504,7 +496,10 @@ class ECCCV(ProfileMixture):
             MIN_QUERIES_PER_CLUSTER * k_max if self.min_resources is None else self.min_resources
         )
         shares = halving_schedule(len(em), n_train, factor=self.factor, min_resources=min_res)
-        folds = [self._fold(x, comparisons, lab, fold == f, entry) for f in range(n_folds)]
+        folds = [
+            _Fold(comparisons, x, lab, fold == f, entry, int(self.n_probes), self.cv_probe)
+            for f in range(n_folds)
+        ]
         data_key = (_data_digest(x, comparisons, lab, fold, entry), self._procedure_key(), seed)
         # reading 0: pairs disjoint from the probe's models; reading 1: all held-out pairs
         scored = np.array([[f.keep.sum(), len(f.rest)] for f in folds], dtype=np.int64).T
@@ -598,19 +593,25 @@ class ECCCV(ProfileMixture):
                 jobs = min(n_threads, len(tasks))
 
                 def score(task, share=share, max_iter=max_iter, jobs=jobs, subs=subs):
+                    # fit candidate i on the training subset of fold f and score the fold's
+                    # held-out queries (or read the same computation from FIT_MEMO); each task
+                    # writes its own cell (i, f)
                     i, f = task
-                    self._score(
-                        grid[i],
-                        folds[f],
-                        subs[f],
-                        seed,
-                        (i, f),
-                        (losses, seconds, iters, per_query),
-                        key=(data_key, f, share, _params_key(grid[i]), max_iter),
-                        max_iter=max_iter,
-                        shared=shared,
-                        n_jobs=1 if jobs > 1 else None,
-                    )
+                    key = (data_key, f, share, _params_key(grid[i]), max_iter)
+                    found = FIT_MEMO.get("score", key)
+                    if found is None:
+                        n_jobs = 1 if jobs > 1 else None
+                        found = self._fit_and_score(
+                            grid[i], folds[f], subs[f], seed, max_iter, shared, n_jobs
+                        )
+                        FIT_MEMO.put("score", key, found)
+                    fit_seconds, n_iter, loss, query_losses = found
+                    seconds[i, f] += fit_seconds
+                    iters[i, f] = n_iter
+                    # no held-out pair scored in this fold: 0 (and no per-query losses)
+                    losses[:, i, f] = 0.0 if loss is None else loss
+                    for reading, values in enumerate(query_losses):
+                        per_query[reading, i, f] = values
 
                 _run_tasks(score, tasks, jobs)
                 last[todo] = r
@@ -640,11 +641,11 @@ class ECCCV(ProfileMixture):
         attributes."""
         start = time.perf_counter()
         refit_key = (data_key, "refit", _params_key(self.best_params_))
-        best = FIT_MEMO.get_refit(refit_key)
+        best = FIT_MEMO.get("refit", refit_key)
         if best is None:
             with checked_embeddings():  # fit checked them
                 best = self.fit_candidate(self.best_params_, x, comparisons, lab, seed=seed)
-            FIT_MEMO.put_refit(refit_key, best)
+            FIT_MEMO.put("refit", refit_key, best)
         best = copy.deepcopy(best)  # each search owns its deployed model
         self.refit_seconds_ = time.perf_counter() - start
         self.best_estimator_ = best
@@ -656,29 +657,6 @@ class ECCCV(ProfileMixture):
         self.n_iter_ = int(getattr(best, "n_iter_", 1))
         self.converged_ = bool(getattr(best, "converged_", True))
         self.n_features_in_ = int(x.shape[1])
-
-    def _fold(self, x, comparisons, lab, held, entry) -> _Fold:
-        """The training side, the held-out queries' probe and scored pairs of one fold."""
-        test = comparisons.select_queries(held)
-        probe, rest = split_probe(test, n_probes=int(self.n_probes))
-        if int(self.n_probes) == 0:
-            probe = None  # embedding (and label) only, as the protocol without a probe
-        elif self.cv_probe == "leak_free":
-            # as make_leak_free: a probe only where it names no model of the query's scored
-            # pairs; the other queries are predicted without one
-            clash = np.unique(rest.query[touching_probe(probe, rest)])
-            probe = probe.take(~np.isin(probe.query, clash))
-        keep = disjoint_from_probe(rest, probe) if probe is not None else np.ones(len(rest), bool)
-        return _Fold(
-            comparisons=comparisons,
-            x=x,
-            lab=lab,
-            held=held,
-            entry=entry[~held[entry]],
-            probe=probe,
-            rest=rest,
-            keep=keep,
-        )
 
     def _procedure_key(self) -> tuple:
         """The settings that make a fold score (besides the data, folds, seed and candidate)."""
@@ -692,29 +670,6 @@ class ECCCV(ProfileMixture):
             np.dtype(self.dtype).str,
             self.n_jobs,
         )
-
-    def _score(
-        self, params, data, sub, seed, cell, out, *, key, max_iter=None, shared=None, n_jobs=None
-    ) -> None:
-        """Fit a candidate on the training subset ``sub`` of a fold (at most ``max_iter`` EM
-        steps; None: the deployed procedure), score the fold's held-out queries (or read the same
-        computation from :data:`FIT_MEMO`) and write them at ``cell`` = (candidate, fold) of
-        ``out`` = ``(losses, seconds, iters, per_query)`` (each task its own cell)."""
-        i, f = cell
-        losses, seconds, iters, per_query = out
-        found = FIT_MEMO.get_score(key)
-        if found is None:
-            found = self._fit_and_score(params, data, sub, seed, max_iter, shared, n_jobs)
-            FIT_MEMO.put_score(key, found)
-        fit_seconds, n_iter, loss, query_losses = found
-        seconds[i, f] += fit_seconds
-        iters[i, f] = n_iter
-        if loss is None:
-            losses[:, i, f] = 0.0  # no held-out pair (none scored in this fold)
-            return
-        losses[:, i, f] = loss
-        for reading, values in enumerate(query_losses):
-            per_query[reading, i, f] = values
 
     def _fit_and_score(self, params, data, sub, seed, max_iter, shared, n_jobs) -> tuple:
         """``(fit seconds, EM steps, (disjoint, all) summed NLL, per-query NLL per reading)`` of
@@ -868,11 +823,22 @@ def _run_tasks(fn, tasks: list, n_threads: int) -> None:
 
 
 class _Fold:
-    """One fold of the search: held-out mask, probe and scored pairs, nested training subsets."""
+    """One fold of the search: held-out mask, probe and scored pairs, nested training subsets
+    (``entry``: the seeded order in which training queries enter the halving rounds)."""
 
-    def __init__(self, *, comparisons, x, lab, held, entry, probe, rest, keep):
+    def __init__(self, comparisons, x, lab, held, entry, n_probes: int, cv_probe: str):
+        # the held-out queries' probe and scored pairs (ECCCV's n_probes and cv_probe)
+        probe, rest = split_probe(comparisons.select_queries(held), n_probes=n_probes)
+        if n_probes == 0:
+            probe = None  # embedding (and label) only, as the protocol without a probe
+        elif cv_probe == "leak_free":
+            # as make_leak_free: a probe only where it names no model of the query's scored
+            # pairs; the other queries are predicted without one
+            clash = np.unique(rest.query[touching_probe(probe, rest)])
+            probe = probe.take(~np.isin(probe.query, clash))
+        keep = disjoint_from_probe(rest, probe) if probe is not None else np.ones(len(rest), bool)
         self.comparisons, self.x, self.lab, self.held = comparisons, x, lab, held
-        self.entry, self.probe, self.rest, self.keep = entry, probe, rest, keep
+        self.entry, self.probe, self.rest, self.keep = entry[~held[entry]], probe, rest, keep
         # the held-out queries' embeddings and labels, read by every candidate's score
         self.held_x = x[held]
         self.held_lab = None if lab is None else lab[held]

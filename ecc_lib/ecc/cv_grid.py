@@ -5,6 +5,8 @@ the successive-halving schedule (:func:`halving_schedule`), the ``cv_results_`` 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import ParameterGrid
@@ -70,6 +72,8 @@ loses to human labels; the worst EM candidate on four of the others) and label-i
 weight 4 and the default prior (never the best of its family; on re2, ``capability`` and
 ``hidden_capability`` within 1e-5 of human labels).
 Missing keys take :data:`PARAM_DEFAULTS`."""
+_SETTING_NAMES = {"n_clusters": "K", "temperature": "T", "lam": "lam", "label_weight": "w"}
+"""Short names of the settings of a candidate (:func:`describe_params`, :func:`choice_words`)."""
 PARAM_DEFAULTS: dict = {
     "n_clusters": 30,
     "temperature": 0.1,
@@ -163,9 +167,8 @@ def describe_params(params: dict) -> str:
     -------
     str
     """
-    names = {"n_clusters": "K", "temperature": "T", "lam": "lam", "label_weight": "w"}
     parts = [params["family"]]
-    parts += [f"{names[k]}={params[k]:g}" for k in names if params.get(k) is not None]
+    parts += [f"{v}={params[k]:g}" for k, v in _SETTING_NAMES.items() if params.get(k) is not None]
     if params["family"] in BT_FAMILIES or params["alpha"] != PARAM_DEFAULTS["alpha"]:
         parts.append(f"alpha={params['alpha']:g}")
     return " ".join(parts)
@@ -365,10 +368,9 @@ def choice_words(params: dict, *, settings: bool = False) -> str:
     """
     words = f"{_FAMILY_WORDS[params['family']]}, {prior_words(params['alpha'])}"
     if settings:
-        names = {"n_clusters": "K", "temperature": "T", "lam": "lam", "label_weight": "w"}
         parts = [
-            f"{names[k]} = {params[k]:g}"
-            for k in names
+            f"{v} = {params[k]:g}"
+            for k, v in _SETTING_NAMES.items()
             if params.get(k) is not None
             and np.isfinite(params[k])
             and not (k == "label_weight" and params["family"] != "ecc_labels")
@@ -396,12 +398,10 @@ def describe_choices(choices) -> str:
     words = [choice_words(c) for c in choices if c is not None]
     if not words:
         return ""
-    counts: dict[str, int] = {}
-    for w in words:
-        counts[w] = counts.get(w, 0) + 1
-    order = sorted(counts, key=lambda w: (-counts[w], words.index(w)))
     n = len(words)
-    return "; ".join(f"{w}, on {counts[w]} of {n} seed{'s' if n > 1 else ''}" for w in order)
+    # most frequent first, ties in order of first appearance (most_common's sort is stable)
+    counts = Counter(words).most_common()
+    return "; ".join(f"{w}, on {c} of {n} seed{'s' if n > 1 else ''}" for w, c in counts)
 
 
 __all__ = [

@@ -440,13 +440,17 @@ class LocalData:
         sums : ndarray (d, K)
         """
         x, resp = self.x, self.resp
-        parts = self.pool.map(
-            lambda b: block_statistics(
-                x[b[0][0] : b[0][1]], b[0][2], resp[b[0][0] : b[0][1]], b[1]
-            ),
-            list(zip(self.blocks, self.transposed)),
-        )
-        return _sum_statistics(parts, self.n_pairs, x.shape[1], resp.shape[1])
+
+        def work(item):
+            (i0, i1, cb), cb_t = item
+            return block_statistics(x[i0:i1], cb, resp[i0:i1], cb_t)
+
+        return self._sum_over_blocks(work)
+
+    def _sum_over_blocks(self, work):
+        """``work((start, stop, counts), counts.T)`` of every block on the pool, summed."""
+        parts = self.pool.map(work, list(zip(self.blocks, self.transposed)))
+        return _sum_statistics(parts, self.n_pairs, self.x.shape[1], self.resp.shape[1])
 
     def e_step(self, table, cen, log_prior=None):
         """One E-step over every block (see :func:`block_e_step`).
@@ -483,8 +487,7 @@ class LocalData:
                 cb_t=cb_t,
             )
 
-        parts = self.pool.map(work, list(zip(self.blocks, self.transposed)))
-        return _sum_statistics(parts, self.n_pairs, x.shape[1], resp.shape[1])
+        return self._sum_over_blocks(work)
 
     def responsibilities(self):
         """The current responsibilities.

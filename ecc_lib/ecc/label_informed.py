@@ -37,7 +37,7 @@ from ecc_lib import defaults
 from ecc_lib.bradley_terry import DEFAULT_ALPHA
 from ecc_lib.data.comparisons import Comparisons
 from ecc_lib.data.splits import disjoint_from_probe, split_probe
-from ecc_lib.ecc.backends import backend_requested, in_memory_fits, is_backend_array
+from ecc_lib.ecc.backends import data_backend, in_memory_fits, is_backend_array
 from ecc_lib.ecc.estimator import CENTROID_TOL, ECC, KL_TOL, OBJECTIVE_PATIENCE, OBJECTIVE_TOL
 from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.validation import labels_to_str, log_missing_labels
@@ -223,10 +223,22 @@ class LabelInformedECC(ECC):
         if not float(self.smoothing) > 0:
             raise ValueError(f"smoothing must be > 0, got {self.smoothing}")
 
-    def _fit_weight(self, x, comparisons, codes, n_categories, weight) -> LabelInformedECC:
+    def _fit_labels(self, x, comparisons, lab: np.ndarray, weight: float) -> LabelInformedECC:
+        """ECC's fit with the category prior of weight ``weight`` over the categories ``lab``,
+        then the learned prior (what :meth:`fit` does once the weight is known)."""
+        cats, codes = np.unique(lab, return_inverse=True)
         self._weight = weight
-        self._codes_fit = (codes, n_categories)
+        self._codes_fit = (codes, len(cats))
         super().fit(x, comparisons)
+        self.label_weight_ = float(weight)
+        self.categories_ = cats
+        self.log_prior_ = category_log_prior(
+            self.responsibilities_,
+            codes,
+            len(cats),
+            smoothing=float(self.smoothing),
+            prior=self.prior,
+        )
         return self
 
     def _cross_validate(self, x, comparisons: Comparisons, lab: np.ndarray) -> dict:
@@ -256,13 +268,9 @@ class LabelInformedECC(ECC):
             )
             n_scored["all"] += len(scored)
             n_scored["disjoint"] += int(keep.sum())
-            cats, codes = np.unique(lab[~held], return_inverse=True)
             for w in losses["all"]:
-                model = self._sub(w)
-                model._fit_weight(x[~held], train, codes, len(cats), w)
-                model.categories_ = cats
-                model.label_weight_ = w
-                model.log_prior_ = model._final_prior(codes, len(cats))
+                model = LabelInformedECC(**{**self.get_params(), "label_weight": w})
+                model._fit_labels(x[~held], train, lab[~held], w)
                 p = model.predict_proba(scored, embeddings=x[held], probe=probe, labels=lab[held])
                 nll = comparison_nll(p, scored.y)
                 losses["all"][w] += float(nll.sum())
@@ -273,20 +281,6 @@ class LabelInformedECC(ECC):
             c: {w: (v / n_scored[c] if n_scored[c] else float("nan")) for w, v in losses[c].items()}
             for c in CV_PAIRS
         }
-
-    def _sub(self, weight: float) -> LabelInformedECC:
-        params = self.get_params()
-        params["label_weight"] = weight
-        return LabelInformedECC(**params)
-
-    def _final_prior(self, codes: np.ndarray, n_categories: int) -> np.ndarray:
-        return category_log_prior(
-            self.responsibilities_,
-            codes,
-            n_categories,
-            smoothing=float(self.smoothing),
-            prior=self.prior,
-        )
 
     def fit(self, embeddings: np.ndarray, comparisons: Comparisons, labels=None):
         """Fit clusters, profiles and the category prior (choosing its weight when ``"cv"``).
@@ -305,7 +299,7 @@ class LabelInformedECC(ECC):
         self._validate_params()
         if labels is None:
             raise ValueError("LabelInformedECC.fit needs labels (one category per query)")
-        if backend_requested(embeddings):
+        if data_backend(embeddings) is not None:
             if is_backend_array(embeddings):
                 raise ValueError(
                     "LabelInformedECC fits in memory only (its prior is not partitioned); "
@@ -341,11 +335,7 @@ class LabelInformedECC(ECC):
             self.label_weight_by_reading_ = {}
             self.cv_pairs_used_ = None
             weight = float(self.label_weight)
-        cats, codes = np.unique(lab, return_inverse=True)
-        self._fit_weight(x, comparisons, codes, len(cats), weight)
-        self.label_weight_ = float(weight)
-        self.categories_ = cats
-        self.log_prior_ = self._final_prior(codes, len(cats))
+        self._fit_labels(x, comparisons, lab, weight)
         log_missing_labels(lab, "ecc_labels")
         return self
 

@@ -20,6 +20,8 @@ fits and bootstraps soft against sampled evidence is
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -27,14 +29,21 @@ from ecc_lib.data.comparisons import Comparisons
 
 
 def _observation_groups(outcomes: pd.DataFrame, comparisons: Comparisons):
-    """Observations sorted by (query, model) group with the group of each (query, model)."""
+    """Observations sorted by (query, model) group: ``(group, score)`` of each observation, the
+    observations and the first position of each group, and the groups of the comparisons'
+    ``model_a`` and ``model_b``."""
     q = pd.Index(comparisons.query_ids).get_indexer(outcomes["query_id"].astype(str))
     m = pd.Index(comparisons.models).get_indexer(outcomes["model"].astype(str))
     keep = (q >= 0) & (m >= 0)
     group = q[keep].astype(np.int64) * comparisons.n_models + m[keep]
     score = outcomes["score"].to_numpy(dtype=float)[keep]
     order = np.lexsort((score, group))
-    return group[order], score[order]
+    group, score = group[order], score[order]
+    counts = np.bincount(group, minlength=comparisons.n_queries * comparisons.n_models)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ga = comparisons.query * comparisons.n_models + comparisons.model_a
+    gb = comparisons.query * comparisons.n_models + comparisons.model_b
+    return group, score, counts, starts, ga, gb
 
 
 def has_repeats(outcomes: pd.DataFrame) -> bool:
@@ -72,12 +81,7 @@ def soft_outcomes(outcomes: pd.DataFrame, comparisons: Comparisons) -> Compariso
     ValueError
         When a pair's query has no observation of one of its models.
     """
-    group, score = _observation_groups(outcomes, comparisons)
-    size = comparisons.n_queries * comparisons.n_models
-    counts = np.bincount(group, minlength=size)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    ga = comparisons.query * comparisons.n_models + comparisons.model_a
-    gb = comparisons.query * comparisons.n_models + comparisons.model_b
+    group, score, counts, starts, ga, gb = _observation_groups(outcomes, comparisons)
     n_a, n_b = counts[ga], counts[gb]
     if (n_a == 0).any() or (n_b == 0).any():
         bad = int(np.flatnonzero((n_a == 0) | (n_b == 0))[0])
@@ -98,15 +102,7 @@ def soft_outcomes(outcomes: pd.DataFrame, comparisons: Comparisons) -> Compariso
     # P(X_b > x) + 0.5 P(X_b = x) = 1 - (below + at_or_below) / (2 n_b)
     per_obs = 1.0 - (below + at_or_below) / (2.0 * n_b[row])
     y = np.bincount(row, weights=per_obs, minlength=len(comparisons)) / n_a
-    return Comparisons(
-        query=comparisons.query,
-        model_a=comparisons.model_a,
-        model_b=comparisons.model_b,
-        y=np.clip(y, 0.0, 1.0),
-        query_ids=comparisons.query_ids,
-        models=comparisons.models,
-        dropped_query_ids=comparisons.dropped_query_ids,
-    )
+    return replace(comparisons, y=np.clip(y, 0.0, 1.0))
 
 
 def _count_in_block(group, score, g, x, side):
@@ -138,27 +134,13 @@ def sampled_outcomes(
         ``y`` in {0, 0.5, 1} (a tie of the two draws counts half).
     """
     rng = np.random.default_rng(random_state)
-    group, score = _observation_groups(outcomes, comparisons)
-    size = comparisons.n_queries * comparisons.n_models
-    counts = np.bincount(group, minlength=size)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pick = starts + np.floor(rng.random(size) * counts).astype(np.int64)
+    group, score, counts, starts, ga, gb = _observation_groups(outcomes, comparisons)
+    pick = starts + np.floor(rng.random(len(counts)) * counts).astype(np.int64)
     draw = np.where(counts > 0, score[np.minimum(pick, len(score) - 1)], np.nan)
-    ga = comparisons.query * comparisons.n_models + comparisons.model_a
-    gb = comparisons.query * comparisons.n_models + comparisons.model_b
     sa, sb = draw[ga], draw[gb]
     if np.isnan(sa).any() or np.isnan(sb).any():
         raise ValueError("a comparison names a model without observations in outcomes")
-    y = np.where(sb > sa, 1.0, np.where(sb < sa, 0.0, 0.5))
-    return Comparisons(
-        query=comparisons.query,
-        model_a=comparisons.model_a,
-        model_b=comparisons.model_b,
-        y=y,
-        query_ids=comparisons.query_ids,
-        models=comparisons.models,
-        dropped_query_ids=comparisons.dropped_query_ids,
-    )
+    return replace(comparisons, y=np.where(sb > sa, 1.0, np.where(sb < sa, 0.0, 0.5)))
 
 
 def true_win_probability(p: np.ndarray) -> np.ndarray:

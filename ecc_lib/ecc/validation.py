@@ -157,13 +157,11 @@ def labels_to_str(labels, n: int) -> np.ndarray:
     ValueError
         ``labels`` is not of shape ``(n,)``.
     """
-    if isinstance(labels, np.ndarray) and labels.dtype.kind == "U":  # str already, none missing
-        if labels.shape != (n,):
-            raise ValueError(f"labels must have shape ({n},), got {labels.shape}")
-        return labels.astype(object)
     arr = np.asarray(labels, dtype=object)
     if arr.shape != (n,):
         raise ValueError(f"labels must have shape ({n},), got {arr.shape}")
+    if isinstance(labels, np.ndarray) and labels.dtype.kind == "U":  # str already, none missing
+        return arr
     series = pd.Series(arr, dtype=object)
     missing = series.isna().to_numpy()
     out = series.astype(str).to_numpy(dtype=object)
