@@ -46,7 +46,7 @@ import re
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
@@ -419,22 +419,14 @@ def parse_chat_response(body: dict) -> tuple[str | None, str | None, int | None,
     return content, finish_reason, prompt_tokens, completion_tokens
 
 
+@dataclass(eq=False)
 class _Retryable(Exception):
-    def __init__(
-        self,
-        reason: str,
-        status: int | None = None,
-        retry_after: float | None = None,
-        *,
-        connection: bool = False,
-        connect: bool = False,
-    ):
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-        self.retry_after = retry_after
-        self.connection = connection  # a transport error or a timeout: the endpoint may be gone
-        self.connect = connect  # the connection could not even be opened
+    reason: str
+    status: int | None = None
+    retry_after: float | None = None
+    _: KW_ONLY
+    connection: bool = False  # a transport error or a timeout: the endpoint may be gone
+    connect: bool = False  # the connection could not even be opened
 
 
 def _connect_reason(error: BaseException) -> str:
@@ -531,7 +523,6 @@ class ChatClient:
                 "gives a Bearer key too; only one can be the Authorization header: drop one"
             )
         self.url = chat_url(self.base_url)
-        self.public_url = public_url(self.url)
         self.origin = origin(self.url)
         self.max_response_bytes = int(max_response_bytes)
         self.api_key_env = api_key_env
@@ -544,7 +535,7 @@ class ChatClient:
         self._reached = False  # some call got an HTTP response from the endpoint
         self._rng = np.random.default_rng(random_state)
         self._secrets = tuple(s for s in (raw_key, api_key, *url_secrets(self.base_url)) if s)
-        self.public_url = redact(self.public_url, self._secrets)  # a key in the URL's path too
+        self.public_url = redact(public_url(self.url), self._secrets)  # a key in the path too
         headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"

@@ -80,9 +80,7 @@ def collected_outcomes(store: str | Path | CollectionStore) -> pd.DataFrame:
     store = _as_store(store, check=True)
     frame = records_frame(store)
     columns = list(OUTCOME_COLUMNS) + list(EXPORT_EXTRA_COLUMNS)
-    for column in columns:
-        if column not in frame.columns:
-            frame[column] = np.nan
+    frame = frame.assign(**{column: np.nan for column in columns if column not in frame.columns})
     unscored = frame["score"].isna().to_numpy()
     if unscored.any():
         reasons = (

@@ -233,13 +233,13 @@ async def _run_phases(
     context: RunContext,
     prepared: Sequence[Any],
     rewriter_spec: ModelSpec | None,
-    n_rewrites: int,
-    n_decodes: int,
-    concurrency: int,
     show_progress: bool,
 ) -> None:
-    """The two phases of a run: the missing rewrites, then the missing decodes."""
+    """The two phases of a run: the missing rewrites, then the missing decodes (their counts and
+    concurrency as in the run's settings)."""
     store, summary, labels = context.store, context.summary, list(context.models)
+    n_rewrites, n_decodes = context.settings["n_rewrites"], context.settings["n_decodes"]
+    concurrency = context.settings["concurrency"]
     to_rewrite = [
         q
         for q in prepared
@@ -294,18 +294,8 @@ def _record_start(store: CollectionStore, prepared: Sequence[Any], manifest_run:
     warn_on_changed_settings(store, manifest_run["settings"])
     store.close_stale_runs(manifest_run["run_id"])
     store.update_manifest(manifest_run)
-    store.add_queries(
-        {
-            "query_id": q.query_id,
-            "text": q.text,
-            "category": q.category,
-            "answer": q.answer,
-            "choices": q.choices,
-            "passage": q.passage,
-            "scorer": q.scorer_name,
-        }
-        for q in prepared
-    )
+    # the store keeps its query fields of each PreparedQuery, the scorer by name
+    store.add_queries({**vars(q), "scorer": q.scorer_name} for q in prepared)
     for q in prepared:
         store.add_rewrite(
             {
@@ -319,34 +309,25 @@ def _record_start(store: CollectionStore, prepared: Sequence[Any], manifest_run:
         )
 
 
-def _prepared_queries(
-    queries: pd.DataFrame | str | Path,
-    scorer: str | Scorer | Mapping[str, str | Scorer] | None,
-    temperature: float,
-    top_p: float,
-    max_tokens: int | None,
-) -> list:
-    """The checked queries (read from a file when given a path), with scorers and settings."""
-    read = read_queries_file if isinstance(queries, (str, Path)) else check_queries
-    return prepare_queries(read(queries), scorer, temperature, top_p, max_tokens)
-
-
 @contextlib.contextmanager
 def _recorded_run(
     store: CollectionStore,
     store_dir: str | Path,
     prepared: Sequence[Any],
-    labels: Sequence[str],
-    n_rewrites: int,
-    n_decodes: int,
     settings: dict,
     started: float,
 ) -> Iterator[tuple[CollectionSummary, str]]:
     """Open the store and record the run's start (its manifest entry); yield the run's summary and
     id; on the way out count what the store holds of the planned records (originals first), record
     how the run ended ("completed", "incomplete", "interrupted" or "failed: ERROR") and close the
-    store."""
+    store. The models and the rewrite and decode counts are the settings'."""
     from ecc_lib import __version__
+
+    labels, n_rewrites, n_decodes = (
+        settings["models"],
+        settings["n_rewrites"],
+        settings["n_decodes"],
+    )
 
     manifest_run = {
         "run_id": f"{utc_now()}-{os.getpid()}",
@@ -443,23 +424,29 @@ async def acollect(
     """
     started = time.perf_counter()
     specs = parse_models(models)
-    labels = [spec.label for spec in specs]
     _check_sizes(n_rewrites, n_decodes, concurrency)
     _check_decoding(temperature, top_p, rewrite_temperature, timeout)
     _check_limits(
         max_retries, max_consecutive_errors, rewrite_format, rewrite_calls, max_response_bytes
     )
     base_url = check_base_url(base_url)
-    prepared = _prepared_queries(queries, scorer, temperature, top_p, max_tokens)
+    read = read_queries_file if isinstance(queries, (str, Path)) else check_queries
+    prepared = prepare_queries(read(queries), scorer, temperature, top_p, max_tokens)
     price_map = price_table(prices)
     rewriter_spec = _rewriter_spec(rewriter, n_rewrites, specs)
     _warn_unscored_and_unpriced(prepared, specs, rewriter_spec, price_map)
     api_key_env, raw_key, api_key = _api_key(base_url, api_key_env)
 
+    limits = {  # the client's, also recorded in the settings
+        "timeout": float(timeout),
+        "max_retries": int(max_retries),
+        "max_consecutive_errors": int(max_consecutive_errors),
+        "max_response_bytes": int(max_response_bytes),
+    }
     settings = {
         "base_url": public_url(base_url),
         "api_key_env": api_key_env,
-        "models": labels,
+        "models": [spec.label for spec in specs],
         "model_settings": {
             s.label: {"endpoint_model": s.endpoint_model, **s.settings} for s in specs
         },
@@ -473,10 +460,7 @@ async def acollect(
         "rewrite_format": rewrite_format,
         "rewrite_calls": None if rewrite_calls is None else int(rewrite_calls),
         "concurrency": int(concurrency),
-        "timeout": float(timeout),
-        "max_retries": int(max_retries),
-        "max_consecutive_errors": int(max_consecutive_errors),
-        "max_response_bytes": int(max_response_bytes),
+        **limits,
         "prices": {m: asdict(p) for m, p in price_map.items()},
         "scorer": scorer if isinstance(scorer, str) or scorer is None else "custom",
         "extra_body": extra_body,
@@ -485,31 +469,23 @@ async def acollect(
         "n_queries": len(prepared),
     }
     store = _new_store(store_dir, raw_key, api_key, base_url, fsync)
-    run = _recorded_run(
-        store, store_dir, prepared, labels, n_rewrites, n_decodes, settings, started
-    )
-    with run as (summary, run_id):
+    with _recorded_run(store, store_dir, prepared, settings, started) as (summary, run_id):
         client = ChatClient(
             base_url,
             api_key=api_key,
             api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_consecutive_errors=max_consecutive_errors,
             backoff_base=backoff_base,
             backoff_max=backoff_max,
             max_connections=concurrency,
-            max_response_bytes=max_response_bytes,
             random_state=random_state,
+            **limits,
         )
         async with client:
             models_by_label = {spec.label: spec for spec in specs}
             context = RunContext(
                 store, client, models_by_label, settings, price_map, summary, run_id
             )
-            await _run_phases(
-                context, prepared, rewriter_spec, n_rewrites, n_decodes, concurrency, show_progress
-            )
+            await _run_phases(context, prepared, rewriter_spec, show_progress)
     log_summary(summary)
     return summary
 

@@ -41,7 +41,7 @@ import errno
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,10 @@ def record_key(record: dict) -> RecordKey:
         int(record["variant_id"]),
         int(record["decode_id"]),
     )
+
+
+def _rewrite_key(rewrite: dict) -> tuple[str, int]:
+    return str(rewrite["query_id"]), int(rewrite["variant_id"])
 
 
 def _json_default(value: Any) -> Any:
@@ -363,24 +367,19 @@ class CollectionStore:
         """(Re)read queries, rewrites and records; duplicates keep their first line."""
         self.n_torn = self.n_bad = self.n_duplicates = 0
 
-        def read(name: str) -> list[dict]:
-            records, torn, bad = read_jsonl(self.path(name))
+        def first_by_key(name: str, key: Any) -> tuple[dict, int]:
+            """The file's lines by key (the first of each key), and how many lines were dropped."""
+            entries, torn, bad = read_jsonl(self.path(name))
             self.n_torn += torn
             self.n_bad += bad
-            return records
+            index: dict = {}
+            for entry in entries:
+                index.setdefault(key(entry), entry)
+            return index, len(entries) - len(index)
 
-        self.queries = {}
-        for query in read(QUERIES_FILE):
-            self.queries.setdefault(str(query["query_id"]), query)
-        self.rewrites = {}
-        for rewrite in read(REWRITES_FILE):
-            self.rewrites.setdefault(
-                (str(rewrite["query_id"]), int(rewrite["variant_id"])), rewrite
-            )
-        self.records = {}
-        for record in read(RECORDS_FILE):
-            self.n_duplicates += record_key(record) in self.records
-            self.records.setdefault(record_key(record), record)
+        self.queries, _ = first_by_key(QUERIES_FILE, lambda query: str(query["query_id"]))
+        self.rewrites, _ = first_by_key(REWRITES_FILE, _rewrite_key)
+        self.records, self.n_duplicates = first_by_key(RECORDS_FILE, record_key)
         if self.n_duplicates:
             logger.warning(
                 "%s: %d duplicate record line(s) ignored (first kept)",
@@ -491,34 +490,36 @@ class CollectionStore:
             raise StoreError(
                 f"store path {self.directory}: {blocker} is a file, not a folder; give a folder"
             )
-        try:
+        with self._store_errors(self.directory):
             self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StoreError(os_error_message(error, self.directory)) from None
         self._lock()
         try:
-            self.load()
-            for name in APPEND_FILES:
-                self._files[name] = _AppendFile(self.path(name), self.secrets, self.fsync)
-        except BaseException as error:
+            with self._store_errors():
+                self.load()
+                for name in APPEND_FILES:
+                    self._files[name] = _AppendFile(self.path(name), self.secrets, self.fsync)
+        except BaseException:
             self.close()
-            if isinstance(error, OSError):
-                where = Path(error.filename or self.directory)
-                raise StoreError(os_error_message(error, self.directory, where)) from None
-            if isinstance(error, OutputError):  # a store file is a symbolic link
-                raise StoreError(f"store {self.directory}: {error}") from None
             raise
         return self
 
+    @contextlib.contextmanager
+    def _store_errors(self, path: Path | None = None) -> Iterator[None]:
+        """An OS error (about ``path``, else the file it names) or a refused symbolic link met in
+        the block, raised as :class:`StoreError` with a plain message."""
+        try:
+            yield
+        except OSError as error:
+            where = path or Path(error.filename or self.directory)
+            raise StoreError(os_error_message(error, self.directory, where)) from None
+        except OutputError as error:  # a store file is a symbolic link
+            raise StoreError(f"store {self.directory}: {error}") from None
+
     def _lock(self) -> None:
         path = self.path(LOCK_FILE)
-        try:
+        with self._store_errors(path):
             refuse_links(path)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o644)  # held until close()
-        except OSError as error:
-            raise StoreError(os_error_message(error, self.directory, path)) from None
-        except OutputError as error:
-            raise StoreError(f"store {self.directory}: {error}") from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no cross-process lock
@@ -546,10 +547,8 @@ class CollectionStore:
     def _append(self, name: str, record: dict) -> None:
         if name not in self._files:
             raise StoreError(f"{self.directory} is not open for writing; call open() first")
-        try:
+        with self._store_errors(self.path(name)):
             self._files[name].write(record)
-        except OSError as error:
-            raise StoreError(os_error_message(error, self.directory, self.path(name))) from None
 
     def _append_new(self, name: str, index: dict, key: Any, entry: dict) -> bool:
         """Append ``entry`` to file ``name`` and ``index`` unless ``key`` is there already."""
@@ -608,8 +607,7 @@ class CollectionStore:
         bool
             True when written.
         """
-        key = (str(rewrite["query_id"]), int(rewrite["variant_id"]))
-        return self._append_new(REWRITES_FILE, self.rewrites, key, rewrite)
+        return self._append_new(REWRITES_FILE, self.rewrites, _rewrite_key(rewrite), rewrite)
 
     def add_rewrite_call(self, call: dict) -> None:
         """Append one rewriting call (the prompt's cost and token counts).
@@ -669,25 +667,23 @@ class CollectionStore:
         data = to_json_line(manifest, secrets=self.secrets)
         final = self.path(MANIFEST_FILE)
         temporary = self.path(MANIFEST_FILE + ".tmp")
-        try:  # atomic (temporary file, fsync, rename) and never through a link
+        with self._store_errors(final):  # atomic (temporary file, fsync, rename), never via a link
             refuse_links(final)
-        except OutputError as error:
-            raise StoreError(f"store {self.directory}: {error}") from None
-        try:
-            if temporary.is_symlink():  # a stale link: removed, never followed
-                os.unlink(temporary)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NO_FOLLOW
-            fd = os.open(temporary, flags, 0o644)
             try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, final)
-        except OSError as error:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise StoreError(os_error_message(error, self.directory, final)) from None
+                if temporary.is_symlink():  # a stale link: removed, never followed
+                    os.unlink(temporary)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NO_FOLLOW
+                fd = os.open(temporary, flags, 0o644)
+                try:
+                    _write_all(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(temporary, final)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
 
     def close_stale_runs(self, current_run_id: str) -> int:
         """Mark runs still "started" (their process was killed: the lock is ours now) as
