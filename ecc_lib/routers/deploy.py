@@ -620,20 +620,6 @@ class DeployedRouter:
             tmp.replace(folder / CALIBRATION_FILE)
         return folder
 
-    def with_operating_point(self, **changes) -> DeployedRouter:
-        """A copy with other operating settings (``cost_weight``, ``offsets``).
-
-        Parameters
-        ----------
-        **changes
-            Fields to replace.
-
-        Returns
-        -------
-        DeployedRouter
-        """
-        return replace(self, **changes)
-
 
 def load_deployed(
     folder: str | Path, *, embedder: str | None = None, strict_version: bool = False

@@ -64,12 +64,7 @@ def _estimator_classes() -> dict[str, type]:
 
     from ecc_lib.ecc.estimator import ECC
 
-    return {
-        "StandardScaler": StandardScaler,
-        "MinMaxScaler": MinMaxScaler,
-        "MLPRegressor": MLPRegressor,
-        "ECC": ECC,
-    }
+    return {cls.__name__: cls for cls in (StandardScaler, MinMaxScaler, MLPRegressor, ECC)}
 
 
 ESTIMATOR_CLASSES = ("StandardScaler", "MinMaxScaler", "MLPRegressor", "ECC")

@@ -5,8 +5,8 @@ message with the router's embedder, routes it (:meth:`ecc_lib.routers.deploy.Dep
 route_embeddings`, at the router's operating point) and forwards the request to the chosen
 model's upstream with :class:`ecc_lib.collect.client.ChatClient`, so the collect client's rules
 apply unchanged: requests stay on the upstream's origin, replies are read up to
-``max_response_bytes``, every attempt has a deadline and retries back off; API keys appear in no
-error and no reply (:func:`ecc_lib.collect.client.redact`). The reply is the upstream's JSON with
+:data:`~ecc_lib.collect.client.DEFAULT_MAX_RESPONSE_BYTES`, every attempt has a deadline and
+retries back off; API keys appear in no error and no reply (:func:`ecc_lib.collect.client.redact`). The reply is the upstream's JSON with
 ``model`` set to the chosen model and a ``router`` object (the choice, predicted score, cost and
 utility); a failed upstream call is answered ``502`` with an OpenAI-style error, and the server
 keeps serving. ``dry_run`` answers with the choice only (the chosen model as the content).
@@ -177,10 +177,6 @@ class RouterServer:
     max_retries : int, default 2
         Retries of a failed upstream call.
     max_request_bytes : int, default 1 MiB
-    max_response_bytes : int, default 4 MiB
-        Largest upstream reply read.
-    max_connections : int, default 16
-        Connection pool per upstream.
     log_dir : str or Path, optional
         Folder of ``decisions.jsonl``.
     """
@@ -197,8 +193,6 @@ class RouterServer:
         timeout: float = 60.0,
         max_retries: int = 2,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        max_connections: int = 16,
         log_dir: str | Path | None = None,
     ) -> None:
         self.deployed = deployed
@@ -220,8 +214,6 @@ class RouterServer:
         self.host, self.port = host, int(port)
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.max_request_bytes = int(max_request_bytes)
-        self.max_response_bytes = int(max_response_bytes)
-        self.max_connections = int(max_connections)
         self._keys = {m: upstream_key(m, u, api_key_envs) for m, u in self.upstreams.items()}
         self._secrets = [k for k in self._keys.values() if k]
         self.log_dir = Path(log_dir) if log_dir is not None else None
@@ -233,8 +225,6 @@ class RouterServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._thread_limits = None
-        self.n_requests = 0
-        self.n_failed = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -272,8 +262,8 @@ class RouterServer:
                         backoff_base=0.05,
                         backoff_max=1.0,
                         max_consecutive_errors=1_000_000,  # one slow upstream does not end serving
-                        max_connections=self.max_connections,
-                        max_response_bytes=self.max_response_bytes,
+                        max_connections=16,  # per upstream
+                        max_response_bytes=DEFAULT_MAX_RESPONSE_BYTES,
                     )
                     for m, u in self.upstreams.items()
                 }
@@ -308,15 +298,6 @@ class RouterServer:
         if self._thread_limits is not None:
             self._thread_limits.restore_original_limits()
             self._thread_limits = None
-
-    def serve_forever(self) -> None:
-        """Start and block until interrupted (Ctrl-C)."""
-        self.start()
-        try:
-            while True:
-                time.sleep(3600)
-        finally:
-            self.stop()
 
     def __enter__(self) -> RouterServer:
         return self.start()
@@ -360,8 +341,6 @@ class RouterServer:
         status : int
         reply : dict
         """
-        with self._log_lock:
-            self.n_requests += 1
         if body.get("stream"):
             return 400, _error("streaming is not supported by serve-router", "invalid_request")
         try:
@@ -372,22 +351,30 @@ class RouterServer:
         model = decision["model"]
         request_id = f"route-{uuid.uuid4().hex[:16]}"
         if self.dry_run:
-            reply = {
-                "id": request_id,
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": model},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "router": {**decision, "dry_run": True},
-            }
-            self._log(request_id, text, decision, 200)
-            return 200, reply
+            status, reply = (
+                200,
+                {
+                    "id": request_id,
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": model},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "router": {**decision, "dry_run": True},
+                },
+            )
+        else:
+            status, reply = self._forward(model, body, decision)
+        self._log(request_id, text, decision, status)
+        return status, reply
+
+    def _forward(self, model: str, body: dict, decision: dict) -> tuple[int, dict]:
+        """The request forwarded to ``model``'s upstream: its reply, or a 502 error."""
         extra = {k: v for k, v in body.items() if k not in DROPPED_FIELDS}
         future = asyncio.run_coroutine_threadsafe(
             self._clients[model].chat(
@@ -404,19 +391,13 @@ class RouterServer:
             result = future.result(timeout=(self.max_retries + 1) * (self.timeout + 2.0) + 5.0)
         except (CollectError, TimeoutError) as error:
             future.cancel()
-            with self._log_lock:
-                self.n_failed += 1
             message = redact(str(error) or type(error).__name__, self._secrets)
-            self._log(request_id, text, decision, 502)
             reply = _error(f"upstream for {model} failed: {message}", "upstream_error")
             return 502, {**reply, "router": decision}
         reply = json.loads(redact(json.dumps(result.raw), self._secrets))
         if not isinstance(reply, dict):
             reply = {"choices": []}
-        reply["model"] = model
-        reply["router"] = decision
-        self._log(request_id, text, decision, 200)
-        return 200, reply
+        return 200, {**reply, "model": model, "router": decision}
 
     def _log(self, request_id: str, text: str, decision: dict, status: int) -> None:
         if self.log_dir is None:
@@ -439,9 +420,7 @@ def _error(message: str, kind: str) -> dict:
 
 
 class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
+    block_on_close = False  # keep-alive connections must not hold up server_close
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         logger.debug("connection from %s dropped", client_address)

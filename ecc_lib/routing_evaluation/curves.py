@@ -86,21 +86,17 @@ def pareto_front(cost: np.ndarray, quality: np.ndarray) -> np.ndarray:
     return ~np.any(le_cost & ge_quality & strict, axis=1)
 
 
-def pareto_area(
-    cost: np.ndarray, quality: np.ndarray, *, cost_range: tuple[float, float] = (0.0, 1.0)
-) -> float:
-    """Area under the Pareto front over ``cost_range``.
+def pareto_area(cost: np.ndarray, quality: np.ndarray) -> float:
+    """Area under the Pareto front over the normalised cost range [0, 1].
 
     The front is read as a step function: at budget ``c`` the best quality of a point with
-    ``cost <= c`` (0 below the cheapest point). Its integral over ``cost_range`` (normalised by the
-    range's width) is the mean best quality over budgets, in [0, 1] for scores in [0, 1].
+    ``cost <= c`` (0 below the cheapest point). Its integral over the budgets [0, 1] (costs
+    clipped to it) is the mean best quality over budgets, in [0, 1] for scores in [0, 1].
 
     Parameters
     ----------
     cost, quality : ndarray, shape (n,)
         Coordinates of the points (non-finite points are ignored).
-    cost_range : (float, float), default (0, 1)
-        Budgets integrated over.
 
     Returns
     -------
@@ -110,24 +106,15 @@ def pareto_area(
     cost = np.asarray(cost, float)
     quality = np.asarray(quality, float)
     keep = np.isfinite(cost) & np.isfinite(quality)
-    cost, quality = cost[keep], quality[keep]
-    low, high = cost_range
-    if high <= low:
-        raise ValueError(f"cost_range must be increasing, got {cost_range}")
-    if len(cost) == 0:
+    if not keep.any():
         return float("nan")
-    order = np.argsort(cost, kind="stable")
-    cost = np.clip(cost[order], low, high)
-    best = np.maximum.accumulate(quality[order])
-    edges = np.append(cost, high)
-    return float(np.sum(best * np.diff(edges)) / (high - low))
+    return float(_front_areas(cost[keep][None], quality[keep][None])[0])
 
 
 def pareto_area_ci(
     cost: np.ndarray,
     quality: np.ndarray,
     *,
-    cost_range: tuple[float, float] = (0.0, 1.0),
     n_boot: int = defaults.N_BOOT,
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = 0,
@@ -144,7 +131,6 @@ def pareto_area_ci(
     cost, quality : ndarray, shape (n_points, n_queries)
         Per point of the curve (a cost weight) the routed model's cost and quality on each test
         query.
-    cost_range : (float, float), default (0, 1)
     n_boot : int, default 1000
     confidence : float, default 0.95
     random_state : int, Generator or None, default 0
@@ -162,23 +148,14 @@ def pareto_area_ci(
     quality = np.atleast_2d(np.asarray(quality, float))
     if cost.shape != quality.shape:
         raise ValueError(f"cost and quality need one shape, got {cost.shape} and {quality.shape}")
-    low, high = cost_range
-    if high <= low:
-        raise ValueError(f"cost_range must be increasing, got {cost_range}")
-    area = pareto_area(np.nanmean(cost, axis=1), np.nanmean(quality, axis=1), cost_range=cost_range)
+    area = pareto_area(np.nanmean(cost, axis=1), np.nanmean(quality, axis=1))
     index = bootstrap_indices(cost.shape[1], n_boot=n_boot, random_state=random_state)
-    replicates = pareto_area_replicates(cost, quality, index, cost_range=cost_range)
+    replicates = pareto_area_replicates(cost, quality, index)
     _, ci, _ = seed_query_interval([area], [replicates], confidence=confidence)
     return area, ci
 
 
-def pareto_area_replicates(
-    cost: np.ndarray,
-    quality: np.ndarray,
-    index: np.ndarray,
-    *,
-    cost_range: tuple[float, float] = (0.0, 1.0),
-) -> np.ndarray:
+def pareto_area_replicates(cost: np.ndarray, quality: np.ndarray, index: np.ndarray) -> np.ndarray:
     """Bootstrap replicates of :func:`pareto_area` over resampled test queries.
 
     Parameters
@@ -187,13 +164,11 @@ def pareto_area_replicates(
         As :func:`pareto_area_ci`.
     index : ndarray of int, shape (n_boot, n_queries)
         Resampled query indices (:func:`ecc_lib.stats.bootstrap_indices`).
-    cost_range : (float, float), default (0, 1)
 
     Returns
     -------
     ndarray, shape (n_boot,)
     """
-    low, high = cost_range
     cost = np.atleast_2d(np.asarray(cost, float))
     quality = np.atleast_2d(np.asarray(quality, float))
     with np.errstate(invalid="ignore"):
@@ -202,12 +177,18 @@ def pareto_area_replicates(
     bad = ~(np.isfinite(c) & np.isfinite(q))
     c = np.where(bad, np.inf, c)  # a point without a value never enters the front
     q = np.where(bad, -np.inf, q)
+    return _front_areas(c, q)
+
+
+def _front_areas(c: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """:func:`pareto_area` of each row of points ``(c, q)``, shape (n_rows, n_points); a point of
+    cost ``inf`` and quality ``-inf`` never enters the front."""
     order = np.argsort(c, axis=1, kind="stable")
-    c_sorted = np.clip(np.take_along_axis(c, order, axis=1), low, high)
+    c_sorted = np.clip(np.take_along_axis(c, order, axis=1), 0.0, 1.0)
     best = np.maximum.accumulate(np.take_along_axis(q, order, axis=1), axis=1)
     best = np.where(np.isfinite(best), best, 0.0)
-    edges = np.concatenate([c_sorted, np.full((len(c), 1), high)], axis=1)
-    return np.sum(best * np.diff(edges, axis=1), axis=1) / (high - low)
+    edges = np.concatenate([c_sorted, np.ones((len(c), 1))], axis=1)
+    return np.sum(best * np.diff(edges, axis=1), axis=1)
 
 
 def curve_of_choices(

@@ -255,15 +255,12 @@ def _curves_frame(curves: list[pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
 def _sorted_table(table_rows: list[dict], names: Sequence[str]) -> pd.DataFrame:
     """The summary rows, references first (oracle, best fixed, random), then the families in
     ``names`` order, single-shot before DARS."""
-    order = {"reference": 0, "single-shot": 1, "DARS": 2}
     table = pd.DataFrame(table_rows)
-    ref_order = {"Oracle": 0, "Best fixed model": 1, "Random": 2}
-    table["_ref"] = table["router"].map(ref_order).fillna(3)
-    table["_fam"] = table["router"].map({n: i for i, n in enumerate(names)}).fillna(-1)
-    table["_sup"] = table["supervision"].map(order)
-    return (
-        table.sort_values(["_ref", "_fam", "_sup"]).drop(columns=["_ref", "_fam", "_sup"])
-    ).reset_index(drop=True)
+    reference = table["router"].map({"Oracle": 0, "Best fixed model": 1, "Random": 2}).fillna(3)
+    family = table["router"].map({n: i for i, n in enumerate(names)}).fillna(-1)
+    supervision = table["supervision"].map({"reference": 0, "single-shot": 1, "DARS": 2})
+    order = np.lexsort((supervision, family, reference))  # stable, the last key first
+    return table.iloc[order].reset_index(drop=True)
 
 
 def _labelled(curve: pd.DataFrame, router: str, supervision: str, run: int) -> pd.DataFrame:
