@@ -282,13 +282,13 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         parts.append("</ul>")
     from ecc_lib.report.build import summary_html
 
+    parts.append(summary_html(bench_summary(result)))
+    parts.append("<h2>Gain on disjoint pairs</h2>")
     table = headline_table(result)
-    parts += [
-        summary_html(bench_summary(result)),
-        "<h2>Gain on disjoint pairs</h2>",
-        _html_table(table) if len(table) else "<p>No dataset is in the table.</p>",
-        "<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in result.sentences()) + "</ul>",
-    ]
+    parts.append(_html_table(table) if len(table) else "<p>No dataset is in the table.</p>")
+    parts.append(
+        "<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in result.sentences()) + "</ul>"
+    )
     if figure_png is not None:
         encoded = base64.b64encode(figure_png).decode("ascii")
         parts.append(
@@ -298,10 +298,8 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
             "over test queries within each seed, seeds averaged); dots: seeds."
             "</figcaption></figure>"
         )
-    parts += [
-        "<h2>Gain on all scored pairs</h2>",
-        _html_table(result.table("gain")) if result.included else "",
-    ]
+    parts.append("<h2>Gain on all scored pairs</h2>")
+    parts.append(_html_table(result.table("gain")) if result.included else "")
     routing = _routing_frame(result)
     if len(routing):
         parts.append(
@@ -320,7 +318,8 @@ def bench_html(result: BenchResult, figure_png: bytes | None) -> str:
         for k, v in result.datasets.items()
     ]
     parts.append("<h2>Time</h2>" + _html_table(pd.DataFrame(times)))
-    return "\n".join([*parts, "</body></html>"])
+    parts.append("</body></html>")
+    return "\n".join(parts)
 
 
 def write_bench_outputs(result: BenchResult, out_dir: str | os.PathLike) -> dict[str, Path]:

@@ -90,21 +90,20 @@ def data_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
             value = format_number(summary["mean_score"][best])
         if best is not None:
             best_text, best_prose = f"{short.get(best, best)}: {value}", f"{best}: {value}"
-        n = {
-            k: format_number(summary.get(f"n_{k}"), "count")
-            for k in ("queries", "models", "categories")
-        }
         rows.append(
             {
                 "dataset": name,
-                **n,
+                "queries": format_number(summary.get("n_queries"), "count"),
+                "models": format_number(summary.get("n_models"), "count"),
+                "categories": format_number(summary.get("n_categories"), "count"),
                 "observations per pair": _observations_text(summary),
                 "best model: mean score [95% CI]": best_text,
             }
         )
         sentences.append(
-            f"{name} has {n['queries']} queries, {n['models']} models and "
-            f"{n['categories']} categories, with "
+            f"{name} has {format_number(summary.get('n_queries'), 'count')} queries, "
+            f"{format_number(summary.get('n_models'), 'count')} models and "
+            f"{format_number(summary.get('n_categories'), 'count')} categories, with "
             + (
                 "one observation per (query, model) pair"
                 if obs <= 1
