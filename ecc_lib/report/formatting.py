@@ -4,38 +4,19 @@ and dotted metric keys as words. ``None``, NaN and non-numbers read as an en das
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from ecc_lib.grammar import DASH, PM
+from ecc_lib.grammar import DASH, PM, finite
 from ecc_lib.grammar import unit as grammar_unit
 from ecc_lib.labels import method_label
 from ecc_lib.method_registry import METHOD_SPECS, REFERENCE
 
-
-def _finite(value: Any) -> bool:
-    try:
-        return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
 _NEGATIVE_ZERO = re.compile(r"-(?=0(?:\.0+)?(?![\d.]))")
+"""``-0.0`` reads as a negative result: it is written as ``0.0``."""
 
 
-def _no_negative_zero(function):
-    """``-0.0`` reads as a negative result: write it as ``0.0``."""
-
-    def wrapper(*args, **kwargs):
-        return _NEGATIVE_ZERO.sub("", function(*args, **kwargs))
-
-    wrapper.__doc__, wrapper.__name__ = function.__doc__, function.__name__
-    return wrapper
-
-
-@_no_negative_zero
 def format_number(value: Any, unit: str = "plain") -> str:
     """One number in the report's style.
 
@@ -54,21 +35,20 @@ def format_number(value: Any, unit: str = "plain") -> str:
     -------
     str
     """
-    if not _finite(value):
+    if not finite(value):
         return DASH
     return _bare(float(value), unit) + grammar_unit(unit).sign
 
 
-@_no_negative_zero
 def _bare(value: float, unit: str) -> str:
-    """A bound of an interval: the number without its unit sign."""
+    """A bound of an interval: the number without its unit sign (never ``-0.0``)."""
     u = grammar_unit(unit)
-    return f"{u.scale * value:{u.spec}}"
+    return _NEGATIVE_ZERO.sub("", f"{u.scale * value:{u.spec}}")
 
 
 def _ci_text(ci: Sequence[Any] | None, unit: str) -> str:
     """A space and ``[low, high]`` for a finite interval (bounds without unit sign), else ``""``."""
-    if ci is None or len(ci) != 2 or not all(_finite(b) for b in ci):
+    if ci is None or len(ci) != 2 or not all(finite(b) for b in ci):
         return ""
     return f" [{_bare(float(ci[0]), unit)}, {_bare(float(ci[1]), unit)}]"
 
@@ -126,7 +106,7 @@ def format_mean_sd(mean: Any, sd: Any, unit: str = "plain", *, n: int | None = N
     str
     """
     text = format_number(mean, unit)
-    if text == DASH or not _finite(sd):
+    if text == DASH or not finite(sd):
         return text
     seeds = f" ({int(n)} seeds)" if n else ""
     return f"{text} {PM} {_bare(float(sd), unit).lstrip('+')}{seeds}"

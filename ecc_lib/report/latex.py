@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +103,7 @@ def _greek(char: str) -> str | None:
         name = _GREEK[code - 0x03B1]
         return "o" if name == "o" else f"\\ensuremath{{\\{name}}}"
     if 0x0391 <= code <= 0x03A9 and code != 0x03A2:
-        name = _GREEK[code - 0x0391].capitalize()
-        if name == "Varsigma":
-            return None
+        name = _GREEK[code - 0x0391].capitalize()  # 0x03A2 (no capital final sigma) left out
         if name in _GREEK_UPPER:
             return f"\\ensuremath{{\\{name}}}"
         return _GREEK_UPPER_LATIN[code - 0x0391]
@@ -113,8 +112,6 @@ def _greek(char: str) -> str | None:
 
 def _latex_char(char: str) -> str:
     """One character pdflatex cannot take as it is, as LaTeX that sets it (or its code point)."""
-    import unicodedata
-
     if char in _LATEX_LETTERS:
         return _LATEX_LETTERS[char]
     greek = _greek(char)
@@ -155,8 +152,6 @@ def latex_escape(text: Any) -> str:
     str
         Printable ASCII.
     """
-    import unicodedata
-
     text = _INVISIBLE.sub("", str(text))
     text = re.sub(r"[\t\n\r\v\f\u2028\u2029\x85]+", " ", text)
     text = "".join(
@@ -164,15 +159,8 @@ def latex_escape(text: Any) -> str:
         for c in text
         if c.isprintable() or unicodedata.category(c) == "Zs"
     )
-    out = []
-    for part in re.split(r"([^\x20-\x7e])", text):
-        if not part:
-            continue
-        if len(part) == 1 and not part.isascii():
-            out.append(_LATEX_SPECIAL.get(part) or _latex_char(part))
-        else:
-            out.append(_escape_ascii(part))
-    return "".join(out)
+    # LaTeX's special characters (+-, the en dash ... among them), then every other non-ASCII one
+    return re.sub(r"[^\x20-\x7e]", lambda m: _latex_char(m.group()), _escape_ascii(text))
 
 
 def _cell(value: Any) -> str:

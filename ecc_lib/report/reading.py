@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import suppress
 from functools import lru_cache
 from typing import Any
 
@@ -26,11 +27,9 @@ def _described(key: str) -> bool:
     """Whether the schema describes a dotted key, or the key lies inside a free-form object of it
     (an ``object`` without ``properties`` whose other keys the schema allows)."""
     parts = key.split(".")
-    try:
+    with suppress(KeyError):
         metric_node(key)
         return True
-    except KeyError:
-        pass
     for end in range(len(parts) - 1, 0, -1):
         try:
             node = metric_node(".".join(parts[:end]))
@@ -123,20 +122,6 @@ class MetricsReader(Mapping):
 
     def __len__(self) -> int:
         return len(self._values)
-
-    def section(self, name: str) -> MetricsReader | None:
-        """The reader of a section (``None`` when the run did not record it or it is no mapping).
-
-        Parameters
-        ----------
-        name : str
-
-        Returns
-        -------
-        MetricsReader or None
-        """
-        value = self.get(name)
-        return value if isinstance(value, MetricsReader) else None
 
 
 def read_metrics(metrics: Mapping[str, Any]) -> MetricsReader:

@@ -34,7 +34,7 @@ from ecc_lib.report.summary import (
     assemble_summary,
     ecc_summary,
     flip_summary,
-    routing_summary,
+    routing_lines,
 )
 from ecc_lib.runs.execute import NOTEBOOK_TITLES, notebook_of
 from ecc_lib.runs.folder import RunContext
@@ -139,7 +139,7 @@ SECTIONS: tuple[Section, ...] = (
         routing_section,
         order=4,
         headline_figures=("routing_scores",),
-        summary=routing_summary,
+        summary=routing_lines,
     ),
     Section("tour", tour_section, order=5, appendix=True),
 )

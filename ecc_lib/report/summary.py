@@ -20,7 +20,7 @@ they hold several.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -172,6 +172,19 @@ def _gain(
     return find(records, "clustering_gain", method, "global", reading)
 
 
+def _gains(
+    records: Sequence[ComparisonRecord], methods: Iterable[str], reading: str
+) -> dict[str, float]:
+    """Method -> its finite gain estimate on ``reading`` (methods without one left out)."""
+    gains = {m: _gain(records, m, reading) for m in methods}
+    return {m: g.estimate for m, g in gains.items() if g is not None and finite(g.estimate)}
+
+
+def _largest(scores: Mapping[str, float]) -> str | None:
+    """The key of the largest value (the first of ties), None when empty."""
+    return max(scores, key=scores.get) if scores else None
+
+
 def _versus(
     records: Sequence[ComparisonRecord], method: str, other: str, reading: str
 ) -> ComparisonRecord | None:
@@ -284,9 +297,7 @@ def summary_table(
     if baselines is None:
         tuned = [m for m in methods if _is_tuned(m) and m != reference]
         baselines = tuned or [m for m in methods if _is_baseline(m) and m != reference]
-    scored = {m: _gain(records, m, reading) for m in baselines}
-    scored = {m: r for m, r in scored.items() if r is not None and finite(r.estimate)}
-    best = max(scored, key=lambda m: scored[m].estimate) if scored else None
+    best = _largest(_gains(records, baselines, reading))
     rows = []
     for m in methods:
         gain = _gain(records, m, reading)
@@ -372,12 +383,7 @@ def record_text(record: ComparisonRecord | Mapping[str, Any] | None, unit: str =
     payload = record.to_dict() if isinstance(record, ComparisonRecord) else record
     estimate = payload.get("estimate")
     value = number(estimate, unit)
-    if (
-        unit == "pct_nll"
-        and finite(estimate)
-        and value[:1] not in "-\u2013"
-        and float(estimate) > 0
-    ):
+    if unit == "pct_nll" and finite(estimate) and float(estimate) > 0:
         value = "+" + value
     ci = interval(payload.get("ci"), "pp" if unit == "pct_nll" else unit)
     return value + (f" {ci}" if ci else "")
@@ -474,33 +480,45 @@ def ecc_lines(
     table = SummaryLine("table", caption + "\n" + table_text(rows), rows=rows)
     by_method = {row["method"]: row for row in rows}
     shown = [m for m in by_method if m != reference]
-    scored = {  # ECC-CV and the tuned baselines are read by ecc_cv_line (issue 34)
-        m: by_method[m]["gain"]["estimate"]
-        for m in shown
-        if finite(by_method[m]["gain"]["estimate"]) and m not in TUNED_OR_SEARCHED
-    }
-    best = max(scored, key=scored.get) if scored else None
+    # ECC-CV and the tuned baselines are read by ecc_cv_line (issue 34)
+    scored = _gains(records, [m for m in shown if m not in TUNED_OR_SEARCHED], reading)
+    best = _largest(scored)
     lines: list[SummaryLine] = [table]
     lines += _best_method_lines(by_method, scored, best, records, reading, reference)
-    lines += _interval_lines(by_method, shown, best, reference, where, n_seeds)
+    # a note when no comparison has an interval, or when no clustering beats the reference
+    with_interval = [
+        m
+        for m in shown
+        if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
+    ]
+    if shown and not with_interval:
+        text = (
+            f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
+            "verdict; rerun the notebook to record them."
+        )
+        lines.append(_line("no_interval", text))
+    elif best is not None and not any(
+        (by_method[m]["versus_reference"] or {}).get("direction", 0) > 0 for m in shown
+    ):
+        text = (
+            f"No clustering is better than {ref_name} {where}: no interval lies above 0 "
+            f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)})."
+        )
+        lines.append(_line("no_clustering", text))
     lines += _k_lines(ecc, parameters)
     said = ecc_cv_line(ecc, records)
     if said is None and "ecc_cv" in by_method and by_method["ecc_cv"]["gain"]:
-        said = _ecc_cv_alone(by_method["ecc_cv"], chose, ref_name)
+        # no tuned baseline ran beside it: a verdict against a baseline at its default prior
+        # would credit ECC-CV with the prior (issue 34)
+        text = (
+            f"ECC-CV's gain over {ref_name} is {record_text(by_method['ecc_cv']['gain'])}; no "
+            "tuned baseline ran beside it, so it gets no verdict."
+            + (f" It chose {chose}." if chose else "")
+        )
+        said = _line("ecc_cv", text)
     if said is not None:
         lines.append(said)
     return lines
-
-
-def _ecc_cv_alone(row: Mapping[str, Any], chose: str, ref_name: str) -> SummaryLine:
-    """ECC-CV's gain without a verdict where no tuned baseline ran beside it (a verdict against a
-    baseline at its default prior would credit ECC-CV with the prior, issue 34); ``chose``: its
-    choice in words (``""`` where not recorded)."""
-    text = (
-        f"ECC-CV's gain over {ref_name} is {record_text(row['gain'])}; no tuned baseline ran "
-        f"beside it, so it gets no verdict." + (f" It chose {chose}." if chose else "")
-    )
-    return _line("ecc_cv", text)
 
 
 def _gain_line(
@@ -546,37 +564,6 @@ def _best_method_lines(
     elif best and "ecc" not in by_method:
         lines += _gain_line(by_method[best], best, "best_method", reference, where)
     return lines
-
-
-def _interval_lines(
-    by_method: Mapping[str, Mapping[str, Any]],
-    shown: Sequence[str],
-    best: str | None,
-    reference: str,
-    where: str,
-    n_seeds: int,
-) -> list[SummaryLine]:
-    """A note when no comparison has an interval, or when no clustering beats the reference."""
-    with_interval = [
-        m
-        for m in shown
-        if by_method[m]["versus_reference"] and by_method[m]["versus_reference"]["ci"]
-    ]
-    if shown and not with_interval:
-        text = (
-            f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
-            "verdict; rerun the notebook to record them."
-        )
-        return [_line("no_interval", text)]
-    if best is not None and not any(
-        (by_method[m]["versus_reference"] or {}).get("direction", 0) > 0 for m in shown
-    ):
-        text = (
-            f"No clustering is better than {_name(reference)} {where}: no interval lies above 0 "
-            f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)})."
-        )
-        return [_line("no_clustering", text)]
-    return []
 
 
 def _k_lines(ecc: Mapping[str, Any], parameters: Mapping[str, Any]) -> list[SummaryLine]:
@@ -638,9 +625,7 @@ def ecc_cv_line(
         return None
     records = ecc_records({"ecc": ecc}) if records is None else records
     reading = _reading(records)
-    gains = {m: _gain(records, m, reading) for m in TUNED_OR_SEARCHED - {"ecc_cv", "global_tuned"}}
-    tuned = {m: g.estimate for m, g in gains.items() if g is not None and finite(g.estimate)}
-    best = max(tuned, key=tuned.get) if tuned else None
+    best = _largest(_gains(records, TUNED_OR_SEARCHED - {"ecc_cv", "global_tuned"}, reading))
     r = _versus(records, "ecc_cv", best, reading) if best else None
     if r is None:
         return None
@@ -690,8 +675,11 @@ def flip_lines(metrics: Mapping[str, Any]) -> list[SummaryLine]:
     return lines
 
 
-def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
-    """Whether routing pays, as ``(dataset, line)``, leak-aware first.
+def routing_lines(
+    metrics: Mapping[str, Any], options: SummaryOptions | None = None
+) -> list[tuple[str, SummaryLine]]:
+    """Whether routing pays, as ``(dataset, line)``, leak-aware first (also the routing
+    section's summary hook).
 
     On the clustering dataset: the best cluster router without the probe (or on the models
     outside the probe pair) minus the global BT's one model; the with-probe router only beside
@@ -702,6 +690,8 @@ def routing_lines(metrics: Mapping[str, Any]) -> list[tuple[str, SummaryLine]]:
     Parameters
     ----------
     metrics : mapping
+    options : SummaryOptions, optional
+        Unused (a summary hook's second argument).
 
     Returns
     -------
@@ -873,24 +863,6 @@ def flip_summary(
     if not isinstance(dars, Mapping):
         return []
     return [(str(dars.get("dataset", "")), line) for line in flip_lines(metrics)]
-
-
-def routing_summary(
-    metrics: Mapping[str, Any], options: SummaryOptions
-) -> list[tuple[str, SummaryLine]]:
-    """The routing section's summary hook: :func:`routing_lines`.
-
-    Parameters
-    ----------
-    metrics : mapping
-    options : SummaryOptions
-        Unused.
-
-    Returns
-    -------
-    list of (str, SummaryLine)
-    """
-    return routing_lines(metrics)
 
 
 def assemble_summary(

@@ -52,14 +52,9 @@ def tour_section(run: RunContext, metrics: Mapping[str, Any]) -> ReportSection:
         rows.append(measure_row("synthetic", measure, estimate, "adjusted Rand index (1 = exact)"))
     diff, diff_ci = values.get("ari_difference"), values.get("ari_difference_ci95")
     if finite(diff):
-        rows.append(
-            measure_row(
-                "synthetic",
-                "ARI of ECC minus ARI of embedding-only",
-                format_interval(diff, diff_ci, "signed"),
-                "difference of ARI",
-            )
-        )
+        estimate = format_interval(diff, diff_ci, "signed")
+        measure = "ARI of ECC minus ARI of embedding-only"
+        rows.append(measure_row("synthetic", measure, estimate, "difference of ARI"))
     for key, label in (
         ("single_shot_accuracy", "single-shot label names the true best model"),
         ("distribution_accuracy", "label from all observations names the true best model"),
