@@ -185,7 +185,7 @@ def bench_dataset(
     label = dataset_label(name)
     out_dir = Path(out_dir)
     done_path = out_dir / "datasets" / f"{label}.json"
-    done = _read_json(done_path) if done_path.is_file() else None
+    done = _read_json(done_path)
     fingerprint = data_fingerprint(name)
     if _is_current(done, settings, fingerprint, seeds=settings.seeds):
         say(f"[{label}] already done in {done_path}: not recomputed")
@@ -210,15 +210,14 @@ def bench_dataset(
     }
     failed = checks_module.failures(results)
     say(f"[{label}] checks: {checks_module.worst_status(results)}")
+
+    def finish(status: str, **fields) -> dict:
+        """The entry with its outcome ``fields`` and the checks, written to ``done_path``."""
+        entry.update(status=status, **fields, checks=checks_module.checks_to_dict(results))
+        return _finish(entry, done_path, seconds=time.perf_counter() - start)
+
     if failed:
-        return _finish(
-            entry,
-            done_path,
-            status="failed_checks",
-            failures=failed,
-            checks=checks_module.checks_to_dict(results),
-            seconds=time.perf_counter() - start,
-        )
+        return finish("failed_checks", failures=failed)
     methods = bench_methods(human_baseline_reason(queries.get("category")) is None)
     entry["methods"] = list(methods)
     data = (queries, outcomes, embeddings)
@@ -227,14 +226,7 @@ def bench_dataset(
     if error is not None:  # the protocol does not apply (too few decisive pairs ...)
         reason = f"the ECC protocol does not apply: {error}"
         say(f"[{label}] {reason}")
-        return _finish(
-            entry,
-            done_path,
-            status="not_applicable",
-            reason=reason,
-            checks=checks_module.checks_to_dict(results),
-            seconds=time.perf_counter() - start,
-        )
+        return finish("not_applicable", reason=reason)
     # duplicates across the protocol's split (of the first seed)
     results["texts"] = text_checks.check_texts(
         queries, train_ids=records[0]["train_ids"], test_ids=records[0]["test_ids"]
@@ -242,11 +234,10 @@ def bench_dataset(
     tick = time.perf_counter()
     flips = flip_readings(outcomes, n_boot=settings.n_boot)
     timing["flips_seconds"] = time.perf_counter() - tick
+    entry.update(status="done", checks=checks_module.checks_to_dict(results))
     return _finish(
         entry,
         done_path,
-        status="done",
-        checks=checks_module.checks_to_dict(results),
         summary=summarise_seeds(records),
         flips=flips,
         per_seed=[
@@ -291,7 +282,7 @@ def _seed_records(
     records = []
     for i, seed in enumerate(settings.seeds):
         path = work / f"seed_{seed}.json"
-        cached = _read_json(path) if path.is_file() else None
+        cached = _read_json(path)
         if _is_current(cached, settings, fingerprint, methods_run=list(methods)):
             records.append(cached)
             say(f"[{label}] seed {seed} ({i + 1}/{settings.n_seeds}): cached")

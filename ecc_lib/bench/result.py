@@ -207,9 +207,9 @@ class BenchResult:
 
     def _has_tuned(self) -> bool:
         return any(
-            (entry["summary"].get("versus_tuned") or {}).get("reference") is not None
-            or (entry["summary"].get("versus_tuned") or {}).get("best") is not None
+            (entry["summary"].get("versus_tuned") or {}).get(key) is not None
             for entry in self.included.values()
+            for key in ("reference", "best")
         )
 
     def _ecc_cv_sentence(self, n: int) -> str:

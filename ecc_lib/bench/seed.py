@@ -133,15 +133,8 @@ def bench_seed(
     from ecc_lib.protocol.comparisons import routed_scores_by_setting
     from ecc_lib.protocol.routing import routing_experiment
     from ecc_lib.protocol.seeds import run_seeds
-    from ecc_lib.protocol.settings import Protocol
 
-    protocol = Protocol(
-        seeds=(int(seed),),
-        n_pairs=settings.n_pairs,
-        n_probes=settings.n_probes,
-        test_size=settings.test_size,
-        n_boot=settings.n_boot,
-    )
+    protocol = settings.protocol(int(seed))
     start, cpu = time.perf_counter(), time.process_time()
     multi = run_seeds(
         queries,

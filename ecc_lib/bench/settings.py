@@ -12,8 +12,6 @@ from ecc_lib.stats import DEFAULT_N_BOOT
 BENCH_VERSION = 3
 """Version of the cached per-seed and per-dataset records (a change recomputes them). 2: no
 "probe" routing reading on two-model data; checks with the protocol's tie tolerance."""
-REFERENCES = ("global", "human")
-"""What each method is compared with on disjoint pairs in the per-method sentences."""
 
 
 @dataclass(frozen=True)
@@ -51,19 +49,32 @@ class BenchSettings:
         # checked here, not per seed, by the protocol's and ECC's own checks: a seed whose
         # protocol does not apply is skipped, so a bad setting would leave every seed skipped
         # and write an empty bench (issue 36)
-        Protocol(
-            n_pairs=self.n_pairs,
-            n_probes=self.n_probes,
-            test_size=self.test_size,
-            seeds=(self.seed,),
-            n_boot=self.n_boot,
-        )
+        self.protocol(self.seed)
         check_cluster_settings(self.n_clusters, self.lam, self.temperature)
 
     @property
     def seeds(self) -> list[int]:
         """The protocol seeds ``seed, seed + 1, ...``."""
         return list(range(self.seed, self.seed + self.n_seeds))
+
+    def protocol(self, seed: int) -> Protocol:
+        """The protocol of one seed with these settings.
+
+        Parameters
+        ----------
+        seed : int
+
+        Returns
+        -------
+        Protocol
+        """
+        return Protocol(
+            seeds=(seed,),
+            n_pairs=self.n_pairs,
+            n_probes=self.n_probes,
+            test_size=self.test_size,
+            n_boot=self.n_boot,
+        )
 
     def key(self) -> dict:
         """What a cached seed depends on (everything but the number of seeds).

@@ -45,8 +45,7 @@ def summarise_seeds(records: list[dict]) -> dict:
         (``{}`` without ``global_tuned``; issue 34); ``versus_tuned``: ECC-CV against the tuned
         baselines only (:func:`_versus_tuned`).
     """
-    first = records[0]
-    methods = list(first["gain"])
+    methods = list(records[0]["gain"])
     out: dict = {"methods": methods, "seeds": [r["seed"] for r in records]}
     chosen = sorted({m for r in records for m in r.get("best_params") or {}})
     out["best_params"] = {m: [(r.get("best_params") or {}).get(m) for r in records] for m in chosen}
@@ -138,8 +137,6 @@ def bench_records(*, records_: list[dict]) -> list:
 
     from ecc_lib.protocol.comparisons import clustering_records, routing_records
 
-    if any("per_query" not in r for r in records_):
-        raise ValueError("bench seed records without per-query losses: rerun the bench (version 3)")
     n_boot = int(records_[0].get("n_boot") or 1000)
     methods = [m for m in records_[0]["gain"] if m != "global"]
     frames = [pd.DataFrame(r["per_query"]) for r in records_]

@@ -9,6 +9,7 @@ Each subcommand lives in its own module of this package, which lists it in ``SUB
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
@@ -69,10 +70,8 @@ class OwnLineHandler(logging.StreamHandler):
         ----------
         record : logging.LogRecord
         """
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stdout
             sys.stdout.flush()
-        except (OSError, ValueError):  # a closed or broken stdout
-            pass
         super().emit(record)
 
 
@@ -86,10 +85,8 @@ def configure_output(*, verbose: bool = False) -> None:
     """
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             reconfigure(line_buffering=True)
-        except (OSError, ValueError):
-            pass
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

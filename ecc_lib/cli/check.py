@@ -9,24 +9,13 @@ from __future__ import annotations
 import argparse
 
 from ecc_lib import defaults as D
-from ecc_lib.cli.subcommand import Subcommand, write_json
+from ecc_lib.cli.subcommand import Subcommand, add_input_flags, write_json
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``ecc-lab check``."""
-    parser.add_argument(
-        "--outcomes", required=True, metavar="FILE", help="long outcomes (query_id,model,score)"
-    )
-    parser.add_argument(
-        "--queries",
-        metavar="FILE",
-        help="queries (query_id,text[,category]): adds the text, length and embedding checks",
-    )
-    parser.add_argument(
-        "--embeddings",
-        metavar="FILE.npy",
-        help="one embedding row per query, in the order of the queries file (default: embed the "
-        "texts with the default model, through the cache)",
+    add_input_flags(
+        parser, "queries (query_id,text[,category]): adds the text, length and embedding checks"
     )
     parser.add_argument(
         "--seed",

@@ -215,19 +215,17 @@ def _count_incomplete_queries(report, outcomes, n_dropped: int) -> None:
     with their reason, examples and a note, so that ``data_policy.n_left_out`` agrees (issue 36)."""
     if not n_dropped:
         return
-    import numpy as np
-
     models_per_query = outcomes.groupby(outcomes["query_id"].astype(str), sort=False)[
         "model"
     ].nunique()
     lacking = models_per_query.index[models_per_query.to_numpy() < report.n_models]
     report.left_out[INCOMPLETE_REASON] = int(n_dropped)
-    report.left_out_examples[INCOMPLETE_REASON] = [str(q) for q in np.asarray(lacking)[:5]]
+    report.left_out_examples[INCOMPLETE_REASON] = [str(q) for q in lacking[:5]]
     report.n_queries = int(report.n_queries - n_dropped)
     note = (
         f"{n_dropped} of {report.n_input_queries} queries were left out: {n_dropped} "
-        f"{INCOMPLETE_REASON}"
-        + (f"; first: {', '.join(map(repr, report.left_out_examples[INCOMPLETE_REASON]))}")
+        f"{INCOMPLETE_REASON}; first: "
+        + ", ".join(map(repr, report.left_out_examples[INCOMPLETE_REASON]))
     )
     report.notes.append(note)
     print(f"note: {note}")
@@ -243,10 +241,9 @@ def _run(args: argparse.Namespace) -> int:
     check_utility_weights(args.cost_weight, args.beta)
     if args.seed < 0:
         raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
-    if args.draws < 1:
-        raise ValueError(f"--draws must be >= 1, got {args.draws}")
-    if args.change_draws is not None and args.change_draws < 1:
-        raise ValueError(f"--change-draws must be >= 1, got {args.change_draws}")
+    for flag, value in (("--draws", args.draws), ("--change-draws", args.change_draws)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} must be >= 1, got {value}")
     outcomes = read_outcomes(args.outcomes)
     _, outcomes, report = apply_data_policy(None, outcomes, dataset=str(args.outcomes))
     for note in report.notes:

@@ -20,6 +20,7 @@ import re
 from ecc_lib import defaults as D
 from ecc_lib.cli.subcommand import (
     Subcommand,
+    add_input_flags,
     add_protocol_flags,
     add_scheduler_option,
     write_json,
@@ -28,18 +29,7 @@ from ecc_lib.cli.subcommand import (
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``ecc-lab ecc``."""
-    parser.add_argument(
-        "--outcomes", required=True, metavar="FILE", help="long outcomes (query_id,model,score)"
-    )
-    parser.add_argument(
-        "--queries", required=True, metavar="FILE", help="queries (query_id,text[,category])"
-    )
-    parser.add_argument(
-        "--embeddings",
-        metavar="FILE.npy",
-        help="one embedding row per query, in the order of the queries file (default: embed the "
-        "texts with the default model, through the cache)",
-    )
+    add_input_flags(parser, "queries (query_id,text[,category])", required=True)
     parser.add_argument(
         "--embedder",
         default="minilm",
@@ -190,13 +180,15 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
         f"{'fit s':>7} {'iter':>5}",
     ]
     lines.append("-" * len(lines[-1]))
+
+    def gain_cells(name: str, reading: str) -> tuple[str, str]:
+        return _record_cells(find(records, "clustering_gain", name, "global", reading))
+
     for _, row in result.table().iterrows():
         if row["method"] == "global":
             gain, ci = f"{0.0:+.2f}", "(reference)"
         else:
-            gain, ci = _record_cells(
-                find(records, "clustering_gain", row["method"], "global", "all")
-            )
+            gain, ci = gain_cells(row["method"], "all")
         lines.append(
             f"{row['method']:<{w}} {row['nll']:>7.4f} {gain:>8} {ci:>18} "
             f"{row['accuracy']:>9.3f} {row['fit_seconds']:>7.2f} {int(row['n_iter']):>5}"
@@ -218,12 +210,8 @@ def format_result(result, records: list | None = None, *, seeds: list | None = N
             f"{'95% interval':>18}",
         ]
         for name in result.gain_touching:
-            t_gain, t_ci = _record_cells(
-                find(records, "clustering_gain", name, "global", "touching")
-            )
-            d_gain, d_ci = _record_cells(
-                find(records, "clustering_gain", name, "global", "disjoint")
-            )
+            t_gain, t_ci = gain_cells(name, "touching")
+            d_gain, d_ci = gain_cells(name, "disjoint")
             lines.append(f"{name:<{w}} {t_gain:>11} {t_ci:>18} {d_gain:>11} {d_ci:>18}")
     coverage = result.probe_coverage
     if result.params.get("leak_free") and coverage:
@@ -361,12 +349,7 @@ def format_comparisons(records: list, *, n_seeds: int) -> str:
 
 
 def format_routing(
-    routing: dict,
-    *,
-    over_seeds: dict | None = None,
-    levels: dict | None = None,
-    differences: list | None = None,
-    seeds: list | None = None,
+    routing: dict, *, levels: dict, differences: list, seeds: list, over_seeds: dict | None = None
 ) -> str:
     """The printed routing table (mean routed score per setting and method).
 
@@ -375,17 +358,16 @@ def format_routing(
     routing : dict
         The first seed's ``routing`` block (:meth:`ecc_lib.protocol.routing.RoutingResult.to_dict`):
         costs and the "one model for every query" notes.
+    levels : dict
+        :func:`~ecc_lib.protocol.comparisons.routing_levels`: each score with the one interval
+        (a method it lacks shows the block's own score and interval).
+    differences : list of ComparisonRecord
+        :func:`~ecc_lib.protocol.comparisons.routing_difference_records`.
+    seeds : list of int
+        The protocol seeds of ``levels`` and ``differences``.
     over_seeds : dict, optional
         ``{setting: {method: {"score": (mean, sd)}}}`` over seeds, appended to each line as a
         descriptive spread.
-    levels : dict, optional
-        :func:`~ecc_lib.protocol.comparisons.routing_levels`: each score with the one interval
-        (default: the block's own scores and intervals, one seed).
-    differences : list of ComparisonRecord, optional
-        :func:`~ecc_lib.protocol.comparisons.routing_difference_records` (default: the block's
-        paired differences, one seed).
-    seeds : list of int, optional
-        The protocol seeds of ``levels`` and ``differences``.
 
     Returns
     -------
@@ -394,18 +376,17 @@ def format_routing(
     """
     from ecc_lib.stats import INTERVAL_NAME
 
-    n_seeds = len(seeds) if seeds else 1
+    n_seeds = len(seeds)
     lines = [
         "",
-        "routing: mean score of the routed model ["
-        + (f"{INTERVAL_NAME}, {n_seeds} seeds]" if levels is not None else "95% CI]")
+        f"routing: mean score of the routed model [{INTERVAL_NAME}, {n_seeds} seeds]"
         + (f"; cost: seed {seeds[0]}" if n_seeds > 1 else "")
         + ("; (mean +- sd over seeds: spread, not a verdict)" if over_seeds else ""),
     ]
     for setting in routing["settings"]:
         lines.append(f"  {setting}")
         for method, cell in routing[setting].items():
-            if levels is not None and method in levels.get(setting, {}):
+            if method in levels.get(setting, {}):
                 score, (low, high), _ = levels[setting][method]
             else:
                 score, (low, high) = cell["score"], cell["ci95"]
@@ -421,19 +402,11 @@ def format_routing(
             elif cell.get("same_as_global"):
                 text += "  (= global on every query)"
             lines.append(text)
-        if differences is not None:
-            shown = [
-                f"{r.a} - {r.b} {r.estimate:+.3f} [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]"
-                for r in differences
-                if r.reading == setting and r.has_interval
-            ]
-        else:
-            shown = [
-                f"{name.replace('_minus_', ' - ')} {d['estimate']:+.3f} "
-                f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
-                for name, d in ((routing.get("differences") or {}).get(setting, {})).items()
-                if d["estimate"] == d["estimate"]
-            ]
+        shown = [
+            f"{r.a} - {r.b} {r.estimate:+.3f} [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]"
+            for r in differences
+            if r.reading == setting and r.has_interval
+        ]
         if shown:
             lines.append("    paired: " + "; ".join(shown))
     return "\n".join(lines)

@@ -70,14 +70,11 @@ def _param_value(text: str):
         return text
 
 
-def _calibrate(deployed, args: argparse.Namespace) -> bool:
+def _calibrate(deployed, args: argparse.Namespace) -> None:
     if args.budget is not None:
         deployed.calibrate(budget=args.budget)
-        return True
-    if args.max_share:
+    elif args.max_share:
         deployed.calibrate(max_share=_pairs(args.max_share, "--max-share", float))
-        return True
-    return False
 
 
 def format_operating_point(deployed) -> str:
@@ -168,7 +165,7 @@ def _train(args: argparse.Namespace) -> int:
     check_utility_weights(args.cost_weight, args.beta)
     if args.family not in router_families():
         raise UsageError(f"unknown family {args.family!r}; choose from {sorted(router_families())}")
-    params = {k: _param_value(v) for k, v in _pairs(args.param, "--param").items()}
+    params = _pairs(args.param, "--param", _param_value)
     queries, outcomes = load_dataset(args.dataset)
     deployed, split = train_deployed(
         queries,

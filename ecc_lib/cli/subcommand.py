@@ -187,6 +187,30 @@ def add_protocol_flags(parser: argparse.ArgumentParser, *names: str) -> None:
         parser.add_argument(f"--{name}", type=kind, default=default, help=words)
 
 
+def add_input_flags(parser: argparse.ArgumentParser, queries_help: str, **queries) -> None:
+    """``--outcomes``, ``--queries`` and ``--embeddings``, the inputs of ``ecc-lab ecc`` and
+    ``ecc-lab check``.
+
+    Parameters
+    ----------
+    parser : ArgumentParser
+    queries_help : str
+        The help of ``--queries``.
+    **queries
+        More keyword arguments of ``--queries`` (e.g. ``required=True``).
+    """
+    parser.add_argument(
+        "--outcomes", required=True, metavar="FILE", help="long outcomes (query_id,model,score)"
+    )
+    parser.add_argument("--queries", metavar="FILE", help=queries_help, **queries)
+    parser.add_argument(
+        "--embeddings",
+        metavar="FILE.npy",
+        help="one embedding row per query, in the order of the queries file (default: embed the "
+        "texts with the default model, through the cache)",
+    )
+
+
 def add_flags(parser: argparse.ArgumentParser, *rows: tuple, **shared) -> None:
     """Add valued flags, one ``(flag, type, default, metavar, help)`` row each, in order.
 
