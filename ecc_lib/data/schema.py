@@ -300,10 +300,8 @@ def validate_queries(queries: pd.DataFrame, *, source: str | None = None) -> pd.
     duplicated = frame["query_id"].duplicated(keep="first").to_numpy()
     _refuse_rows(frame, duplicated, source, "queries column 'query_id' has {n} duplicate id(s)")
     for column in ("category", "source"):
-        if column not in frame.columns:
-            frame[column] = pd.Series(pd.NA, index=frame.index, dtype="string")
-        else:
-            frame[column] = frame[column].astype("string")
+        missing = pd.Series(pd.NA, index=frame.index, dtype="string")
+        frame[column] = frame[column].astype("string") if column in frame.columns else missing
     ordered = list(QUERY_COLUMNS) + [c for c in frame.columns if c not in QUERY_COLUMNS]
     return frame[ordered].reset_index(drop=True)
 
