@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -141,17 +142,12 @@ def timed(function):
         The check, with ``seconds`` set in its result.
     """
 
+    @functools.wraps(function)
     def wrapper(*args, **kwargs) -> CheckResult:
         start = time.perf_counter()
         result = function(*args, **kwargs)
-        return CheckResult(
-            result.name, result.status, result.detail, result.numbers, time.perf_counter() - start
-        )
+        return replace(result, seconds=time.perf_counter() - start)
 
-    wrapper.__name__ = function.__name__
-    wrapper.__qualname__ = function.__qualname__
-    wrapper.__doc__ = function.__doc__
-    wrapper.__wrapped__ = function
     return wrapper
 
 

@@ -146,14 +146,11 @@ def failures(results: dict[str, CheckResult] | dict[str, dict]) -> dict[str, str
     -------
     dict
     """
-    out = {}
-    for name, r in results.items():
-        status, detail = (
-            (r.status, r.detail) if isinstance(r, CheckResult) else (r["status"], r["detail"])
-        )
-        if status == "fail":
-            out[name] = detail
-    return out
+    statuses = {
+        name: (r.status, r.detail) if isinstance(r, CheckResult) else (r["status"], r["detail"])
+        for name, r in results.items()
+    }
+    return {name: detail for name, (status, detail) in statuses.items() if status == "fail"}
 
 
 def checks_to_dict(results: dict[str, CheckResult]) -> dict:
@@ -184,10 +181,8 @@ def format_checks(results: dict[str, CheckResult], *, label: str = "") -> str:
     -------
     str
     """
-    lines = [f"checks{' of ' + label if label else ''}: {worst_status(results)}"]
-    for name, r in results.items():
-        lines.append(f"  {r.status.upper():<4} {name}: {r.detail}")
-    return "\n".join(lines)
+    lines = [f"  {r.status.upper():<4} {name}: {r.detail}" for name, r in results.items()]
+    return "\n".join([f"checks{' of ' + label if label else ''}: {worst_status(results)}", *lines])
 
 
 __all__ = [

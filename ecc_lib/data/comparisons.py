@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -191,14 +191,11 @@ class Comparisons(QueryModelAxes):
     def _keep_queries(self, query_mask: np.ndarray) -> Comparisons:
         # the rows of the kept queries, with ``query`` re-coded to index the kept queries
         new_index = np.cumsum(query_mask) - 1
-        rows = query_mask[self.query]
-        return Comparisons(
-            query=new_index[self.query[rows]].astype(np.int64),
-            model_a=self.model_a[rows],
-            model_b=self.model_b[rows],
-            y=self.y[rows],
+        kept = self.take(query_mask[self.query])
+        return replace(
+            kept,
+            query=new_index[kept.query].astype(np.int64),
             query_ids=self.query_ids[query_mask],
-            models=self.models,
         )
 
 
@@ -271,7 +268,7 @@ def _sample_by_keys(
     n_rows, n_models = scores.shape
     ia, ib = np.triu_indices(n_models, k=1)
     out_rows, out_pairs, out_y = [], [], []
-    for start in range(0, n_rows, KEY_CHUNK_ROWS):
+    for start in range(0, max(n_rows, 1), KEY_CHUNK_ROWS):  # one empty chunk without rows
         block = scores[start : start + KEY_CHUNK_ROWS]
         left, right = block[:, ia], block[:, ib]
         usable = ~(np.isnan(left) | np.isnan(right))
@@ -289,9 +286,7 @@ def _sample_by_keys(
         out_rows.append(rows + start)
         out_pairs.append(pair)
         out_y.append(np.where(rv > lv, 1.0, np.where(rv < lv, 0.0, 0.5)))
-    pair = np.concatenate(out_pairs) if out_pairs else np.zeros(0, np.int64)
-    rows = np.concatenate(out_rows) if out_rows else np.zeros(0, np.int64)
-    y = np.concatenate(out_y) if out_y else np.zeros(0)
+    rows, pair, y = (np.concatenate(parts) for parts in (out_rows, out_pairs, out_y))
     return rows, ia[pair], ib[pair], y
 
 
@@ -462,7 +457,6 @@ def make_comparisons(
         Only queries with at least ``min_pairs`` pairs remain in ``query_ids``.
     """
     _check_draw(n_pairs, ties)
-    rng = np.random.default_rng(random_state)
     scores, query_ids, models = score_matrix(outcomes, query_ids=query_ids, models=models)
     return sample_pairs(
         scores,
@@ -471,7 +465,7 @@ def make_comparisons(
         n_pairs=n_pairs,
         ties=ties,
         min_pairs=min_pairs,
-        random_state=rng,
+        random_state=random_state,
         tie_tolerance=tie_tolerance,
     )
 
@@ -530,17 +524,16 @@ def sample_pairs(
             len(query_ids),
             max(min_pairs, 1),
         )
-    new_index = np.cumsum(keep_query) - 1
-    kept = keep_query[rows]
-    return Comparisons(
-        query=new_index[rows[kept]].astype(np.int64),
-        model_a=pair_a[kept].astype(np.int64),
-        model_b=pair_b[kept].astype(np.int64),
-        y=y[kept],
-        query_ids=query_ids[keep_query],
+    every_query = Comparisons(
+        query=rows,
+        model_a=pair_a.astype(np.int64),
+        model_b=pair_b.astype(np.int64),
+        y=y,
+        query_ids=query_ids,
         models=models,
-        dropped_query_ids=tuple(dropped.tolist()),
     )
+    kept = every_query.select_queries(keep_query)
+    return replace(kept, dropped_query_ids=tuple(dropped.tolist()))
 
 
 __all__ = [

@@ -163,10 +163,11 @@ class RepeatedObservations(QueryModelAxes):
         )
 
 
-def _group_counts(pair: np.ndarray, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
-    count = np.bincount(pair, minlength=n_pairs).astype(np.int64)
+def _group_counts(pair: np.ndarray, n_queries: int, n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    # start and count of each (query, model) pair's observations, shape (n_queries, n_models)
+    count = np.bincount(pair, minlength=n_queries * n_models).astype(np.int64)
     start = np.cumsum(count) - count
-    return start, count
+    return start.reshape(n_queries, n_models), count.reshape(n_queries, n_models)
 
 
 def _regroup(
@@ -197,20 +198,17 @@ def _regroup(
     keep = keep & query_mask[query_of]
     new_query = np.cumsum(query_mask) - 1
     pair = new_query[query_of[keep]] * n_models + obs.pair[keep] % n_models
-    n_queries = int(query_mask.sum())
-    start, count = _group_counts(pair, n_queries * n_models)
-    return RepeatedObservations(
+    start, count = _group_counts(pair, int(query_mask.sum()), n_models)
+    return replace(
+        obs,
         query_ids=obs.query_ids[query_mask],
-        models=obs.models,
         score=obs.score[keep],
         cost=obs.cost[keep],
         variant_id=obs.variant_id[keep],
         decode_id=obs.decode_id[keep],
         pair=pair,
-        start=start.reshape(n_queries, n_models),
-        count=count.reshape(n_queries, n_models),
-        cost_available=obs.cost_available,
-        cost_scale=obs.cost_scale,
+        start=start,
+        count=count,
         subset=subset,
         dropped_query_ids=tuple(dropped.tolist()),
     )
@@ -307,11 +305,11 @@ def repeated_observations(
         raise DataValidationError(f"{where}outcomes column 'cost' must be >= 0; first at row {bad}")
 
     order = np.argsort(pair, kind="stable")
-    pair = pair[order]
-    score, raw_cost, variant, decode = score[order], raw_cost[order], variant[order], decode[order]
+    pair, score, raw_cost, variant, decode = (
+        values[order] for values in (pair, score, raw_cost, variant, decode)
+    )
     cost, cost_available, cost_scale = normalise_cost(pair, raw_cost, n_queries, n_models, models)
-
-    start, count = _group_counts(pair, n_queries * n_models)
+    start, count = _group_counts(pair, n_queries, n_models)
     full = RepeatedObservations(
         query_ids=query_ids,
         models=models,
@@ -320,8 +318,8 @@ def repeated_observations(
         variant_id=variant,
         decode_id=decode,
         pair=pair,
-        start=start.reshape(n_queries, n_models),
-        count=count.reshape(n_queries, n_models),
+        start=start,
+        count=count,
         cost_available=cost_available,
         cost_scale=cost_scale,
     )
@@ -417,12 +415,10 @@ def rescale_cost(
         low, high = o.cost_scale
         return o.cost * (high - low if high > low else 1.0) + low
 
-    ref_raw = raw(reference)
-    n_pairs = reference.n_queries * reference.n_models
-    sums = np.bincount(reference.pair, weights=ref_raw, minlength=n_pairs)
-    counts = np.bincount(reference.pair, minlength=n_pairs)
-    means = sums[counts > 0] / counts[counts > 0]
-    low, high = float(means.min()), float(means.max())
+    # a complete grid: every pair of the reference has an observation, and every raw cost
+    _, _, (low, high) = normalise_cost(
+        reference.pair, raw(reference), reference.n_queries, reference.n_models, reference.models
+    )
     width = high - low if high > low else 1.0
     return replace(obs, cost=(raw(obs) - low) / width, cost_scale=(low, high))
 

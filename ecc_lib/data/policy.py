@@ -98,9 +98,7 @@ class DataPolicyReport:
         dict
             The fields plus ``n_left_out``.
         """
-        out = asdict(self)
-        out["n_left_out"] = self.n_left_out
-        return out
+        return {**asdict(self), "n_left_out": self.n_left_out}
 
 
 def models_per_query(outcomes: pd.DataFrame) -> pd.Series:
@@ -165,8 +163,7 @@ def apply_data_policy(
     where = f"{dataset}: " if dataset else ""
     counts = models_per_query(outcomes)
     if queries is not None:
-        all_ids = queries["query_id"].astype(str)
-        counts = counts.reindex(pd.Index(all_ids), fill_value=0)
+        counts = counts.reindex(pd.Index(queries["query_id"].astype(str)), fill_value=0)
     lonely = counts[counts < MIN_MODELS_PER_QUERY]
     left_out, examples = {}, {}
     if len(lonely):

@@ -54,18 +54,15 @@ def human_baseline_reason(
     str or None
         The reason when the baseline does not apply, else None.
     """
-    if n_categories is None:
-        n = 0
-    elif isinstance(n_categories, (int, np.integer)):
-        n = int(n_categories)
-    else:
-        n = len(_distinct(n_categories))
+    given = [] if n_categories is None else n_categories
+    counted = isinstance(given, (int, np.integer))
+    n = int(given) if counted else len(_distinct(given))
     if n < 2:
         return (
             f"the queries carry {n} human categor{'y' if n == 1 else 'ies'}: the human-label "
             "baseline needs at least 2 and is reported as n/a"
         )
-    if train_mask is None or isinstance(n_categories, (int, np.integer)):
+    if train_mask is None or counted:
         return None
     labels = np.asarray(n_categories, dtype=object)
     train_mask = np.asarray(train_mask, dtype=bool)
@@ -259,12 +256,10 @@ def check_protocol_sizes(
                 f"{what}: K = {too_many} clusters exceed the {n_train} training queries; "
                 f"choose K <= {n_train}"
             )
-    warnings = []
     note = small_data_warning(n_train)
     if note:
         logger.warning("%s: %s", what, note)
-        warnings.append(note)
-    return warnings
+    return [note] if note else []
 
 
 def check_embedding_dims(embedding_dim: int) -> None:

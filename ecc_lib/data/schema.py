@@ -116,6 +116,18 @@ def _first_row(frame: pd.DataFrame, mask: np.ndarray | pd.Series) -> str:
     return f"row {position} (0-based, after the header) {shown}"
 
 
+def _refuse_rows(
+    frame: pd.DataFrame, bad: np.ndarray, source: str | None, message: str, n: int | None = None
+) -> None:
+    """Raise when some row is ``bad``: ``message`` (its ``{n}`` the number of bad rows, or ``n``)
+    and the first bad row."""
+    if bad.any():
+        count = int(bad.sum()) if n is None else n
+        raise DataValidationError(
+            f"{source_prefix(source)}{message.format(n=count)}; first at {_first_row(frame, bad)}"
+        )
+
+
 def id_strings(values: pd.Series) -> pd.Series:
     """Query ids as strings, the same whichever file format they came from.
 
@@ -249,11 +261,7 @@ def _require_values(
     """Raise when a cell of ``columns`` is missing, naming the column and the first row."""
     for column in columns:
         missing = frame[column].isna().to_numpy()
-        if missing.any():
-            raise DataValidationError(
-                f"{source_prefix(source)}{what} column '{column}' has {int(missing.sum())} missing "
-                f"value(s); first at {_first_row(frame, missing)}"
-            )
+        _refuse_rows(frame, missing, source, f"{what} column '{column}' has {{n}} missing value(s)")
 
 
 def validate_queries(queries: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
@@ -282,24 +290,18 @@ def validate_queries(queries: pd.DataFrame, *, source: str | None = None) -> pd.
     _require_values(frame, ("query_id", "text"), "queries", source)
     frame["query_id"] = id_strings(frame["query_id"])
     frame["text"] = frame["text"].astype(str)
-    blank = (frame["text"].str.strip() == "").to_numpy()
-    if blank.any():
-        raise DataValidationError(
-            f"{source_prefix(source)}queries column 'text' has {int(blank.sum())} empty or "
-            f"whitespace-only text(s) (they would all embed to one vector); first at "
-            f"{_first_row(frame, blank)}"
-        )
+    _refuse_rows(
+        frame,
+        (frame["text"].str.strip() == "").to_numpy(),
+        source,
+        "queries column 'text' has {n} empty or whitespace-only text(s) (they would all embed to "
+        "one vector)",
+    )
     duplicated = frame["query_id"].duplicated(keep="first").to_numpy()
-    if duplicated.any():
-        raise DataValidationError(
-            f"{source_prefix(source)}queries column 'query_id' has {int(duplicated.sum())} duplicate "
-            f"id(s); first at {_first_row(frame, duplicated)}"
-        )
+    _refuse_rows(frame, duplicated, source, "queries column 'query_id' has {n} duplicate id(s)")
     for column in ("category", "source"):
-        if column not in frame.columns:
-            frame[column] = pd.Series(pd.NA, index=frame.index, dtype="string")
-        else:
-            frame[column] = frame[column].astype("string")
+        missing = pd.Series(pd.NA, index=frame.index, dtype="string")
+        frame[column] = frame[column].astype("string") if column in frame.columns else missing
     ordered = list(QUERY_COLUMNS) + [c for c in frame.columns if c not in QUERY_COLUMNS]
     return frame[ordered].reset_index(drop=True)
 
@@ -357,13 +359,12 @@ def validate_outcomes(
     else:
         frame["observation_type"] = "original"
 
-    duplicated = frame.duplicated(list(OBSERVATION_KEY), keep="first").to_numpy()
-    if duplicated.any():
-        raise DataValidationError(
-            f"{source_prefix(source)}outcomes have {int(duplicated.sum())} duplicate "
-            f"(query_id, model, variant_id, decode_id) row(s); first at "
-            f"{_first_row(frame, duplicated)}"
-        )
+    _refuse_rows(
+        frame,
+        frame.duplicated(list(OBSERVATION_KEY), keep="first").to_numpy(),
+        source,
+        "outcomes have {n} duplicate (query_id, model, variant_id, decode_id) row(s)",
+    )
     _check_queries_and_models(frame, queries, declared_models, min_models, source)
     ordered = list(OUTCOME_COLUMNS) + [c for c in frame.columns if c not in OUTCOME_COLUMNS]
     return frame[ordered].reset_index(drop=True)
@@ -372,18 +373,10 @@ def validate_outcomes(
 def _checked_scores(frame: pd.DataFrame, source: str | None) -> np.ndarray:
     """The ``score`` column as floats; NaN, non-numeric and out-of-[0, 1] scores are refused."""
     score = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(score)
-    if bad.any():
-        raise DataValidationError(
-            f"{source_prefix(source)}outcomes column 'score' has {int(bad.sum())} NaN or non-numeric "
-            f"value(s); first at {_first_row(frame, bad)}"
-        )
-    bad = (score < 0.0) | (score > 1.0)
-    if bad.any():
-        raise DataValidationError(
-            f"{source_prefix(source)}outcomes column 'score' must lie in [0, 1]; {int(bad.sum())} value(s) "
-            f"outside; first at {_first_row(frame, bad)}"
-        )
+    message = "outcomes column 'score' has {n} NaN or non-numeric value(s)"
+    _refuse_rows(frame, ~np.isfinite(score), source, message)
+    message = "outcomes column 'score' must lie in [0, 1]; {n} value(s) outside"
+    _refuse_rows(frame, (score < 0.0) | (score > 1.0), source, message)
     return score
 
 
@@ -399,11 +392,8 @@ def _checked_costs(frame: pd.DataFrame, source: str | None) -> np.ndarray | floa
         (np.isinf(cost), "infinite"),
         (np.isfinite(cost) & (cost < 0), "negative"),
     ):
-        if bad.any():
-            raise DataValidationError(
-                f"{source_prefix(source)}outcomes column 'cost' must hold numbers >= 0 or be empty; "
-                f"{int(bad.sum())} value(s) are {what}; first at {_first_row(frame, bad)}"
-            )
+        message = "outcomes column 'cost' must hold numbers >= 0 or be empty; {n} value(s) are "
+        _refuse_rows(frame, bad, source, message + what)
     return cost
 
 
@@ -445,11 +435,9 @@ def _check_queries_and_models(
     if queries is not None:
         known = set(queries["query_id"].astype(str))
         unknown = ~frame["query_id"].isin(known).to_numpy()
-        if unknown.any():
-            raise DataValidationError(
-                f"{source_prefix(source)}outcomes refer to {int(frame.loc[unknown, 'query_id'].nunique())} "
-                f"query id(s) not in the queries table; first at {_first_row(frame, unknown)}"
-            )
+        n_unknown = int(frame.loc[unknown, "query_id"].nunique())
+        message = "outcomes refer to {n} query id(s) not in the queries table"
+        _refuse_rows(frame, unknown, source, message, n=n_unknown)
     observed_models = sorted(frame["model"].unique())
     if declared_models is not None:
         empty = [m for m in declared_models if m not in set(observed_models)]

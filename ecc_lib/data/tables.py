@@ -123,60 +123,37 @@ def refuse_duplicate_header(path: str | Path, *, sep: str = ",") -> None:
         )
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
-    refuse_duplicate_header(path, sep=",")
-    return read_csv_keeping_text(path, sep=",")
-
-
-def _read_tsv(path: Path) -> pd.DataFrame:
-    refuse_duplicate_header(path, sep="\t")
-    return read_csv_keeping_text(path, sep="\t")
-
-
-_CSV_SEPARATORS = {".csv": ",", ".tsv": "\t"}
-
-
-def _read_csv_with(path: Path, *, sep: str, options: Mapping[str, Any]) -> pd.DataFrame:
-    """A CSV or TSV read with the caller's :func:`pandas.read_csv` keywords (:func:`read_table`)."""
+def _read_delimited(
+    path: Path, *, sep: str, options: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """A CSV or TSV with its header checked (:func:`refuse_duplicate_header`), read keeping text
+    (:func:`read_csv_keeping_text`) or with the caller's :func:`pandas.read_csv` keywords
+    (:func:`read_table`)."""
     refuse_duplicate_header(path, sep=sep)
+    if options is None:
+        return read_csv_keeping_text(path, sep=sep)
     return pd.read_csv(path, sep=sep, **options)
 
 
-def _read_json_lines(path: Path) -> pd.DataFrame:
-    # dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
-    return pd.read_json(path, lines=True, dtype=False)
-
-
-def _read_json_records(path: Path) -> pd.DataFrame:
-    return pd.read_json(path, lines=False, dtype=False)
-
-
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_csv(path, index=False)
-
-
-def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_parquet(path, index=False)
-
-
-def _write_json_lines(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_json(path, orient="records", lines=True, force_ascii=False)
-
+# dtype=False: strings stay strings ("001", "1e1"); numbers stay numbers
+_read_json_lines = partial(pd.read_json, lines=True, dtype=False)
+_write_parquet = partial(pd.DataFrame.to_parquet, index=False)
+_write_json_lines = partial(pd.DataFrame.to_json, orient="records", lines=True, force_ascii=False)
 
 TABLE_READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
-    ".csv": _read_csv,
-    ".tsv": _read_tsv,
+    ".csv": partial(_read_delimited, sep=","),
+    ".tsv": partial(_read_delimited, sep="\t"),
     ".parquet": pd.read_parquet,
     ".pq": pd.read_parquet,
     ".jsonl": _read_json_lines,
     ".ndjson": _read_json_lines,
-    ".json": _read_json_records,
+    ".json": partial(pd.read_json, lines=False, dtype=False),
 }
 """The file types :func:`read_table` reads, by extension (one entry per type: a new input format
 is a reader here, and a writer in :data:`TABLE_WRITERS` if tables are also written in it)."""
 
 TABLE_WRITERS: dict[str, Callable[[pd.DataFrame, Path], None]] = {
-    ".csv": _write_csv,
+    ".csv": partial(pd.DataFrame.to_csv, index=False),
     ".parquet": _write_parquet,
     ".pq": _write_parquet,
     ".jsonl": _write_json_lines,
@@ -209,6 +186,10 @@ def table_suffix(path: str | Path) -> str:
     """
     suffixes = [s.lower() for s in Path(path).suffixes if s.lower() not in COMPRESSION_SUFFIXES]
     return suffixes[-1] if suffixes else ""
+
+
+RESERVED_WIDE_COLUMNS: tuple[str, ...] = ("source", "variant_id", "decode_id", "cost")
+"""Column names of the data model that a wide table's score columns never take by inference."""
 
 
 def read_table(
@@ -257,8 +238,8 @@ def read_table(
             "pd.read_pickle(path).to_parquet(...)"
         )
     reader = pd.read_pickle if suffix in PICKLE_SUFFIXES else TABLE_READERS.get(suffix)
-    if csv_options is not None and suffix in _CSV_SEPARATORS:
-        reader = partial(_read_csv_with, sep=_CSV_SEPARATORS[suffix], options=csv_options)
+    if csv_options is not None and suffix in (".csv", ".tsv"):
+        reader = partial(reader, options=csv_options)
     if reader is None:
         raise DataValidationError(
             f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl "
@@ -394,10 +375,7 @@ def from_wide(
             id_column,
             text_column,
             category_column,
-            "source",
-            "variant_id",
-            "decode_id",
-            "cost",
+            *RESERVED_WIDE_COLUMNS,
             *cost_columns.values(),
         }
         model_columns = infer_model_columns(frame, excluded=excluded, source=source)
@@ -478,10 +456,6 @@ def _check_numeric_cells(
             f"{where}{what} {column!r} must hold numbers; {int(bad.sum())} cell(s) do not, first "
             f"at row {row} (0-based, after the header): {values.iloc[row]!r}"
         )
-
-
-RESERVED_WIDE_COLUMNS: tuple[str, ...] = ("source", "variant_id", "decode_id", "cost")
-"""Column names of the data model that a wide table's score columns never take by inference."""
 
 
 def infer_model_columns(

@@ -258,15 +258,10 @@ def write_foreign_dataset(
     missing = [ids[i] for i in chosen[:n_missing_one_model]]
     single = [ids[i] for i in chosen[n_missing_one_model:]]
     models = sorted(outcomes["model"].unique())
-    drop = np.zeros(len(outcomes), dtype=bool)
-    for position, query in enumerate(missing):
-        drop |= (outcomes["query_id"] == query).to_numpy() & (
-            outcomes["model"] == models[position % len(models)]
-        ).to_numpy()
-    for query in single:
-        drop |= (outcomes["query_id"] == query).to_numpy() & (
-            outcomes["model"] != models[0]
-        ).to_numpy()
+    lacking = [(query, models[position % len(models)]) for position, query in enumerate(missing)]
+    pairs = pd.MultiIndex.from_frame(outcomes[["query_id", "model"]])
+    alone = outcomes["query_id"].isin(single) & (outcomes["model"] != models[0])
+    drop = pairs.isin(lacking) | alone.to_numpy()
     outcomes = outcomes.loc[~drop].reset_index(drop=True)
     queries.to_csv(folder / "queries.csv", index=False)
     outcomes.to_json(folder / "outcomes.jsonl", orient="records", lines=True)

@@ -136,11 +136,8 @@ def _tables(
     n_queries = shape[0]
     query_ids = np.array([f"q{i:05d}" for i in range(n_queries)], dtype=object)
     qi, vi, di, mi = (a.reshape(-1) for a in np.indices(shape))
-    observation_type = np.where(
-        vi == 0,
-        np.where(di == 0, "original", "decode"),
-        np.where(di == 0, "rewrite", "rewrite_decode"),
-    )
+    kinds = np.array(["original", "decode", "rewrite", "rewrite_decode"])
+    observation_type = kinds[2 * (vi > 0) + (di > 0)]  # by (is a rewrite, is a repeated decode)
     outcomes = pd.DataFrame(
         {
             "query_id": query_ids[qi],
