@@ -302,10 +302,9 @@ def _grouping_estimator(fitted: dict | None, method: str | None):
             f"capability_map needs the fitted methods for method={method!r} "
             f"(or method={CATEGORIES!r} to group by the human categories)"
         )
-    if method is None:
-        method = next((m for m in ("ecc_cv", "ecc") if m in fitted), None)
-        if method is None:
-            method = next((m for m in fitted if m != "global"), "global")
+    if method is None:  # ECC-CV, else ECC, else the first method but the global BT
+        preferred = ("ecc_cv", "ecc", *fitted)
+        method = next((m for m in preferred if m in fitted and m != "global"), "global")
     if method not in fitted:
         raise ValueError(f"method {method!r} was not fitted; choose from {sorted(fitted)}")
     return method, fitted[method]
@@ -403,14 +402,12 @@ def class_tfidf_terms(
     keep = (groups >= 0) & (groups < n_groups)
     if exclude is not None:
         keep &= ~np.asarray(exclude, dtype=bool)
-    if not keep.any():
-        return [[] for _ in range(n_groups)]
     vectorizer = CountVectorizer(
         stop_words="english", token_pattern=_TOKEN_PATTERN, lowercase=True, dtype=np.float64
     )
     try:
         counts = vectorizer.fit_transform(texts[keep])
-    except ValueError:  # no word of 3 letters outside the stop words
+    except ValueError:  # no text kept, or no word of 3 letters outside the stop words
         return [[] for _ in range(n_groups)]
     rows = groups[keep]
     onehot = sp.csr_matrix(
@@ -810,22 +807,15 @@ def _held_out_value(
         if n_test
         else float("nan"),
     }
-    if not both.any():
-        nan2 = [float("nan"), float("nan")]
-        return {
-            **out,
-            "estimate": float("nan"),
-            "ci95": nan2,
-            "routed_score": float("nan"),
-            "routed_score_ci95": nan2,
-            "global_score": float("nan"),
-            "global_score_ci95": nan2,
-        }
-    routed, reference = routed[both], reference[both]
-    index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
-    r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
-    g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
-    diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
+    nan, nan2 = float("nan"), [float("nan"), float("nan")]
+    r_mean, r_ci, g_mean, g_ci = nan, nan2, nan, nan2
+    diff = {"estimate": nan, "ci95": nan2}  # no test query with both scores: nothing to say
+    if both.any():
+        routed, reference = routed[both], reference[both]
+        index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
+        r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
+        g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
+        diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
     return {
         **out,
         "estimate": diff["estimate"],

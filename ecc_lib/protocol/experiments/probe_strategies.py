@@ -9,7 +9,6 @@ from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.protocol.active_probes import probes_from_scores
-from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
 from ecc_lib.protocol.probes import PROBE_STRATEGIES
 from ecc_lib.protocol.settings import Protocol
@@ -238,16 +237,7 @@ def probe_strategy_over_seeds(
     """
     per_seed = []
     for seed in protocol.seeds:
-        data = prepare_protocol(
-            queries,
-            outcomes,
-            embeddings,
-            n_pairs=protocol.n_pairs,
-            test_size=protocol.test_size,
-            random_state=int(seed),
-            evidence=protocol.evidence,
-            tie_tolerance=protocol.tie_tolerance,
-        )
+        data = protocol.prepare(queries, outcomes, embeddings, seed=int(seed))
         estimators = methods_from_prototype(
             estimator, methods=("global", method), random_state=int(seed)
         )
