@@ -3,6 +3,8 @@ equal numbers of probes, with paired bootstrap intervals, on one protocol or ove
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ecc_lib.data.splits import probe_models, split_probe
@@ -157,16 +159,10 @@ def probe_strategy_comparison(
     protocol = Protocol() if protocol is None else protocol
     n_probes, n_boot, random_state = protocol.n_probes, protocol.n_boot, protocol.seed
     protocol = protocol.replace(mode="both")  # probes are read with the embedding
-    rows = compare_probe_strategies(
-        data,
-        model,
-        reference,
-        protocol=protocol,
-        strategies=("first", strategy),
-        probe_counts=(n_probes,),
-        score_from=n_probes,
-        criterion=criterion,
+    compare = functools.partial(
+        compare_probe_strategies, data, model, reference, protocol=protocol, criterion=criterion
     )
+    rows = compare(strategies=("first", strategy), probe_counts=(n_probes,), score_from=n_probes)
     by = {r["strategy"]: r for r in rows}
     ref = by["first"]["reference_by_query"]
     index = bootstrap_indices(len(ref), n_boot=n_boot, random_state=random_state)
@@ -186,15 +182,8 @@ def probe_strategy_comparison(
     }
     curve_rows = []
     if curve:
-        curve_rows = compare_probe_strategies(
-            data,
-            model,
-            reference,
-            protocol=protocol,
-            strategies=tuple(PROBE_STRATEGIES),
-            probe_counts=tuple(curve),
-            score_from=max(curve),
-            criterion=criterion,
+        curve_rows = compare(
+            strategies=tuple(PROBE_STRATEGIES), probe_counts=tuple(curve), score_from=max(curve)
         )
     keys = ("strategy", "n_probes", "n_shared_pairs", "gain")
     return out | {"curve": [{k: r[k] for k in keys} for r in curve_rows]}
