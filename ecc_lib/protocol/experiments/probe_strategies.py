@@ -282,14 +282,11 @@ def summarise_probe_strategy(per_seed: list[dict]) -> dict:
         "curve": [],
         "per_seed": per_seed,
     }
-    keys = sorted({(c["strategy"], c["n_probes"]) for r in per_seed for c in r["curve"]})
-    for strategy, n in keys:
-        cells = [
-            c
-            for r in per_seed
-            for c in r["curve"]
-            if (c["strategy"], c["n_probes"]) == (strategy, n)
-        ]
+    by_point: dict[tuple, list[dict]] = {}  # the curve's cells of every seed by (strategy, n)
+    for r in per_seed:
+        for c in r["curve"]:
+            by_point.setdefault((c["strategy"], c["n_probes"]), []).append(c)
+    for (strategy, n), cells in sorted(by_point.items()):
         gains = [c["gain"] for c in cells]
         out["curve"].append(
             {
