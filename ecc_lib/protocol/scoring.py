@@ -157,11 +157,9 @@ class ECCEvaluation:
         """
         if reading not in ("all", "touching", "disjoint"):
             raise ValueError(f"reading must be 'all', 'touching' or 'disjoint', got {reading!r}")
-        table = self.table()
-        if reading == "all":
-            return table[["method", "gain_pct", "gain_low", "gain_high"]]
-        columns = {f"gain_{reading}_{end}": f"gain_{end}" for end in ("pct", "low", "high")}
-        return table[["method", *columns]].rename(columns=columns)
+        prefix = "gain" if reading == "all" else f"gain_{reading}"
+        columns = {f"{prefix}_{end}": f"gain_{end}" for end in ("pct", "low", "high")}
+        return self.table()[["method", *columns]].rename(columns=columns)
 
     def to_dict(self) -> dict:
         """JSON-ready summary (the ``ecc-lab ecc`` output).
