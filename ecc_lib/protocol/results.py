@@ -261,6 +261,17 @@ class ECCResult:
         """
         return self.multi.comparisons()
 
+    def tuned_gains(self) -> dict:
+        """Gain over the tuned global BT on pairs disjoint from the probe, per method.
+
+        Returns
+        -------
+        dict
+            ``{method: [mean, sd]}`` over seeds (:func:`~ecc_lib.protocol.tuned.tuned_gains`;
+            ``{}`` without ``global_tuned``).
+        """
+        return tuned_gains([r.gain_disjoint for r in self.multi.results])
+
     def to_metrics(
         self,
         *,
@@ -323,10 +334,7 @@ class ECCResult:
             "tie_tolerance": data.params.get("tie_tolerance"),
             "ecc_cv_best_params": self.ecc_cv_choices(),
             "ecc_cv_choice": self.ecc_cv_choice(),
-            # the gain over the tuned global BT on pairs disjoint from the probe, per method
-            "gain_disjoint_over_tuned_global": tuned_gains(
-                [r.gain_disjoint for r in multi.results]
-            ),
+            "gain_disjoint_over_tuned_global": self.tuned_gains(),
             "nll": result.nll,
             "accuracy": result.accuracy,
             "n_queries": result.n_queries,
