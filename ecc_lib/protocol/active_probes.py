@@ -30,8 +30,8 @@ existing pair of the score matrix that is not scored) and the protocol's ``"acti
 
 from __future__ import annotations
 
+import functools
 import logging
-from dataclasses import replace
 
 import numpy as np
 from scipy.special import expit, log_softmax
@@ -384,29 +384,23 @@ def probes_from_scores(
     n = test.n_queries
     chosen: list[Comparisons] = []
     banned = probe_models(scored) if outside_scored else None
+    candidates = functools.partial(
+        candidate_pairs, scores, ties=ties, exclude_models=banned, tie_tolerance=tie_tolerance
+    )
     if strategy == "active":
-        cand = candidate_pairs(
-            scores, [scored], ties=ties, exclude_models=banned, tie_tolerance=tie_tolerance
-        )
+        cand = candidates([scored])
         every = np.ones(len(cand), dtype=bool)
         steps = active_steps(
             cand, every, model, embeddings, labels, n_probes=n_probes, criterion=criterion
         )
-        for rows in steps:
-            chosen.append(replace(cand.take(rows), query_ids=test.query_ids, models=test.models))
+        chosen += [cand.take(rows) for rows in steps]
     else:
         rng = np.random.default_rng(random_state)
         for _ in range(n_probes):
-            cand = candidate_pairs(
-                scores,
-                [scored, *chosen],
-                ties=ties,
-                exclude_models=banned,
-                tie_tolerance=tie_tolerance,
-            )
+            cand = candidates([scored, *chosen])
             pick = _first_per_query(cand.query, rng.random(len(cand)), n)
-            step = cand.take(pick[pick >= 0])
-            chosen.append(replace(step, query_ids=test.query_ids, models=test.models))
+            chosen.append(cand.take(pick[pick >= 0]))
+    # the steps' rows (coded by position like the test queries), coded as ``test``
     empty = {"query": np.int64, "model_a": np.int64, "model_b": np.int64, "y": np.float64}
     probe = Comparisons(
         **{

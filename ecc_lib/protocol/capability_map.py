@@ -302,10 +302,9 @@ def _grouping_estimator(fitted: dict | None, method: str | None):
             f"capability_map needs the fitted methods for method={method!r} "
             f"(or method={CATEGORIES!r} to group by the human categories)"
         )
-    if method is None:
-        method = next((m for m in ("ecc_cv", "ecc") if m in fitted), None)
-        if method is None:
-            method = next((m for m in fitted if m != "global"), "global")
+    if method is None:  # ECC-CV, else ECC, else the first method but the global BT
+        preferred = ("ecc_cv", "ecc", *fitted)
+        method = next((m for m in preferred if m in fitted and m != "global"), "global")
     if method not in fitted:
         raise ValueError(f"method {method!r} was not fitted; choose from {sorted(fitted)}")
     return method, fitted[method]
@@ -403,14 +402,12 @@ def class_tfidf_terms(
     keep = (groups >= 0) & (groups < n_groups)
     if exclude is not None:
         keep &= ~np.asarray(exclude, dtype=bool)
-    if not keep.any():
-        return [[] for _ in range(n_groups)]
     vectorizer = CountVectorizer(
         stop_words="english", token_pattern=_TOKEN_PATTERN, lowercase=True, dtype=np.float64
     )
     try:
         counts = vectorizer.fit_transform(texts[keep])
-    except ValueError:  # no word of 3 letters outside the stop words
+    except ValueError:  # no text kept, or no word of 3 letters outside the stop words
         return [[] for _ in range(n_groups)]
     rows = groups[keep]
     onehot = sp.csr_matrix(
@@ -564,13 +561,6 @@ def capability_map(
     observed_any = np.zeros(m, dtype=bool)
     observed_any[np.concatenate([train.model_a, train.model_b])] = True
     global_best = int(np.argmax(np.where(observed_any, global_theta, -np.inf)))
-    est = _GroupEstimates.empty(len(order), m, n_keys)
-    matrix = counts.matrix.tocsr()
-    tail = (1.0 - confidence) / 2.0
-    for i, g in enumerate(order):  # one batched BT fit over all draws per group
-        members = np.flatnonzero((train_group == g) & has_pairs)
-        seen, point, reps = _group_fit(matrix[members], counts, m, n_boot, alpha, rng)
-        est.record(i, g, seen, point, reps, tail, enough=len(members) >= min_queries)
     n_test_k = np.bincount(test_group[test_group >= 0], minlength=n_keys)
     labels_train = None if data.labels is None else data.labels_train
     hidden = hidden_category_mask(labels_train, len(train_group), hidden_categories)
@@ -581,9 +571,15 @@ def capability_map(
     in_order = ([column[g] for g in order] for column in (cats, terms, keys))
     names_present = unique_group_names(*in_order, n_terms=n_terms)
     models = tuple(train.models)
+    matrix = counts.matrix.tocsr()
+    tail = (1.0 - confidence) / 2.0
+    best_of = np.full(n_keys, -1, dtype=np.int64)  # by group key (-1: no training comparisons)
     group_rows, long_rows = [], []
-    for i, g in enumerate(order):
-        ranked = np.argsort(-np.where(est.observed[i], est.score[i], -np.inf), kind="stable")
+    for i, g in enumerate(order):  # one batched BT fit over all draws per group
+        members = np.flatnonzero((train_group == g) & has_pairs)
+        seen, point, reps = _group_fit(matrix[members], counts, m, n_boot, alpha, rng)
+        est = _GroupEstimates.from_fit(seen, point, reps, tail, enough=len(members) >= min_queries)
+        best_of[g] = est.best
         identity = {
             "group": keys[g],
             "name": names_present[i],
@@ -591,11 +587,10 @@ def capability_map(
             "n_test": int(n_test_k[g]),
         }
         descr = {"categories": cats[g], "terms": ", ".join(terms[g][:max_terms])}
-        group_rows.append(est.group_row(i, ranked, identity, descr, models, global_best))
-        long_rows.append(est.model_rows(i, ranked, identity, models))
+        group_rows.append(est.group_row(identity, descr, models, global_best))
+        long_rows.append(est.model_rows(identity, models))
     groups = pd.DataFrame(group_rows)
     rows = pd.concat(long_rows, ignore_index=True) if long_rows else pd.DataFrame()
-    best_of = est.best_of
     held_out = _held_out_value(
         data,
         test_group,
@@ -683,9 +678,9 @@ def _group_fit(
 
 @dataclass
 class _GroupEstimates:
-    """Per present group (rows, in map order) and model: scores, intervals, P(best), which models
-    are distinguishable from the group's best and which were observed; ``best_of`` by group key
-    (-1 for a group without training comparisons)."""
+    """One group's estimates per model: score, interval, P(best), whether it is distinguishable
+    from the group's best and whether it was observed; the best model and the models ranked,
+    best first."""
 
     score: np.ndarray
     low: np.ndarray
@@ -693,60 +688,36 @@ class _GroupEstimates:
     p_best: np.ndarray
     disting: np.ndarray
     observed: np.ndarray
-    best_of: np.ndarray
+    best: int
+    ranked: np.ndarray
 
     @classmethod
-    def empty(cls, n_groups: int, m: int, n_keys: int) -> _GroupEstimates:
-        """NaN estimates, nothing observed, no best model."""
-        return cls(
-            *(np.full((n_groups, m), np.nan) for _ in range(4)),
-            np.zeros((n_groups, m), dtype=bool),
-            np.zeros((n_groups, m), dtype=bool),
-            np.full(n_keys, -1, dtype=np.int64),
-        )
-
-    def record(
-        self,
-        i: int,
-        g: int,
-        seen: np.ndarray,
-        point: np.ndarray,
-        reps: np.ndarray,
-        tail: float,
-        *,
-        enough: bool,
-    ) -> None:
-        """Row ``i`` (group key ``g``) from its fit; without ``enough`` training queries it claims
-        nothing (NaN intervals and P(best), nothing distinguishable)."""
-        self.observed[i] = seen
+    def from_fit(
+        cls, seen: np.ndarray, point: np.ndarray, reps: np.ndarray, tail: float, *, enough: bool
+    ) -> _GroupEstimates:
+        """The estimates of one fit of :func:`_group_fit`; without ``enough`` training queries
+        they claim nothing (NaN intervals and P(best), nothing distinguishable)."""
+        score = np.where(seen, point, np.nan)
         best = int(np.argmax(np.where(seen, point, -np.inf)))
-        self.best_of[g] = best
         top = np.argmax(np.where(seen, reps, -np.inf), axis=1)
-        self.p_best[i] = np.bincount(top, minlength=len(point)) / len(reps)
-        self.score[i] = np.where(seen, point, np.nan)
-        bounds = np.quantile(reps, [tail, 1.0 - tail], axis=0)
-        self.low[i], self.high[i] = np.where(seen, bounds, np.nan)
-        diff_low = np.quantile(reps[:, [best]] - reps, tail, axis=0)
-        self.disting[i] = seen & (diff_low > 0)
-        self.disting[i, best] = False
+        p_best = np.bincount(top, minlength=len(point)) / len(reps)
+        low, high = np.where(seen, np.quantile(reps, [tail, 1.0 - tail], axis=0), np.nan)
+        disting = seen & (np.quantile(reps[:, [best]] - reps, tail, axis=0) > 0)
+        disting[best] = False
         if not enough:  # too few queries for the bootstrap to say how sure
-            self.p_best[i] = self.low[i] = self.high[i] = np.nan
-            self.disting[i] = False
+            p_best, low, high = (np.full(len(point), np.nan) for _ in range(3))
+            disting = np.zeros(len(point), dtype=bool)
+        ranked = np.argsort(-np.where(seen, score, -np.inf), kind="stable")
+        return cls(score, low, high, p_best, disting, seen, best, ranked)
 
     def group_row(
-        self,
-        i: int,
-        ranked: np.ndarray,
-        identity: dict,
-        descr: dict,
-        models: tuple[str, ...],
-        global_best: int,
+        self, identity: dict, descr: dict, models: tuple[str, ...], global_best: int
     ) -> dict:
-        """Row ``i`` of the groups table: its best model and runner-up, and whether it needs a
-        model other than the global best."""
-        best = int(ranked[0])
-        runner = int(ranked[1]) if self.observed[i].sum() > 1 else -1
-        p_best, disting = self.p_best[i], self.disting[i]
+        """The group's row of the groups table: its best model and runner-up, and whether it
+        needs a model other than the global best."""
+        best = int(self.ranked[0])
+        runner = int(self.ranked[1]) if self.observed.sum() > 1 else -1
+        p_best, disting = self.p_best, self.disting
         return {
             "group": identity["group"],
             "name": identity["name"],
@@ -761,23 +732,21 @@ class _GroupEstimates:
             "needs_other_model": bool(best != global_best and disting[global_best]),
         }
 
-    def model_rows(
-        self, i: int, ranked: np.ndarray, identity: dict, models: tuple[str, ...]
-    ) -> pd.DataFrame:
-        """Group ``i``'s rows of the long table, one per model, best first."""
+    def model_rows(self, identity: dict, models: tuple[str, ...]) -> pd.DataFrame:
+        """The group's rows of the long table, one per model, best first."""
         return pd.DataFrame(
             {
                 **identity,
                 "model": list(models),
-                "score": self.score[i],
-                "score_low": self.low[i],
-                "score_high": self.high[i],
-                "p_best": self.p_best[i],
-                "best": np.arange(len(models)) == int(ranked[0]),
-                "distinguishable": self.disting[i],
-                "observed": self.observed[i],
+                "score": self.score,
+                "score_low": self.low,
+                "score_high": self.high,
+                "p_best": self.p_best,
+                "best": np.arange(len(models)) == int(self.ranked[0]),
+                "distinguishable": self.disting,
+                "observed": self.observed,
             }
-        ).iloc[ranked]
+        ).iloc[self.ranked]
 
 
 def _held_out_value(
@@ -810,22 +779,15 @@ def _held_out_value(
         if n_test
         else float("nan"),
     }
-    if not both.any():
-        nan2 = [float("nan"), float("nan")]
-        return {
-            **out,
-            "estimate": float("nan"),
-            "ci95": nan2,
-            "routed_score": float("nan"),
-            "routed_score_ci95": nan2,
-            "global_score": float("nan"),
-            "global_score_ci95": nan2,
-        }
-    routed, reference = routed[both], reference[both]
-    index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
-    r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
-    g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
-    diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
+    nan, nan2 = float("nan"), [float("nan"), float("nan")]
+    r_mean, r_ci, g_mean, g_ci = nan, nan2, nan, nan2
+    diff = {"estimate": nan, "ci95": nan2}  # no test query with both scores: nothing to say
+    if both.any():
+        routed, reference = routed[both], reference[both]
+        index = bootstrap_indices(len(routed), n_boot=n_boot, random_state=random_state)
+        r_mean, r_ci, r_reps = mean_with_replicates(routed, index, confidence=confidence)
+        g_mean, g_ci, g_reps = mean_with_replicates(reference, index, confidence=confidence)
+        diff = paired_difference(r_mean, r_reps, g_mean, g_reps, confidence=confidence)
     return {
         **out,
         "estimate": diff["estimate"],

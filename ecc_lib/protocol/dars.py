@@ -348,15 +348,10 @@ class RoutingRecord:
             "dataset": self.dataset,
             "single_shot_skipped": self.single_shot_skipped,
             "best_fixed_model": result.info["best_fixed_model"],
-            "score": {f"{r.router} ({r.supervision})": r.score for r in frame.itertuples()},
-            "score_ci95": {
-                f"{r.router} ({r.supervision})": [r.score_ci_low, r.score_ci_high]
-                for r in frame.itertuples()
-            },
-            "utility": {f"{r.router} ({r.supervision})": r.utility for r in frame.itertuples()},
-            "gap_closed": {
-                f"{r.router} ({r.supervision})": r.gap_closed for r in learned.itertuples()
-            },
+            "score": {_arm(r): r.score for r in frame.itertuples()},
+            "score_ci95": {_arm(r): [r.score_ci_low, r.score_ci_high] for r in frame.itertuples()},
+            "utility": {_arm(r): r.utility for r in frame.itertuples()},
+            "gap_closed": {_arm(r): r.gap_closed for r in learned.itertuples()},
             "dars_minus_single_shot_utility": {
                 name: table.loc[(name, "DARS"), "utility"]
                 - table.loc[(name, "single-shot"), "utility"]
@@ -366,21 +361,22 @@ class RoutingRecord:
         }
         paired = result.paired
         paired = (paired if self.n_runs > 0 else paired.iloc[:0]).set_index("router")
+        # each paired reading with its interval (columns ``<column>_ci_low`` / ``_ci_high``)
+        readings = {
+            "score": "score_diff",
+            "utility": "utility_diff",
+            "gap_closed_dars": "gap_closed_dars",
+            "gap_closed_single_shot": "gap_closed_single_shot",
+            "gap_closed_diff": "gap_closed_diff",
+        }
         headline["dars_minus_single_shot"] = {
             name: {
-                "score": row.score_diff,
-                "score_ci95": [row.score_diff_ci_low, row.score_diff_ci_high],
-                "utility": row.utility_diff,
-                "utility_ci95": [row.utility_diff_ci_low, row.utility_diff_ci_high],
-                "gap_closed_dars": row.gap_closed_dars,
-                "gap_closed_dars_ci95": [row.gap_closed_dars_ci_low, row.gap_closed_dars_ci_high],
-                "gap_closed_single_shot": row.gap_closed_single_shot,
-                "gap_closed_single_shot_ci95": [
-                    row.gap_closed_single_shot_ci_low,
-                    row.gap_closed_single_shot_ci_high,
-                ],
-                "gap_closed_diff": row.gap_closed_diff,
-                "gap_closed_diff_ci95": [row.gap_closed_diff_ci_low, row.gap_closed_diff_ci_high],
+                key: value
+                for reading, column in readings.items()
+                for key, value in (
+                    (reading, row[column]),
+                    (f"{reading}_ci95", [row[f"{column}_ci_low"], row[f"{column}_ci_high"]]),
+                )
             }
             for name, row in paired.iterrows()
         }
@@ -395,14 +391,11 @@ class RoutingRecord:
         ):
             headline[key] = versus[key]
         if self.cost_result is not None:
-            headline["pareto_area"] = {
-                f"{r.router} ({r.supervision})": r.pareto_area
-                for r in self.cost_result.table.itertuples()
-            }
+            cost_rows = list(self.cost_result.table.itertuples())
+            headline["pareto_area"] = {_arm(r): r.pareto_area for r in cost_rows}
             if "pareto_area_ci_low" in self.cost_result.table:  # issue 35: its interval
                 headline["pareto_area_ci95"] = {
-                    f"{r.router} ({r.supervision})": [r.pareto_area_ci_low, r.pareto_area_ci_high]
-                    for r in self.cost_result.table.itertuples()
+                    _arm(r): [r.pareto_area_ci_low, r.pareto_area_ci_high] for r in cost_rows
                 }
         return headline
 
@@ -425,6 +418,11 @@ class RoutingRecord:
                 "single_shot_skipped": self.single_shot_skipped,
             }
         )
+
+
+def _arm(row) -> str:
+    """``"router (supervision)"``: a routing table row's label in the headline."""
+    return f"{row.router} ({row.supervision})"
 
 
 __all__ = [

@@ -307,19 +307,11 @@ def left_out_reasons(
     scores, _, _ = score_matrix(outcomes, query_ids=ids, models=models)
     scores = snap_ties(scores, tolerance=tie_tolerance)
     observed = np.isfinite(scores).sum(axis=1)
-    # decisive pairs per query = pairs of observed models in different score groups
-    ranked = np.sort(scores, axis=1)  # NaN last
+    # decisive pairs per query = pairs of observed models in different score groups; the tied
+    # pairs are the equal off-diagonal entries (NaN equals nothing, itself included)
     pairs_total = observed * (observed - 1) // 2
-    same = np.zeros(len(ids), dtype=np.int64)
-    for value_col in range(scores.shape[1]):  # over models, not pairs
-        v = ranked[:, [value_col]]
-        with np.errstate(invalid="ignore"):
-            eq = (scores == v).sum(axis=1)
-        first = np.ones(len(ids), dtype=bool)
-        if value_col:
-            first = ranked[:, value_col] != ranked[:, value_col - 1]
-        ok = first & np.isfinite(ranked[:, value_col])
-        same += np.where(ok, eq * (eq - 1) // 2, 0)
+    with np.errstate(invalid="ignore"):
+        same = ((scores[:, :, None] == scores[:, None, :]).sum(axis=(1, 2)) - observed) // 2
     decisive = pairs_total - same
     out: dict[str, int] = {}
     few = observed < 2

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ecc_lib.ecc.estimator import ECC
-from ecc_lib.protocol.data import ProtocolData, prepare_protocol, single_pair_settings
+from ecc_lib.protocol.data import ProtocolData, single_pair_settings
 from ecc_lib.protocol.leak_free import make_leak_free
 from ecc_lib.protocol.methods import (
     METHODS,
@@ -129,16 +129,7 @@ def run_seed(
     """
     if not isinstance(protocol, Protocol):
         raise TypeError(f"protocol must be an ecc_lib Protocol, got {type(protocol).__name__}")
-    data = prepare_protocol(
-        queries,
-        outcomes,
-        embeddings,
-        n_pairs=protocol.n_pairs,
-        test_size=protocol.test_size,
-        random_state=seed,
-        evidence=protocol.evidence,
-        tie_tolerance=protocol.tie_tolerance,
-    )
+    data = protocol.prepare(queries, outcomes, embeddings, seed=seed)
     n_probes, leak_free = single_pair_settings(
         data, n_probes=protocol.n_probes, leak_free=protocol.leak_free
     )

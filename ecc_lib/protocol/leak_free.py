@@ -64,12 +64,10 @@ def probe_candidate_rows(
         if candidates.shape != (len(test),):
             raise ValueError("probe_candidates must have one entry per test comparison")
         return candidates, ~candidates
-    if score_from is None:
-        score_from = n_probes
+    score_from = n_probes if score_from is None else score_from
     if score_from < n_probes:
         raise ValueError(f"score_from ({score_from}) must be >= n_probes ({n_probes})")
-    rank = rank_within_query(test.query)
-    candidates = rank < score_from
+    candidates = rank_within_query(test.query) < score_from
     return candidates, ~candidates
 
 

@@ -62,10 +62,13 @@ def probe_first(
     ndarray of bool, shape (len(test),)
         The probe rows, a subset of ``candidates`` with at most ``n_probes`` rows per query.
     """
-    candidates = np.asarray(candidates, dtype=bool)
-    rank = rank_within_query(test.query[candidates])
+    return _first_rows(test, n_probes, np.flatnonzero(np.asarray(candidates, dtype=bool)))
+
+
+def _first_rows(test: Comparisons, n_probes: int, rows: np.ndarray) -> np.ndarray:
+    """The mask of the first ``n_probes`` of ``rows`` (grouped by query, in their order) per query."""
     chosen = np.zeros(len(test), dtype=bool)
-    chosen[np.flatnonzero(candidates)[rank < n_probes]] = True
+    chosen[rows[rank_within_query(test.query[rows]) < n_probes]] = True
     return chosen
 
 
@@ -93,14 +96,10 @@ def probe_random(
     ndarray of bool, shape (len(test),)
         The chosen probe rows.
     """
-    candidates = np.asarray(candidates, dtype=bool)
-    rows = np.flatnonzero(candidates)
+    rows = np.flatnonzero(np.asarray(candidates, dtype=bool))
     rng = np.random.default_rng(random_state)
-    order = np.lexsort((rng.random(len(rows)), test.query[rows]))
-    rank = rank_within_query(test.query[rows][order])
-    chosen = np.zeros(len(test), dtype=bool)
-    chosen[rows[order][rank < n_probes]] = True
-    return chosen
+    order = np.lexsort((rng.random(len(rows)), test.query[rows]))  # shuffled within each query
+    return _first_rows(test, n_probes, rows[order])
 
 
 def probe_active(

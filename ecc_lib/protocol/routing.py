@@ -24,14 +24,11 @@ from ecc_lib.data.comparisons import Comparisons, score_matrix
 from ecc_lib.data.splits import probe_models
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.probes import probe_responsibilities, select_probes
+from ecc_lib.protocol.scoring import _ecc_differences
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
 from ecc_lib.serialization import to_jsonable
-from ecc_lib.stats import (
-    bootstrap_indices,
-    mean_with_replicates,
-    paired_difference,
-)
+from ecc_lib.stats import bootstrap_indices, mean_with_replicates
 
 ROUTING_SETTINGS: tuple[str, ...] = ("no_probe", "probe", "probe_outside", "probe_cost")
 
@@ -357,11 +354,6 @@ def routing_experiment(
     settings = ROUTING_SETTINGS if n_probes >= 1 else ("no_probe",)
     truth = held_out_means(data, costs)
 
-    def picked(metric, choice):
-        if metric == "cost" and costs is None:
-            return None
-        return routed_values(truth, choice, metric=metric)
-
     for setting in settings:
         choices = route_choices(
             data,
@@ -380,7 +372,7 @@ def routing_experiment(
         def charged(choice, charge=charge, in_probe=in_probe, setting=setting):
             if costs is None:
                 return None
-            own = picked("cost", choice)
+            own = routed_values(truth, choice, metric="cost")
             if setting != "probe_cost":
                 return own
             already = in_probe[np.arange(n_test), np.maximum(choice, 0)] & (choice >= 0)
@@ -390,19 +382,13 @@ def routing_experiment(
         for name, choice in choices.items():
             # e.g. comp_only without a probe: nothing tells its queries apart, it routes as global
             same = name != "global" and np.array_equal(choice, choices["global"])
-            table.add(
-                setting,
-                name,
-                picked("score", choice),
-                charged(choice),
-                same,
-                fixed.get(name, False),
-            )
+            score = routed_values(truth, choice)
+            table.add(setting, name, score, charged(choice), same, fixed.get(name, False))
         random_score, random_cost = _random_arm(scores, costs, allowed, in_probe, charge, setting)
         table.add(setting, "random", random_score, random_cost)
         oracle = _argmax_allowed(np.where(allowed, scores, -np.inf), allowed)
         if setting != "probe_cost":
-            table.add(setting, "oracle", picked("score", oracle), picked("cost", oracle))
+            table.add(setting, "oracle", routed_values(truth, oracle), charged(oracle))
     params = {
         "settings": list(settings),
         "n_probes": n_probes,
@@ -416,7 +402,7 @@ def routing_experiment(
         choices=all_choices,
         has_costs=costs is not None,
         params=params,
-        differences=_ecc_differences(table.replicates, confidence),
+        differences=_setting_differences(table.replicates, confidence),
     )
 
 
@@ -486,21 +472,17 @@ def _random_arm(
     return random_score, random_cost
 
 
-def _ecc_differences(replicates: dict, confidence: float) -> dict:
+def _setting_differences(replicates: dict, confidence: float) -> dict:
     """Per setting, ECC minus every other row, paired over the same resamples."""
-    differences = {}
-    for setting, arms in replicates.items():
-        if "ecc" not in arms:
-            continue
-        e_score, e_reps = arms["ecc"]
-        differences[setting] = {
-            f"ecc_minus_{name}": paired_difference(
-                e_score, e_reps, score, reps, confidence=confidence
-            )
-            for name, (score, reps) in arms.items()
-            if name != "ecc"
-        }
-    return differences
+    return {
+        setting: _ecc_differences(
+            {name: score for name, (score, _) in arms.items()},
+            {name: reps for name, (_, reps) in arms.items()},
+            confidence,
+        )
+        for setting, arms in replicates.items()
+        if "ecc" in arms
+    }
 
 
 __all__: list[str] = []

@@ -16,11 +16,9 @@ import pandas as pd
 
 from ecc_lib.data.splits import touching_probe
 from ecc_lib.ecc.mixture import comparison_nll
-from ecc_lib.ecc.validation import check_mode
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.leak_free import probe_candidate_rows
 from ecc_lib.protocol.probes import (
-    PROBE_EVIDENCE,
     probe_responsibilities,
     select_probes,
 )
@@ -159,11 +157,9 @@ class ECCEvaluation:
         """
         if reading not in ("all", "touching", "disjoint"):
             raise ValueError(f"reading must be 'all', 'touching' or 'disjoint', got {reading!r}")
-        table = self.table()
-        if reading == "all":
-            return table[["method", "gain_pct", "gain_low", "gain_high"]]
-        columns = {f"gain_{reading}_{end}": f"gain_{end}" for end in ("pct", "low", "high")}
-        return table[["method", *columns]].rename(columns=columns)
+        prefix = "gain" if reading == "all" else f"gain_{reading}"
+        columns = {f"{prefix}_{end}": f"gain_{end}" for end in ("pct", "low", "high")}
+        return self.table()[["method", *columns]].rename(columns=columns)
 
     def to_dict(self) -> dict:
         """JSON-ready summary (the ``ecc-lab ecc`` output).
@@ -257,7 +253,13 @@ def score_methods(
     protocol = Protocol() if protocol is None else protocol
     n_probes, mode, n_boot = protocol.n_probes, protocol.mode, protocol.n_boot
     probe_evidence, probe_strategy = protocol.probe_evidence, protocol.probe_strategy
-    scored = _scored_comparisons(data, fitted, mode, probe_evidence, n_probes, score_from)
+    # mode and probe_evidence are the Protocol's, checked when it was made
+    if "global" not in fitted:
+        raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
+    _, scored_mask = probe_candidate_rows(data, n_probes=n_probes, score_from=score_from)
+    scored = data.test.take(scored_mask)
+    if len(scored) == 0:
+        raise ValueError("no scored comparisons remain on the test queries (too many probes?)")
     n_test = data.test.n_queries
     counts = np.bincount(scored.query, minlength=n_test)
     # the options of each method's probes and responsibilities
@@ -331,27 +333,6 @@ def score_methods(
         differences_disjoint=_ecc_differences(gain_d, stats_d, confidence),
         probe_coverage=_probe_coverage(covered, counts[has], by_probe),
     )
-
-
-def _scored_comparisons(
-    data: ProtocolData,
-    fitted: dict,
-    mode: str,
-    probe_evidence: str,
-    n_probes: int,
-    score_from: int | None,
-):
-    """The test comparisons scored (those from ``score_from`` on), after checking the options."""
-    if "global" not in fitted:
-        raise ValueError("score_methods needs the fitted 'global' model (reference of the gain)")
-    check_mode(mode)
-    if probe_evidence not in PROBE_EVIDENCE:
-        raise ValueError(f"probe_evidence must be one of {PROBE_EVIDENCE}, got {probe_evidence!r}")
-    _, scored_mask = probe_candidate_rows(data, n_probes=n_probes, score_from=score_from)
-    scored = data.test.take(scored_mask)
-    if len(scored) == 0:
-        raise ValueError("no scored comparisons remain on the test queries (too many probes?)")
-    return scored
 
 
 def _per_query_frame(

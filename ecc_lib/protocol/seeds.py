@@ -117,14 +117,13 @@ class MultiSeedEvaluation:
             }
             for seed, r in zip(self.seeds, self.results, strict=True)
         ]
-        leak = mean_sd([r.probe_leak_share for r in self.results])
         out: dict = {"seeds": list(self.seeds)}
         for attribute in ("gain", "gain_touching", "gain_disjoint"):
             over_seeds = self._over_seeds(attribute)
             out[f"{attribute}_mean"] = {k: v[0] for k, v in over_seeds.items()}
             out[f"{attribute}_sd"] = {k: v[1] for k, v in over_seeds.items()}
         out |= {
-            "probe_leak_share_mean_sd": list(leak),
+            "probe_leak_share_mean_sd": list(mean_sd([r.probe_leak_share for r in self.results])),
             "share_with_probe_mean_sd": list(
                 mean_sd([r.probe_coverage.get("share_with_probe", np.nan) for r in self.results])
             ),
@@ -419,8 +418,7 @@ def routing_over_seeds(per_seed: list[dict]) -> dict:
     """
     out: dict = {}
     for setting in ROUTING_SETTINGS:
-        methods = [m for m in per_seed[0].get(setting, {})]
-        for method in methods:
+        for method in per_seed[0].get(setting, {}):
             values = [d[setting][method] for d in per_seed if method in d.get(setting, {})]
             out.setdefault(setting, {})[method] = {
                 "score": list(mean_sd([v["score"] for v in values])),

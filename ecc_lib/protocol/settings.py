@@ -23,7 +23,13 @@ from typing import Any
 from ecc_lib import defaults
 from ecc_lib.data.comparisons import DEFAULT_TIE_TOLERANCE
 from ecc_lib.ecc.validation import MODES
-from ecc_lib.protocol.data import PAPER_N_PAIRS, PAPER_SEED, PAPER_TEST_SIZE
+from ecc_lib.protocol.data import (
+    PAPER_N_PAIRS,
+    PAPER_SEED,
+    PAPER_TEST_SIZE,
+    ProtocolData,
+    prepare_protocol,
+)
 from ecc_lib.protocol.probes import PROBE_EVIDENCE, ProbeStrategy
 from ecc_lib.stats import DEFAULT_N_BOOT
 
@@ -164,6 +170,38 @@ class Protocol:
         if int(n_probes) >= 1:
             return self.replace(n_probes=int(n_probes))
         return self.replace(n_probes=0, leak_free=False, probe_strategy=defaults.PROBE_STRATEGY)
+
+    def prepare(
+        self, queries, outcomes, embeddings, *, seed: int | None = None, **options: Any
+    ) -> ProtocolData:
+        """The pairs and split of one protocol seed under these settings.
+
+        Parameters
+        ----------
+        queries, outcomes, embeddings
+            As :func:`~ecc_lib.protocol.data.prepare_protocol`.
+        seed : int, optional
+            The protocol seed (default :attr:`seed`, the first).
+        **options
+            Other arguments of :func:`~ecc_lib.protocol.data.prepare_protocol` (``models``).
+
+        Returns
+        -------
+        ProtocolData
+            :func:`~ecc_lib.protocol.data.prepare_protocol` with this protocol's pairs, test
+            size, evidence and tie tolerance.
+        """
+        return prepare_protocol(
+            queries,
+            outcomes,
+            embeddings,
+            n_pairs=self.n_pairs,
+            test_size=self.test_size,
+            random_state=self.seed if seed is None else seed,
+            evidence=self.evidence,
+            tie_tolerance=self.tie_tolerance,
+            **options,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings (a callable probe strategy by its name).

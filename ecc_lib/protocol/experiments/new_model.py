@@ -18,7 +18,6 @@ from ecc_lib.data.comparisons import Comparisons, score_matrix, snap_ties
 from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
-from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.stats import (
@@ -139,17 +138,7 @@ def new_model_experiment(
     if len(old_models) < 2:
         raise ValueError("the new-model experiment needs at least 2 old models")
     old_outcomes = outcomes[outcomes["model"].astype(str) != new_model]
-    data = prepare_protocol(
-        queries,
-        old_outcomes,
-        embeddings,
-        n_pairs=protocol.n_pairs,
-        test_size=protocol.test_size,
-        random_state=random_state,
-        models=old_models,
-        evidence=protocol.evidence,
-        tie_tolerance=protocol.tie_tolerance,
-    )
+    data = protocol.prepare(queries, old_outcomes, embeddings, models=old_models)
     fitted, _ = fit_methods(
         data,
         methods_from_prototype(

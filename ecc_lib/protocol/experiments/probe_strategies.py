@@ -3,13 +3,14 @@ equal numbers of probes, with paired bootstrap intervals, on one protocol or ove
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ecc_lib.data.splits import probe_models, split_probe
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.protocol.active_probes import probes_from_scores
-from ecc_lib.protocol.data import prepare_protocol
 from ecc_lib.protocol.methods import fit_methods, methods_from_prototype
 from ecc_lib.protocol.probes import PROBE_STRATEGIES
 from ecc_lib.protocol.settings import Protocol
@@ -158,16 +159,10 @@ def probe_strategy_comparison(
     protocol = Protocol() if protocol is None else protocol
     n_probes, n_boot, random_state = protocol.n_probes, protocol.n_boot, protocol.seed
     protocol = protocol.replace(mode="both")  # probes are read with the embedding
-    rows = compare_probe_strategies(
-        data,
-        model,
-        reference,
-        protocol=protocol,
-        strategies=("first", strategy),
-        probe_counts=(n_probes,),
-        score_from=n_probes,
-        criterion=criterion,
+    compare = functools.partial(
+        compare_probe_strategies, data, model, reference, protocol=protocol, criterion=criterion
     )
+    rows = compare(strategies=("first", strategy), probe_counts=(n_probes,), score_from=n_probes)
     by = {r["strategy"]: r for r in rows}
     ref = by["first"]["reference_by_query"]
     index = bootstrap_indices(len(ref), n_boot=n_boot, random_state=random_state)
@@ -187,15 +182,8 @@ def probe_strategy_comparison(
     }
     curve_rows = []
     if curve:
-        curve_rows = compare_probe_strategies(
-            data,
-            model,
-            reference,
-            protocol=protocol,
-            strategies=tuple(PROBE_STRATEGIES),
-            probe_counts=tuple(curve),
-            score_from=max(curve),
-            criterion=criterion,
+        curve_rows = compare(
+            strategies=tuple(PROBE_STRATEGIES), probe_counts=tuple(curve), score_from=max(curve)
         )
     keys = ("strategy", "n_probes", "n_shared_pairs", "gain")
     return out | {"curve": [{k: r[k] for k in keys} for r in curve_rows]}
@@ -238,16 +226,7 @@ def probe_strategy_over_seeds(
     """
     per_seed = []
     for seed in protocol.seeds:
-        data = prepare_protocol(
-            queries,
-            outcomes,
-            embeddings,
-            n_pairs=protocol.n_pairs,
-            test_size=protocol.test_size,
-            random_state=int(seed),
-            evidence=protocol.evidence,
-            tie_tolerance=protocol.tie_tolerance,
-        )
+        data = protocol.prepare(queries, outcomes, embeddings, seed=int(seed))
         estimators = methods_from_prototype(
             estimator, methods=("global", method), random_state=int(seed)
         )
@@ -303,14 +282,11 @@ def summarise_probe_strategy(per_seed: list[dict]) -> dict:
         "curve": [],
         "per_seed": per_seed,
     }
-    keys = sorted({(c["strategy"], c["n_probes"]) for r in per_seed for c in r["curve"]})
-    for strategy, n in keys:
-        cells = [
-            c
-            for r in per_seed
-            for c in r["curve"]
-            if (c["strategy"], c["n_probes"]) == (strategy, n)
-        ]
+    by_point: dict[tuple, list[dict]] = {}  # the curve's cells of every seed by (strategy, n)
+    for r in per_seed:
+        for c in r["curve"]:
+            by_point.setdefault((c["strategy"], c["n_probes"]), []).append(c)
+    for (strategy, n), cells in sorted(by_point.items()):
         gains = [c["gain"] for c in cells]
         out["curve"].append(
             {

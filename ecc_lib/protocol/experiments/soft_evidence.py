@@ -21,6 +21,7 @@ from ecc_lib.data.splits import split_queries
 from ecc_lib.ecc.estimator import ECC
 from ecc_lib.ecc.mixture import comparison_nll
 from ecc_lib.ecc.soft_evidence import has_repeats, sampled_outcomes, soft_outcomes
+from ecc_lib.protocol.leak_free import rank_within_query
 from ecc_lib.protocol.methods import prototype_parameters
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.stats import bootstrap_indices, mean_ratio, percentile_interval
@@ -100,10 +101,8 @@ def soft_evidence_comparison(
     rng = np.random.default_rng(random_state)
     test_soft = soft.select_queries(test_mask)
     n_test = test_soft.n_queries
-    first = np.zeros(len(test_soft), dtype=bool)  # the probes: each test query's first pair
-    if mode == "both":
-        first[:1] = True
-        first[1:] = test_soft.query[1:] != test_soft.query[:-1]
+    # the probes: each test query's first pair (none with the embedding alone)
+    first = (rank_within_query(test_soft.query) == 0) & (mode == "both")
     scored = test_soft.take(~first)
 
     def fit_and_score(train: Comparisons, probe: Comparisons | None) -> np.ndarray:

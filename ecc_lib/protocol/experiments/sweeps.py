@@ -509,16 +509,14 @@ def score_label_informed(
         Every method of ``fitted`` plus ``ecc_labels``.
     """
     params = result.params
-    labelled = dict(fitted)
     protocol = Protocol() if protocol is None else protocol
     estimators = methods_from_prototype(
         estimator, methods=("ecc_labels",), random_state=protocol.seed
     )
     new, seconds = fit_methods(data, estimators)
-    labelled.update(new)
     return score_methods(
         data,
-        labelled,
+        {**fitted, **new},
         protocol=protocol.replace(
             n_probes=result.n_probes,
             mode=result.mode,
