@@ -148,10 +148,7 @@ def model_score_table(
 
 def _with_dataset(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` with a ``dataset`` column (``""`` where it had none)."""
-    frame = frame.copy()
-    if "dataset" not in frame:
-        frame["dataset"] = ""
-    return frame
+    return frame.assign(dataset=frame.get("dataset", ""))
 
 
 def _dataset_legend(ax, datasets: list[str]) -> None:
