@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ecc_lib.labels import method_label
+from ecc_lib.labels import method_label, shorten_name
 from ecc_lib.method_registry import spec_view
 from ecc_lib.plotting.style import (
     CLUSTER_COLORS,
@@ -21,7 +21,6 @@ from ecc_lib.plotting.style import (
     heatmap,
     method_colour,
     model_labels,
-    short_label,
     styled,
 )
 
@@ -32,8 +31,7 @@ METHOD_COLORS = spec_view("colour")
 
 def _gain_columns(table: pd.DataFrame) -> pd.DataFrame:
     """Accept ``gain/low/high`` or ``gain_pct/gain_low/gain_high`` (ecc_protocol tables)."""
-    renamed = table.rename(columns={"gain_pct": "gain", "gain_low": "low", "gain_high": "high"})
-    return renamed.copy()
+    return table.rename(columns={"gain_pct": "gain", "gain_low": "low", "gain_high": "high"})
 
 
 @styled
@@ -76,8 +74,7 @@ def plot_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
             fontsize=FONT_SIZE - 1,
         )
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_yticks(y)
-    ax.set_yticklabels([method_label(m) for m in table["method"]])
+    ax.set_yticks(y, [method_label(m) for m in table["method"]])
     ax.invert_yaxis()
     low = min(0.0, float(np.nanmin(table["low"]))) if len(table) else 0.0
     high = max(0.0, float(np.nanmax(table["high"]))) if len(table) else 1.0
@@ -179,21 +176,21 @@ def cluster_names(
             for c in range(k)
             if c in table.index and sizes[c] > 0
         }
+
+        def share(c: int, rank: int, width: int) -> str:
+            category, percent = shares[c][rank]
+            return f"{shorten_name(category, width=width)} {percent:.0f}%"
+
         names = [
-            f"{short_label(shares[c][0][0], width=22)} {shares[c][0][1]:.0f}% (n={int(sizes[c]):,})"
-            if c in shares
-            else f"empty cluster {c}"
+            f"{share(c, 0, 22)} (n={int(sizes[c]):,})" if c in shares else f"empty cluster {c}"
             for c in range(k)
         ]
         # a name two clusters share gains the distinguishing second category
         counts = pd.Series(names).value_counts()
         names = [
-            (
-                f"{short_label(shares[c][0][0], width=22)} {shares[c][0][1]:.0f}% + "
-                f"{short_label(shares[c][1][0], width=16)} {shares[c][1][1]:.0f}% (n={int(sizes[c]):,})"
-                if counts[n] > 1 and c in shares and len(shares[c]) > 1
-                else n
-            )
+            f"{share(c, 0, 22)} + {share(c, 1, 16)} (n={int(sizes[c]):,})"
+            if counts[n] > 1 and c in shares and len(shares[c]) > 1
+            else n
             for c, n in enumerate(names)
         ]
     final = pd.Series(names).value_counts()
@@ -386,26 +383,15 @@ def plot_query_map(
     top = values[np.argsort(-counts, kind="stable")][: min(max_labelled, len(CLUSTER_COLORS))]
     fig, ax = figure_axes(ax, (PAGE_WIDTH, 4.2))
     rest = ~np.isin(labels, top)
-    if rest.any():
-        ax.scatter(
-            coords[rest, 0],
-            coords[rest, 1],
-            s=4,
-            color=OTHERS_GREY,
-            label=f"other clusters ({int(rest.sum()):,} queries)",
-            rasterized=True,
-        )
+    # (points, size, colour, legend entry): the other clusters in grey first, then the largest
+    groups = [(rest, 4, OTHERS_GREY, f"other clusters ({int(rest.sum()):,} queries)")]
     for i, k in enumerate(top):
         mask = labels == k
         name = str(names[k]) if names is not None else f"cluster {k} (n={int(mask.sum()):,})"
-        ax.scatter(
-            coords[mask, 0],
-            coords[mask, 1],
-            s=6,
-            color=CLUSTER_COLORS[i],
-            label=name,
-            rasterized=True,
-        )
+        groups.append((mask, 6, CLUSTER_COLORS[i], name))
+    for mask, size, color, name in groups:
+        if mask.any():
+            ax.scatter(*coords[mask].T, s=size, color=color, label=name, rasterized=True)
     ax.set_xlabel(f"principal component 1 ({ratio[0]:.1%} of variance)")
     ax.set_ylabel(f"principal component 2 ({ratio[1]:.1%} of variance)")
     ax.set_title(title or "Queries in embedding space, coloured by cluster")
@@ -504,8 +490,7 @@ def plot_leak_gains(table: pd.DataFrame, *, title: str | None = None, ax=None):
             )
     ax.axvline(0, color="black", linewidth=0.8)
     ax.margins(x=0.12)  # room for the value labels on both sides
-    ax.set_yticks(np.arange(len(methods)))
-    ax.set_yticklabels([method_label(m) for m in methods])
+    ax.set_yticks(np.arange(len(methods)), [method_label(m) for m in methods])
     ax.invert_yaxis()
     one_interval = {"estimate", "low", "high"} <= set(table.columns)
     ax.set_xlabel(

@@ -148,10 +148,7 @@ def model_score_table(
 
 def _with_dataset(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` with a ``dataset`` column (``""`` where it had none)."""
-    frame = frame.copy()
-    if "dataset" not in frame:
-        frame["dataset"] = ""
-    return frame
+    return frame.assign(dataset=frame.get("dataset", ""))
 
 
 def _dataset_legend(ax, datasets: list[str]) -> None:
@@ -201,8 +198,7 @@ def plot_model_scores(
             capsize=2,
             error_kw={"elinewidth": 1},
         )
-    ax.set_yticks(y)
-    ax.set_yticklabels(model_labels(table["model"]))
+    ax.set_yticks(y, model_labels(table["model"]))
     ax.set_xlim(0, 1)
     ax.set_xlabel(SCORE_LABEL + ", 95% bootstrap CI over queries")
     ax.set_ylabel("model")
@@ -250,8 +246,7 @@ def plot_observations_per_pair(outcomes: pd.DataFrame, *, title: str | None = No
             label=name or None,
         )
         ax.bar_label(bars, labels=[f"{int(v):,}" if v else "" for v in part], fontsize=8)
-    ax.set_xticks(x)
-    ax.set_xticklabels([str(v) for v in values])
+    ax.set_xticks(x, [str(v) for v in values])
     ax.set_xlabel("observations per (query, model) pair (rewrites x decodes)")
     ax.set_ylabel("number of (query, model) pairs")
     ax.set_title(title or "Observations per (query, model) pair")

@@ -57,8 +57,7 @@ def plot_estimates(
             va="center",
             fontsize=FONT_SIZE - 1,
         )
-    ax.set_yticks(y)
-    ax.set_yticklabels(names)
+    ax.set_yticks(y, names)
     ax.set_ylim(len(table) - 0.5, -0.5)
     if xlim is not None:
         ax.set_xlim(*xlim)

@@ -156,7 +156,6 @@ def plot_flip_rates(table: pd.DataFrame, *, title: str | None = None, ax=None):
                     linewidth=1.2, label=None if chance_drawn else "chance (identical tied models)",
                 )  # fmt: skip
                 chance_drawn = True
-    ax.set_xticks(np.arange(len(sides)))
     first = table.drop_duplicates("side").set_index("side").reindex(sides)
     labels = [SIDE_LABELS.get(s, s) for s in sides]
     if "n_queries" in first:
@@ -164,7 +163,7 @@ def plot_flip_rates(table: pd.DataFrame, *, title: str | None = None, ax=None):
             f"{s}\nn={int(n):,} queries" if n else f"{s}\n(no repeats)"
             for s, n in zip(labels, first["n_queries"], strict=True)
         ]
-    ax.set_xticklabels(labels)
+    ax.set_xticks(np.arange(len(sides)), labels)
     ax.set_ylim(0, 1.25)
     ax.set_yticks(np.linspace(0, 1, 6))
     gone = ", ".join(SIDE_LABELS.get(s, s).replace("\n", " ") for s in missing)
@@ -236,8 +235,7 @@ def plot_sigma_distribution(
                 width,
                 label=labels[j],
             )
-        ax.set_xticks(np.arange(len(distinct)))
-        ax.set_xticklabels([f"{v:.3g}" for v in distinct])
+        ax.set_xticks(np.arange(len(distinct)), [f"{v:.3g}" for v in distinct])
         ax.set_xlabel(
             f"sigma: std. dev. of a (query, model) pair's scores; only {len(distinct)} values occur"
         )

@@ -12,6 +12,7 @@ from ecc_lib.labels import (
     ROUTING_SETTING_LABELS,
     method_label,
     router_name,
+    shorten_name,
 )
 from ecc_lib.plotting.style import (
     FONT_SIZE,
@@ -19,7 +20,6 @@ from ecc_lib.plotting.style import (
     error_bars,
     figure_axes,
     method_colour,
-    short_label,
     styled,
 )
 from ecc_lib.routing_evaluation.curves import pareto_front
@@ -156,13 +156,6 @@ _OBSERVED_OUTCOMES = "observed outcomes"
 """The legend's name of the DARS targets without repeated observations (they are the outcomes)."""
 
 
-def _has_repeats(table: pd.DataFrame, repeats: bool | None) -> bool:
-    """``repeats``, or whether the table has a single-shot arm when it is None."""
-    if repeats is not None:
-        return bool(repeats)
-    return "supervision" in table and bool((table["supervision"] == "single-shot").any())
-
-
 @styled
 def plot_routing_table(
     table: pd.DataFrame,
@@ -195,7 +188,9 @@ def plot_routing_table(
     table = table.reset_index(drop=True).copy()
     if "supervision" not in table:
         table["supervision"] = "router"
-    repeats = _has_repeats(table, repeats)
+    if repeats is None:  # whether the table has a single-shot arm
+        repeats = (table["supervision"] == "single-shot").any()
+    repeats = bool(repeats)
     names = [
         str(r) if s == "reference" else router_name(f"{r} ({s})", repeats=repeats)
         for r, s in zip(table["router"], table["supervision"], strict=True)
@@ -216,7 +211,6 @@ def plot_routing_table(
             xerr=None if xerr is None else xerr[:, i : i + 1],
             fmt="o",
             color=colors[i],
-            ecolor=colors[i],
             capsize=4,
             markersize=7,
         )
@@ -232,8 +226,7 @@ def plot_routing_table(
             fontsize=FONT_SIZE - 3,
         )
     ax.grid(axis="x", alpha=0.3)
-    ax.set_yticks(y)
-    ax.set_yticklabels([short_label(n, width=40) for n in names])
+    ax.set_yticks(y, [shorten_name(n, width=40) for n in names])
     ax.invert_yaxis()
     finite = values[np.isfinite(values)]
     if len(finite):
@@ -304,16 +297,10 @@ def plot_routing_settings(table: pd.DataFrame, *, title: str | None = None):
         high = part["score_high"].to_numpy(float)
         sd = np.nan_to_num(part["score_sd"].to_numpy(float))
         first = part["score"].to_numpy(float)
-        ax.errorbar(
-            first,
-            y,
-            xerr=np.clip(np.vstack([first - low, high - first]), 0, None),
-            fmt="none",
-            ecolor="black",
-            elinewidth=0.8,
-            capsize=3,
-        )
-        ax.errorbar(mean, y, xerr=sd, fmt="none", ecolor="black", elinewidth=2.5)
+        interval = np.clip(np.vstack([first - low, high - first]), 0, None)
+        # thin whiskers: the first seed's interval; thick ones: +- sd over seeds
+        for x, xerr, width, caps in ((first, interval, 0.8, 3), (mean, sd, 2.5, None)):
+            ax.errorbar(x, y, xerr=xerr, fmt="none", ecolor="black", elinewidth=width, capsize=caps)
         ax.scatter(mean, y, c=[method_colour(m) for m in shown], zorder=3)
         for i in range(len(shown)):
             ax.annotate(
@@ -326,8 +313,7 @@ def plot_routing_settings(table: pd.DataFrame, *, title: str | None = None):
             )
         ax.set_title(ROUTING_SETTING_LABELS[setting], fontsize=FONT_SIZE)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_yticks(y)
-        ax.set_yticklabels([ROUTING_METHOD_LABELS.get(m, method_label(m)) for m in shown])
+        ax.set_yticks(y, [ROUTING_METHOD_LABELS.get(m, method_label(m)) for m in shown])
         ax.set_ylim(len(shown) - 0.4, -0.8)
     axes[-1][0].set_xlabel("mean score of the routed model")
     fig.suptitle(title or "Routing with each clustering, with and without the probe")

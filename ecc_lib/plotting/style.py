@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import to_hex
 
 from ecc_lib.labels import short_model_names, shorten_name
 from ecc_lib.method_registry import spec_view
@@ -24,18 +25,8 @@ SCORE_LABEL = "mean score (0-1)"
 """Axis label of scores: binary (fraction correct) or graded, the same words fit both."""
 OTHERS_GREY = "#c8c8c8"
 """Colour of the points of clusters that are not named in a figure."""
-CLUSTER_COLORS = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#bcbd22",
-    "#17becf",
-    "#393b79",
-)
+_TAB10 = [to_hex(colour) for colour in plt.get_cmap("tab10").colors]
+CLUSTER_COLORS = (*_TAB10[:7], *_TAB10[8:], "#393b79")
 """Colours of named clusters: tab10 with its grey replaced, so none looks like the others' grey."""
 _ROUTING_COLOURS = {
     "probe_winner": "tab:brown",
@@ -135,8 +126,6 @@ def drawable_text(text) -> str:
     if text.isascii():
         return text
     covered = _font_chain()[1]
-    if all(ord(ch) in covered or ch in "\n\t" for ch in text):
-        return text
     return "".join(
         ch
         if ord(ch) in covered or ch in "\n\t"
@@ -267,24 +256,7 @@ def figure_axes(ax, figsize: tuple[float, float]):
     """
     if ax is not None:
         return ax.figure, ax
-    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
-    return fig, ax
-
-
-def short_label(label: str, *, width: int = 28) -> str:
-    """``label`` within ``width`` characters, dropping whole middle tokens
-    (:func:`ecc_lib.labels.shorten_name`).
-
-    Parameters
-    ----------
-    label : str
-    width : int, default 28
-
-    Returns
-    -------
-    str
-    """
-    return shorten_name(label, width=width)
+    return plt.subplots(figsize=figsize, layout="constrained")
 
 
 def model_labels(names: Sequence[str]) -> list[str]:
@@ -334,7 +306,7 @@ def heatmap(
     fmt : str, default "{:.2f}"
     center : float, optional
     row_width : int, default 28
-        Longest row label (:func:`short_label`).
+        Longest row label (:func:`ecc_lib.labels.shorten_name`).
 
     Returns
     -------
@@ -346,10 +318,12 @@ def heatmap(
         span = span or 1.0
         vmin, vmax = center - span, center + span
     image = ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
-    ax.set_xticks(np.arange(len(col_labels)))
-    ax.set_xticklabels([short_label(c) for c in col_labels], rotation=45, ha="right")
-    ax.set_yticks(np.arange(len(row_labels)))
-    ax.set_yticklabels([short_label(r, width=row_width) for r in row_labels])
+    ax.set_xticks(
+        np.arange(len(col_labels)), [shorten_name(c) for c in col_labels], rotation=45, ha="right"
+    )
+    ax.set_yticks(
+        np.arange(len(row_labels)), [shorten_name(r, width=row_width) for r in row_labels]
+    )
     ax.spines[:].set_visible(False)
     # a colour bar as tall as the axes of a tall figure (its aspect ratio is length / width)
     aspect = 20 * max(1.0, ax.figure.get_figheight() / 3.5)

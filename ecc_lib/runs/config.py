@@ -329,16 +329,12 @@ _TYPES = {
 
 def _check_type(notebook: str, name: str, value: Any, declared: Mapping[str, Any]) -> None:
     type_name = declared["type"]
+    if type_name not in _TYPES:  # no annotation: the type of the default
+        type_name = type(declared["default"]).__name__
     expected = _TYPES.get(type_name)
     if expected is None:
-        type_name = type(declared["default"]).__name__
-        expected = _TYPES.get(type_name)
-        if expected is None:
-            return
-    ok = isinstance(value, expected)
-    if ok and isinstance(value, bool) and bool not in expected:
-        ok = False
-    if not ok:
+        return
+    if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
         raise ParameterTypeError(
             f"parameter {name!r} of {notebook} must be {type_name} (default "
             f"{declared['default']!r}), got {type(value).__name__} {value!r}"
@@ -363,15 +359,13 @@ def _check_value(notebook: str, name: str, value: Any, declared: Mapping[str, An
             kinds = {EMPTY_DEFAULT_ITEMS[name]}
         if kinds and kinds <= {int, float, str}:
             numeric = kinds <= {int, float}
+            want = "numbers" if float in kinds else "whole numbers" if numeric else "strings"
             for item in value:
                 if numeric:
                     ok = _is_number(item) and (float in kinds or isinstance(item, int))
                 else:
                     ok = isinstance(item, str)
                 if not ok:
-                    want = (
-                        "numbers" if float in kinds else "whole numbers" if numeric else "strings"
-                    )
                     raise ParameterTypeError(
                         f"{where} must be a list of {want} (default {default!r}), got item "
                         f"{item!r} in {value!r}"

@@ -188,22 +188,19 @@ def headline_metrics(
             if not (key == prefix or key.startswith(prefix + ".")):
                 continue
             parts = key.split(".")
-            ci = None
-            for i in range(len(parts)):
-                candidate = ".".join(parts[:i] + [parts[i] + "_ci95"] + parts[i + 1 :])
-                if candidate in values:
-                    ci = values[candidate]
-                    break
+            siblings = (
+                ".".join(parts[:i] + [parts[i] + "_ci95"] + parts[i + 1 :])
+                for i in range(len(parts))
+            )
+            ci = next((values[name] for name in siblings if name in values), None)
             if ci is not None:
                 bounds = json.loads(ci) if isinstance(ci, str) else ci
-                ci = "[" + ", ".join(_short_number(b) for b in bounds) + "]"
+                ci = (
+                    "[" + ", ".join("nan" if b is None else f"{float(b):.4g}" for b in bounds) + "]"
+                )
             rows.append({"metric": key, "value": value, "ci95": ci})
     frame = pd.DataFrame(rows, columns=["metric", "value", "ci95"])
     return frame.drop_duplicates("metric").reset_index(drop=True)
-
-
-def _short_number(value: Any) -> str:
-    return "nan" if value is None else f"{float(value):.4g}"
 
 
 def get_metric(metrics: Mapping[str, Any], dotted_key: str) -> Any:

@@ -81,24 +81,6 @@ class NotebookRun(RunContext):
             _show_in_notebook(fig)
         return written
 
-    def _section_parameters(self, *, drop: Sequence[str] = (), **changed: Any) -> dict[str, Any]:
-        """The parameters :meth:`record` records, with some left out or changed.
-
-        Parameters
-        ----------
-        drop : sequence of str
-            Parameters not recorded with this section.
-        **changed
-            Values recorded instead of the parameters' (``datasets=names`` once resolved).
-
-        Returns
-        -------
-        dict
-        """
-        out = {k: v for k, v in self.parameters.items() if k not in set(drop)}
-        out.update(changed)
-        return out
-
     def record(
         self,
         section: str,
@@ -118,8 +100,10 @@ class NotebookRun(RunContext):
         parameters : mapping, optional
             The section's own parameters instead of the notebook's (a result that records its
             settings, such as the capability map's; ``{}``: none).
-        drop, **changed
-            As :meth:`_section_parameters`.
+        drop : sequence of str
+            Parameters not recorded with this section.
+        **changed
+            Values recorded instead of the parameters' (``datasets=names`` once resolved).
 
         Returns
         -------
@@ -127,7 +111,8 @@ class NotebookRun(RunContext):
             The section's fragment.
         """
         if parameters is None:
-            parameters = self._section_parameters(drop=drop, **changed)
+            parameters = {k: v for k, v in self.parameters.items() if k not in set(drop)}
+            parameters.update(changed)
         return run_metrics.record_metrics(self, section, payload, parameters=parameters)
 
 

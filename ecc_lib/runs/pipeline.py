@@ -460,8 +460,7 @@ def _run_locked(
         interrupt_guard.__enter__()
         for notebook in bar:
             bar.set_postfix_str(notebook.stem)
-            params = dict(resolved[notebook.stem])
-            params["run_dir"] = str(context.run_dir)
+            params = {**resolved[notebook.stem], "run_dir": str(context.run_dir)}
             run_record["parameters"][notebook.stem] = recorded_parameters(params)
             result.parameters[notebook.stem] = recorded_parameters(params)
             if planned[notebook.stem]:
@@ -486,8 +485,7 @@ def _run_locked(
                 )
             finally:
                 seconds = round(time.perf_counter() - tick, 2)
-                run_record["durations_s"][notebook.stem] = seconds
-                result.durations[notebook.stem] = seconds
+                run_record["durations_s"][notebook.stem] = result.durations[notebook.stem] = seconds
                 result.executed.append(executed)
                 write_metrics(context)
             if notebook.stem.startswith(REPORT_NOTEBOOK_PREFIX):
