@@ -140,9 +140,11 @@ _read_json_lines = partial(pd.read_json, lines=True, dtype=False)
 _write_parquet = partial(pd.DataFrame.to_parquet, index=False)
 _write_json_lines = partial(pd.DataFrame.to_json, orient="records", lines=True, force_ascii=False)
 
+_SEPARATORS = {".csv": ",", ".tsv": "\t"}
+
 TABLE_READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
-    ".csv": partial(_read_delimited, sep=","),
-    ".tsv": partial(_read_delimited, sep="\t"),
+    ".csv": partial(_read_delimited, sep=_SEPARATORS[".csv"]),
+    ".tsv": partial(_read_delimited, sep=_SEPARATORS[".tsv"]),
     ".parquet": pd.read_parquet,
     ".pq": pd.read_parquet,
     ".jsonl": _read_json_lines,
@@ -238,8 +240,8 @@ def read_table(
             "pd.read_pickle(path).to_parquet(...)"
         )
     reader = pd.read_pickle if suffix in PICKLE_SUFFIXES else TABLE_READERS.get(suffix)
-    if csv_options is not None and suffix in (".csv", ".tsv"):
-        reader = partial(reader, options=csv_options)
+    if csv_options is not None and suffix in _SEPARATORS:  # the built-in reader, with options
+        reader = partial(_read_delimited, sep=_SEPARATORS[suffix], options=csv_options)
     if reader is None:
         raise DataValidationError(
             f"{path}: unknown file type '{suffix}'; use .csv, .tsv, .parquet (.pq), .jsonl "
