@@ -8,8 +8,9 @@ apply unchanged: requests stay on the upstream's origin, replies are read up to
 :data:`~ecc_lib.collect.client.DEFAULT_MAX_RESPONSE_BYTES`, every attempt has a deadline and
 retries back off; API keys appear in no error and no reply (:func:`ecc_lib.collect.client.redact`).
 The reply is the upstream's JSON with ``model`` set to the chosen model and a ``router`` object
-(the choice, predicted score, cost and utility); a failed upstream call is answered ``502`` with an OpenAI-style error, and the server
-keeps serving. ``dry_run`` answers with the choice only (the chosen model as the content).
+(the choice, predicted score, cost and utility); a failed upstream call is answered ``502`` with an
+OpenAI-style error, and the server keeps serving. ``dry_run`` answers with the choice only (the
+chosen model as the content).
 
 Key policy (the collect runner's, per upstream): without ``api_key_envs`` the key in
 ``OPENAI_API_KEY`` goes to ``https://api.openai.com`` only
