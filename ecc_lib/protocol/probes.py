@@ -66,7 +66,7 @@ def probe_first(
 
 
 def _first_rows(test: Comparisons, n_probes: int, rows: np.ndarray) -> np.ndarray:
-    """The mask of the first ``n_probes`` of ``rows`` per query (rows grouped by query, in order)."""
+    """The mask of the first ``n_probes`` of ``rows`` per query (rows grouped by query)."""
     chosen = np.zeros(len(test), dtype=bool)
     chosen[rows[rank_within_query(test.query[rows]) < n_probes]] = True
     return chosen
