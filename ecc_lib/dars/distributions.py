@@ -290,7 +290,11 @@ def regression_targets(distributions: CapabilityDistributions) -> dict[str, np.n
     -------
     dict of str to ndarray
     """
-    return {name: getattr(distributions, name) for name in ("mu_q", "mu_c", "sigma_q")}
+    return {
+        "mu_q": distributions.mu_q,
+        "mu_c": distributions.mu_c,
+        "sigma_q": distributions.sigma_q,
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -223,10 +223,12 @@ class LabelInformedECC(ECC):
         if not float(self.smoothing) > 0:
             raise ValueError(f"smoothing must be > 0, got {self.smoothing}")
 
-    def _fit_labels(self, x, comparisons, lab: np.ndarray, weight: float) -> LabelInformedECC:
-        """ECC's fit with the category prior of weight ``weight`` over the categories ``lab``,
-        then the learned prior (what :meth:`fit` does once the weight is known)."""
-        cats, codes = np.unique(lab, return_inverse=True)
+    def _fit_labels(
+        self, x, comparisons, cats: np.ndarray, codes: np.ndarray, weight: float
+    ) -> LabelInformedECC:
+        """ECC's fit with the category prior of weight ``weight`` (``cats, codes``: the queries'
+        categories as :func:`numpy.unique` with ``return_inverse`` gives them), then the learned
+        prior (what :meth:`fit` does once the weight is known)."""
         self._weight = weight
         self._codes_fit = (codes, len(cats))
         super().fit(x, comparisons)
@@ -268,9 +270,10 @@ class LabelInformedECC(ECC):
             )
             n_scored["all"] += len(scored)
             n_scored["disjoint"] += int(keep.sum())
+            cats, codes = np.unique(lab[~held], return_inverse=True)
             for w in losses["all"]:
                 model = LabelInformedECC(**{**self.get_params(), "label_weight": w})
-                model._fit_labels(x[~held], train, lab[~held], w)
+                model._fit_labels(x[~held], train, cats, codes, w)
                 p = model.predict_proba(scored, embeddings=x[held], probe=probe, labels=lab[held])
                 nll = comparison_nll(p, scored.y)
                 losses["all"][w] += float(nll.sum())
@@ -335,7 +338,8 @@ class LabelInformedECC(ECC):
             self.label_weight_by_reading_ = {}
             self.cv_pairs_used_ = None
             weight = float(self.label_weight)
-        self._fit_labels(x, comparisons, lab, weight)
+        cats, codes = np.unique(lab, return_inverse=True)
+        self._fit_labels(x, comparisons, cats, codes, weight)
         log_missing_labels(lab, "ecc_labels")
         return self
 

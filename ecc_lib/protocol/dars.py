@@ -369,17 +369,14 @@ class RoutingRecord:
             "gap_closed_single_shot": "gap_closed_single_shot",
             "gap_closed_diff": "gap_closed_diff",
         }
-        headline["dars_minus_single_shot"] = {
-            name: {
-                key: value
-                for reading, column in readings.items()
-                for key, value in (
-                    (reading, row[column]),
-                    (f"{reading}_ci95", [row[f"{column}_ci_low"], row[f"{column}_ci_high"]]),
-                )
-            }
-            for name, row in paired.iterrows()
-        }
+        by_router = {}
+        for name, row in paired.iterrows():
+            entry = {}
+            for reading, column in readings.items():
+                entry[reading] = row[column]
+                entry[f"{reading}_ci95"] = [row[f"{column}_ci_low"], row[f"{column}_ci_high"]]
+            by_router[name] = entry
+        headline["dars_minus_single_shot"] = by_router
         versus = routing_headline(result)
         for key in (
             "no_router_beats_best_fixed",

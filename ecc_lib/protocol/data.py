@@ -307,11 +307,16 @@ def left_out_reasons(
     scores, _, _ = score_matrix(outcomes, query_ids=ids, models=models)
     scores = snap_ties(scores, tolerance=tie_tolerance)
     observed = np.isfinite(scores).sum(axis=1)
-    # decisive pairs per query = pairs of observed models in different score groups; the tied
-    # pairs are the equal off-diagonal entries (NaN equals nothing, itself included)
+    # decisive pairs per query = pairs of observed models in different score groups; in each row
+    # sorted (NaN last), a value's position past the start of its run of equal values counts the
+    # tied pairs it closes, c (c - 1) / 2 over a run of c (no queries x M x M array)
     pairs_total = observed * (observed - 1) // 2
-    with np.errstate(invalid="ignore"):
-        same = ((scores[:, :, None] == scores[:, None, :]).sum(axis=(1, 2)) - observed) // 2
+    ranked = np.sort(scores, axis=1)
+    position = np.arange(ranked.shape[1])
+    run_start = np.ones(ranked.shape, dtype=bool)
+    run_start[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    start = np.maximum.accumulate(np.where(run_start, position, 0), axis=1)
+    same = np.where(np.isfinite(ranked), position - start, 0).sum(axis=1)
     decisive = pairs_total - same
     out: dict[str, int] = {}
     few = observed < 2

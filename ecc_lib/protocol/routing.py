@@ -24,7 +24,7 @@ from ecc_lib.data.comparisons import Comparisons, score_matrix
 from ecc_lib.data.splits import probe_models
 from ecc_lib.protocol.data import ProtocolData
 from ecc_lib.protocol.probes import probe_responsibilities, select_probes
-from ecc_lib.protocol.scoring import _ecc_differences
+from ecc_lib.protocol.scoring import ecc_minus_others
 from ecc_lib.protocol.settings import Protocol
 from ecc_lib.routing_evaluation.held_out import HeldOut, evaluate_choices
 from ecc_lib.serialization import to_jsonable
@@ -475,7 +475,7 @@ def _random_arm(
 def _setting_differences(replicates: dict, confidence: float) -> dict:
     """Per setting, ECC minus every other row, paired over the same resamples."""
     return {
-        setting: _ecc_differences(
+        setting: ecc_minus_others(
             {name: score for name, (score, _) in arms.items()},
             {name: reps for name, (_, reps) in arms.items()},
             confidence,

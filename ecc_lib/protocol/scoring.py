@@ -309,7 +309,7 @@ def score_methods(
         gain=gain,
         ci95=ci,
         accuracy={name: r.accuracy for name, r in per_method.items()},
-        differences=_ecc_differences(gain, stats_gain, confidence),
+        differences=ecc_minus_others(gain, stats_gain, confidence),
         fit_seconds=dict(fit_seconds or {}),
         n_iter={k: int(getattr(v, "n_iter_", 1)) for k, v in fitted.items()},
         converged={k: bool(getattr(v, "converged_", True)) for k, v in fitted.items()},
@@ -330,7 +330,7 @@ def score_methods(
         probe_leak_share=leak_share[reference],
         probe_leak_share_by_method=leak_share,
         n_scored_touching=int(per_method[reference].touch_count.sum()),
-        differences_disjoint=_ecc_differences(gain_d, stats_d, confidence),
+        differences_disjoint=ecc_minus_others(gain_d, stats_d, confidence),
         probe_coverage=_probe_coverage(covered, counts[has], by_probe),
     )
 
@@ -430,8 +430,26 @@ def _leak_gains(
     return touching_gain, disjoint_gain
 
 
-def _ecc_differences(gain: dict, stats: dict, confidence: float) -> dict:
-    """ECC's gain minus each other method's, paired over the same resamples (empty without ECC)."""
+def ecc_minus_others(gain: dict, stats: dict, confidence: float) -> dict:
+    """ECC's value minus each other method's, paired over the same resamples.
+
+    Shared by the clustering scores and the routing experiment (:mod:`ecc_lib.protocol.routing`).
+
+    Parameters
+    ----------
+    gain : dict
+        Method -> its value (a gain, a routed score).
+    stats : dict
+        Method -> its bootstrap replicates, the same resamples for every method.
+    confidence : float
+        Level of the intervals.
+
+    Returns
+    -------
+    dict
+        ``{"ecc_minus_<method>": paired difference}`` (:func:`ecc_lib.stats.paired_difference`);
+        empty without ECC.
+    """
     if "ecc" not in gain:
         return {}
     return {

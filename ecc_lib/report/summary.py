@@ -485,7 +485,36 @@ def ecc_lines(
     best = _largest(scored)
     lines: list[SummaryLine] = [table]
     lines += _best_method_lines(by_method, scored, best, records, reading, reference)
-    # a note when no comparison has an interval, or when no clustering beats the reference
+    lines += _interval_lines(by_method, shown, best, reference, where, n_seeds)
+    lines += _k_lines(ecc, parameters)
+    said = ecc_cv_line(ecc, records)
+    if said is None and "ecc_cv" in by_method and by_method["ecc_cv"]["gain"]:
+        said = _ecc_cv_alone(by_method["ecc_cv"], chose, ref_name)
+    if said is not None:
+        lines.append(said)
+    return lines
+
+
+def _ecc_cv_alone(row: Mapping[str, Any], chose: str, ref_name: str) -> SummaryLine:
+    """ECC-CV's gain without a verdict where no tuned baseline ran beside it (a verdict against a
+    baseline at its default prior would credit ECC-CV with the prior, issue 34); ``chose``: its
+    choice in words (``""`` where not recorded)."""
+    text = (
+        f"ECC-CV's gain over {ref_name} is {record_text(row['gain'])}; no tuned baseline ran "
+        f"beside it, so it gets no verdict." + (f" It chose {chose}." if chose else "")
+    )
+    return _line("ecc_cv", text)
+
+
+def _interval_lines(
+    by_method: Mapping[str, Mapping[str, Any]],
+    shown: Sequence[str],
+    best: str | None,
+    reference: str,
+    where: str,
+    n_seeds: int,
+) -> list[SummaryLine]:
+    """A note when no comparison has an interval, or when no clustering beats the reference."""
     with_interval = [
         m
         for m in shown
@@ -496,29 +525,16 @@ def ecc_lines(
             f"These metrics hold no interval for the {n_seeds} seeds, so no comparison gets a "
             "verdict; rerun the notebook to record them."
         )
-        lines.append(_line("no_interval", text))
-    elif best is not None and not any(
+        return [_line("no_interval", text)]
+    if best is not None and not any(
         (by_method[m]["versus_reference"] or {}).get("direction", 0) > 0 for m in shown
     ):
         text = (
-            f"No clustering is better than {ref_name} {where}: no interval lies above 0 "
+            f"No clustering is better than {_name(reference)} {where}: no interval lies above 0 "
             f"(largest gain {record_text(by_method[best]['gain'])}, {_name(best)})."
         )
-        lines.append(_line("no_clustering", text))
-    lines += _k_lines(ecc, parameters)
-    said = ecc_cv_line(ecc, records)
-    if said is None and "ecc_cv" in by_method and by_method["ecc_cv"]["gain"]:
-        # no tuned baseline ran beside it: a verdict against a baseline at its default prior
-        # would credit ECC-CV with the prior (issue 34)
-        text = (
-            f"ECC-CV's gain over {ref_name} is {record_text(by_method['ecc_cv']['gain'])}; no "
-            "tuned baseline ran beside it, so it gets no verdict."
-            + (f" It chose {chose}." if chose else "")
-        )
-        said = _line("ecc_cv", text)
-    if said is not None:
-        lines.append(said)
-    return lines
+        return [_line("no_clustering", text)]
+    return []
 
 
 def _gain_line(

@@ -332,59 +332,73 @@ def execute_notebook(
     notebook, output = Path(notebook), Path(output)
     refuse_links(output)  # papermill would write through a link
     try:
-        papermill = require("papermill", extra="notebooks", purpose="running notebooks")
-        nbformat = require("nbformat", extra="notebooks", purpose="running notebooks")
-        CellTimeoutError = require("nbclient.exceptions", extra="notebooks").CellTimeoutError
-        PapermillExecutionError = require(
-            "papermill.exceptions", extra="notebooks"
-        ).PapermillExecutionError
-        try:
-            papermill.execute_notebook(
-                str(notebook),
-                str(output),
-                parameters=dict(parameters),
-                kernel_name="python3",
-                progress_bar=False,
-                cwd=str(cwd) if cwd else None,
-                start_timeout=int(start_timeout),
-                execution_timeout=timeout,
-                kernel_manager_class=interpreter_kernel_manager_class(
-                    kernel_environment(blas_threads=blas_threads)
-                ),
-            )
-        except CellTimeoutError:
-            reason = f"a cell ran longer than the timeout of {timeout:g} s"
-            stopped = mark_interrupted(output, reason)
-            raise NotebookTimeoutError(
-                notebook.name,
-                -1 if stopped is None else stopped,
-                None,
-                "CellTimeoutError",
-                reason,
-                output,
-            ) from None
-        except BaseException as error:
-            if not isinstance(error, PapermillExecutionError):
-                name = "SIGTERM" if isinstance(error, RunInterrupted) else type(error).__name__
-                mark_interrupted(output, f"interrupted by {name}")
-                raise
-            source = nbformat.read(notebook, as_version=4)
-            index = next(
-                (i for i, cell in enumerate(source.cells) if cell.source == error.source),
-                error.cell_index,
-            )
-            first_line = next((ln for ln in str(error.source).splitlines() if ln.strip()), "")
-            raise NotebookExecutionError(
-                notebook.name,
-                index,
-                error.exec_count,
-                error.ename,
-                error.evalue,
-                output,
-                first_line=first_line[:80],
-            ) from None
+        _execute(notebook, output, parameters, cwd, timeout, start_timeout, blas_threads)
     finally:
         scrub_credentials(output, parameters)
+
+
+def _execute(
+    notebook: Path,
+    output: Path,
+    parameters: Mapping[str, Any],
+    cwd: str | os.PathLike | None,
+    timeout: float | None,
+    start_timeout: float,
+    blas_threads: int | None,
+) -> None:
+    """:func:`execute_notebook` without the scrubbing."""
+    papermill = require("papermill", extra="notebooks", purpose="running notebooks")
+    nbformat = require("nbformat", extra="notebooks", purpose="running notebooks")
+    CellTimeoutError = require("nbclient.exceptions", extra="notebooks").CellTimeoutError
+    PapermillExecutionError = require(
+        "papermill.exceptions", extra="notebooks"
+    ).PapermillExecutionError
+
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(output),
+            parameters=dict(parameters),
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(cwd) if cwd else None,
+            start_timeout=int(start_timeout),
+            execution_timeout=timeout,
+            kernel_manager_class=interpreter_kernel_manager_class(
+                kernel_environment(blas_threads=blas_threads)
+            ),
+        )
+    except CellTimeoutError:
+        reason = f"a cell ran longer than the timeout of {timeout:g} s"
+        stopped = mark_interrupted(output, reason)
+        raise NotebookTimeoutError(
+            notebook.name,
+            -1 if stopped is None else stopped,
+            None,
+            "CellTimeoutError",
+            reason,
+            output,
+        ) from None
+    except BaseException as error:
+        if not isinstance(error, PapermillExecutionError):
+            name = "SIGTERM" if isinstance(error, RunInterrupted) else type(error).__name__
+            mark_interrupted(output, f"interrupted by {name}")
+            raise
+        source = nbformat.read(notebook, as_version=4)
+        index = next(
+            (i for i, cell in enumerate(source.cells) if cell.source == error.source),
+            error.cell_index,
+        )
+        first_line = next((ln for ln in str(error.source).splitlines() if ln.strip()), "")
+        raise NotebookExecutionError(
+            notebook.name,
+            index,
+            error.exec_count,
+            error.ename,
+            error.evalue,
+            output,
+            first_line=first_line[:80],
+        ) from None
 
 
 REPORT_CSS = """

@@ -147,7 +147,10 @@ def _papermill_copies_only(run_dir: Path) -> bool:
     copy is recognised by its ``metadata.papermill`` record, whose ``run_dir`` parameter names
     this folder (relative to the working directory of the kernel, as the notebook reads it).
     """
-    for entry in run_dir.iterdir():  # not empty: RunContext.create asks only then
+    entries = list(run_dir.iterdir())
+    if not entries:
+        return False
+    for entry in entries:
         if entry.suffix != ".ipynb" or not entry.is_file() or entry.is_symlink():
             return False
         try:

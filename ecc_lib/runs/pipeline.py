@@ -485,7 +485,8 @@ def _run_locked(
                 )
             finally:
                 seconds = round(time.perf_counter() - tick, 2)
-                run_record["durations_s"][notebook.stem] = result.durations[notebook.stem] = seconds
+                run_record["durations_s"][notebook.stem] = seconds
+                result.durations[notebook.stem] = seconds
                 result.executed.append(executed)
                 write_metrics(context)
             if notebook.stem.startswith(REPORT_NOTEBOOK_PREFIX):
